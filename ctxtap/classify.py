@@ -1,0 +1,189 @@
+"""Classify a flow: is it a model call, which provider, API and client sent it.
+
+Pure functions over host, path, headers and (optionally) the first bytes of a
+request body. The recording proxy uses them to decide what to record in full;
+the analyzer uses the same rules so both agree on what a model request is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+# Known model-API hosts -> provider. Suffix match ("x.example.com" matches "example.com" entries
+# written with a leading dot).
+PROVIDER_HOSTS: dict[str, str] = {
+    "api.anthropic.com": "anthropic",
+    "api.openai.com": "openai",
+    "chatgpt.com": "openai",
+    ".openai.azure.com": "azure-openai",
+    ".cognitiveservices.azure.com": "azure-openai",
+    "api.x.ai": "xai",
+    "api.moonshot.ai": "moonshot",
+    "api.moonshot.cn": "moonshot",
+    "api.kimi.com": "moonshot",
+    "generativelanguage.googleapis.com": "google",
+    "cloudcode-pa.googleapis.com": "google",
+    "aiplatform.googleapis.com": "google-vertex",
+    "-aiplatform.googleapis.com": "google-vertex",
+    "api.deepseek.com": "deepseek",
+    "openrouter.ai": "openrouter",
+    "api.mistral.ai": "mistral",
+    "api.groq.com": "groq",
+    "api.together.xyz": "together",
+    "api.fireworks.ai": "fireworks",
+    "api.cerebras.ai": "cerebras",
+    "dashscope.aliyuncs.com": "alibaba",
+    "dashscope-intl.aliyuncs.com": "alibaba",
+    "open.bigmodel.cn": "zhipu",
+    "api.z.ai": "zhipu",
+    "api.minimax.io": "minimax",
+    "api.minimaxi.com": "minimax",
+    ".bedrock-runtime.amazonaws.com": "aws-bedrock",
+    "api.githubcopilot.com": "github-copilot",
+    "models.github.ai": "github-models",
+    "opencode.ai": "opencode",
+}
+
+# Path patterns (matched against the path without query) -> API family.
+_API_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"/messages(/count_tokens)?/?$"), "messages"),
+    (re.compile(r"/responses(/compact)?/?$"), "responses"),
+    (re.compile(r"/chat/completions/?$"), "chat-completions"),
+    (re.compile(r":(stream)?[gG]enerateContent$|:countTokens$"), "gemini"),
+    (re.compile(r"/model/[^/]+/(converse|converse-stream|invoke|invoke-with-response-stream)$"), "other"),
+    (re.compile(r"/completions/?$|/embeddings/?$"), "other"),
+]
+
+# Hosts whose non-model paths we know are side traffic (telemetry, settings).
+_CODEX_BACKEND = re.compile(r"^/backend-api/codex/")
+
+
+@dataclass(frozen=True)
+class FlowClass:
+    is_model: bool
+    provider: str  # "unknown" when not a model-API host
+    api: str  # messages | responses | responses-websocket | chat-completions | gemini | other
+    endpoint: str  # generate | count_tokens | compact | other
+
+
+def provider_for_host(host: str, extra_hosts: Mapping[str, str] | None = None) -> str | None:
+    """The provider of a known (or user-added) model-API host, else None."""
+    host = host.lower().rstrip(".")
+    for table in (extra_hosts or {}, PROVIDER_HOSTS):
+        for pattern, provider in table.items():
+            pattern = pattern.lower()
+            if pattern.startswith((".", "-")):
+                if host.endswith(pattern):
+                    return provider
+            elif host == pattern:
+                return provider
+    return None
+
+
+def classify_flow(
+    host: str,
+    path: str,
+    method: str = "POST",
+    websocket: bool = False,
+    extra_hosts: Mapping[str, str] | None = None,
+) -> FlowClass:
+    """Decide whether a flow is a model-API call and which API it speaks."""
+    bare = path.split("?", 1)[0]
+    provider = provider_for_host(host, extra_hosts)
+    user_host = provider is not None and extra_hosts is not None and host.lower() in {
+        h.lower() for h in extra_hosts
+    }
+    api = None
+    for pattern, name in _API_PATTERNS:
+        if pattern.search(bare):
+            api = name
+            break
+    if provider is None:
+        return FlowClass(False, "unknown", "other", "other")
+    if host.lower() == "chatgpt.com" and not _CODEX_BACKEND.match(bare):
+        return FlowClass(False, provider, "other", "other")
+    if api is None:
+        # A user-added host is recorded in full whatever the path; a known host's
+        # other paths (telemetry, settings, model lists) are side traffic.
+        return FlowClass(user_host, provider, "other", "other")
+    endpoint = "generate"
+    if bare.endswith("/count_tokens") or bare.endswith(":countTokens"):
+        endpoint = "count_tokens"
+    elif bare.rstrip("/").endswith("/compact"):
+        endpoint = "compact"
+    if api == "responses" and websocket:
+        api = "responses-websocket"
+    if method.upper() == "GET" and not websocket:
+        return FlowClass(False, provider, api, "other")
+    return FlowClass(True, provider, api, endpoint)
+
+
+# --- clients ---------------------------------------------------------------------
+
+_UA_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("claude-code", re.compile(r"\bclaude-(?:cli|code)/(\d[\w.\-+]*)", re.I)),
+    ("codex", re.compile(r"\bcodex[_-](?:exec|cli_rs|cli|tui|vscode)/(\d[\w.\-+]*)", re.I)),
+    ("kimi-code", re.compile(r"\bkimi-code-cli/(\d[\w.\-+]*)", re.I)),
+    ("kimi-cli", re.compile(r"\bKimiCLI/(\d[\w.\-+]*)")),
+    ("gemini-cli", re.compile(r"\bGeminiCLI(?:-[\w-]+)?/(\d[\w.\-+]*)")),
+    ("opencode", re.compile(r"\bopencode/(\d[\w.\-+]*)", re.I)),
+    ("grok-cli", re.compile(r"\bgrok-cli/(\d[\w.\-+]*)", re.I)),
+    ("aider", re.compile(r"\baider/(\d[\w.\-+]*)", re.I)),
+    ("cursor", re.compile(r"\bcursor/(\d[\w.\-+]*)", re.I)),
+]
+
+# Body markers for clients whose headers carry only a generic SDK user agent.
+_BODY_RULES: list[tuple[str, bytes]] = [
+    ("grok-cli", b"You are Grok CLI"),
+    ("claude-code", b"You are Claude Code, Anthropic's official CLI"),
+    ("claude-code", b"x-anthropic-billing-header: cc_version="),
+    ("codex", b"You are Codex, "),
+    ("kimi-code", b"You are Kimi Code CLI"),
+    ("gemini-cli", b"You are Gemini CLI"),
+    ("opencode", b"You are opencode"),
+]
+
+
+@dataclass(frozen=True)
+class ClientClass:
+    client: str
+    version: str | None
+    rule: str
+
+
+def _headers_dict(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in headers:
+        out.setdefault(key.lower(), value)
+    return out
+
+
+def classify_client(headers: Iterable[tuple[str, str]], body_head: bytes | None = None) -> ClientClass:
+    """Identify the client from its headers, falling back to body markers."""
+    h = _headers_dict(headers)
+    ua = h.get("user-agent", "")
+    originator = h.get("originator")
+    for name, pattern in _UA_RULES:
+        m = pattern.search(ua)
+        if m:
+            return ClientClass(name, m.group(1), f"ua:{name}")
+    if originator and originator.startswith("codex"):
+        return ClientClass("codex", h.get("version"), "header:originator")
+    if "x-claude-code-session-id" in h or h.get("x-app") == "cli":
+        m = re.search(r"/(\d[\w.\-+]*)", ua)
+        return ClientClass("claude-code", m.group(1) if m else None, "header:x-claude-code-session-id")
+    if h.get("x-msh-platform"):
+        platform = h["x-msh-platform"]
+        name = "kimi-code" if "code" in platform else "kimi-cli"
+        return ClientClass(name, h.get("x-msh-version"), "header:x-msh-platform")
+    if body_head:
+        for name, marker in _BODY_RULES:
+            if marker in body_head:
+                return ClientClass(name, None, f"body:{name}")
+    if ua:
+        sdk = re.match(r"([A-Za-z][\w.\-]*)/(\d[\w.\-+]*)", ua)
+        if sdk:
+            return ClientClass(f"unknown ({sdk.group(1)})", None, "ua:generic")
+    return ClientClass("unknown", None, "none")
