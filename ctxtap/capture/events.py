@@ -1,0 +1,90 @@
+"""What the proxy hands to the capture writer: raw, unredacted facts about a flow.
+
+These live only in memory between a mitmproxy hook and the writer thread; the
+writer redacts them before anything is written. Bodies are references to the
+bytes mitmproxy already holds (no copies on the event loop).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RequestEvent:
+    flow_id: str
+    seq: int
+    record_full: bool  # False: metadata only (method, host, path, status, sizes, timings)
+    is_model: bool
+    provider: str
+    api: str
+    endpoint: str
+    websocket: bool  # an upgrade request
+    method: str
+    scheme: str
+    host: str
+    port: int
+    path: str
+    url: str  # as the client asked for it
+    upstream_url: str | None  # where --route sent it, if anywhere
+    http_version: str
+    headers: list[tuple[str, str]]
+    body_in: bytes | None  # as received from the client
+    body_out: bytes | None  # as sent upstream
+    ts_start: float
+    ts_end: float | None
+    body_is_decoded: bool = False  # imported from HAR: bodies are already decoded text
+
+
+@dataclass
+class ResponseEvent:
+    flow_id: str
+    status: int
+    reason: str
+    http_version: str
+    headers: list[tuple[str, str]]
+    body_in: list[bytes] | bytes | None  # as received from upstream (chunks when streamed)
+    body_out: list[bytes] | bytes | None  # as sent to the client
+    streamed: bool
+    ts_headers: float | None
+    ts_first_byte: float | None
+    ts_end: float | None
+    error: str | None = None
+    body_is_decoded: bool = False
+
+
+@dataclass
+class ErrorEvent:
+    """The flow failed (connection reset, upstream refused, stream cut, killed)."""
+
+    flow_id: str
+    error: str
+    ts: float
+    partial: ResponseEvent | None = None  # what arrived before the failure
+
+
+@dataclass
+class WsMessageEvent:
+    flow_id: str
+    index: int
+    from_client: bool
+    ts: float
+    is_text: bool
+    content: bytes
+    record_full: bool = True
+
+
+@dataclass
+class WsEndEvent:
+    flow_id: str
+    ts: float
+    close_code: int | None
+    closed_by_client: bool | None
+    n_messages: int
+
+
+@dataclass
+class Barrier:
+    """A no-op event: its future resolves once everything queued before it is written."""
+
+    note: str = field(default="")

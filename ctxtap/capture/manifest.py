@@ -1,0 +1,63 @@
+"""The capture manifest: what produced a capture and whether it is complete."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ctxtap import __version__
+
+MANIFEST_NAME = "manifest.json"
+FORMAT_VERSION = 1
+
+
+def new_capture_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+
+
+class Manifest(BaseModel):
+    format: Literal["ctxtap-capture"] = "ctxtap-capture"
+    format_version: int = FORMAT_VERSION
+    capture_id: str
+    ctxtap_version: str = __version__
+    mitmproxy_version: str | None = None
+    status: Literal["recording", "finalized"] = "recording"
+    recovered: bool = False
+    started_at: float = Field(default_factory=time.time)
+    ended_at: float | None = None
+    command: list[str] | None = None  # the wrapped command (`ctxtap record -- ...`)
+    source: str = "proxy"  # proxy | import
+    options: dict[str, Any] = Field(default_factory=dict)
+    redaction_ruleset: str = ""
+    counts: dict[str, Any] = Field(default_factory=dict)
+    spool_bytes_dropped: int = 0  # torn tail found on recovery
+
+    def save(self, directory: Path) -> None:
+        """Atomic write: a crash leaves either the old or the new manifest."""
+        data = self.model_dump(mode="json")
+        data["started_at_iso"] = iso(self.started_at)
+        data["ended_at_iso"] = iso(self.ended_at)
+        tmp = directory / (MANIFEST_NAME + ".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, directory / MANIFEST_NAME)
+
+    @classmethod
+    def load(cls, directory: Path) -> Manifest:
+        data = json.loads((directory / MANIFEST_NAME).read_text())
+        data.pop("started_at_iso", None)
+        data.pop("ended_at_iso", None)
+        return cls.model_validate(data)

@@ -1,0 +1,103 @@
+"""The capture's Parquet schema, one documented column list per table.
+
+`docs/capture-format.md` is generated from these lists (see `ctxtap.capture.schema_doc`),
+so the documentation cannot drift from what is written.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+S, I64, I32, F64, B, BIN = pa.string(), pa.int64(), pa.int32(), pa.float64(), pa.bool_(), pa.binary()
+
+FLOW_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("capture_id", S, "Capture this flow belongs to."),
+    ("flow_id", S, "Unique flow id (mitmproxy's flow id)."),
+    ("seq", I64, "Order in which the proxy saw the request start (0-based)."),
+    ("kind", S, "`http`, or `websocket` for an upgrade request (its messages are in ws_messages)."),
+    ("record_mode", S, "`full` (headers and bodies kept) or `metadata` (method, host, path, status, sizes, timings)."),
+    ("state", S, "`complete`, `incomplete` (no response recorded: still running at a crash), or `error`."),
+    ("method", S, "HTTP method."),
+    ("scheme", S, "`https` or `http` as the client used it."),
+    ("host", S, "Host the client addressed (before any --route)."),
+    ("port", I32, "Port the client addressed."),
+    ("path", S, "Path with query string, credentials redacted."),
+    ("url", S, "Full URL the client asked for, credentials redacted."),
+    ("upstream_url", S, "Where `--route` sent the request, if it was routed; else null."),
+    ("http_version", S, "Client-side HTTP version, e.g. `HTTP/1.1`, `HTTP/2.0`."),
+    ("is_model", B, "True when the flow is a model-API call (known provider host and API path, or a user-added host)."),
+    ("provider", S, "Provider of the host (`anthropic`, `openai`, `moonshot`, ...) or `unknown`."),
+    ("api", S, "`messages`, `responses`, `responses-websocket`, `chat-completions`, `gemini` or `other`."),
+    ("endpoint", S, "`generate`, `count_tokens`, `compact` or `other`."),
+    ("transport", S, "`sse`, `json`, `stream` (other streamed body), `websocket` or `none`."),
+    ("client", S, "Client that sent it (`claude-code`, `codex`, `kimi-code`, `grok-cli`, ...) or `unknown (<ua>)`."),
+    ("client_version", S, "Client version when the headers carry it."),
+    ("client_rule", S, "Rule that identified the client (e.g. `ua:codex`, `body:grok-cli`)."),
+    ("request_headers", S, "JSON list of [name, value] pairs, credentials redacted (null in metadata mode)."),
+    ("request_content_encoding", S, "Original Content-Encoding of the request body (e.g. `zstd`), or null."),
+    ("request_content_type", S, "Content-Type of the request."),
+    ("request_decode_status", S, "`identity`, `decoded`, or `error: ...` (then the body is stored as received)."),
+    ("request_bytes_wire", I64, "Request body size as received from the client (encoded)."),
+    ("request_bytes", I64, "Request body size after decoding (before redaction)."),
+    ("request_body_id", I64, "Body id in bodies.parquet of the decoded, redacted request body."),
+    ("request_sha256_client", S, "SHA-256 of the request body as received from the client."),
+    ("request_sha256_upstream", S, "SHA-256 of the request body as sent upstream."),
+    ("status", I32, "HTTP status code (null when no response arrived)."),
+    ("reason", S, "HTTP reason phrase."),
+    ("response_http_version", S, "Upstream HTTP version."),
+    ("response_headers", S, "JSON list of [name, value] pairs, credentials redacted (null in metadata mode)."),
+    ("response_content_encoding", S, "Original Content-Encoding of the response body."),
+    ("response_content_type", S, "Content-Type of the response."),
+    ("response_decode_status", S, "`identity`, `decoded`, or `error: ...`."),
+    ("response_bytes_wire", I64, "Response body size as received from upstream (encoded)."),
+    ("response_bytes", I64, "Response body size after decoding."),
+    ("response_body_id", I64, "Body id of the decoded, redacted response body (the reassembled stream for SSE)."),
+    ("response_sha256_upstream", S, "SHA-256 of the response body as received from upstream."),
+    ("response_sha256_client", S, "SHA-256 of the response body as sent to the client."),
+    ("integrity_ok", B, "False when the bytes sent on differ from the bytes received (the proxy must never alter traffic)."),
+    ("streamed", B, "True when the response was passed through chunk by chunk as it arrived."),
+    ("ts_request_start", F64, "Unix time the request started arriving from the client."),
+    ("ts_request_end", F64, "Unix time the request body was complete."),
+    ("ts_response_headers", F64, "Unix time the response headers arrived from upstream."),
+    ("ts_first_byte", F64, "Unix time the first response body byte arrived (streamed responses)."),
+    ("ts_response_end", F64, "Unix time the last response byte arrived."),
+    ("ts_ws_end", F64, "Unix time a WebSocket closed."),
+    ("ws_close_code", I32, "WebSocket close code."),
+    ("ws_closed_by_client", B, "True when the client closed the WebSocket."),
+    ("n_ws_messages", I64, "Number of WebSocket messages (both directions)."),
+    ("model_requests", I64, "Model calls in this flow: 1 for an HTTP model request, the number of request frames for a model WebSocket."),
+    ("error", S, "Proxy-side error (connection reset, stream cut, ...), if any."),
+    ("redactions", S, "JSON object: redaction placeholder type -> count, for this flow."),
+]
+
+WS_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("capture_id", S, "Capture id."),
+    ("flow_id", S, "The WebSocket's upgrade flow in flows.parquet."),
+    ("idx", I64, "Position in the socket's message sequence (both directions, 0-based)."),
+    ("from_client", B, "True for client-to-server messages."),
+    ("ts", F64, "Unix time the message was complete at the proxy."),
+    ("opcode", S, "`text` or `binary`."),
+    ("size", I64, "Message size in bytes (after permessage-deflate decoding)."),
+    ("msg_type", S, "JSON `type` of a text message, e.g. `response.create`, `response.completed`."),
+    ("is_model_request", B, "True for a client frame that asks the model for a response."),
+    ("body_id", I64, "Body id of the redacted message content (null in metadata mode)."),
+    ("redactions", S, "JSON object: placeholder type -> count, for this message."),
+]
+
+BODY_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("body_id", I64, "Body id referenced from flows and ws_messages."),
+    ("codec", S, "`zstd` (whole body), `zstd-delta` (zstd with body `base_id` as raw-content dictionary) or `ref` (identical to `base_id`)."),
+    ("base_id", I64, "Base body for `zstd-delta` and `ref`."),
+    ("size", I64, "Decoded size in bytes."),
+    ("sha256", S, "SHA-256 of the decoded, redacted body."),
+    ("data", BIN, "The encoded bytes."),
+]
+
+
+def arrow_schema(columns: list[tuple[str, pa.DataType, str]]) -> pa.Schema:
+    return pa.schema([pa.field(name, dtype, metadata={"doc": doc}) for name, dtype, doc in columns])
+
+
+FLOWS_SCHEMA = arrow_schema(FLOW_COLUMNS)
+WS_SCHEMA = arrow_schema(WS_COLUMNS)
+BODIES_SCHEMA = arrow_schema(BODY_COLUMNS)

@@ -1,0 +1,166 @@
+"""Open a capture for reading, recovering it first if its recorder died.
+
+This is the only way the analyzer and the exporters read a capture, so an
+interrupted capture is finalized by whichever command touches it first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analysis.exchange import Exchange, WsMessage
+from ctxtap.capture.bodies import BodyDecoder
+from ctxtap.capture.finalize import BODIES_FILE, FLOWS_FILE, WS_FILE, _table, assemble, finalize
+from ctxtap.capture.manifest import MANIFEST_NAME, Manifest
+from ctxtap.capture.schema import FLOWS_SCHEMA, WS_SCHEMA
+from ctxtap.capture.spool import SPOOL_NAME, iter_frames
+from ctxtap.capture.writer import LOCK_NAME
+
+
+class CaptureError(Exception):
+    """A path that is not a readable ctxtap capture."""
+
+
+def writer_alive(directory: Path) -> bool:
+    """True while a recorder holds the capture's writer lock."""
+    lock = directory / "spool" / LOCK_NAME
+    if not lock.exists():
+        return False
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _rows(table: pa.Table) -> list[dict]:
+    return table.to_pylist()
+
+
+class Capture:
+    """A finalized (or live, read-only) capture directory."""
+
+    def __init__(self, directory: Path, manifest: Manifest, live: bool = False) -> None:
+        self.directory = directory
+        self.manifest = manifest
+        self.live = live
+        self._bodies: dict[int, tuple[str, int | None, bytes]] | None = None
+        self._flows: pa.Table | None = None
+        self._ws: pa.Table | None = None
+        self._decoder = BodyDecoder(self._lookup)
+
+    @classmethod
+    def open(cls, path: str | Path, recover: bool = True) -> Capture:
+        directory = Path(path)
+        if not (directory / MANIFEST_NAME).exists():
+            raise CaptureError(f"{directory} is not a ctxtap capture (no {MANIFEST_NAME})")
+        manifest = Manifest.load(directory)
+        if manifest.status == "finalized":
+            return cls(directory, manifest)
+        if writer_alive(directory):
+            capture = cls(directory, manifest, live=True)
+            capture._load_spool()
+            return capture
+        if not recover:
+            raise CaptureError(f"{directory} was interrupted; open it with recover=True to finalize it")
+        manifest = finalize(directory, recovered=True)
+        return cls(directory, manifest)
+
+    # --- tables -------------------------------------------------------------------------
+
+    def _load_spool(self) -> None:
+        bodies: dict[int, tuple[str, int | None, bytes]] = {}
+
+        def keep(row: dict) -> None:
+            bodies[row["body_id"]] = (row["codec"], row["base_id"], row["data"])
+
+        frames = ((h, p) for h, p, _ in iter_frames(self.directory / "spool" / SPOOL_NAME))
+        flows, ws_rows = assemble(frames, self.manifest.capture_id, keep)
+        self._flows = _table(flows, FLOWS_SCHEMA)
+        self._ws = _table(ws_rows, WS_SCHEMA)
+        self._bodies = bodies
+
+    def flows(self) -> pa.Table:
+        if self._flows is None:
+            self._flows = pq.read_table(self.directory / FLOWS_FILE)
+        return self._flows
+
+    def ws_messages(self) -> pa.Table:
+        if self._ws is None:
+            self._ws = pq.read_table(self.directory / WS_FILE)
+        return self._ws
+
+    def _lookup(self, body_id: int) -> tuple[str, int | None, bytes]:
+        if self._bodies is None:
+            table = pq.read_table(self.directory / BODIES_FILE, columns=["body_id", "codec", "base_id", "data"])
+            self._bodies = {
+                r["body_id"]: (r["codec"], r["base_id"], r["data"]) for r in table.to_pylist()
+            }
+        try:
+            return self._bodies[body_id]
+        except KeyError:
+            raise CaptureError(f"body {body_id} missing from {self.directory}") from None
+
+    def body(self, body_id: int | None) -> bytes | None:
+        """The decoded, redacted bytes of a stored body (exactly as recorded)."""
+        if body_id is None:
+            return None
+        return self._decoder.get(body_id)
+
+    # --- exchanges for the parsers -----------------------------------------------------
+
+    def exchanges(self, model_only: bool = True) -> Iterator[Exchange]:
+        """Flows in request order as parser inputs (bodies decoded and redacted)."""
+        ws_by_flow: dict[str, list[dict]] = {}
+        for msg in _rows(self.ws_messages()):
+            ws_by_flow.setdefault(msg["flow_id"], []).append(msg)
+        for flow in _rows(self.flows()):
+            if model_only and not flow["is_model"]:
+                continue
+            if flow["record_mode"] != "full":
+                continue
+            yield self.exchange(flow, ws_by_flow.get(flow["flow_id"], []))
+
+    def exchange(self, flow: dict, ws_rows: list[dict]) -> Exchange:
+        messages = [
+            WsMessage(
+                index=m["idx"], from_client=m["from_client"], ts=m["ts"],
+                opcode=m["opcode"], content=self.body(m["body_id"]) or b"",
+            )
+            for m in sorted(ws_rows, key=lambda m: m["idx"])
+        ]
+        return Exchange(
+            flow_id=flow["flow_id"],
+            kind="websocket" if flow["kind"] == "websocket" else "http",
+            method=flow["method"] or "",
+            url=flow["url"] or "",
+            host=flow["host"] or "",
+            path=flow["path"] or "",
+            provider=flow["provider"] or "unknown",
+            api=flow["api"] or "other",
+            client=flow["client"],
+            client_version=flow["client_version"],
+            request_headers=[tuple(h) for h in json.loads(flow["request_headers"] or "[]")],
+            request_body=self.body(flow["request_body_id"]),
+            status=flow["status"],
+            response_headers=[tuple(h) for h in json.loads(flow["response_headers"] or "[]")],
+            response_body=self.body(flow["response_body_id"]),
+            ts_start=flow["ts_request_start"] or 0.0,
+            ts_response_headers=flow["ts_response_headers"],
+            ts_first_byte=flow["ts_first_byte"],
+            ts_end=flow["ts_response_end"] or flow["ts_ws_end"],
+            error=flow["error"],
+            ws_messages=messages,
+        )

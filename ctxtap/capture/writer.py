@@ -1,0 +1,353 @@
+"""The capture writer: redacts, decodes, compresses and spools flows off the event loop.
+
+The proxy submits raw events from its hooks and gets a future back; the writer
+thread turns each event into spool records. Nothing unredacted is ever written:
+headers, URLs and decoded bodies pass through the redactor first, and bodies
+whose encoding cannot be undone are still scanned byte-wise.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import queue
+import threading
+import time
+import traceback
+from collections import Counter
+from concurrent.futures import Future
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ctxtap.capture.bodies import BodyEncoder
+from ctxtap.capture.decode import decode_body
+from ctxtap.capture.events import (
+    Barrier,
+    ErrorEvent,
+    RequestEvent,
+    ResponseEvent,
+    WsEndEvent,
+    WsMessageEvent,
+)
+from ctxtap.capture.manifest import Manifest
+from ctxtap.capture.spool import SpoolFile
+from ctxtap.classify import classify_client
+from redaction import RULESET_VERSION, Redactor
+
+SYNC_INTERVAL_S = 1.0
+LOCK_NAME = "writer.lock"
+_SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "thread-id", "x-session-id")
+_TERMINAL_WS_TYPES = {"response.completed", "response.failed", "response.incomplete", "error"}
+
+
+def _sha(data: bytes | None) -> str | None:
+    return None if data is None else hashlib.sha256(data).hexdigest()
+
+
+def _join(body: list[bytes] | bytes | None) -> bytes | None:
+    if body is None or isinstance(body, bytes):
+        return body
+    return b"".join(body)
+
+
+def _header(headers: list[tuple[str, str]], name: str) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value
+    return None
+
+
+def transport_for(status: int | None, content_type: str | None, streamed: bool, websocket: bool) -> str:
+    if websocket and status == 101:
+        return "websocket"
+    if status is None:
+        return "none"
+    ctype = (content_type or "").lower()
+    if "text/event-stream" in ctype:
+        return "sse"
+    if streamed:
+        return "stream"
+    if "json" in ctype:
+        return "json"
+    return "none" if not ctype else "json" if ctype.startswith("application/") else "none"
+
+
+def ws_message_type(content: bytes, is_text: bool) -> str | None:
+    """The JSON `type` of a text frame (e.g. "response.create"), if it has one."""
+    if not is_text or not content.lstrip().startswith(b"{"):
+        return None
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+class _FlowInfo:
+    __slots__ = ("record_full", "is_model", "websocket", "stream_key", "model_frames")
+
+    def __init__(self, record_full: bool, is_model: bool, websocket: bool, stream_key: str) -> None:
+        self.record_full = record_full
+        self.is_model = is_model
+        self.websocket = websocket
+        self.stream_key = stream_key
+        self.model_frames = 0
+
+
+class CaptureWriter:
+    """Owns one capture directory while recording; one thread does all disk work."""
+
+    def __init__(
+        self,
+        directory: Path,
+        redaction_key: bytes,
+        manifest: Manifest,
+    ) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        os.chmod(directory, 0o700)
+        self.manifest = manifest
+        self.manifest.redaction_ruleset = RULESET_VERSION
+        self.manifest.save(directory)
+        spool_dir = directory / "spool"
+        spool_dir.mkdir(exist_ok=True)
+        self._lock_fd = os.open(spool_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(self._lock_fd, str(os.getpid()).encode())
+        self.spool = SpoolFile(spool_dir)
+        self.redactor = Redactor(redaction_key, manifest.capture_id)
+        self.bodies = BodyEncoder()
+        self._inflight: dict[str, _FlowInfo] = {}
+        self._queue: queue.SimpleQueue[tuple[object, Future] | None] = queue.SimpleQueue()
+        self._last_sync = time.monotonic()
+        self._dirty = False
+        self.stats: Counter[str] = Counter()
+        self._thread = threading.Thread(target=self._run, name="ctxtap-writer", daemon=True)
+        self._thread.start()
+
+    # --- public API (any thread) ---------------------------------------------------
+
+    def submit(self, event: object) -> Future:
+        fut: Future = Future()
+        self._queue.put((event, fut))
+        return fut
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.submit(Barrier()).result(timeout)
+
+    def close(self) -> None:
+        """Drain the queue, fsync and release the lock (finalisation is separate)."""
+        if not self._thread.is_alive():
+            return
+        self._queue.put(None)
+        self._thread.join()
+        self.spool.close()
+        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+        os.close(self._lock_fd)
+
+    # --- writer thread ----------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            try:
+                item = self._queue.get(timeout=SYNC_INTERVAL_S)
+            except queue.Empty:
+                self._maybe_sync(force=True)
+                continue
+            if item is None:
+                return
+            event, fut = item
+            try:
+                self._handle(event)
+            except Exception:  # never lose the writer thread; record what went wrong
+                self._write_failure(event, traceback.format_exc(limit=3))
+            self._dirty = True
+            self._maybe_sync()
+            fut.set_result(None)
+
+    def _maybe_sync(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._dirty and (force or now - self._last_sync >= SYNC_INTERVAL_S):
+            self.spool.sync()
+            self._dirty = False
+            self._last_sync = now
+
+    def _handle(self, event: object) -> None:
+        if isinstance(event, RequestEvent):
+            self._on_request(event)
+        elif isinstance(event, ResponseEvent):
+            self._on_response(event)
+        elif isinstance(event, ErrorEvent):
+            self._on_error(event)
+        elif isinstance(event, WsMessageEvent):
+            self._on_ws_message(event)
+        elif isinstance(event, WsEndEvent):
+            self._on_ws_end(event)
+        elif isinstance(event, Barrier):
+            return
+        else:
+            raise TypeError(f"unknown event {type(event).__name__}")
+
+    def _counts_delta(self, before: Counter[str]) -> dict[str, int]:
+        after = self.redactor.counts
+        return {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
+
+    def _store_body(self, data: bytes, stream_key: str) -> int | None:
+        if not data:
+            return None
+        enc = self.bodies.encode(data, stream_key)
+        self.spool.append(
+            {"t": "body", "body_id": enc.body_id, "codec": enc.codec, "base_id": enc.base_id,
+             "size": enc.size, "sha256": enc.sha256},
+            enc.data,
+        )
+        self.stats["bodies"] += 1
+        return enc.body_id
+
+    def _redacted_url(self, url: str) -> tuple[str, str]:
+        red = self.redactor.redact_url(url)
+        parts = urlsplit(red)
+        path = parts.path + (f"?{parts.query}" if parts.query else "")
+        return red, path
+
+    def _on_request(self, ev: RequestEvent) -> None:
+        before = Counter(self.redactor.counts)
+        url, path = self._redacted_url(ev.url)
+        raw = ev.body_in or b""
+        row: dict = {
+            "t": "req", "flow_id": ev.flow_id, "seq": ev.seq,
+            "kind": "websocket" if ev.websocket else "http",
+            "record_mode": "full" if ev.record_full else "metadata",
+            "method": ev.method, "scheme": ev.scheme, "host": ev.host, "port": ev.port,
+            "path": path, "url": url,
+            "upstream_url": self._redacted_url(ev.upstream_url)[0] if ev.upstream_url else None,
+            "http_version": ev.http_version,
+            "ts_request_start": ev.ts_start, "ts_request_end": ev.ts_end,
+            "is_model": ev.is_model, "provider": ev.provider, "api": ev.api, "endpoint": ev.endpoint,
+            "request_bytes_wire": len(raw),
+            "request_sha256_client": _sha(raw),
+            "request_sha256_upstream": _sha(raw) if ev.body_out is ev.body_in else _sha(ev.body_out or b""),
+        }
+        session = next((v for k in _SESSION_HEADERS if (v := _header(ev.headers, k))), "")
+        bare = path.split("?", 1)[0]
+        stream_key = f"req {ev.host}{bare} {session}"
+        if ev.record_full:
+            headers = self.redactor.redact_headers(ev.headers)
+            encoding = _header(ev.headers, "content-encoding")
+            decoded, status = decode_body(raw, None if ev.body_is_decoded else encoding)
+            body = self.redactor.redact_bytes(decoded)
+            client = classify_client(headers, body[:65536])
+            row.update(
+                request_headers=json.dumps(headers),
+                request_content_encoding=encoding,
+                request_content_type=_header(ev.headers, "content-type"),
+                request_decode_status=status,
+                request_bytes=len(decoded),
+                request_body_id=self._store_body(body, stream_key),
+            )
+        else:
+            client = classify_client(ev.headers)
+        row.update(client=client.client, client_version=client.version, client_rule=client.rule)
+        row["redactions"] = self._counts_delta(before)
+        self._inflight[ev.flow_id] = _FlowInfo(ev.record_full, ev.is_model, ev.websocket, stream_key)
+        self.spool.append(row)
+        self.stats["requests"] += 1
+
+    def _response_row(self, ev: ResponseEvent, info: _FlowInfo | None) -> dict:
+        before = Counter(self.redactor.counts)
+        raw_in = _join(ev.body_in) or b""
+        raw_out = raw_in if ev.body_out is ev.body_in else (_join(ev.body_out) or b"")
+        ctype = _header(ev.headers, "content-type")
+        row: dict = {
+            "flow_id": ev.flow_id, "status": ev.status, "reason": ev.reason,
+            "response_http_version": ev.http_version,
+            "response_content_type": ctype,
+            "response_bytes_wire": len(raw_in),
+            "response_sha256_upstream": _sha(raw_in),
+            "response_sha256_client": _sha(raw_in) if raw_out is raw_in else _sha(raw_out),
+            "streamed": ev.streamed,
+            "ts_response_headers": ev.ts_headers, "ts_first_byte": ev.ts_first_byte,
+            "ts_response_end": ev.ts_end,
+            "transport": transport_for(ev.status, ctype, ev.streamed, bool(info and info.websocket)),
+        }
+        if info is None or info.record_full:
+            headers = self.redactor.redact_headers(ev.headers)
+            encoding = _header(ev.headers, "content-encoding")
+            decoded, status = decode_body(raw_in, None if ev.body_is_decoded else encoding)
+            body = self.redactor.redact_bytes(decoded)
+            key = "resp " + (info.stream_key[4:] if info else ev.flow_id)
+            row.update(
+                response_headers=json.dumps(headers),
+                response_content_encoding=encoding,
+                response_decode_status=status,
+                response_bytes=len(decoded),
+                response_body_id=self._store_body(body, key),
+            )
+        row["redactions"] = self._counts_delta(before)
+        return row
+
+    def _on_response(self, ev: ResponseEvent) -> None:
+        info = self._inflight.get(ev.flow_id)
+        row = self._response_row(ev, info)
+        row["t"] = "resp"
+        if ev.error:
+            row["error"] = ev.error
+        if not (info and info.websocket and ev.status == 101):
+            self._inflight.pop(ev.flow_id, None)
+        self.spool.append(row)
+        self.stats["responses"] += 1
+
+    def _on_error(self, ev: ErrorEvent) -> None:
+        info = self._inflight.pop(ev.flow_id, None)
+        row: dict = {"t": "err", "flow_id": ev.flow_id, "error": ev.error, "ts_error": ev.ts}
+        if ev.partial is not None:
+            row.update(self._response_row(ev.partial, info))
+            row["t"] = "err"
+            row["error"] = ev.error
+        self.spool.append(row)
+        self.stats["errors"] += 1
+
+    def _on_ws_message(self, ev: WsMessageEvent) -> None:
+        info = self._inflight.get(ev.flow_id)
+        before = Counter(self.redactor.counts)
+        msg_type = ws_message_type(ev.content, ev.is_text)
+        is_request = bool(ev.from_client and info and info.is_model and msg_type == "response.create")
+        row: dict = {
+            "t": "ws", "flow_id": ev.flow_id, "idx": ev.index, "from_client": ev.from_client,
+            "ts": ev.ts, "opcode": "text" if ev.is_text else "binary", "size": len(ev.content),
+            "msg_type": msg_type, "is_model_request": is_request,
+        }
+        if ev.record_full and (info is None or info.record_full):
+            body = self.redactor.redact_bytes(ev.content)
+            direction = "c" if ev.from_client else "s"
+            row["body_id"] = self._store_body(body, f"ws {ev.flow_id} {direction}")
+        row["redactions"] = self._counts_delta(before)
+        if info and is_request:
+            info.model_frames += 1
+        self.spool.append(row)
+        self.stats["ws_messages"] += 1
+
+    def _on_ws_end(self, ev: WsEndEvent) -> None:
+        self._inflight.pop(ev.flow_id, None)
+        self.spool.append({
+            "t": "wsend", "flow_id": ev.flow_id, "ts_ws_end": ev.ts, "ws_close_code": ev.close_code,
+            "ws_closed_by_client": ev.closed_by_client, "n_ws_messages": ev.n_messages,
+        })
+
+    def _write_failure(self, event: object, detail: str) -> None:
+        flow_id = getattr(event, "flow_id", None)
+        try:
+            self.spool.append({"t": "writer_error", "flow_id": flow_id,
+                               "event": type(event).__name__,
+                               "error": self.redactor.redact_text(detail[-2000:])})
+        except Exception:
+            pass
+        self.stats["writer_errors"] += 1
+
+
+def is_terminal_ws_message(ev: WsMessageEvent) -> bool:
+    """Server frames that end a response: the proxy waits for these to be durable."""
+    return (not ev.from_client) and ws_message_type(ev.content, ev.is_text) in _TERMINAL_WS_TYPES

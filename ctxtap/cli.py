@@ -1,0 +1,206 @@
+"""The `ctxtap` command line."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from ctxtap import __version__
+from ctxtap.capture.manifest import new_capture_id
+from ctxtap.capture.store import Capture, CaptureError
+from ctxtap.paths import default_captures_dir, redaction_key
+
+
+def _open(path: str) -> Capture:
+    try:
+        return Capture.open(path)
+    except CaptureError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def _proxy_options(f):
+    f = click.option("--route", "routes", multiple=True, metavar="HOST=URL",
+                     help="Send HOST's traffic to URL instead (repeatable); the original URL is recorded.")(f)
+    f = click.option("--model-host", "model_hosts", multiple=True, metavar="HOST[=PROVIDER]",
+                     help="Treat HOST as a model API and record it in full (repeatable).")(f)
+    f = click.option("--record-all", is_flag=True,
+                     help="Record headers and bodies of every flow, not only model-API flows.")(f)
+    f = click.option("--listen-host", default="127.0.0.1", show_default=True,
+                     help="Address to listen on. Anything but loopback exposes the proxy to the network.")(f)
+    f = click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+                     help="Capture directory (default: captures/<capture-id>).")(f)
+    return f
+
+
+def _summary_lines(capture: Capture) -> list[str]:
+    c = capture.manifest.counts
+    lines = [
+        f"capture   {capture.directory}",
+        f"flows     {c.get('flows', 0)} ({c.get('incomplete_flows', 0)} not complete)",
+        f"model requests {c.get('model_requests', 0)}",
+    ]
+    for key in ("by_client", "by_api", "by_transport"):
+        items = ", ".join(f"{k}={v}" for k, v in sorted((c.get(key) or {}).items()))
+        lines.append(f"  {key[3:]:<10} {items or '-'}")
+    lines.append(f"bytes     request {c.get('request_bytes', 0):,}  response {c.get('response_bytes', 0):,}")
+    red = ", ".join(f"{k}={v}" for k, v in sorted((c.get("redactions") or {}).items()))
+    lines.append(f"redacted  {red or 'nothing'}")
+    if c.get("integrity_mismatches"):
+        lines.append(f"WARNING   {c['integrity_mismatches']} flows where forwarded bytes differ from received")
+    return lines
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ctxtap")
+def main() -> None:
+    """See what coding agents actually send to their models.
+
+    Record a CLI's model traffic through a local HTTPS proxy (credentials are
+    redacted before anything is written), then analyse and report on it.
+    """
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@_proxy_options
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def record(command, out, routes, model_hosts, record_all, listen_host) -> None:
+    """Run COMMAND through the recording proxy and capture its model traffic.
+
+    Starts a proxy on a free port with ctxtap's own CA (created on first use,
+    private key readable only by you), runs COMMAND with HTTPS_PROXY and the CA
+    variables set, passes its exit code through, then finalizes the capture and
+    prints a summary. Example:
+
+        ctxtap record -- claude -p "list the files here"
+    """
+    from ctxtap.proxy_runner import BackgroundProxy, ProxyConfig, client_env
+
+    out = out or default_captures_dir() / new_capture_id()
+    config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
+                         record_all=record_all, command=list(command))
+    proxy = BackgroundProxy(config).start()
+    env = dict(__import__("os").environ)
+    env.update(client_env(proxy.port, "127.0.0.1" if listen_host in ("0.0.0.0", "::") else listen_host))
+    click.echo(f"ctxtap: recording {shlex.join(command)} via 127.0.0.1:{proxy.port} -> {out}", err=True)
+    code = 127
+    try:
+        code = subprocess.call(list(command), env=env)
+    except FileNotFoundError:
+        click.echo(f"ctxtap: command not found: {command[0]}", err=True)
+    except KeyboardInterrupt:
+        code = 130
+    finally:
+        proxy.stop()
+    capture = _open(str(out))
+    for line in _summary_lines(capture):
+        click.echo(line, err=True)
+    sys.exit(code)
+
+
+@main.command()
+@_proxy_options
+@click.option("--port", default=8080, show_default=True, help="Port to listen on (0: any free port).")
+def proxy(port, out, routes, model_hosts, record_all, listen_host) -> None:
+    """Run the recording proxy until Ctrl-C / SIGTERM, then finalize the capture.
+
+    Prints the environment variables a client needs; export them in another
+    shell (or prefix a command with them) to record that command.
+    """
+    from ctxtap.proxy_runner import ProxyConfig, client_env, run_foreground
+
+    out = out or default_captures_dir() / new_capture_id()
+    config = ProxyConfig(listen_host=listen_host, port=port, out=out, routes=list(routes),
+                         model_hosts=list(model_hosts), record_all=record_all)
+
+    def ready(host: str, actual_port: int, capture_dir: Path | None) -> None:
+        click.echo(f"# ctxtap proxy listening on {host}:{actual_port}, recording to {capture_dir}")
+        click.echo("# export these in the shell whose traffic you want to record:")
+        for key, value in client_env(actual_port, "127.0.0.1" if host in ("0.0.0.0", "::") else host).items():
+            click.echo(f"export {key}={shlex.quote(value)}")
+        sys.stdout.flush()
+
+    capture_dir = run_foreground(config, ready)
+    if capture_dir is not None:
+        for line in _summary_lines(_open(str(capture_dir))):
+            click.echo(line, err=True)
+
+
+@main.command(name="import")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Capture directory (default: captures/<capture-id>).")
+@click.option("--model-host", "model_hosts", multiple=True, metavar="HOST[=PROVIDER]",
+              help="Treat HOST as a model API (repeatable).")
+@click.option("--record-all", is_flag=True, help="Keep headers and bodies of every flow.")
+def import_(files, out, model_hosts, record_all) -> None:
+    """Import mitmproxy flow files and HAR into a capture (redacted like live traffic)."""
+    from ctxtap.capture.importer import ImportError_, import_files
+    from proxy_addons.recorder import parse_model_hosts
+
+    out = out or default_captures_dir() / new_capture_id()
+    if (out / "manifest.json").exists():
+        raise click.ClickException(f"{out} already holds a capture")
+    try:
+        import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all)
+    except ImportError_ as exc:
+        raise click.ClickException(str(exc)) from exc
+    for line in _summary_lines(_open(str(out))):
+        click.echo(line)
+
+
+@main.command()
+@click.argument("capture", type=click.Path(exists=True, file_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+def info(capture, as_json) -> None:
+    """Describe a capture (recovering it first if its recorder was interrupted)."""
+    cap = _open(capture)
+    counts = cap.manifest.counts
+    if cap.live:
+        from ctxtap.capture.finalize import summary_counts
+
+        counts = summary_counts(cap.flows().to_pylist(), cap.ws_messages().to_pylist())
+    data = {
+        "capture_id": cap.manifest.capture_id,
+        "path": str(cap.directory),
+        "status": "live" if cap.live else cap.manifest.status,
+        "recovered": cap.manifest.recovered,
+        "ctxtap_version": cap.manifest.ctxtap_version,
+        "redaction_ruleset": cap.manifest.redaction_ruleset,
+        "started_at": cap.manifest.started_at,
+        "ended_at": cap.manifest.ended_at,
+        "command": cap.manifest.command,
+        **{k: counts.get(k, 0 if k in ("flows", "model_requests", "integrity_mismatches") else {})
+           for k in ("flows", "model_requests", "by_client", "by_api", "by_transport", "redactions",
+                     "integrity_mismatches")},
+        "ws_messages": counts.get("ws_messages", 0),
+        "incomplete_flows": counts.get("incomplete_flows", 0),
+        "spool_bytes_dropped": cap.manifest.spool_bytes_dropped,
+    }
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    if cap.manifest.recovered:
+        click.echo("recovered: this capture was interrupted and has been finalized from its spool")
+    for line in _summary_lines(cap):
+        click.echo(line)
+
+
+@main.command()
+@click.argument("capture", type=click.Path(exists=True, file_okay=False))
+@click.option("--har", "har_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the capture as HAR 1.2 to this file.")
+def export(capture, har_path) -> None:
+    """Export a capture as HAR 1.2, bodies exactly as stored (decoded and redacted)."""
+    from ctxtap.capture.har import export_har
+
+    n = export_har(_open(capture), har_path)
+    click.echo(f"wrote {n} entries to {har_path}")
+
+
+if __name__ == "__main__":
+    main()

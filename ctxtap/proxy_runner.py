@@ -1,0 +1,184 @@
+"""Run mitmproxy with ctxtap's addons, in the foreground or on a background thread."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import signal
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import certifi
+from mitmproxy.options import Options
+from mitmproxy.tools.dump import DumpMaster
+
+from ctxtap.paths import ca_dir
+from proxy_addons.recorder import Recorder, make_addons
+
+log = logging.getLogger(__name__)
+
+CA_CERT_NAME = "mitmproxy-ca-cert.pem"
+CA_BUNDLE_NAME = "ctxtap-ca-bundle.pem"
+
+
+@dataclass
+class ProxyConfig:
+    listen_host: str = "127.0.0.1"
+    port: int = 0  # 0: pick a free port
+    out: Path | None = None
+    routes: list[str] = field(default_factory=list)
+    model_hosts: list[str] = field(default_factory=list)
+    record_all: bool = False
+    command: list[str] | None = None
+    confdir: Path | None = None  # where the CA lives (default: the user's config dir)
+
+
+def _master(config: ProxyConfig) -> tuple[DumpMaster, Recorder]:
+    confdir = config.confdir or ca_dir()
+    opts = Options(listen_host=config.listen_host, listen_port=config.port)
+    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    addons = make_addons()
+    master.addons.add(*addons)
+    opts.update(
+        confdir=str(confdir),
+        connection_strategy="lazy",  # never connect upstream before --route has been applied
+        upstream_cert=False,
+        ctxtap_out=str(config.out) if config.out else "",
+        ctxtap_route=list(config.routes),
+        ctxtap_model_hosts=list(config.model_hosts),
+        ctxtap_record_all=config.record_all,
+        ctxtap_command=json.dumps(config.command) if config.command else "",
+    )
+    return master, addons[0]
+
+
+def ca_files(confdir: Path | None = None) -> tuple[Path, Path]:
+    """(CA certificate, bundle of system roots plus the CA), creating the bundle if needed."""
+    directory = confdir or ca_dir()
+    cert = directory / CA_CERT_NAME
+    bundle = directory / CA_BUNDLE_NAME
+    if cert.exists():
+        roots = Path(certifi.where()).read_bytes()
+        wanted = roots.rstrip(b"\n") + b"\n" + cert.read_bytes()
+        if not bundle.exists() or bundle.read_bytes() != wanted:
+            bundle.write_bytes(wanted)
+    return cert, bundle
+
+
+def _secure_ca(directory: Path) -> None:
+    """The CA private key must be readable by the user only."""
+    for path in directory.glob("mitmproxy-ca*.pem"):
+        if "cert" not in path.name:
+            path.chmod(0o600)
+    for path in directory.glob("*.p12"):
+        path.chmod(0o600)
+
+
+def client_env(port: int, host: str = "127.0.0.1", confdir: Path | None = None) -> dict[str, str]:
+    """Variables that make common CLIs use the proxy and trust its CA."""
+    cert, bundle = ca_files(confdir)
+    proxy = f"http://{host}:{port}"
+    env = {name: proxy for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy",
+                                     "ALL_PROXY", "all_proxy")}
+    env.update({
+        "NO_PROXY": "localhost,127.0.0.1,::1",
+        "no_proxy": "localhost,127.0.0.1,::1",
+        "NODE_EXTRA_CA_CERTS": str(cert),
+        "SSL_CERT_FILE": str(bundle),
+        "REQUESTS_CA_BUNDLE": str(bundle),
+        "CURL_CA_BUNDLE": str(bundle),
+        "CODEX_CA_CERTIFICATE": str(bundle),
+        "NODE_USE_ENV_PROXY": "1",
+    })
+    return env
+
+
+async def _wait_listening(master: DumpMaster) -> tuple[str, int]:
+    server = master.addons.get("proxyserver")
+    for _ in range(500):
+        addrs = server.listen_addrs()
+        if addrs:
+            return addrs[0][0], addrs[0][1]
+        await asyncio.sleep(0.01)
+    raise RuntimeError("mitmproxy did not start listening")
+
+
+class BackgroundProxy:
+    """mitmproxy on its own thread and event loop (used by `ctxtap record` and tests)."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.port: int | None = None
+        self.host: str | None = None
+        self.capture_dir: Path | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._master: DumpMaster | None = None
+        self._thread = threading.Thread(target=self._run, name="ctxtap-proxy", daemon=True)
+
+    def start(self, timeout: float = 30) -> BackgroundProxy:
+        self._thread.start()
+        if not self._ready.wait(timeout) or self._error:
+            raise RuntimeError(f"proxy failed to start: {self._error}")
+        return self
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            master, recorder = _master(self.config)
+            self._master = master
+            task = asyncio.create_task(master.run())
+            try:
+                self.host, self.port = await _wait_listening(master)
+            except BaseException as exc:
+                self._error = exc
+                self._ready.set()
+                master.shutdown()
+                await task
+                return
+            recorder._ensure_writer()
+            self.capture_dir = recorder.capture_dir
+            _secure_ca(self.config.confdir or ca_dir())
+            self._ready.set()
+            await task
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # surfaced through start()/stop()
+            self._error = exc
+            self._ready.set()
+
+    def stop(self, timeout: float = 120) -> None:
+        """Stop accepting, let addons finalize the capture, join the thread."""
+        if self._loop is not None and self._master is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._master.shutdown)
+        self._thread.join(timeout)
+
+    def __enter__(self) -> BackgroundProxy:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def run_foreground(config: ProxyConfig, on_ready) -> Path | None:
+    """Run until SIGINT/SIGTERM; `on_ready(host, port, capture_dir)` is called once listening."""
+
+    async def main() -> Path | None:
+        master, recorder = _master(config)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, master.shutdown)
+        task = asyncio.create_task(master.run())
+        host, port = await _wait_listening(master)
+        recorder._ensure_writer()
+        _secure_ca(config.confdir or ca_dir())
+        on_ready(host, port, recorder.capture_dir)
+        await task
+        return recorder.capture_dir
+
+    return asyncio.run(main())
+

@@ -1,0 +1,304 @@
+"""The recording addon: capture model-API traffic completely, live, redacted, crash-safe.
+
+Use from ctxtap (`ctxtap record` / `ctxtap proxy`) or directly:
+
+    mitmdump -s proxy_addons/recorder.py --set ctxtap_out=captures/mine \\
+             --set ctxtap_route=api.anthropic.com=http://127.0.0.1:8080
+
+What it does per flow:
+- classifies it at request-headers time (provider, API, model call or not);
+- taps streamed responses (SSE, chunked, no content-length) chunk by chunk:
+  each chunk is forwarded the moment it arrives, a reference is kept for the record;
+- hands raw facts to the capture writer thread, which redacts before writing;
+- holds the end of each response until its record is on disk, so a `kill -9`
+  never loses a flow whose client saw the response complete.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from mitmproxy import ctx, http
+
+# `mitmdump -s proxy_addons/recorder.py` loads this file as a script: make the
+# project's packages importable when ctxtap is not installed.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from ctxtap import __version__  # noqa: E402
+from ctxtap.capture.events import (  # noqa: E402
+    ErrorEvent,
+    RequestEvent,
+    ResponseEvent,
+    WsEndEvent,
+    WsMessageEvent,
+)
+from ctxtap.capture.manifest import Manifest, new_capture_id  # noqa: E402
+from ctxtap.capture.writer import CaptureWriter, is_terminal_ws_message  # noqa: E402
+from ctxtap.classify import classify_flow  # noqa: E402
+from ctxtap.paths import default_captures_dir, redaction_key  # noqa: E402
+from proxy_addons.router import Router  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+
+def parse_model_hosts(specs: Sequence[str]) -> dict[str, str]:
+    """"HOST" or "HOST=PROVIDER" -> {host: provider}."""
+    hosts: dict[str, str] = {}
+    for spec in specs:
+        host, _, provider = spec.partition("=")
+        if host.strip():
+            hosts[host.strip().lower()] = provider.strip() or "custom"
+    return hosts
+
+
+def _is_streaming_response(flow: http.HTTPFlow) -> bool:
+    """Stream SSE and bodies of unknown length; buffer bodies with a Content-Length."""
+    resp = flow.response
+    assert resp is not None
+    if resp.status_code in (101, 204, 304) or flow.request.method == "HEAD":
+        return False
+    if "text/event-stream" in resp.headers.get("content-type", "").lower():
+        return True
+    return "content-length" not in resp.headers
+
+
+class _FlowState:
+    """Per-flow bookkeeping, dropped when the flow ends (nothing accumulates)."""
+
+    __slots__ = ("seq", "record_full", "is_model", "websocket", "body_in", "chunks", "first_byte",
+                 "ws_index", "url", "scheme", "host", "port", "path", "provider", "api", "endpoint",
+                 "submitted_request")
+
+    def __init__(self, seq: int, req: http.Request) -> None:
+        self.seq = seq
+        # The target as the client asked for it, before any --route rewrites it.
+        self.url = req.pretty_url
+        self.scheme = req.scheme
+        self.host = req.pretty_host
+        self.port = req.port
+        self.path = req.path
+        self.record_full = False
+        self.is_model = False
+        self.websocket = False
+        self.body_in: bytes | None = None
+        self.chunks: list[bytes] | None = None
+        self.first_byte: float | None = None
+        self.ws_index = 0
+        self.provider = "unknown"
+        self.api = "other"
+        self.endpoint = "other"
+        self.submitted_request = False
+
+
+class Recorder:
+    """Head of the addon chain: classify, tap, and note bytes as received."""
+
+    def __init__(self) -> None:
+        self.writer: CaptureWriter | None = None
+        self.model_hosts: dict[str, str] = {}
+        self.states: dict[str, _FlowState] = {}
+        self.seq = 0
+        self.capture_dir: Path | None = None
+
+    # --- options and lifecycle ------------------------------------------------------------
+
+    def load(self, loader) -> None:
+        loader.add_option("ctxtap_out", str, "", "Capture directory (default: captures/<capture-id>).")
+        loader.add_option("ctxtap_model_hosts", Sequence[str], [],
+                          "Extra model-API hosts to record in full: HOST or HOST=PROVIDER (repeatable).")
+        loader.add_option("ctxtap_record_all", bool, False,
+                          "Record headers and bodies of every flow, not only model-API flows.")
+        loader.add_option("ctxtap_command", str, "", "JSON list: the command being recorded (for the manifest).")
+        loader.add_option("ctxtap_keep_ws_messages", bool, False,
+                          "Keep WebSocket messages in memory (default: drop each once it is spooled).")
+
+    def configure(self, updated: set[str]) -> None:
+        if "ctxtap_model_hosts" in updated:
+            self.model_hosts = parse_model_hosts(ctx.options.ctxtap_model_hosts)
+
+    def running(self) -> None:
+        self._ensure_writer()
+
+    def _ensure_writer(self) -> CaptureWriter:
+        if self.writer is None:
+            capture_id = new_capture_id()
+            out = ctx.options.ctxtap_out
+            directory = Path(out) if out else default_captures_dir() / capture_id
+            if directory.exists() and (directory / "manifest.json").exists():
+                raise RuntimeError(f"{directory} already holds a capture; choose another --out")
+            command = json.loads(ctx.options.ctxtap_command) if ctx.options.ctxtap_command else None
+            import mitmproxy.version
+
+            manifest = Manifest(
+                capture_id=capture_id,
+                mitmproxy_version=mitmproxy.version.VERSION,
+                command=command,
+                options={
+                    "routes": list(ctx.options.ctxtap_route) if "ctxtap_route" in ctx.options else [],
+                    "model_hosts": list(ctx.options.ctxtap_model_hosts),
+                    "record_all": ctx.options.ctxtap_record_all,
+                    "listen_host": ctx.options.listen_host or "",
+                    "listen_port": ctx.options.listen_port,
+                    "pid": os.getpid(),
+                },
+            )
+            self.writer = CaptureWriter(directory, redaction_key(), manifest)
+            self.capture_dir = directory
+            log.info("ctxtap %s recording to %s", __version__, directory)
+        return self.writer
+
+    def done(self) -> None:
+        if self.writer is not None:
+            from ctxtap.capture.finalize import finalize
+
+            self.writer.manifest.ended_at = time.time()
+            self.writer.manifest.save(self.writer.directory)
+            self.writer.close()
+            finalize(self.writer.directory)
+            self.writer = None
+
+    # --- HTTP hooks --------------------------------------------------------------------------
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        state = _FlowState(self.seq, req)
+        self.seq += 1
+        websocket = req.headers.get("upgrade", "").lower() == "websocket"
+        cls = classify_flow(req.pretty_host, req.path, req.method, websocket, self.model_hosts)
+        state.is_model = cls.is_model
+        state.websocket = websocket
+        state.provider, state.api, state.endpoint = cls.provider, cls.api, cls.endpoint
+        state.record_full = cls.is_model or bool(ctx.options.ctxtap_record_all)
+        self.states[flow.id] = state
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        state = self.states.get(flow.id)
+        if state is not None:
+            state.body_in = flow.request.raw_content
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        state = self.states.get(flow.id)
+        if state is None or flow.response is None or not _is_streaming_response(flow):
+            return
+        chunks: list[bytes] = []
+        state.chunks = chunks
+
+        def tap(data: bytes) -> bytes:
+            if data:
+                if state.first_byte is None:
+                    state.first_byte = time.time()
+                chunks.append(data)
+            return data
+
+        flow.response.stream = tap
+
+    # --- WebSocket hooks ---------------------------------------------------------------------
+
+    async def websocket_message(self, flow: http.HTTPFlow) -> None:
+        state = self.states.get(flow.id)
+        if state is None or flow.websocket is None or not flow.websocket.messages:
+            return
+        msg = flow.websocket.messages[-1]
+        event = WsMessageEvent(
+            flow_id=flow.id, index=state.ws_index, from_client=msg.from_client, ts=msg.timestamp,
+            is_text=msg.is_text, content=msg.content, record_full=state.record_full,
+        )
+        state.ws_index += 1
+        fut = self._ensure_writer().submit(event)
+        if not ctx.options.ctxtap_keep_ws_messages:
+            # Already spooled: drop earlier messages so a long socket does not grow memory.
+            del flow.websocket.messages[:-1]
+        if is_terminal_ws_message(event):
+            await asyncio.wrap_future(fut)
+
+    def websocket_end(self, flow: http.HTTPFlow) -> None:
+        state = self.states.pop(flow.id, None)
+        if state is None or flow.websocket is None:
+            return
+        ws = flow.websocket
+        self._ensure_writer().submit(WsEndEvent(
+            flow_id=flow.id, ts=ws.timestamp_end or time.time(), close_code=ws.close_code,
+            closed_by_client=ws.closed_by_client, n_messages=state.ws_index,
+        ))
+
+    # --- helpers used by the tail addon ----------------------------------------------------
+
+    def request_event(self, flow: http.HTTPFlow, state: _FlowState) -> RequestEvent:
+        req = flow.request
+        upstream = req.url
+        return RequestEvent(
+            flow_id=flow.id, seq=state.seq, record_full=state.record_full, is_model=state.is_model,
+            provider=state.provider, api=state.api, endpoint=state.endpoint, websocket=state.websocket,
+            method=req.method, scheme=state.scheme, host=state.host, port=state.port, path=state.path,
+            url=state.url, upstream_url=upstream if upstream != state.url else None,
+            http_version=req.http_version,
+            headers=list(req.headers.items(multi=True)), body_in=state.body_in, body_out=req.raw_content,
+            ts_start=req.timestamp_start, ts_end=req.timestamp_end,
+        )
+
+    def response_event(self, flow: http.HTTPFlow, state: _FlowState) -> ResponseEvent:
+        resp = flow.response
+        assert resp is not None
+        streamed = state.chunks is not None
+        body: list[bytes] | bytes | None = state.chunks if streamed else resp.raw_content
+        return ResponseEvent(
+            flow_id=flow.id, status=resp.status_code, reason=resp.reason, http_version=resp.http_version,
+            headers=list(resp.headers.items(multi=True)), body_in=body, body_out=body, streamed=streamed,
+            ts_headers=resp.timestamp_start, ts_first_byte=state.first_byte, ts_end=resp.timestamp_end,
+        )
+
+
+class RecorderTail:
+    """Tail of the chain: note bytes as sent on, submit records, wait for durability."""
+
+    def __init__(self, head: Recorder) -> None:
+        self.head = head
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        state = self.head.states.get(flow.id)
+        if state is None:
+            return
+        event = self.head.request_event(flow, state)
+        state.submitted_request = True
+        self.head._ensure_writer().submit(event)
+
+    async def response(self, flow: http.HTTPFlow) -> None:
+        state = self.head.states.get(flow.id)
+        if state is None or flow.response is None:
+            return
+        if not state.websocket or flow.response.status_code != 101:
+            self.head.states.pop(flow.id, None)
+        event = self.head.response_event(flow, state)
+        fut = self.head._ensure_writer().submit(event)
+        await asyncio.wrap_future(fut)
+
+    async def error(self, flow: http.HTTPFlow) -> None:
+        state = self.head.states.pop(flow.id, None)
+        if state is None:
+            return
+        writer = self.head._ensure_writer()
+        if not state.submitted_request:
+            writer.submit(self.head.request_event(flow, state))
+        partial = None
+        if flow.response is not None:
+            partial = self.head.response_event(flow, state)
+        message = flow.error.msg if flow.error else "unknown error"
+        await asyncio.wrap_future(writer.submit(ErrorEvent(flow.id, message, time.time(), partial)))
+
+
+def make_addons() -> list:
+    """The addon chain in order: recorder head, router, recorder tail."""
+    head = Recorder()
+    return [head, Router(), RecorderTail(head)]
+
+
+addons = make_addons()

@@ -1,0 +1,80 @@
+"""`--route HOST=URL`: send a host's traffic to another upstream.
+
+Used to point a real CLI at a local gateway or a scripted model server. The
+recorder keeps the URL the client asked for; this addon only changes where
+mitmproxy connects. Usable alone: `mitmdump -s proxy_addons/router.py --set ctxtap_route=HOST=URL`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from mitmproxy import ctx, exceptions, http
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Route:
+    host: str
+    scheme: str
+    target_host: str
+    port: int
+    path_prefix: str
+
+    @property
+    def url(self) -> str:
+        return f"{self.scheme}://{self.target_host}:{self.port}{self.path_prefix}"
+
+
+def parse_route(spec: str) -> Route:
+    """Parse "HOST=URL", e.g. "api.anthropic.com=http://127.0.0.1:8080"."""
+    host, sep, url = spec.partition("=")
+    parts = urlsplit(url.strip())
+    if not sep or not host.strip() or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"invalid route {spec!r}: expected HOST=http(s)://HOST[:PORT][/PREFIX]")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return Route(host.strip().lower(), parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+
+
+def parse_routes(specs: Sequence[str]) -> dict[str, Route]:
+    return {r.host: r for r in (parse_route(s) for s in specs)}
+
+
+class Router:
+    def __init__(self) -> None:
+        self.routes: dict[str, Route] = {}
+
+    def load(self, loader) -> None:
+        if "ctxtap_route" not in ctx.options:
+            loader.add_option(
+                "ctxtap_route", Sequence[str], [],
+                "Route a host's traffic elsewhere: HOST=URL (repeatable).",
+            )
+
+    def configure(self, updated: set[str]) -> None:
+        if "ctxtap_route" in updated:
+            try:
+                self.routes = parse_routes(ctx.options.ctxtap_route)
+            except ValueError as exc:
+                raise exceptions.OptionsError(str(exc)) from exc
+
+    def route_for(self, flow: http.HTTPFlow) -> Route | None:
+        return self.routes.get(flow.request.pretty_host.lower())
+
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        route = self.route_for(flow)
+        if route is None:
+            return
+        flow.request.scheme = route.scheme
+        flow.request.host = route.target_host
+        flow.request.port = route.port
+        if route.path_prefix:
+            flow.request.path = route.path_prefix + flow.request.path
+        log.debug("routed %s to %s", route.host, route.url)
+
+
+addons = [Router()]
