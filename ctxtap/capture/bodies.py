@@ -92,11 +92,11 @@ class BodyEncoder:
         best: tuple[int, bytes, int] | None = None
         best_len = MIN_SHARED_PREFIX - 1
         for body_id, base_bytes, depth in self._streams.get(stream_key, ()):
-            if depth + 1 >= KEYFRAME_EVERY or len(base_bytes) > MAX_DELTA_BASE:
-                continue
             shared = common_prefix_len(data, base_bytes)
             if shared > best_len:
                 best, best_len = (body_id, base_bytes, depth), shared
+        if best is not None and best[2] + 1 >= KEYFRAME_EVERY:
+            return None  # time for a keyframe: keeps every decode chain short
         return best
 
     def _remember(self, stream_key: str, body_id: int, data: bytes, depth: int) -> None:
