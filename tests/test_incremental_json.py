@@ -1,0 +1,91 @@
+"""The incremental scanner parses exactly what json.loads parses, reusing the shared prefix."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis.incremental_json import ScanError, scan
+
+TRACKED = ("messages", "input")
+
+
+def body(n: int, extra: str = "", tail_key: str = "tools") -> bytes:
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} é ✓ {extra}"}
+            for i in range(n)]
+    return json.dumps({"model": "m", "messages": msgs, tail_key: [{"name": "Bash"}], "stream": True},
+                      ensure_ascii=False).encode()
+
+
+def test_full_scan_matches_json_loads_and_spans_point_at_values():
+    data = body(5)
+    out = scan(data, TRACKED)
+    assert out.obj == json.loads(data)
+    for key, (s, e) in out.spans.items():
+        assert json.loads(data[s:e]) == out.obj[key]
+    for (s, e), element in zip(out.elements["messages"], out.obj["messages"], strict=True):
+        assert json.loads(data[s:e]) == element
+
+
+def test_growing_history_reuses_prefix_objects_and_scans_only_the_tail():
+    first = scan(body(30), TRACKED)
+    data = body(31)
+    second = scan(data, TRACKED, prev=first)
+    assert second.obj == json.loads(data)
+    assert second.reused_elements["messages"] == 30
+    assert all(a is b for a, b in zip(first.obj["messages"], second.obj["messages"][:30], strict=False))
+    assert second.scanned_bytes < len(data) / 5
+    for (s, e), element in zip(second.elements["messages"], second.obj["messages"], strict=True):
+        assert json.loads(data[s:e]) == element
+    third = scan(body(32), TRACKED, prev=second)
+    assert third.reused_elements["messages"] == 31
+
+
+def test_change_early_in_the_body_forces_a_rescan():
+    first = scan(body(10), TRACKED)
+    data = body(10).replace(b'"model": "m"', b'"model": "x"')
+    second = scan(data, TRACKED, prev=first)
+    assert second.obj == json.loads(data)
+    assert second.reused_elements.get("messages", 0) == 0
+
+
+def test_identical_body_is_fully_reused():
+    first = scan(body(10), TRACKED)
+    second = scan(body(10), TRACKED, prev=first)
+    assert second.obj == first.obj
+    assert second.reused_elements["messages"] == 10
+
+
+@pytest.mark.parametrize("bad", [b"", b"[]", b"{", b'{"a": 1,}', b'{"a" 1}', b'{"a": 1} x', b"\xff\xfe"])
+def test_malformed_bodies_raise_scan_error(bad):
+    with pytest.raises((ScanError, UnicodeDecodeError)):
+        scan(bad, TRACKED)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(json_values, max_size=6),
+    st.lists(json_values, max_size=3),
+    st.dictionaries(st.sampled_from(["a", "model", "zz"]), json_values, max_size=3),
+    st.booleans(),
+)
+def test_reuse_never_changes_the_result(prefix, suffix, others, ascii_only):
+    before = {"model": "m", "messages": prefix, **others}
+    after = {"model": "m", "messages": prefix + suffix, **others}
+    a = json.dumps(before, ensure_ascii=ascii_only).encode()
+    b = json.dumps(after, ensure_ascii=ascii_only).encode()
+    first = scan(a, TRACKED)
+    second = scan(b, TRACKED, prev=first)
+    assert second.obj == json.loads(b)
+    for (s, e), element in zip(second.elements["messages"], second.obj["messages"], strict=True):
+        assert json.loads(b[s:e]) == element
