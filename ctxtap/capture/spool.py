@@ -59,7 +59,7 @@ def read_frames(path: Path) -> tuple[list[tuple[dict, bytes]], int]:
     """All intact frames of a spool file, and the number of trailing bytes dropped."""
     frames: list[tuple[dict, bytes]] = []
     end = 0
-    for header, payload, end in iter_frames(path):
+    for header, payload, end in iter_frames(path):  # noqa: B007 - end is used after the loop
         frames.append((header, payload))
     size = path.stat().st_size if path.exists() else 0
     return frames, max(0, size - end)

@@ -1,0 +1,28 @@
+"""Shared fixtures: an isolated ctxtap config dir (CA, redaction key) and corpus paths."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+REAL_CLIENTS = SHARED / "real-clients"
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def ctxtap_config(tmp_path_factory) -> Path:
+    """A private config dir for the whole run, so tests never touch the user's CA or key."""
+    path = tmp_path_factory.mktemp("ctxtap-config")
+    os.environ["CTXTAP_CONFIG_DIR"] = str(path)
+    return path
+
+
+@pytest.fixture
+def real_clients() -> Path:
+    if not (REAL_CLIENTS / "README.md").exists():
+        pytest.skip("real-client corpus ../shared/real-clients is not present in this checkout")
+    return REAL_CLIENTS

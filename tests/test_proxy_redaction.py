@@ -1,0 +1,145 @@
+"""No credential reaches disk, whatever the placement; upstream still gets the original bytes."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+import time
+from urllib.parse import quote
+
+import pytest
+import zstandard
+
+from ctxtap.capture.store import Capture
+from ctxtap.modelserver import ModelServer
+from ctxtap.modelserver.client import HttpClient, WsClient
+from tests.proxyharness import all_stored_bytes, routes_to, start_proxy
+from tests.secret_corpus import generate_secrets, plant_header, plant_many, plant_sse, plant_ws_frame
+
+SECRETS = generate_secrets(seed=7)
+
+
+class SplitSSE(http.server.BaseHTTPRequestHandler):
+    """An upstream that writes each SSE body in two network writes, cut inside the secret."""
+
+    protocol_version = "HTTP/1.1"
+    bodies: list[bytes] = []
+    cuts: list[int] = []
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        index = int(self.path.rsplit("=", 1)[1])  # /v1/chat/completions?i=<index>
+        body, cut = self.bodies[index], self.cuts[index]
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for part in (body[:cut], body[cut:]):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.flush()
+            time.sleep(0.05)
+        self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def split_server():
+    SplitSSE.bodies, SplitSSE.cuts = [], []
+    for secret in SECRETS:
+        planted = plant_sse(secret)
+        fragment = secret.fragments()[0]
+        position = planted.data.find(json.dumps(fragment)[1:-1].encode())
+        assert position > 0
+        SplitSSE.bodies.append(planted.data)
+        SplitSSE.cuts.append(position + len(fragment) // 2)
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SplitSSE)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_no_planted_secret_is_stored_anywhere(tmp_path, ctxtap_config, split_server):
+    with ModelServer(script="basic") as server:
+        routes = routes_to(server.url) + [f"api.mistral.ai={split_server}"]
+        pp = start_proxy(tmp_path / "cap", ctxtap_config, routes)
+        sent_bodies: list[bytes] = []
+        try:
+            anthropic = HttpClient("https://api.anthropic.com", proxy=pp.url, ca_file=pp.ca_bundle)
+            # headers: bearer, x-api-key and cookie forms of every token secret
+            for secret in SECRETS:
+                if not secret.token:
+                    continue
+                for style in ("bearer", "x-api-key", "cookie"):
+                    headers, _ = plant_header(secret, style)
+                    headers = [(k, v) for k, v in headers if k.lower() != "host"]
+                    body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5,
+                                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+                    anthropic.request("POST", "/v1/messages", body, headers).body()
+            # bodies: plain JSON, escaped and double-escaped JSON, env files, URLs in text; some zstd
+            for i, (data, _group) in enumerate(plant_many(SECRETS, seed=3, per_body=4)):
+                body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "messages": [
+                    {"role": "user", "content": data.decode()}]}).encode()
+                headers = [("content-type", "application/json")]
+                if i % 2:
+                    body = zstandard.ZstdCompressor().compress(body)
+                    headers.append(("content-encoding", "zstd"))
+                sent_bodies.append(body)
+                anthropic.request("POST", "/v1/messages", body, headers).body()
+            anthropic.close()
+            # query strings
+            gemini = HttpClient("https://generativelanguage.googleapis.com", proxy=pp.url, ca_file=pp.ca_bundle)
+            for secret in SECRETS:
+                if secret.token:
+                    path = f"/v1beta/models/gemini-2.5-pro:generateContent?key={quote(secret.value, safe='')}"
+                    gemini.request("POST", path, b'{"contents": []}', [("content-type", "application/json")]).body()
+            gemini.close()
+            # SSE payloads split across two network reads, inside the secret
+            mistral = HttpClient("https://api.mistral.ai", proxy=pp.url, ca_file=pp.ca_bundle)
+            for i in range(len(SECRETS)):
+                resp = mistral.request("POST", f"/v1/chat/completions?i={i}", b"{}",
+                                       [("content-type", "application/json")])
+                assert resp.body() == SplitSSE.bodies[i]
+            mistral.close()
+            # WebSocket frames
+            ws = WsClient("wss://api.openai.com/v1/responses", proxy=pp.url, ca_file=pp.ca_bundle)
+            ws.connect()
+            frames = []
+            for secret in SECRETS:
+                frame = plant_ws_frame(secret).data.decode()
+                frame = json.dumps({**json.loads(frame), "model": "gpt-5", "previous_response_id": None})
+                frames.append(frame)
+                ws.send_text(frame)
+                while json.loads(ws.recv_text())["type"] not in ("response.completed", "response.failed", "error"):
+                    pass
+            ws.close()
+        finally:
+            pp.stop()
+        received = server.received
+    # Upstream got the original bytes.
+    raw = [r.raw_body for r in received if r.raw_body]
+    for body in sent_bodies:
+        assert body in raw
+    ws_frames = [f for r in received for f in r.ws_frames]
+    assert ws_frames == frames
+    # Nothing secret anywhere under the capture directory: raw files, decoded bodies, every cell.
+    stored = all_stored_bytes(tmp_path / "cap")
+    leaks = []
+    for secret in SECRETS:
+        for fragment in secret.fragments():
+            forms = {fragment, json.dumps(fragment)[1:-1], json.dumps(json.dumps(fragment)[1:-1])[1:-1]}
+            forms.add(quote(fragment, safe=""))
+            for where, data in stored:
+                for form in forms:
+                    if form.encode() in data:
+                        leaks.append((secret.kind, where))
+    assert leaks == []
+    cap = Capture.open(tmp_path / "cap")
+    split = [f for f in cap.flows().to_pylist() if f["host"] == "api.mistral.ai"]
+    assert len(split) == len(SECRETS)
+    for flow in split:  # recorded in full, the secret replaced in the reassembled stream
+        assert flow["record_mode"] == "full" and b"[REDACTED:" in cap.body(flow["response_body_id"])
+    counts = cap.manifest.counts["redactions"]
+    assert sum(counts.values()) >= len(SECRETS) * 4
