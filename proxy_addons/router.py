@@ -61,6 +61,11 @@ class Router:
                 self.routes = parse_routes(ctx.options.ctxtap_route)
             except ValueError as exc:
                 raise exceptions.OptionsError(str(exc)) from exc
+            if self.routes and ctx.options.connection_strategy != "lazy":
+                # Eager mode connects to the original host at CONNECT time, before
+                # the route applies: that fails offline and leaks the connection.
+                log.info("routes given: switching connection_strategy to lazy")
+                ctx.options.connection_strategy = "lazy"
 
     def route_for(self, flow: http.HTTPFlow) -> Route | None:
         return self.routes.get(flow.request.pretty_host.lower())
