@@ -97,6 +97,8 @@ class Block(BaseModel):
     tool_name: str | None = None  # tool definitions, calls and results (where known)
     call_id: str | None = None  # tool calls and results: the linking id
     is_error: bool | None = None  # tool results: the client flagged an error
+    # Responses continuations: the response id whose chain supplied this block (None = sent in this body)
+    inherited_from: str | None = None
 
 
 class Identity(BaseModel):
@@ -193,6 +195,7 @@ class ParsedResponse(BaseModel):
     error: ErrorInfo | None = None
     parse_status: ParseStatus = "ok"
     parse_error: str | None = None
+    counted_input_tokens: int | None = None  # count_tokens endpoints: the count (not a usage)
 
 
 class ModelCall(BaseModel):

@@ -11,12 +11,21 @@ from pathlib import Path
 import click
 
 from ctxtap import __version__
-from ctxtap.capture.manifest import new_capture_id
-from ctxtap.capture.store import Capture, CaptureError
 from ctxtap.paths import default_captures_dir, redaction_key
 
+# Heavy modules (pyarrow, pydantic models, mitmproxy) are imported inside the
+# commands that need them: the proxy process should carry as little as possible.
 
-def _open(path: str) -> Capture:
+
+def new_capture_id() -> str:
+    from ctxtap.capture.manifest import new_capture_id as make
+
+    return make()
+
+
+def _open(path: str):
+    from ctxtap.capture.store import Capture, CaptureError
+
     try:
         return Capture.open(path)
     except CaptureError as exc:
@@ -37,7 +46,7 @@ def _proxy_options(f):
     return f
 
 
-def _summary_lines(capture: Capture) -> list[str]:
+def _summary_lines(capture) -> list[str]:
     c = capture.manifest.counts
     lines = [
         f"capture   {capture.directory}",

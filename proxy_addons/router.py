@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from mitmproxy import ctx, exceptions, http
@@ -17,8 +17,7 @@ from mitmproxy import ctx, exceptions, http
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Route:
+class Route(NamedTuple):
     host: str
     scheme: str
     target_host: str

@@ -120,7 +120,7 @@ def _commit(tmp: Path, path: Path) -> None:
 class _BodySink:
     """Streams body rows into bodies.parquet in bounded batches (recovery of big spools)."""
 
-    BATCH_BYTES = 64 << 20
+    BATCH_BYTES = 16 << 20
 
     def __init__(self, path: Path) -> None:
         self.tmp = path.with_suffix(".parquet.tmp")

@@ -1,0 +1,299 @@
+"""Errors by layer: who can repair the problem (article 11 of the study).
+
+A 403 needs configuration, an exhausted quota needs the account owner, a 529 needs
+only a retry. The layer comes from the provider's error code when it has one, then
+from the message, then from the HTTP status; `x-should-retry` overrides the
+retryable default; Retry-After comes from `retry-after-ms`, `retry-after`
+(seconds or HTTP date), Gemini `RetryInfo` or OpenAI's "try again in Ns".
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from analysis.canonical import loads
+from analysis.models import ErrorInfo, ErrorLayer
+
+# Provider error codes / types / statuses -> layer. Lower-case keys.
+ERROR_CODES: dict[str, ErrorLayer] = {
+    # rate limits
+    "rate_limit_error": "rate_limit",
+    "rate_limit_exceeded": "rate_limit",
+    "rate_limited": "rate_limit",
+    "engine_overloaded_error": "rate_limit",
+    "too_many_requests": "rate_limit",
+    "resource_exhausted": "rate_limit",
+    "websocket_connection_limit_reached": "model_service",
+    "rate_limit_reached_error": "rate_limit",
+    # quota / billing
+    "insufficient_quota": "quota",
+    "billing_error": "quota",
+    "usage_limit_reached": "quota",
+    "usage_not_included": "quota",
+    "exceeded_current_quota_error": "quota",
+    "insufficient_balance": "quota",
+    "payment_required": "quota",
+    "credit_balance_too_low": "quota",
+    # auth / organisation
+    "authentication_error": "auth",
+    "permission_error": "auth",
+    "invalid_api_key": "auth",
+    "unauthenticated": "auth",
+    "permission_denied": "auth",
+    "invalid_authentication": "auth",
+    "invalid_authentication_error": "auth",
+    "organization_not_found": "auth",
+    "account_deactivated": "auth",
+    # context length
+    "context_length_exceeded": "context_length",
+    "model_context_window_exceeded": "context_length",
+    "string_above_max_length": "context_length",
+    # validation
+    "invalid_request_error": "validation",
+    "invalid_argument": "validation",
+    "not_found_error": "validation",
+    "not_found": "validation",
+    "request_too_large": "validation",
+    "invalid_prompt": "validation",
+    "failed_precondition": "validation",
+    # model service
+    "overloaded_error": "model_service",
+    "api_error": "model_service",
+    "server_error": "model_service",
+    "timeout_error": "model_service",
+    "internal": "model_service",
+    "internal_error": "model_service",
+    "unavailable": "model_service",
+    "deadline_exceeded": "model_service",
+    "service_unavailable": "model_service",
+    "server_is_overloaded": "model_service",
+}
+
+# Message patterns that refine a generic code (e.g. invalid_request_error "prompt is too long").
+MESSAGE_RULES: list[tuple[str, re.Pattern[str], ErrorLayer]] = [
+    (
+        "message.context-length",
+        re.compile(
+            r"prompt is too long|context length|context window|maximum context|too many tokens|"
+            r"exceeds? the (?:model'?s? )?(?:maximum )?(?:context|token limit)|input is too long",
+            re.I,
+        ),
+        "context_length",
+    ),
+    (
+        "message.quota",
+        re.compile(r"quota|billing|credit balance|insufficient (?:funds|balance)|usage limit", re.I),
+        "quota",
+    ),
+    ("message.rate-limit", re.compile(r"rate.?limit|too many requests", re.I), "rate_limit"),
+    (
+        "message.auth",
+        re.compile(r"api key|unauthori[sz]ed|authenticat|organi[sz]ation|permission", re.I),
+        "auth",
+    ),
+    (
+        "message.overloaded",
+        re.compile(r"overloaded|temporarily unavailable|internal server error", re.I),
+        "model_service",
+    ),
+]
+
+RETRYABLE_LAYERS: frozenset[str] = frozenset({"rate_limit", "model_service", "protocol"})
+GENERIC_CODES = frozenset({"invalid_request_error", "invalid_argument", "error", "api_error", "unknown"})
+
+_TRY_AGAIN = re.compile(r"try again in\s+([\d.]+)\s*(ms|s|sec|seconds?|m|min|minutes?)\b", re.I)
+_GEMINI_DELAY = re.compile(r"^([\d.]+)s$")
+# RESOURCE_EXHAUSTED is usually a per-minute limit ("check quota" is boilerplate); these mean an allowance is gone
+_HARD_QUOTA = re.compile(r"per ?day|daily|billing|current quota|credits?", re.I)
+
+
+def status_layer(status: int) -> tuple[ErrorLayer, str]:
+    """Fallback layer from the HTTP status alone."""
+    if status == 429:
+        return "rate_limit", "status.429"
+    if status == 402:
+        return "quota", "status.402"
+    if status in (401, 403, 407):
+        return "auth", f"status.{status}"
+    if status == 413:
+        return "validation", "status.413"
+    if status >= 500 or status in (408, 425):
+        return "model_service", "status.5xx" if status >= 500 else f"status.{status}"
+    return "validation", "status.4xx"
+
+
+def _lower_headers(headers: Iterable[tuple[str, str]] | Mapping[str, Any] | None) -> dict[str, str]:
+    if headers is None:
+        return {}
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    out: dict[str, str] = {}
+    for k, v in items:
+        out.setdefault(str(k).lower(), str(v))
+    return out
+
+
+def retry_after(
+    headers: Iterable[tuple[str, str]] | Mapping[str, Any] | None,
+    now: float | None = None,
+) -> float | None:
+    """Seconds to wait, from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
+    h = _lower_headers(headers)
+    ms = h.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = h.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    ref = now
+    if "date" in h:
+        try:
+            ref = email.utils.parsedate_to_datetime(h["date"]).timestamp()
+        except (TypeError, ValueError, IndexError):
+            pass
+    if ref is None:
+        return None
+    return max(0.0, when.timestamp() - ref)
+
+
+def _retry_from_body(message: str | None, details: Any) -> float | None:
+    if isinstance(details, list):
+        for d in details:
+            if isinstance(d, dict) and str(d.get("@type", "")).endswith("RetryInfo"):
+                m = _GEMINI_DELAY.match(str(d.get("retryDelay", "")))
+                if m:
+                    return float(m.group(1))
+    if message:
+        m = _TRY_AGAIN.search(message)
+        if m:
+            value, unit = float(m.group(1)), m.group(2).lower()
+            if unit == "ms":
+                return value / 1000.0
+            if unit.startswith("m"):
+                return value * 60.0
+            return value
+    return None
+
+
+def _gemini_daily_quota(details: Any) -> bool:
+    if not isinstance(details, list):
+        return False
+    for d in details:
+        if isinstance(d, dict) and str(d.get("@type", "")).endswith("QuotaFailure"):
+            for v in d.get("violations") or []:
+                if isinstance(v, dict) and "PerDay" in str(v.get("quotaId", "")):
+                    return True
+    return False
+
+
+def error_fields(body: Any) -> tuple[str | None, str | None, Any]:
+    """(code, message, details) from Anthropic, OpenAI, Gemini or bare error shapes."""
+    if isinstance(body, list) and body:  # Gemini streams may wrap errors in an array
+        body = body[0]
+    if not isinstance(body, dict):
+        return None, None, None
+    err = body.get("error", body)
+    if isinstance(err, str):
+        return None, err, None
+    if not isinstance(err, dict):
+        return None, None, None
+    code = None
+    for key in ("code", "type", "status"):
+        value = err.get(key)
+        if isinstance(value, str) and value:
+            code = value
+            # Anthropic and OpenAI put the specific value in "type"/"code"; prefer a non-generic one
+            if value.lower() not in GENERIC_CODES:
+                break
+    message = err.get("message") if isinstance(err.get("message"), str) else None
+    return code, message, err.get("details")
+
+
+def classify_error(
+    status: int | None = None,
+    body: Any = None,
+    headers: Iterable[tuple[str, str]] | Mapping[str, Any] | None = None,
+    now: float | None = None,
+    rule_prefix: str = "",
+) -> ErrorInfo:
+    """Layer, retryability and Retry-After of one error (HTTP body, stream event or WS frame)."""
+    code, message, details = error_fields(body)
+    layer: ErrorLayer | None = None
+    rule = ""
+    if code and code.lower() in ERROR_CODES:
+        layer, rule = ERROR_CODES[code.lower()], f"code.{code.lower()}"
+        if code.lower() == "resource_exhausted" and (
+            _gemini_daily_quota(details) or _HARD_QUOTA.search(message or "")
+        ):
+            layer, rule = "quota", "code.resource_exhausted-quota"
+    if message and (layer is None or code is None or code.lower() in GENERIC_CODES):
+        for rule_id, rx, msg_layer in MESSAGE_RULES:
+            if rx.search(message):
+                # a message can only refine generic codes or fill in a missing layer
+                if layer is None or msg_layer in ("context_length", "quota"):
+                    layer, rule = msg_layer, rule_id
+                break
+    if layer is None and status is not None and status >= 400:
+        layer, rule = status_layer(status)
+    if layer is None:
+        layer, rule = "model_service", "fallback.unclassified"
+    h = _lower_headers(headers)
+    retryable = layer in RETRYABLE_LAYERS
+    should_retry = h.get("x-should-retry")
+    if should_retry in ("true", "false"):
+        retryable = should_retry == "true"
+    if h.get("anthropic-ratelimit-unified-status") == "rejected":
+        retryable = False
+    wait = retry_after(h, now)
+    if wait is None:
+        wait = _retry_from_body(message, details)
+    return ErrorInfo(
+        layer=layer,
+        code=code,
+        message=message,
+        http_status=status,
+        retryable=retryable,
+        retry_after_s=wait,
+        rule_id=rule_prefix + rule,
+    )
+
+
+def protocol_error(message: str, rule_id: str, status: int | None = None) -> ErrorInfo:
+    """A parse/stream problem on our side of the wire: the bytes were not what the protocol promises."""
+    return ErrorInfo(layer="protocol", message=message, http_status=status, retryable=True, rule_id=rule_id)
+
+
+def transport_error(message: str) -> ErrorInfo:
+    """The proxy saw no usable response (reset, timeout): the model service was unreachable."""
+    return ErrorInfo(
+        layer="model_service",
+        code="transport",
+        message=message,
+        retryable=True,
+        rule_id="transport.no-response",
+    )
+
+
+def parse_json_body(raw: bytes | str | None) -> Any:
+    """JSON value of an error body, or None."""
+    if raw is None:
+        return None
+    try:
+        return loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None

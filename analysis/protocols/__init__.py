@@ -1,0 +1,1 @@
+"""Wire-protocol parsers: one module per API family, all pure functions."""

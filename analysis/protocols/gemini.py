@@ -1,0 +1,319 @@
+"""Google Gemini: public API and the Code Assist (`cloudcode-pa`) wrapped form, JSON and SSE.
+
+Effective order is tools -> systemInstruction -> contents. Code Assist wraps the
+request as `{"model", "project", "user_prompt_id", "request": {...}}` and each
+response chunk as `{"response": {...}, "traceId"}`; both are unwrapped here.
+Function calls carry an optional `id`; when it is missing, calls and responses
+are linked by name and order (`<name>#<n>`), which is how Gemini pairs them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from analysis.blocks import BlockDraft, json_text, media_placeholder, structured_draft
+from analysis.canonical import canonical_json, loads
+from analysis.errors import classify_error, protocol_error
+from analysis.models import ParsedResponse, Role, ToolCall
+from analysis.protocols.common import RequestDraft, as_dict, as_int, as_list, as_str, norm_role, text_kind
+from analysis.sse import parse_sse
+from analysis.usage import gemini_usage
+
+_MODEL_IN_PATH = re.compile(r"models/([^/:?]+)")
+
+
+def unwrap_request(body: dict) -> tuple[dict, bool]:
+    """(inner GenerateContentRequest, wrapped?)."""
+    for key in ("request", "generateContentRequest"):
+        inner = body.get(key)
+        if isinstance(inner, dict):
+            return inner, True
+    return body, False
+
+
+def parse_request(body: Any, path: str = "") -> RequestDraft:
+    d = RequestDraft()
+    if not isinstance(body, dict):
+        d.status, d.error = "error", "request body is not a JSON object"
+        return d
+    inner, wrapped = unwrap_request(body)
+    d.facts["wrapped"] = wrapped
+    d.facts["user_prompt_id"] = as_str(body.get("user_prompt_id"))
+    d.facts["session_id"] = as_str(inner.get("session_id")) or as_str(body.get("session_id"))
+    model = as_str(body.get("model")) or as_str(inner.get("model"))
+    if not model:
+        m = _MODEL_IN_PATH.search(path)
+        model = m.group(1) if m else None
+    d.model = model.removeprefix("models/") if model else None
+    d.stream = ":streamGenerateContent" in path
+    config = as_dict(inner.get("generationConfig"))
+    d.max_output_tokens = as_int(config.get("maxOutputTokens"))
+    d.facts["json_schema_output"] = config.get("responseMimeType") == "application/json" or bool(
+        config.get("responseJsonSchema") or config.get("responseSchema")
+    )
+
+    for i, tool in enumerate(as_list(inner.get("tools"))):
+        t = as_dict(tool)
+        decls = t.get("functionDeclarations") or t.get("function_declarations")
+        if isinstance(decls, list):
+            for k, decl in enumerate(decls):
+                name = as_str(as_dict(decl).get("name"))
+                if name:
+                    d.tool_names.append(name)
+                d.blocks.append(
+                    structured_draft(
+                        f"tools[{i}].functionDeclarations[{k}]",
+                        "tool_definition",
+                        "system",
+                        decl,
+                        "functionDeclaration",
+                        tool_name=name,
+                    )
+                )
+        else:
+            name = next(iter(t), None) if t else None
+            if name:
+                d.tool_names.append(name)
+            d.blocks.append(
+                structured_draft(
+                    f"tools[{i}]", "tool_definition", "system", tool, name or "tool", tool_name=name
+                )
+            )
+
+    system = inner.get("systemInstruction") or inner.get("system_instruction")
+    if isinstance(system, str):
+        d.blocks.append(BlockDraft("systemInstruction", "instruction_text", "system", system, system, "text"))
+    elif isinstance(system, dict):
+        for j, part in enumerate(as_list(system.get("parts"))):
+            d.blocks.append(_part(part, f"systemInstruction.parts[{j}]", "system", None, {}))
+    elif system is not None:
+        d.warn("systemInstruction has an unexpected type")
+
+    contents = inner.get("contents")
+    if not isinstance(contents, list):
+        d.warn("contents is missing or not a list")
+    counters: dict[str, dict[str, int]] = {"call": {}, "response": {}}
+    for i, content in enumerate(as_list(contents)):
+        if isinstance(content, str):
+            d.blocks.append(
+                BlockDraft(f"contents[{i}]", "message_text", "user", content, content, "text", item_index=i)
+            )
+            continue
+        c = as_dict(content)
+        role = norm_role(c.get("role"), "user")
+        parts = c.get("parts")
+        if not isinstance(parts, list):
+            d.warn(f"contents[{i}].parts is not a list")
+        for j, part in enumerate(as_list(parts)):
+            d.blocks.append(_part(part, f"contents[{i}].parts[{j}]", role, i, counters))
+    return d
+
+
+def _link_id(kind: str, name: str, given: Any, counters: dict[str, dict[str, int]]) -> str:
+    n = counters.setdefault(kind, {}).get(name, 0)
+    counters[kind][name] = n + 1
+    return given if isinstance(given, str) and given else f"{name}#{n}"
+
+
+def _part(
+    part: Any, path: str, role: Role, index: int | None, counters: dict[str, dict[str, int]]
+) -> BlockDraft:
+    if isinstance(part, str):
+        return BlockDraft(path, text_kind(role), role, part, part, "text", item_index=index)
+    p = as_dict(part)
+    if isinstance(p.get("text"), str):
+        if p.get("thought") is True:
+            return BlockDraft(path, "reasoning", role, part, p["text"], "thought", item_index=index)
+        return BlockDraft(path, text_kind(role), role, part, p["text"], "text", item_index=index)
+    if isinstance(p.get("inlineData"), dict):
+        inline = p["inlineData"]
+        mime = as_str(inline.get("mimeType")) or "application/octet-stream"
+        kind = "image" if mime.startswith("image/") else "document"
+        return BlockDraft(
+            path,
+            kind,
+            role,
+            part,
+            media_placeholder(kind, mime, inline.get("data")),
+            "inlineData",
+            item_index=index,
+        )
+    if isinstance(p.get("fileData"), dict):
+        fd = p["fileData"]
+        mime = as_str(fd.get("mimeType")) or ""
+        kind = "image" if mime.startswith("image/") else "document"
+        return BlockDraft(
+            path, kind, role, part, f"[{kind} {mime} {fd.get('fileUri', '')}]", "fileData", item_index=index
+        )
+    if isinstance(p.get("functionCall"), dict):
+        fc = p["functionCall"]
+        name = as_str(fc.get("name")) or ""
+        call_id = _link_id("call", name, fc.get("id"), counters)
+        return BlockDraft(
+            path,
+            "tool_call",
+            role,
+            part,
+            json_text(fc),
+            "functionCall",
+            tool_name=name,
+            call_id=call_id,
+            item_index=index,
+        )
+    if isinstance(p.get("functionResponse"), dict):
+        fr = p["functionResponse"]
+        name = as_str(fr.get("name")) or ""
+        call_id = _link_id("response", name, fr.get("id"), counters)
+        text = json_text(fr.get("response")) if fr.get("response") is not None else ""
+        return BlockDraft(
+            path,
+            "tool_result",
+            role,
+            part,
+            text,
+            "functionResponse",
+            tool_name=name,
+            call_id=call_id,
+            item_index=index,
+        )
+    if "executableCode" in p:
+        return BlockDraft(
+            path,
+            "tool_call",
+            role,
+            part,
+            json_text(p["executableCode"]),
+            "executableCode",
+            tool_name="code_execution",
+            item_index=index,
+        )
+    if "codeExecutionResult" in p:
+        return BlockDraft(
+            path,
+            "tool_result",
+            role,
+            part,
+            json_text(p["codeExecutionResult"]),
+            "codeExecutionResult",
+            tool_name="code_execution",
+            item_index=index,
+        )
+    return structured_draft(path, "other", role, part, next(iter(p), "unknown"), item_index=index)
+
+
+# --- responses -------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: list[ToolCall] = []
+        self.names: dict[str, int] = {}
+        self.finish: str | None = None
+        self.usage: dict | None = None
+        self.response_id: str | None = None
+        self.model: str | None = None
+        self.error = None
+        self.bad_events = 0
+        self.chunks = 0
+
+    def chunk(self, obj: Any, stream: bool) -> None:
+        if not isinstance(obj, dict):
+            self.bad_events += 1
+            return
+        if isinstance(obj.get("error"), dict):
+            err = obj["error"]
+            self.error = classify_error(
+                as_int(err.get("code")), obj, rule_prefix="stream:" if stream else "body:"
+            )
+            return
+        self.chunks += 1
+        self.response_id = self.response_id or as_str(obj.get("traceId"))
+        inner = obj.get("response") if isinstance(obj.get("response"), dict) else obj
+        self.response_id = as_str(inner.get("responseId")) or self.response_id
+        self.model = as_str(inner.get("modelVersion")) or self.model
+        if isinstance(inner.get("usageMetadata"), dict):
+            self.usage = inner["usageMetadata"]
+        for cand in as_list(inner.get("candidates"))[:1]:
+            c = as_dict(cand)
+            if as_str(c.get("finishReason")):
+                self.finish = c["finishReason"]
+            for part in as_list(as_dict(c.get("content")).get("parts")):
+                p = as_dict(part)
+                if isinstance(p.get("text"), str):
+                    (self.reasoning if p.get("thought") is True else self.text).append(p["text"])
+                elif isinstance(p.get("functionCall"), dict):
+                    fc = p["functionCall"]
+                    name = as_str(fc.get("name")) or ""
+                    n = self.names.get(name, 0)
+                    self.names[name] = n + 1
+                    call_id = as_str(fc.get("id")) or f"{name}#{n}"
+                    self.calls.append(
+                        ToolCall(
+                            call_id=call_id,
+                            name=name,
+                            arguments=canonical_json(fc.get("args") or {}),
+                            index=len(self.calls),
+                        )
+                    )
+
+    def result(self, complete: bool) -> ParsedResponse:
+        parse_status, parse_error, error = "ok", None, self.error
+        if not complete and self.error is None:
+            parse_status = "partial" if self.chunks else "error"
+            parse_error = "stream ended before a finishReason"
+            error = protocol_error(parse_error, "stream.truncated")
+        if self.bad_events:
+            parse_status = "partial" if parse_status == "ok" else parse_status
+            parse_error = parse_error or f"{self.bad_events} unparsable chunks"
+        return ParsedResponse(
+            response_id=self.response_id,
+            model=self.model,
+            text="".join(self.text),
+            reasoning="".join(self.reasoning),
+            tool_calls=self.calls,
+            stop_reason=self.finish,
+            usage=gemini_usage(self.usage),
+            error=error,
+            parse_status=parse_status,
+            parse_error=parse_error,
+        )
+
+
+def parse_response(raw: bytes | None, sse: bool, endpoint: str) -> ParsedResponse:
+    b = _Builder()
+    if sse:
+        stream = parse_sse(raw)
+        for ev in stream.events:
+            try:
+                b.chunk(loads(ev.data), stream=True)
+            except ValueError:
+                b.bad_events += 1
+        return b.result(b.finish is not None and stream.complete)
+    try:
+        obj = loads(raw or b"")
+    except (ValueError, UnicodeDecodeError) as e:
+        msg = f"response is not JSON: {str(e)[:200]}"
+        return ParsedResponse(
+            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unparsable")
+        )
+    if endpoint == "count_tokens" and isinstance(obj, dict) and "error" not in obj:
+        count = as_int(obj.get("totalTokens"))
+        return ParsedResponse(
+            counted_input_tokens=count,
+            parse_status="ok" if count is not None else "partial",
+            parse_error=None if count is not None else "no totalTokens in countTokens response",
+        )
+    if isinstance(obj, list):  # streamGenerateContent without alt=sse: a JSON array of chunks
+        for chunk in obj:
+            b.chunk(chunk, stream=True)
+        return b.result(b.finish is not None or b.error is not None)
+    if not isinstance(obj, dict):
+        msg = "response is not a JSON object"
+        return ParsedResponse(
+            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unexpected-shape")
+        )
+    b.chunk(obj, stream=False)
+    return b.result(True)

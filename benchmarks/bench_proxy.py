@@ -1,0 +1,263 @@
+"""Proxy benchmark: ctxtap proxy against bare mitmdump, side by side, on loopback.
+
+Prints, for one run:
+  1. first-chunk latency (p50, p99) of SSE responses and the ratio ctxtap / bare
+     (target <= 1.05 at p50), and streaming throughput (target >= 0.9x);
+  2. capture bytes on disk against a HAR of the same flows for a 100-turn
+     session (target <= 0.1);
+  3. peak memory of the proxy process after 1,000 flows with 1 MB bodies against
+     bare mitmdump (target <= 1.5x), and RSS after 500 vs 1,000 flows (no growth).
+
+Run: .venv/bin/python benchmarks/bench_proxy.py [--quick]
+Everything talks to 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ctxtap.modelserver.client import HttpClient  # noqa: E402
+from tests.proxyharness import ctxtap_env, start_proxy  # noqa: E402
+
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_model_server(script: dict | str = "basic", chunk_delay: float = 0.0) -> tuple[subprocess.Popen, str]:
+    arg = json.dumps(script) if isinstance(script, dict) else script
+    proc = subprocess.Popen([sys.executable, "-m", "ctxtap.modelserver", "--port", "0", "--script", arg,
+                             "--chunk-delay", str(chunk_delay)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    url = proc.stdout.readline().strip()
+    return proc, url
+
+
+class Bare:
+    """Bare mitmdump with streaming enabled and only the routing addon."""
+
+    def __init__(self, confdir: Path, upstream: str) -> None:
+        self.port = free_port()
+        cmd = [str(BIN / "mitmdump"), "-q", "--listen-host", "127.0.0.1", "-p", str(self.port),
+               "--set", f"confdir={confdir}", "--set", "stream_large_bodies=1",
+               "--set", "connection_strategy=lazy", "-s", str(ROOT / "proxy_addons" / "router.py"),
+               "--set", f"ctxtap_route=api.anthropic.com={upstream}"]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("mitmdump did not start")
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(60)
+
+
+class Ctx:
+    def __init__(self, confdir_parent: Path, upstream: str, out: Path) -> None:
+        self.pp = start_proxy(out, confdir_parent, [f"api.anthropic.com={upstream}"])
+        self.port = self.pp.port
+
+    @property
+    def pid(self) -> int:
+        return self.pp.proc.pid
+
+    def stop(self) -> None:
+        self.pp.stop(timeout=600)
+
+
+def proc_mem(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) in KiB."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(("VmRSS", "VmHWM")):
+            fields[line.split(":")[0]] = int(line.split()[1])
+    return fields["VmRSS"], fields["VmHWM"]
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def sse_request(port: int, ca: str, body: bytes) -> tuple[float, float, int]:
+    """(first-event latency, total time, bytes) of one streamed request through a proxy."""
+    client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=ca, timeout=120)
+    client.request("GET", "/v1/models").body()  # connect + TLS outside the measurement
+    t0 = time.perf_counter()
+    resp = client.request("POST", "/v1/messages", body, [("content-type", "application/json")])
+    first = None
+    size = 0
+    while True:
+        chunk = resp.raw.read1(65536) if hasattr(resp.raw, "read1") else resp.raw.read(65536)
+        if not chunk:
+            break
+        if first is None:
+            first = time.perf_counter() - t0
+        size += len(chunk)
+    total = time.perf_counter() - t0
+    client.close()
+    return first or total, total, size
+
+
+def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -> None:
+    small = {"steps": [{"text": "hello"}]}
+    server, url = start_model_server(small)
+    big_server, big_url = start_model_server({"steps": [{"events": stream_mb * 128, "event_bytes": 8192}]})
+    body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    ca = str(confdir / "ca" / "ctxtap-ca-bundle.pem")
+    results = {}
+    try:
+        for name in ("bare", "ctxtap", "bare", "ctxtap"):  # interleaved twice to spread drift
+            for label, upstream in (("latency", url), ("throughput", big_url)):
+                proxy = (Bare(confdir / "ca", upstream) if name == "bare"
+                         else Ctx(confdir, upstream, tmp / f"lat-{name}-{label}-{time.monotonic_ns()}"))
+                try:
+                    if label == "latency":
+                        firsts = [sse_request(proxy.port, ca, body)[0] for _ in range(n)]
+                        results.setdefault((name, "first"), []).extend(firsts)
+                    else:
+                        _, total, size = sse_request(proxy.port, ca, body)
+                        results.setdefault((name, "mbps"), []).append(size / total / 1e6)
+                finally:
+                    proxy.stop()
+    finally:
+        for p in (server, big_server):
+            p.send_signal(signal.SIGTERM)
+            p.wait(30)
+    b50, c50 = statistics.median(results[("bare", "first")]), statistics.median(results[("ctxtap", "first")])
+    b99, c99 = pct(results[("bare", "first")], 0.99), pct(results[("ctxtap", "first")], 0.99)
+    bt, ct = max(results[("bare", "mbps")]), max(results[("ctxtap", "mbps")])
+    print("\n1. streaming through the proxy (SSE, HTTPS, loopback)")
+    print(f"   first-chunk latency p50   bare {b50 * 1000:7.2f} ms   ctxtap {c50 * 1000:7.2f} ms   "
+          f"ratio {c50 / b50:.3f}  (target <= 1.05)")
+    print(f"   first-chunk latency p99   bare {b99 * 1000:7.2f} ms   ctxtap {c99 * 1000:7.2f} ms   "
+          f"ratio {c99 / b99:.3f}")
+    print(f"   throughput ({stream_mb} MB stream) bare {bt:7.1f} MB/s  ctxtap {ct:7.1f} MB/s  "
+          f"ratio {ct / bt:.3f}  (target >= 0.9)")
+
+
+def bench_storage(tmp: Path, confdir: Path, turns: int) -> None:
+    server, url = start_model_server({"steps": [{"text": "ok"}]})
+    out = tmp / "storage"
+    proxy = Ctx(confdir, url, out)
+    rnd = random.Random(5)
+    words = "the of and to in is that for it as with was on be by this are from at file src test".split()
+    system = " ".join(rnd.choice(words) for _ in range(4000))
+    tools = [{"name": f"tool{i}", "description": " ".join(rnd.choice(words) for _ in range(60)),
+              "input_schema": {"type": "object", "properties": {"x": {"type": "string"}}}} for i in range(20)]
+    messages: list[dict] = []
+    ca = str(confdir / "ca" / "ctxtap-ca-bundle.pem")
+    client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{proxy.port}", ca_file=ca)
+    try:
+        for turn in range(turns):
+            messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{turn}",
+                             "content": " ".join(rnd.choice(words) for _ in range(300))}]})
+            body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": True,
+                               "system": [{"type": "text", "text": system}], "tools": tools,
+                               "messages": messages}).encode()
+            client.request("POST", "/v1/messages?beta=true", body, [("content-type", "application/json"),
+                           ("x-claude-code-session-id", "bench-session")]).body()
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": f"step {turn}"}]})
+    finally:
+        client.close()
+        proxy.stop()
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)
+    har = tmp / "storage.har"
+    subprocess.run([sys.executable, "-m", "ctxtap.cli", "export", str(out), "--har", str(har)], check=True,
+                   env=ctxtap_env(confdir), cwd=ROOT, capture_output=True)
+    capture_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    har_bytes = har.stat().st_size
+    print(f"\n2. storage for a {turns}-turn session (history resent every turn)")
+    print(f"   capture on disk {capture_bytes / 1e6:8.2f} MB   HAR of the same flows {har_bytes / 1e6:8.2f} MB   "
+          f"ratio {capture_bytes / har_bytes:.3f}  (target <= 0.1)")
+
+
+def drive_flows(port: int, ca: str, n: int, size: int, on_half=None) -> None:
+    rnd = random.Random(9)
+    alphabet = "abcdefghijklmnopqrstuvwxyz     \n"
+    client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=ca, timeout=120)
+    for i in range(n):
+        filler = "".join(rnd.choices(alphabet, k=size))
+        body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5,
+                           "messages": [{"role": "user", "content": filler}]}).encode()
+        client.request("POST", "/v1/messages", body, [("content-type", "application/json")]).body()
+        if on_half and i == n // 2 - 1:
+            on_half()
+    client.close()
+
+
+def bench_memory(tmp: Path, confdir: Path, n: int) -> None:
+    server, url = start_model_server({"steps": [{"text": "ok"}]})
+    ca = str(confdir / "ca" / "ctxtap-ca-bundle.pem")
+    rows = {}
+    try:
+        for name in ("bare", "ctxtap"):
+            proxy = Bare(confdir / "ca", url) if name == "bare" else Ctx(confdir, url, tmp / "memory")
+            half = {}
+            try:
+                drive_flows(proxy.port, ca, n, 1 << 20, on_half=lambda p=proxy, h=half: h.update(rss=proc_mem(p.pid)[0]))
+                rss, hwm = proc_mem(proxy.pid)
+                rows[name] = (half["rss"], rss, hwm)
+            finally:
+                proxy.stop()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+    print(f"\n3. memory of the proxy process, {n} flows with 1 MB request bodies")
+    for name, (half_rss, rss, hwm) in rows.items():
+        print(f"   {name:<7} RSS after {n // 2} flows {half_rss / 1024:7.1f} MiB   after {n} {rss / 1024:7.1f} MiB   "
+              f"peak {hwm / 1024:7.1f} MiB")
+    print(f"   peak ratio ctxtap / bare {rows['ctxtap'][2] / rows['bare'][2]:.2f}  (target <= 1.5);  "
+          f"ctxtap growth from {n // 2} to {n} flows {(rows['ctxtap'][1] - rows['ctxtap'][0]) / 1024:+.1f} MiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="ctxtap-bench-"))
+    confdir = tmp / "config"
+    confdir.mkdir()
+    os.environ["CTXTAP_CONFIG_DIR"] = str(confdir)
+    try:
+        # Create the CA once (first start) so neither side pays for it in the measurements.
+        Ctx(confdir, "http://127.0.0.1:9", tmp / "warmup").stop()
+        print(f"ctxtap proxy benchmark ({'quick' if args.quick else 'full'}), Python {sys.version.split()[0]}")
+        bench_latency_throughput(tmp, confdir, n=30 if args.quick else 200, stream_mb=5 if args.quick else 50)
+        bench_storage(tmp, confdir, turns=20 if args.quick else 100)
+        bench_memory(tmp, confdir, n=100 if args.quick else 1000)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
