@@ -15,15 +15,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 PROVIDER_HOSTS = (
-    "api.anthropic.com",
-    "api.openai.com",
-    "chatgpt.com",
-    "api.kimi.com",
-    "api.moonshot.ai",
-    "generativelanguage.googleapis.com",
-    "cloudcode-pa.googleapis.com",
-    "api.x.ai",
-    "api.deepseek.com",
+    "api.anthropic.com", "api.openai.com", "chatgpt.com", "api.kimi.com", "api.moonshot.ai",
+    "generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "api.x.ai", "api.deepseek.com",
 )
 
 
@@ -65,17 +58,15 @@ def ctxtap_env(config_dir: Path) -> dict[str, str]:
     return env
 
 
-def start_proxy(
-    out: Path, config_dir: Path, routes: Sequence[str] = (), extra: Sequence[str] = (), timeout: float = 60
-) -> ProxyProc:
+def start_proxy(out: Path, config_dir: Path, routes: Sequence[str] = (), extra: Sequence[str] = (),
+                timeout: float = 60) -> ProxyProc:
     """Start `ctxtap proxy --port 0` and wait for the line that says where it listens."""
     cmd = [sys.executable, "-m", "ctxtap.cli", "proxy", "--port", "0", "--out", str(out)]
     for route in routes:
         cmd += ["--route", route]
     cmd += list(extra)
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ctxtap_env(config_dir), cwd=ROOT
-    )
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=ctxtap_env(config_dir), cwd=ROOT)
     lines: list[str] = []
     env: dict[str, str] = {}
     port = None
@@ -102,27 +93,14 @@ def start_proxy(
     return pp
 
 
-def run_ctxtap(
-    args: Sequence[str],
-    config_dir: Path,
-    timeout: float = 300,
-    check: bool = True,
-    extra_env: dict[str, str] | None = None,
-) -> subprocess.CompletedProcess:
+def run_ctxtap(args: Sequence[str], config_dir: Path, timeout: float = 300, check: bool = True,
+               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = ctxtap_env(config_dir)
     env.update(extra_env or {})
-    result = subprocess.run(
-        [sys.executable, "-m", "ctxtap.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=timeout,
-    )
+    result = subprocess.run([sys.executable, "-m", "ctxtap.cli", *args], capture_output=True, text=True,
+                            env=env, cwd=ROOT, timeout=timeout)
     if check and result.returncode != 0:
-        raise AssertionError(
-            f"ctxtap {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
-        )
+        raise AssertionError(f"ctxtap {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")
     return result
 
 

@@ -28,9 +28,7 @@ def growing_history(turns: int, seed: int = 1) -> list[bytes]:
     messages: list[dict] = [{"role": "system", "content": "rules " * 500}]
     out = []
     for i in range(turns):
-        messages.append(
-            {"role": "user", "content": f"turn {i} " + "".join(rnd.choice("abcdef ") for _ in range(800))}
-        )
+        messages.append({"role": "user", "content": f"turn {i} " + "".join(rnd.choice("abcdef ") for _ in range(800))})
         out.append(json.dumps({"model": "m", "messages": messages}).encode())
     return out
 

@@ -142,25 +142,10 @@ def test_addons_work_under_plain_mitmdump(tmp_path, ctxtap_config):
         port = s.getsockname()[1]
     out = tmp_path / "cap"
     with ModelServer(script="basic") as server:
-        cmd = [
-            mitmdump,
-            "-q",
-            "--listen-host",
-            "127.0.0.1",
-            "-p",
-            str(port),
-            "--set",
-            f"confdir={ctxtap_config / 'ca'}",
-            "-s",
-            str(ROOT / "proxy_addons" / "recorder.py"),
-            "--set",
-            f"ctxtap_out={out}",
-            "--set",
-            f"ctxtap_route=api.anthropic.com={server.url}",
-        ]
-        proc = subprocess.Popen(
-            cmd, env=ctxtap_env(ctxtap_config), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
+        cmd = [mitmdump, "-q", "--listen-host", "127.0.0.1", "-p", str(port),
+               "--set", f"confdir={ctxtap_config / 'ca'}", "-s", str(ROOT / "proxy_addons" / "recorder.py"),
+               "--set", f"ctxtap_out={out}", "--set", f"ctxtap_route=api.anthropic.com={server.url}"]
+        proc = subprocess.Popen(cmd, env=ctxtap_env(ctxtap_config), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
@@ -170,20 +155,10 @@ def test_addons_work_under_plain_mitmdump(tmp_path, ctxtap_config):
                 except OSError:
                     time.sleep(0.1)
             ca = ctxtap_config / "ca" / "mitmproxy-ca-cert.pem"
-            client = HttpClient(
-                "https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=str(ca)
-            )
-            body = json.dumps(
-                {
-                    "model": "claude-haiku-4-5",
-                    "max_tokens": 5,
-                    "messages": [{"role": "user", "content": "hi"}],
-                }
-            ).encode()
-            assert (
-                client.request("POST", "/v1/messages", body, [("content-type", "application/json")]).status
-                == 200
-            )
+            client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=str(ca))
+            body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5,
+                               "messages": [{"role": "user", "content": "hi"}]}).encode()
+            assert client.request("POST", "/v1/messages", body, [("content-type", "application/json")]).status == 200
             client.close()
         finally:
             proc.send_signal(signal.SIGINT)

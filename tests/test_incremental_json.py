@@ -14,13 +14,10 @@ TRACKED = ("messages", "input")
 
 
 def body(n: int, extra: str = "", tail_key: str = "tools") -> bytes:
-    msgs = [
-        {"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} é ✓ {extra}"}
-        for i in range(n)
-    ]
-    return json.dumps(
-        {"model": "m", "messages": msgs, tail_key: [{"name": "Bash"}], "stream": True}, ensure_ascii=False
-    ).encode()
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i} é ✓ {extra}"}
+            for i in range(n)]
+    return json.dumps({"model": "m", "messages": msgs, tail_key: [{"name": "Bash"}], "stream": True},
+                      ensure_ascii=False).encode()
 
 
 def test_full_scan_matches_json_loads_and_spans_point_at_values():
@@ -70,9 +67,7 @@ def test_malformed_bodies_raise_scan_error(bad):
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda children: (
-        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3)
-    ),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
     max_leaves=8,
 )
 

@@ -19,14 +19,8 @@ def _client_loop(proxy, index: int, completed: list[str], stop: threading.Event)
     n = 0
     while not stop.is_set():
         marker = f"client{index}-req{n}"
-        body = json.dumps(
-            {
-                "model": "claude-haiku-4-5",
-                "max_tokens": 5,
-                "stream": n % 2 == 0,
-                "messages": [{"role": "user", "content": marker}],
-            }
-        ).encode()
+        body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": n % 2 == 0,
+                           "messages": [{"role": "user", "content": marker}]}).encode()
         try:
             resp = client.request("POST", "/v1/messages", body, [("content-type", "application/json")])
             data = resp.body()  # the whole response, to its end-of-message
@@ -78,56 +72,33 @@ def test_malformed_traffic_is_recorded_with_a_status(tmp_path, ctxtap_config):
         try:
             client = HttpClient("https://api.anthropic.com", proxy=pp.url, ca_file=pp.ca_bundle, timeout=60)
             # invalid JSON request body
-            resp = client.request(
-                "POST",
-                "/v1/messages",
-                b'{"model": "x", "messages": [',
-                [("content-type", "application/json")],
-            )
+            resp = client.request("POST", "/v1/messages", b'{"model": "x", "messages": [', [
+                ("content-type", "application/json")])
             assert resp.status == 400
             resp.body()
             # binary request body with a lying content-encoding
             blob = os.urandom(4096)
-            client.request(
-                "POST",
-                "/v1/messages",
-                blob,
-                [("content-type", "application/octet-stream"), ("content-encoding", "gzip")],
-            ).body()
+            client.request("POST", "/v1/messages", blob, [("content-type", "application/octet-stream"),
+                                                          ("content-encoding", "gzip")]).body()
             # a 50 MB body
-            big = json.dumps(
-                {
-                    "model": "claude-haiku-4-5",
-                    "max_tokens": 5,
-                    "messages": [{"role": "user", "content": "x" * (50 * 1024 * 1024)}],
-                }
-            ).encode()
+            big = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "messages": [
+                {"role": "user", "content": "x" * (50 * 1024 * 1024)}]}).encode()
             client.request("POST", "/v1/messages", big, [("content-type", "application/json")]).body()
             client.close()
             # truncated SSE: the server cuts the stream after 3 events
             server.inject(Fault(cut_after=3, path_contains="/v1/messages"))
             cut_client = HttpClient("https://api.anthropic.com", proxy=pp.url, ca_file=pp.ca_bundle)
-            body = json.dumps(
-                {
-                    "model": "claude-haiku-4-5",
-                    "max_tokens": 5,
-                    "stream": True,
-                    "messages": [{"role": "user", "content": "cut me"}],
-                }
-            ).encode()
+            body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
+                               "messages": [{"role": "user", "content": "cut me"}]}).encode()
             try:
-                cut_client.request(
-                    "POST", "/v1/messages", body, [("content-type", "application/json")]
-                ).body()
+                cut_client.request("POST", "/v1/messages", body, [("content-type", "application/json")]).body()
             except Exception:
                 pass
             cut_client.close()
             # a client that disconnects mid-request
             raw = socket.create_connection(("127.0.0.1", pp.port))
-            raw.sendall(
-                b"POST http://api.openai.com/v1/responses HTTP/1.1\r\nHost: api.openai.com\r\n"
-                b'Content-Length: 1000\r\n\r\n{"partial'
-            )
+            raw.sendall(b"POST http://api.openai.com/v1/responses HTTP/1.1\r\nHost: api.openai.com\r\n"
+                        b"Content-Length: 1000\r\n\r\n{\"partial")
             raw.close()
             time.sleep(0.5)
         finally:

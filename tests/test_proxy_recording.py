@@ -55,25 +55,11 @@ def _flows(capture_dir):
 
 def test_anthropic_sse_streams_live_and_is_recorded(proxy, server):
     client = _client(proxy, "https://api.anthropic.com")
-    body = json.dumps(
-        {
-            "model": "claude-sonnet-4-5",
-            "max_tokens": 100,
-            "stream": True,
-            "tools": ANTHROPIC_TOOLS,
-            "messages": [{"role": "user", "content": "hi"}],
-        }
-    ).encode()
-    resp = client.request(
-        "POST",
-        "/v1/messages?beta=true",
-        body,
-        [
-            ("content-type", "application/json"),
-            ("x-api-key", "sk-ant-api03-" + "A" * 80),
-            ("user-agent", "claude-cli/2.1.0 (external, cli)"),
-        ],
-    )
+    body = json.dumps({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": True, "tools": ANTHROPIC_TOOLS,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    resp = client.request("POST", "/v1/messages?beta=true", body,
+                          [("content-type", "application/json"), ("x-api-key", "sk-ant-api03-" + "A" * 80),
+                           ("user-agent", "claude-cli/2.1.0 (external, cli)")])
     events, first, last = _stream(resp)
     client.close()
     assert resp.status == 200 and len(events) > 12
@@ -85,11 +71,7 @@ def test_anthropic_sse_streams_live_and_is_recorded(proxy, server):
     assert flow["url"] == "https://api.anthropic.com/v1/messages?beta=true"
     assert flow["upstream_url"].startswith(server.url)
     assert (flow["provider"], flow["api"], flow["transport"], flow["client"]) == (
-        "anthropic",
-        "messages",
-        "sse",
-        "claude-code",
-    )
+        "anthropic", "messages", "sse", "claude-code")
     assert flow["client_version"] == "2.1.0"
     assert flow["streamed"] and flow["state"] == "complete" and flow["integrity_ok"]
     assert flow["ts_first_byte"] < flow["ts_response_end"] - 0.8
@@ -103,52 +85,23 @@ def test_anthropic_sse_streams_live_and_is_recorded(proxy, server):
 
 def test_responses_sse_chat_sse_and_gemini_sse(proxy, server):
     openai = _client(proxy, "https://api.openai.com")
-    body = json.dumps(
-        {
-            "model": "gpt-5",
-            "stream": True,
-            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
-        }
-    ).encode()
-    resp = openai.request(
-        "POST",
-        "/v1/responses",
-        body,
-        [
-            ("content-type", "application/json"),
-            ("originator", "codex_exec"),
-            ("user-agent", "codex_exec/0.171.0 (Linux)"),
-        ],
-    )
+    body = json.dumps({"model": "gpt-5", "stream": True, "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}]}).encode()
+    resp = openai.request("POST", "/v1/responses", body, [("content-type", "application/json"),
+                                                          ("originator", "codex_exec"),
+                                                          ("user-agent", "codex_exec/0.171.0 (Linux)")])
     r_events, *_ = _stream(resp)
     kimi = _client(proxy, "https://api.kimi.com")
-    body = json.dumps(
-        {
-            "model": "kimi-for-coding",
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "messages": [{"role": "user", "content": "hi"}],
-        }
-    ).encode()
-    resp = kimi.request(
-        "POST",
-        "/coding/v1/chat/completions",
-        body,
-        [("content-type", "application/json"), ("user-agent", "kimi-code-cli/2.1.0")],
-    )
+    body = json.dumps({"model": "kimi-for-coding", "stream": True, "stream_options": {"include_usage": True},
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    resp = kimi.request("POST", "/coding/v1/chat/completions", body,
+                        [("content-type", "application/json"), ("user-agent", "kimi-code-cli/2.1.0")])
     c_events, *_ = _stream(resp)
     gem = _client(proxy, "https://generativelanguage.googleapis.com")
     body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode()
-    resp = gem.request(
-        "POST",
-        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
-        body,
-        [
-            ("content-type", "application/json"),
-            ("x-goog-api-key", "AIza" + "B" * 35),
-            ("user-agent", "GeminiCLI/0.61.0/gemini-2.5-pro (linux; x64)"),
-        ],
-    )
+    resp = gem.request("POST", "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse", body,
+                       [("content-type", "application/json"), ("x-goog-api-key", "AIza" + "B" * 35),
+                        ("user-agent", "GeminiCLI/0.61.0/gemini-2.5-pro (linux; x64)")])
     g_events, *_ = _stream(resp)
     for c in (openai, kimi, gem):
         c.close()
@@ -172,16 +125,10 @@ def test_responses_sse_chat_sse_and_gemini_sse(proxy, server):
 def test_compressed_request_bodies_are_stored_decoded(proxy, server):
     client = _client(proxy, "https://api.openai.com")
     payload = json.dumps({"model": "gpt-5", "stream": True, "input": "compressed " * 200}).encode()
-    for encoding, data in (
-        ("zstd", zstandard.ZstdCompressor(write_content_size=False).compress(payload)),
-        ("gzip", gzip.compress(payload)),
-    ):
-        resp = client.request(
-            "POST",
-            "/v1/responses",
-            data,
-            [("content-type", "application/json"), ("content-encoding", encoding)],
-        )
+    for encoding, data in (("zstd", zstandard.ZstdCompressor(write_content_size=False).compress(payload)),
+                           ("gzip", gzip.compress(payload))):
+        resp = client.request("POST", "/v1/responses", data, [("content-type", "application/json"),
+                                                              ("content-encoding", encoding)])
         _stream(resp)
         assert server.received[-1].raw_body == data  # forwarded unchanged
     client.close()
@@ -199,47 +146,23 @@ def test_responses_websocket_several_turns_on_one_socket(tmp_path, ctxtap_config
     with ModelServer(script="basic") as server:
         pp = start_proxy(tmp_path / "cap", ctxtap_config, routes_to(server.url))
         try:
-            ws = WsClient(
-                "wss://api.openai.com/v1/responses",
-                proxy=pp.url,
-                ca_file=pp.ca_bundle,
-                headers=[
-                    ("originator", "codex_exec"),
-                    ("user-agent", "codex_exec/0.171.0"),
-                    ("authorization", "Bearer sk-proj-" + "C" * 60),
-                ],
-            )
+            ws = WsClient("wss://api.openai.com/v1/responses", proxy=pp.url, ca_file=pp.ca_bundle,
+                          headers=[("originator", "codex_exec"), ("user-agent", "codex_exec/0.171.0"),
+                                   ("authorization", "Bearer sk-proj-" + "C" * 60)])
             ws.connect()
             tools = [{"type": "function", "name": "shell_command", "parameters": {"type": "object"}}]
-            ws.send_json(
-                {"type": "response.create", "model": "gpt-5", "generate": False, "input": [], "tools": tools}
-            )
+            ws.send_json({"type": "response.create", "model": "gpt-5", "generate": False, "input": [],
+                          "tools": tools})
             previous = _until_done(ws)["response"]["id"]
             user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list"}]}
-            ws.send_json(
-                {
-                    "type": "response.create",
-                    "model": "gpt-5",
-                    "previous_response_id": previous,
-                    "input": [user],
-                    "tools": tools,
-                }
-            )
+            ws.send_json({"type": "response.create", "model": "gpt-5", "previous_response_id": previous,
+                          "input": [user], "tools": tools})
             done = _until_done(ws)
             calls = [o for o in done["response"]["output"] if o["type"] == "function_call"]
             assert len(calls) == 2
-            outputs = [
-                {"type": "function_call_output", "call_id": c["call_id"], "output": "ok"} for c in calls
-            ]
-            ws.send_json(
-                {
-                    "type": "response.create",
-                    "model": "gpt-5",
-                    "previous_response_id": done["response"]["id"],
-                    "input": outputs,
-                    "tools": tools,
-                }
-            )
+            outputs = [{"type": "function_call_output", "call_id": c["call_id"], "output": "ok"} for c in calls]
+            ws.send_json({"type": "response.create", "model": "gpt-5",
+                          "previous_response_id": done["response"]["id"], "input": outputs, "tools": tools})
             _until_done(ws)
             ws.close()
         finally:
@@ -249,9 +172,8 @@ def test_responses_websocket_several_turns_on_one_socket(tmp_path, ctxtap_config
     [flow] = [f for f in cap.flows().to_pylist() if f["kind"] == "websocket"]
     assert (flow["api"], flow["transport"], flow["model_requests"]) == ("responses-websocket", "websocket", 3)
     msgs = [m for m in cap.ws_messages().to_pylist() if m["flow_id"] == flow["flow_id"]]
-    client_frames = [
-        cap.body(m["body_id"]).decode() for m in sorted(msgs, key=lambda m: m["idx"]) if m["from_client"]
-    ]
+    client_frames = [cap.body(m["body_id"]).decode() for m in sorted(msgs, key=lambda m: m["idx"])
+                     if m["from_client"]]
     assert client_frames == frames  # every request frame, exactly as the server got it
     kinds = [m["msg_type"] for m in sorted(msgs, key=lambda m: m["idx"])]
     assert kinds.count("response.create") == 3 and kinds.count("response.completed") == 3
@@ -274,36 +196,18 @@ def test_ca_key_is_private_and_proxy_listens_on_loopback(proxy, ctxtap_config):
 
 def test_info_json_keys(proxy, server, ctxtap_config):
     client = _client(proxy, "https://api.x.ai")
-    resp = client.request(
-        "POST",
-        "/v1/chat/completions",
-        json.dumps(
-            {
-                "model": "grok-code-fast-1",
-                "messages": [
-                    {"role": "system", "content": "You are Grok CLI"},
-                    {"role": "user", "content": "hi"},
-                ],
-            }
-        ).encode(),
-        [("content-type", "application/json"), ("user-agent", "OpenAI/JS 5.23.2")],
-    )
+    resp = client.request("POST", "/v1/chat/completions", json.dumps(
+        {"model": "grok-code-fast-1", "messages": [{"role": "system", "content": "You are Grok CLI"},
+                                                   {"role": "user", "content": "hi"}]}).encode(),
+        [("content-type", "application/json"), ("user-agent", "OpenAI/JS 5.23.2")])
     resp.body()
     client.close()
     proxy.stop()
     info = json.loads(run_ctxtap(["info", str(proxy.out), "--json"], ctxtap_config).stdout)
-    for key in (
-        "capture_id",
-        "flows",
-        "model_requests",
-        "by_client",
-        "by_api",
-        "by_transport",
-        "redactions",
-        "integrity_mismatches",
-        "recovered",
-    ):
+    for key in ("capture_id", "flows", "model_requests", "by_client", "by_api", "by_transport", "redactions",
+                "integrity_mismatches", "recovered"):
         assert key in info
     assert info["model_requests"] == 1 and info["by_client"] == {"grok-cli": 1}
     assert info["by_api"] == {"chat-completions": 1} and info["by_transport"] == {"json": 1}
     assert info["recovered"] is False and info["integrity_mismatches"] == 0
+

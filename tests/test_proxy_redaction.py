@@ -75,23 +75,13 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path, ctxtap_config, split_ser
                 for style in ("bearer", "x-api-key", "cookie"):
                     headers, _ = plant_header(secret, style)
                     headers = [(k, v) for k, v in headers if k.lower() != "host"]
-                    body = json.dumps(
-                        {
-                            "model": "claude-haiku-4-5",
-                            "max_tokens": 5,
-                            "messages": [{"role": "user", "content": "hi"}],
-                        }
-                    ).encode()
+                    body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5,
+                                       "messages": [{"role": "user", "content": "hi"}]}).encode()
                     anthropic.request("POST", "/v1/messages", body, headers).body()
             # bodies: plain JSON, escaped and double-escaped JSON, env files, URLs in text; some zstd
             for i, (data, _group) in enumerate(plant_many(SECRETS, seed=3, per_body=4)):
-                body = json.dumps(
-                    {
-                        "model": "claude-haiku-4-5",
-                        "max_tokens": 5,
-                        "messages": [{"role": "user", "content": data.decode()}],
-                    }
-                ).encode()
+                body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "messages": [
+                    {"role": "user", "content": data.decode()}]}).encode()
                 headers = [("content-type", "application/json")]
                 if i % 2:
                     body = zstandard.ZstdCompressor().compress(body)
@@ -100,22 +90,17 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path, ctxtap_config, split_ser
                 anthropic.request("POST", "/v1/messages", body, headers).body()
             anthropic.close()
             # query strings
-            gemini = HttpClient(
-                "https://generativelanguage.googleapis.com", proxy=pp.url, ca_file=pp.ca_bundle
-            )
+            gemini = HttpClient("https://generativelanguage.googleapis.com", proxy=pp.url, ca_file=pp.ca_bundle)
             for secret in SECRETS:
                 if secret.token:
                     path = f"/v1beta/models/gemini-2.5-pro:generateContent?key={quote(secret.value, safe='')}"
-                    gemini.request(
-                        "POST", path, b'{"contents": []}', [("content-type", "application/json")]
-                    ).body()
+                    gemini.request("POST", path, b'{"contents": []}', [("content-type", "application/json")]).body()
             gemini.close()
             # SSE payloads split across two network reads, inside the secret
             mistral = HttpClient("https://api.mistral.ai", proxy=pp.url, ca_file=pp.ca_bundle)
             for i in range(len(SECRETS)):
-                resp = mistral.request(
-                    "POST", f"/v1/chat/completions?i={i}", b"{}", [("content-type", "application/json")]
-                )
+                resp = mistral.request("POST", f"/v1/chat/completions?i={i}", b"{}",
+                                       [("content-type", "application/json")])
                 assert resp.body() == SplitSSE.bodies[i]
             mistral.close()
             # WebSocket frames
@@ -127,11 +112,7 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path, ctxtap_config, split_ser
                 frame = json.dumps({**json.loads(frame), "model": "gpt-5", "previous_response_id": None})
                 frames.append(frame)
                 ws.send_text(frame)
-                while json.loads(ws.recv_text())["type"] not in (
-                    "response.completed",
-                    "response.failed",
-                    "error",
-                ):
+                while json.loads(ws.recv_text())["type"] not in ("response.completed", "response.failed", "error"):
                     pass
             ws.close()
         finally:
