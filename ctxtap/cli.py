@@ -211,5 +211,128 @@ def export(capture, har_path) -> None:
     click.echo(f"wrote {n} entries to {har_path}")
 
 
+# --- analysis ------------------------------------------------------------------------------
+
+
+def _analysis_options(f):
+    f = click.option("--prices", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Price table (TOML) whose entries override the dated defaults.")(f)
+    f = click.option("--cache-rules", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                     help="Prompt-cache rules (TOML) overriding the defaults per provider.")(f)
+    return f
+
+
+def _ensure(captures, prices=None, cache_rules=None, force=False, quiet=False) -> list[Path]:
+    """Analyse captures whose dataset is missing or stale, with a progress bar on long ones."""
+    from analysis.build import AnalyzeOptions, ensure_analysis
+    from ctxtap.capture.store import CaptureError
+
+    options = AnalyzeOptions(prices=prices, cache_rules=cache_rules, force=force)
+    dirs = []
+    for capture in captures:
+        path = Path(capture)
+
+        def progress(items, total, label=f"analysing {path.name}"):
+            if quiet or total < 20:
+                yield from items
+                return
+            with click.progressbar(items, length=total, label=label, file=sys.stderr) as bar:
+                yield from bar
+
+        try:
+            ensure_analysis(path, options, progress=progress)
+        except CaptureError as exc:
+            raise click.ClickException(str(exc)) from exc
+        dirs.append(path)
+    return dirs
+
+
+@main.command()
+@click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@_analysis_options
+@click.option("--force", is_flag=True, help="Rebuild even if the dataset is up to date.")
+def analyze(captures, prices, cache_rules, force) -> None:
+    """Derive the analysis dataset (Parquet, next to each capture) and its DuckDB views.
+
+    Idempotent: a capture is re-analysed only when it, the ctxtap version, the
+    price table or the cache rules changed. Other commands call this on demand.
+    """
+    import json as _json
+
+    from analysis.db import dataset_dir
+
+    for path in _ensure(captures, prices, cache_rules, force):
+        meta = _json.loads((dataset_dir(path) / "_meta.json").read_text())
+        st = meta.get("stats", {})
+        click.echo(f"{path}: {st.get('requests', 0)} model requests, {st.get('blocks_total', 0)} blocks "
+                   f"({st.get('distinct_contents', 0)} distinct), analysis in {dataset_dir(path)}")
+
+
+@main.command(context_settings={"ignore_unknown_options": False})
+@click.argument("args", nargs=-1, required=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
+@click.option("--max-rows", default=200, show_default=True, help="Rows to print in table format (0: all).")
+def sql(args, fmt, max_rows) -> None:
+    """Run SQL over captures: ctxtap sql CAPTURE... "SELECT ...".
+
+    Views: requests, blocks, tool_calls, sessions, prefix, growth, layout,
+    tokens_by_source, errors (see docs/analysis-schema.md). Captures are
+    analysed first if needed.
+    """
+    if len(args) < 2:
+        raise click.UsageError('give at least one capture and a query: ctxtap sql CAPTURE "SELECT ..."')
+    *captures, query = args
+    for c in captures:
+        if not Path(c).is_dir():
+            raise click.UsageError(f"{c} is not a capture directory")
+    from analysis.db import connect
+
+    con = connect(_ensure(captures, quiet=True))
+    try:
+        rel = con.sql(query)
+    except Exception as exc:  # duckdb errors carry the useful message
+        raise click.ClickException(str(exc)) from exc
+    if rel is None:
+        return
+    _print_relation(rel, fmt, max_rows)
+
+
+def _print_relation(rel, fmt: str, max_rows: int) -> None:
+    import csv
+    import json as _json
+
+    columns = rel.columns
+    rows = rel.fetchall()
+    if fmt == "json":
+        click.echo(_json.dumps([dict(zip(columns, r, strict=True)) for r in rows], indent=2, default=str))
+    elif fmt == "csv":
+        writer = csv.writer(sys.stdout)
+        writer.writerow(columns)
+        writer.writerows(rows)
+    else:
+        shown = rows if not max_rows else rows[:max_rows]
+        cells = [[("" if v is None else str(v)).replace("\n", " ") for v in r] for r in shown]
+        widths = [min(60, max([len(c)] + [len(r[i]) for r in cells])) for i, c in enumerate(columns)]
+        click.echo("  ".join(c.ljust(w)[:w] for c, w in zip(columns, widths, strict=True)))
+        click.echo("  ".join("-" * w for w in widths))
+        for r in cells:
+            click.echo("  ".join(v.ljust(w)[:w] for v, w in zip(r, widths, strict=True)))
+        if len(rows) > len(shown):
+            click.echo(f"... {len(rows) - len(shown)} more rows (use --max-rows 0 or --format csv)")
+
+
+@main.command()
+@click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+def stats(captures) -> None:
+    """A terminal summary: sessions, tokens, cache, cost, errors and the tool loop."""
+    from analysis.summary import summary_lines
+
+    from analysis.db import connect
+
+    con = connect(_ensure(captures, quiet=True))
+    for line in summary_lines(con):
+        click.echo(line)
+
+
 if __name__ == "__main__":
     main()

@@ -1,0 +1,91 @@
+"""Content-addressed blocks: each distinct text stored and tokenised once.
+
+Requests reference blocks through occurrences (a distinct path + content +
+attributes) and runs (consecutive positions mapping to consecutive occurrence
+ids). A request that resends its predecessor's history shares its occurrences,
+so storage and tokenising follow the unique content, not the resent bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from analysis import tokens
+from analysis.models import Block
+
+OCCURRENCE_FIELDS = (
+    "path", "kind", "wire_type", "role", "source", "authority", "scope", "lifetime", "content_type",
+    "rule_id", "cache_breakpoint", "tool_name", "call_id", "is_error",
+)
+
+
+@dataclass
+class RequestBlocks:
+    """One request's view of its blocks: occurrence ids in position order."""
+
+    occurrences: list[int]
+    runs: list[tuple[int, int, int]]  # (position_start, n, occurrence_start)
+
+
+@dataclass
+class BlockStore:
+    content: dict[str, dict] = field(default_factory=dict)  # content_hash -> row (text, kind, bytes)
+    content_index: dict[str, int] = field(default_factory=dict)  # content_hash -> dense content id
+    content_bytes: list[int] = field(default_factory=list)  # by content id
+    occurrences: list[dict] = field(default_factory=list)  # index = occurrence_id
+    _occ_index: dict[tuple, int] = field(default_factory=dict)
+    tokens_by_hash: dict[str, int] = field(default_factory=dict)
+    tool_call_ids: set[str] = field(default_factory=set)  # call ids seen in tool_call blocks (history)
+    bytes_tokenised: int = 0
+    _hashes: list[str] = field(default_factory=list)  # by content id
+
+    def add_request(self, request_id: str, blocks: list[Block]) -> RequestBlocks:
+        ids: list[int] = []
+        for block in blocks:
+            if block.content_hash not in self.content:
+                self.content[block.content_hash] = {
+                    "content_hash": block.content_hash, "kind": block.kind, "bytes": block.bytes,
+                    "text": block.text,
+                }
+                self.content_index[block.content_hash] = len(self._hashes)
+                self._hashes.append(block.content_hash)
+                self.content_bytes.append(block.bytes)
+            if block.kind == "tool_call" and block.call_id:
+                self.tool_call_ids.add(block.call_id)
+            key = (block.content_hash, *(getattr(block, f) for f in OCCURRENCE_FIELDS))
+            occ = self._occ_index.get(key)
+            if occ is None:
+                occ = len(self.occurrences)
+                self._occ_index[key] = occ
+                row = {f: getattr(block, f) for f in OCCURRENCE_FIELDS}
+                row.update(occurrence_id=occ, content_hash=block.content_hash, first_request_id=request_id)
+                self.occurrences.append(row)
+            ids.append(occ)
+        return RequestBlocks(ids, to_runs(ids))
+
+    def tokenise(self, encoding: str = tokens.DEFAULT_ENCODING) -> None:
+        """Estimate tokens of every distinct content not yet counted (each exactly once)."""
+        todo = [h for h in self.content if h not in self.tokens_by_hash]
+        texts = [self.content[h]["text"] for h in todo]
+        for h, n in zip(todo, tokens.count(texts, encoding), strict=True):
+            self.tokens_by_hash[h] = n
+            self.content[h]["tokens_estimated"] = n
+        self.bytes_tokenised += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+
+    def content_tokens(self) -> list[int]:
+        """Token estimate by content id (after `tokenise`)."""
+        return [self.tokens_by_hash[h] for h in self._hashes]
+
+    def text_of(self, content_id: int) -> str:
+        return self.content[self._hashes[content_id]]["text"]
+
+
+def to_runs(ids: list[int]) -> list[tuple[int, int, int]]:
+    """Compress occurrence ids into runs of consecutive ids."""
+    runs: list[tuple[int, int, int]] = []
+    start = 0
+    for i in range(1, len(ids) + 1):
+        if i == len(ids) or ids[i] != ids[i - 1] + 1:
+            runs.append((start, i - start, ids[start]))
+            start = i
+    return runs

@@ -1,0 +1,178 @@
+"""Each request against its thread predecessor: shared prefix, divergence, expected cache reads, miss cause."""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.divergence import describe_change
+
+DEFAULT_RULES = Path(__file__).with_name("cache_rules.toml")
+HIT_FRACTION = 0.9
+
+
+@dataclass(frozen=True)
+class CacheRule:
+    mode: str  # breakpoints | prefix
+    min_tokens: int
+    granularity: int = 1
+    ttl_s: float = 300.0
+    ttl_1h_s: float = 3600.0
+    lookback_blocks: int = 20
+
+
+class CacheRules:
+    def __init__(self, data: dict) -> None:
+        self.providers: dict = data.get("provider", {})
+        self.as_of = data.get("as_of", "undated")
+
+    @classmethod
+    def load(cls, override: Path | None = None) -> CacheRules:
+        data = tomllib.loads(DEFAULT_RULES.read_text())
+        if override is not None:
+            extra = tomllib.loads(Path(override).read_text())
+            for name, rule in extra.get("provider", {}).items():
+                merged = {**data["provider"].get(name, {}), **rule}
+                merged["model"] = rule.get("model", []) + data["provider"].get(name, {}).get("model", [])
+                data["provider"][name] = merged
+        return cls(data)
+
+    def rule(self, provider: str, model: str | None) -> CacheRule:
+        entry = self.providers.get(provider) or self.providers["default"]
+        values = {k: v for k, v in entry.items() if k != "model"}
+        for override in entry.get("model", []):
+            if model and fnmatch.fnmatchcase(model.lower(), override["match"].lower()):
+                values.update({k: v for k, v in override.items() if k != "match"})
+                break
+        return CacheRule(**values)
+
+
+@dataclass
+class ReqView:
+    """What the prefix analysis needs of one request."""
+
+    request_id: str
+    provider: str
+    model: str | None
+    ts_start: float
+    ts_end: float | None
+    hashes: list  # content keys per block (equal keys = identical content)
+    tokens: list[int]  # estimated tokens per block
+    paths: list[str]
+    kinds: list[str]
+    sources: list[str]
+    texts: list[str] | None  # loaded lazily only for the divergent block
+    breakpoints: dict[int, str]  # position -> ttl ("ephemeral", "5m", "1h")
+    auto_breakpoint: str | None  # Anthropic top-level cache_control
+    cache_read: int | None
+    cache_write: int | None
+    calibration: float | None  # reported / estimated input
+
+
+def _common(a: list[str], b: list[str]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def divergence(prev: ReqView, cur: ReqView, text_of) -> tuple[str, str | None]:
+    """(kind, summary) of how `cur` departs from `prev`."""
+    common = _common(prev.hashes, cur.hashes)
+    if common == len(prev.hashes):
+        return "extended", None
+    rest_prev, rest_cur = prev.hashes[common:], cur.hashes[common:]
+    path = cur.paths[common] if common < len(cur.paths) else prev.paths[common]
+    window = min(len(rest_prev), len(rest_cur))
+    if window > 1 and sorted(rest_prev[:window]) == sorted(rest_cur[:window]) and rest_prev[:window] != rest_cur[:window]:
+        return "reordered", f"{path}: blocks reordered ({prev.kinds[common]} moved)"
+    if common < len(cur.hashes) and cur.hashes[common] in rest_prev[1:]:
+        return "removed", f"{prev.paths[common]} removed ({prev.kinds[common]}, {prev.sources[common]})"
+    if common < len(cur.hashes) and prev.hashes[common] in rest_cur[1:]:
+        return "inserted", f"{path} inserted ({cur.kinds[common]}, {cur.sources[common]})"
+    if common >= len(cur.hashes):
+        return "removed", f"{prev.paths[common]} and later removed"
+    old, new = text_of(prev, common), text_of(cur, common)
+    if prev.paths[common] == cur.paths[common]:
+        return "changed", describe_change(path, old, new)
+    return "changed", f"{path} replaced ({prev.kinds[common]} -> {cur.kinds[common]})"
+
+
+def _ttl(view: ReqView, pos: int, rule: CacheRule) -> float:
+    marker = view.breakpoints.get(pos) or view.auto_breakpoint
+    return rule.ttl_1h_s if marker == "1h" else rule.ttl_s
+
+
+def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: float | None) -> tuple[int, dict]:
+    """Estimated cache reads the provider's rules allow, and the facts behind the number."""
+    facts: dict = {"common_blocks": 0, "common_tokens": 0, "cacheable_tokens": 0, "ttl_s": rule.ttl_s,
+                   "prev_cached_tokens": 0}
+    if prev is None:
+        return 0, facts
+    common = _common(prev.hashes, cur.hashes)
+    common_tokens = sum(cur.tokens[:common])
+    facts.update(common_blocks=common, common_tokens=common_tokens)
+    if rule.mode == "breakpoints":
+        written = sorted(set(prev.breakpoints) | ({len(prev.hashes) - 1} if prev.auto_breakpoint else set()))
+        reading = sorted(set(cur.breakpoints) | ({len(cur.hashes) - 1} if cur.auto_breakpoint else set()))
+        prev_cached = sum(prev.tokens[: written[-1] + 1]) if written else 0
+        facts["prev_cached_tokens"] = prev_cached
+        best = -1
+        for b in written:
+            if b < common and any(0 <= c - b <= rule.lookback_blocks for c in reading):
+                best = max(best, b)
+        cacheable = sum(cur.tokens[: best + 1]) if best >= 0 else 0
+        ttl = _ttl(prev, best, rule) if best >= 0 else rule.ttl_s
+    else:
+        prev_cached = sum(prev.tokens)
+        facts["prev_cached_tokens"] = prev_cached
+        cacheable = (common_tokens // rule.granularity) * rule.granularity
+        ttl = rule.ttl_s
+    facts["ttl_s"] = ttl
+    facts["cacheable_tokens"] = cacheable
+    if cacheable < rule.min_tokens:
+        facts["below_minimum"] = True
+        return 0, facts
+    if gap_s is not None and gap_s > ttl:
+        facts["ttl_expired"] = True
+        return 0, facts
+    return cacheable, facts
+
+
+def cache_verdict(prev: ReqView | None, cur: ReqView, rule: CacheRule, expected_est: int, facts: dict,
+                  gap_s: float | None, divergence_kind: str) -> tuple[int | None, str, str | None, str | None]:
+    """(expected in reported units, status, miss cause, explanation)."""
+    scale = cur.calibration or 1.0
+    expected = round(expected_est * scale)
+    read = cur.cache_read
+    if read is None:
+        return expected, "n/a", None, None
+    if read > 0 and read >= HIT_FRACTION * expected:
+        return expected, "hit", None, None
+    status = "partial" if read > 0 else "miss"
+    if prev is None:
+        return expected, status, "cold_start", "first request of its thread: nothing cached yet"
+    if facts.get("ttl_expired"):
+        return expected, status, "ttl_expired", (
+            f"TTL expired after a {_minutes(gap_s)} gap ({_minutes(facts['ttl_s'])} TTL)")
+    prev_cached_est = facts.get("prev_cached_tokens", 0)
+    if divergence_kind != "extended" and facts["common_tokens"] < prev_cached_est:
+        return expected, status, "prefix_change", (
+            f"prefix changed after {facts['common_blocks']} blocks (~{round(facts['common_tokens'] * scale)} tokens)")
+    if facts.get("below_minimum"):
+        return expected, status, "below_minimum", (
+            f"shared prefix ~{round(facts['cacheable_tokens'] * scale)} tokens, below the {rule.min_tokens}-token minimum")
+    return expected, status, "unexplained", "prefix, TTL and minimum all allowed a read"
+
+
+def _minutes(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    if seconds >= 3600:
+        return f"{seconds / 3600:.0f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"

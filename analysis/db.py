@@ -1,0 +1,42 @@
+"""DuckDB over one or more captures' analysis datasets, with the named views."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from analysis.schema import TABLES
+from analysis.views import view_files
+
+ANALYSIS_DIR = "analysis"
+
+
+def dataset_dir(capture_dir: Path) -> Path:
+    return Path(capture_dir) / ANALYSIS_DIR
+
+
+def table_glob(capture_dir: Path, table: str) -> str:
+    return str(dataset_dir(capture_dir) / table / "*" / "*.parquet")
+
+
+def connect(capture_dirs: Sequence[Path], database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with `t_<table>` base views and the named views over the datasets.
+
+    The datasets must exist (see `analysis.build.ensure_analysis`).
+    """
+    con = duckdb.connect(database)
+    for table in TABLES:
+        globs = ", ".join(_sql_str(table_glob(Path(c), table)) for c in capture_dirs)
+        con.execute(
+            f"CREATE OR REPLACE VIEW t_{table} AS SELECT * FROM read_parquet([{globs}], hive_partitioning = true, "
+            "union_by_name = true, hive_types = {'capture_id': VARCHAR})"
+        )
+    for path in view_files():
+        con.execute(path.read_text())
+    return con
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"

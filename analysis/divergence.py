@@ -1,0 +1,71 @@
+"""Say in words what changed between two versions of a block.
+
+The first block that differs from the previous request is where the cached
+prefix ends; the reader wants to know why: a per-request hash, a timestamp, a
+reordered tool, a new reminder.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("a UUID", re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")),
+    ("a timestamp", re.compile(r"\d{1,2}:\d{2}(:\d{2})?|\d{4}-\d{2}-\d{2}[T ]\d|\b\d{10}(\.\d+)?\b")),
+    ("a date", re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}/\d{2,4}|\b(Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*\b")),
+    ("a per-request hash", re.compile(r"^[0-9a-f]{3,64}$")),
+    ("a number", re.compile(r"^\d+(\.\d+)?$")),
+]
+
+
+def _token_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen [start, end) to whole word-ish tokens so the excerpt reads well."""
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "-_:.T"):
+        start -= 1
+    while end < len(text) and (text[end].isalnum() or text[end] in "-_:."):
+        end += 1
+    return start, end
+
+
+def changed_span(old: str, new: str) -> tuple[str, str, str]:
+    """(context before, old middle, new middle) after stripping the common prefix and suffix."""
+    p = 0
+    limit = min(len(old), len(new))
+    while p < limit and old[p] == new[p]:
+        p += 1
+    s = 0
+    while s < limit - p and old[len(old) - 1 - s] == new[len(new) - 1 - s]:
+        s += 1
+    o_start, o_end = _token_bounds(old, p, len(old) - s)
+    n_start, n_end = _token_bounds(new, p, len(new) - s)
+    start = min(o_start, n_start)
+    context = old[max(0, start - 24):start].rsplit("\n", 1)[-1]
+    return context, old[start:o_end], new[start:n_end]
+
+
+def classify_change(old_mid: str, new_mid: str) -> str:
+    both = [old_mid.strip(), new_mid.strip()]
+    for label, pattern in _PATTERNS:
+        if all(x and pattern.search(x) for x in both):
+            return label
+    if not old_mid.strip():
+        return "text inserted"
+    if not new_mid.strip():
+        return "text removed"
+    return "text changed"
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    text = text.replace("\n", "\\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_change(path: str, old: str, new: str) -> str:
+    """E.g. `system[0] changed: a per-request hash (cch=49d84 -> cch=7a1f2)`."""
+    context, old_mid, new_mid = changed_span(old, new)
+    label = classify_change(old_mid, new_mid)
+    lead = ""
+    if label in ("a per-request hash", "a number"):
+        m = re.search(r"[\w.\-]*[=:]\s*$", context)
+        lead = m.group() if m else ""
+    return f"{path} changed: {label} ({_clip(lead + old_mid)} -> {_clip(lead + new_mid)})"

@@ -1,0 +1,73 @@
+"""`ctxtap stats`: a terminal summary built from the named views."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+
+
+def _fmt(value, digits: int = 0) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def summary_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
+    yield "sessions"
+    rows = con.execute("""
+        SELECT session_id, client, n_requests, n_main, n_side, n_turns, input_tokens_reported,
+               input_tokens_estimated, cache_hit_rate, output_tokens, cost_usd, n_errors
+        FROM sessions ORDER BY first_ts""").fetchall()
+    for (sid, client, n, main, side, turns, inp, est, hit, out, cost, errors) in rows:
+        hit_s = "n/a" if hit is None else f"{hit:.0%}"
+        cost_s = "n/a" if cost is None else f"${cost:,.4f}"
+        yield (f"  {sid[:48]:<48} {client:<12} requests {n} (main {main}, side {side}), turns {turns}, "
+               f"input {_fmt(inp)} reported / {_fmt(est)} estimated, cache hit {hit_s}, output {_fmt(out)}, "
+               f"cost {cost_s}, errors {errors}")
+    yield "requests by purpose"
+    for purpose, n in con.execute("SELECT purpose, count(*) FROM requests GROUP BY 1 ORDER BY 2 DESC").fetchall():
+        yield f"  {purpose:<16} {n}"
+    errors = con.execute("SELECT error_layer, count(*) FROM errors GROUP BY 1 ORDER BY 2 DESC").fetchall()
+    if errors:
+        yield "errors by layer"
+        for layer, n in errors:
+            yield f"  {layer:<16} {n}"
+    growth = con.execute("""
+        SELECT thread_id, n_requests, input_basis, total_input_tokens, fit_p, fit_m, accel_seq
+        FROM growth WHERE thread_kind != 'side' AND n_requests > 1 ORDER BY total_input_tokens DESC LIMIT 10
+    """).fetchall()
+    if growth:
+        yield "token growth (main threads): total(n) = n*p + m*n(n+1)/2"
+        for tid, n, basis, total, p, m, accel in growth:
+            accel_s = f", accelerated at request {accel}" if accel is not None else ""
+            yield (f"  {tid[-40:]:<40} {n} requests, {_fmt(total)} input tokens ({basis}), "
+                   f"p={_fmt(p)} m={_fmt(m)}{accel_s}")
+    misses = con.execute("""
+        SELECT miss_cause, count(*), any_value(coalesce(miss_explanation, divergence_summary))
+        FROM prefix WHERE miss_cause IS NOT NULL GROUP BY 1 ORDER BY 2 DESC""").fetchall()
+    if misses:
+        yield "cache misses"
+        for cause, n, example in misses:
+            yield f"  {cause:<14} {n}  e.g. {example}"
+    divergences = con.execute("""
+        SELECT regexp_replace(divergence_summary, ' \(.*\)$', ''), count(*), any_value(divergence_summary)
+        FROM prefix WHERE divergence_kind NOT IN ('extended', 'first')
+        GROUP BY 1 ORDER BY 2 DESC LIMIT 5""").fetchall()
+    if divergences:
+        yield "where the prefix changed"
+        for label, n, example in divergences:
+            yield f"  {n} x {label}" + (f"   e.g. {example[len(label):].strip()}" if example != label else "")
+    tools = con.execute("""
+        SELECT count(*), count(*) FILTER (WHERE parallel_group_size > 1),
+               count(*) FILTER (WHERE repeat_of IS NOT NULL), count(*) FILTER (WHERE result_status = 'error'),
+               count(*) FILTER (WHERE orphan IS NOT NULL), median(gap_ms)
+        FROM tool_calls""").fetchone()
+    if tools and tools[0]:
+        n, parallel, repeats, failed, orphans, gap = tools
+        yield (f"tool calls  {n} ({parallel} in parallel groups, {repeats} repeats, {failed} errors, "
+               f"{orphans} orphans), median call-to-result gap {_fmt(gap, 1)} ms")
