@@ -334,5 +334,22 @@ def stats(captures) -> None:
         click.echo(line)
 
 
+def _register_plugins() -> None:
+    """Commands that live with their feature: `report` (reports/), `publish` (reports/)."""
+    import importlib
+
+    for module, name in (("reports.cli", "report"), ("reports.cli", "publish"), ("ctxtap.demo.cli", "demo")):
+        try:
+            command = getattr(importlib.import_module(module), name, None)
+        except ModuleNotFoundError as exc:  # the feature is not built: only its own module may be missing
+            if exc.name != module:
+                raise
+            continue
+        if command is not None:
+            main.add_command(command)
+
+
+_register_plugins()
+
 if __name__ == "__main__":
     main()
