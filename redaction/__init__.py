@@ -1,0 +1,26 @@
+"""Credential redaction applied to every recorded header, URL and body before it is written.
+
+    redactor = Redactor(ctxtap.paths.redaction_key(), capture_id)
+    body = redactor.redact_bytes(body)          # JSON, SSE, WebSocket frames, binary
+    headers = redactor.redact_headers(headers)
+    url = redactor.redact_url(url)
+    redactor.counts                             # placeholder kind -> replacements
+
+Each secret becomes `[REDACTED:<kind>:<6 hex>]`; see `KINDS` for the kinds.
+"""
+
+from redaction.assignments import ASSIGNMENT_KINDS
+from redaction.detectors import CONTEXT_KINDS, TOKEN_KINDS
+from redaction.headers import HEADER_KINDS
+from redaction.placeholder import PLACEHOLDER_RE
+from redaction.redactor import Redactor
+from redaction.urls import URL_KINDS
+from redaction.version import RULESET_VERSION
+
+# Every placeholder kind the redactor can write ("unscannable": a value that
+# made the redactor fail internally, replaced whole rather than kept).
+KINDS: tuple[str, ...] = tuple(
+    dict.fromkeys([*TOKEN_KINDS, *CONTEXT_KINDS, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, "unscannable"])
+)
+
+__all__ = ["KINDS", "PLACEHOLDER_RE", "RULESET_VERSION", "Redactor"]

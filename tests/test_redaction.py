@@ -10,6 +10,7 @@ import os
 import random
 import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,9 +25,11 @@ from tests.secret_corpus import (
     plant_everywhere,
     plant_header,
     plant_many,
+    plant_sse_split,
     plant_url_query,
     plant_url_userinfo,
     secret_kinds,
+    sse_joined_text,
 )
 
 KEY = b"\x01" * 32
@@ -111,7 +114,7 @@ def test_url_userinfo_placements(redactor: Redactor) -> None:
         if (
             secret.value in out
             or expected not in _kinds(out)
-            or not out.startswith("https://deploy:[REDACTED:")
+            or not out.startswith("https://deploy:%5BREDACTED:")
         ):
             failures.append((secret.kind, expected, out))
     assert not failures
@@ -127,6 +130,20 @@ def test_many_secrets_per_body_recall() -> None:
             total += 1
             found += all(f.encode() not in out for f in secret.fragments())
     assert found / total >= 0.99, f"recall {found}/{total}"
+
+
+def test_secret_streamed_across_sse_deltas(redactor: Redactor) -> None:
+    secret = next(s for s in SECRETS if s.kind == "anthropic-key")
+    planted = plant_sse_split(secret, "anthropic")
+    assert secret.value.encode() not in planted.data  # no single event holds it
+    out = redactor.redact_bytes(planted.data)
+    joined = sse_joined_text(out)
+    assert secret.value.encode() not in joined and b"[REDACTED:anthropic-key:" in joined
+    assert joined.startswith(b"Found it in the config: ") and joined.endswith(b" -- rotate it.")
+    for line in out.decode().splitlines():
+        if line.startswith("data: "):
+            json.loads(line[6:])  # every event is still valid JSON
+    assert redactor.redact_bytes(out) == out
 
 
 # --- the placeholder --------------------------------------------------------------------------
@@ -247,7 +264,7 @@ def test_url_edits_keep_everything_else(redactor: Redactor) -> None:
     url = "https://bob:hunter2-Pa55@example.com:8443/v1/x?beta=true&sig=abcDEF123%2Bghi%3D%3D456789&q=a%20b#frag"
     out = redactor.redact_url(url)
     assert re.fullmatch(
-        r"https://bob:\[REDACTED:url-password:\w{6}\]@example\.com:8443/v1/x\?beta=true"
+        r"https://bob:%5BREDACTED:url-password:\w{6}%5D@example\.com:8443/v1/x\?beta=true"
         r"&sig=\[REDACTED:azure-sas-signature:\w{6}\]&q=a%20b#frag",
         out,
     )
@@ -257,11 +274,36 @@ def test_url_edits_keep_everything_else(redactor: Redactor) -> None:
     assert redactor.redact_url("/v1/responses") == "/v1/responses"
 
 
+def test_redacted_urls_still_parse(redactor: Redactor) -> None:
+    """Brackets in the authority mean IPv6 to `urlsplit`, so placeholders there are percent-encoded."""
+    for url in (
+        "https://deploy:s3cr3t-Pa55word@git.example.com/org/repo.git",
+        "https://ghp_" + "R2d2" * 9 + "@github.com/org/repo.git",
+        "http://[::1]:8080/v1/chat/completions?api_key=abcdef1234567890XYZ",
+    ):
+        out = redactor.redact_url(url)
+        parts = urlsplit(out)
+        assert parts.hostname in ("git.example.com", "github.com", "::1")
+        assert "REDACTED" in out and redactor.redact_url(out) == out
+    location = redactor.redact_headers([("Location", "https://u:pw-12345678@h.example/next")])[0][1]
+    assert (
+        location.startswith("https://u:%5BREDACTED:url-password:")
+        and urlsplit(location).hostname == "h.example"
+    )
+
+
 def test_url_fragment_tokens_and_path_tokens(redactor: Redactor) -> None:
     out = redactor.redact_url(
         "https://app.example/cb#access_token=ya29.a0AfH6SMBx3dK9_longtokenvalue1234&token_type=Bearer"
     )
     assert "[REDACTED:google-oauth-token:" in out and out.endswith("&token_type=Bearer")
+    gh = "ghp_" + "P4th" * 9
+    out = redactor.redact_url(f"https://git.example/{gh}/org/repo.git")
+    assert (
+        gh not in out
+        and out.startswith("https://git.example/[REDACTED:github-token:")
+        and out.endswith("/org/repo.git")
+    )
     bot = "123456789:AA" + "b" * 33
     out = redactor.redact_url(f"https://api.telegram.org/bot{bot}/sendMessage")
     assert bot not in out and "[REDACTED:telegram-bot-token:" in out
@@ -403,6 +445,7 @@ ATOMS = sorted(
     }
 )
 secretish_text = st.lists(st.one_of(st.sampled_from(ATOMS), st.text(max_size=6)), max_size=14).map("".join)
+# REDACTION_EXAMPLES=5000 for a longer hunt.
 _settings = settings(
     max_examples=int(os.environ.get("REDACTION_EXAMPLES", "300")),
     deadline=None,
@@ -473,6 +516,11 @@ def test_any_url(url: str) -> None:
     r = Redactor(KEY, "h")
     once = r.redact_url(url)
     assert isinstance(once, str) and r.redact_url(once) == once
+    try:
+        urlsplit(url)
+    except ValueError:
+        return
+    urlsplit(once)  # a URL that parsed before redaction still parses
 
 
 def test_never_raises_on_wrong_types() -> None:
@@ -481,6 +529,8 @@ def test_never_raises_on_wrong_types() -> None:
     assert isinstance(r.redact_text(None), str)  # type: ignore[arg-type]
     assert isinstance(r.redact_url(None), str)  # type: ignore[arg-type]
     assert len(r.redact_headers([("a", None)])) == 1  # type: ignore[list-item]
+    assert r.redact_headers(None) == []  # type: ignore[arg-type]
+    assert len(r.redact_headers([("only-a-name",), 3])) == 2  # type: ignore[list-item]
     assert r.redact_bytes(b"") == b"" and r.redact_text("") == "" and r.redact_headers([]) == []
 
 

@@ -1,0 +1,380 @@
+"""Secrets recognisable by their name: `DB_PASSWORD=...`, `"api_key": "..."`.
+
+Agents read `.env` files, configs and shell history and send them to the model
+inside tool results, so a body carries assignments in every syntax: env and
+shell (`export X="v"`), INI/TOML/YAML, JSON (plain, escaped inside a JSON
+string, or escaped twice), HTTP header lines in curl commands, URL query
+parameters, connection strings.
+
+The name decides, the value confirms:
+
+* strong names (`*password`, `*secret`, `api_key`, `*_TOKEN`, `access_token`...)
+  redact any value that is not obviously a non-secret;
+* weak names (`*_key`, bare `token`, `auth`) redact only values that look
+  random, so `"sort_key": "name"` and `"token": "<s>"` stay;
+* names the analysis needs (`prompt_cache_key`, `idempotency_key`,
+  `next_page_token`, tokenizer `*_token`s...) are never redacted.
+  `max_tokens`, `input_tokens` and friends are plural and never match.
+
+Code is the main source of false positives (`password = get_password()`,
+`token: str`, `apiKey: process.env.KEY`), hence the value checks below.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from redaction.spans import PRIORITY_ASSIGNMENT, Span
+
+# Keywords a secret's name ends with, searched in the lower-cased body, each
+# with its own regex: one literal prefix per regex is what lets `re` skip
+# ahead quickly (a single alternation is tried at nearly every byte).
+_KEYWORD_PATTERNS = (
+    rb"key",
+    rb"token",
+    rb"secret",
+    rb"pass(?:word|wd|phrase)?",
+    rb"pwd",
+    rb"auth(?:orization)?",
+    rb"credentials?",
+    rb"signature",
+)
+# keyword, optional closing quote of a quoted name (possibly escaped), separator.
+_ASSIGN_RES = tuple(
+    re.compile(rb"(?P<kw>" + kw + rb")(?P<close>\\*[\"'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))")
+    for kw in _KEYWORD_PATTERNS
+)
+ASSIGNMENT_KINDS: tuple[str, ...] = (
+    "generic-secret",
+    "password",
+    "aws-secret-key",
+    "azure-storage-key",
+    "azure-connection-string",
+    "authorization",
+    "basic-auth",
+    "signature",
+)
+_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
+_MAX_NAME = 80
+
+# What may follow the separator before the value proper: spaces, a string
+# prefix (`b"..."`), an opening quote (possibly escaped), an auth scheme.
+_VALUE_HEAD_RE = re.compile(
+    rb"[ \t]*(?:[bBrRuUfF]{1,2}(?=[\"'`]))?(?P<q>\\*[\"'`])?(?P<scheme>(?i:bearer|basic|token|bot)[ \t]+)?"
+)
+_MAX_VALUE = 4096
+
+
+def _stop_table(stops: bytes) -> bytes:
+    """A `bytes.translate` table mapping `stops` to a space and everything else to `v`."""
+    table = bytearray(b"v" * 256)
+    for c in stops:
+        table[c] = ord(" ")
+    return bytes(table)
+
+
+# Where values end, found with `bytes.find` on a translated copy: a regex
+# scanning up to 4 KB for every `api_key=` would be quadratic on odd bodies.
+_QUOTED_STOPS = _stop_table(b" \t\n\r\x0b\x0c\"'`\\")
+_BARE_STOPS = _stop_table(b" \t\n\r\x0b\x0c\"'`\\&;,<>(){}[]|")
+
+
+# Names whose values the analysis needs or that are not credentials.
+NOT_SECRET_NAMES = frozenset(
+    """
+    key pass
+    promptcachekey cachekey idempotencykey xidempotencykey dedupkey dedupekey deduplicationkey
+    sortkey partitionkey primarykey foreignkey rowkey hashkey rangekey uniquekey compositekey
+    shardkey clusterkey indexkey publickey publishablekey routingkey objectkey s3key filekey
+    bucketkey lookupkey groupkey mapkey dictkey statekey eventkey messagekey toolkey hotkey
+    shortcutkey i18nkey translationkey labelkey fieldkey columnkey featurekey flagkey metrickey
+    attributekey itemkey nodekey parentkey childkey propkey datakey valuekey namekey typekey
+    idkey entrykey storekey querykey conversationkey threadkey requestkey
+    pagekey cursorkey continuationkey
+    bostoken eostoken padtoken unktoken septoken clstoken masktoken nexttoken nextpagetoken
+    pagetoken continuationtoken paginationtoken synctoken nextsynctoken resumetoken cursortoken
+    cancellationtoken canceltoken maxtoken stoptoken starttoken endtoken specialtoken lasttoken
+    firsttoken prevtoken previoustoken imagetoken audiotoken videotoken thinktoken tooltoken
+    decodertoken fimtoken
+    bypass compass
+    """.lower().split()
+)
+
+_STRONG_KEY_SUFFIXES = (
+    "apikey",
+    "secretkey",
+    "privatekey",
+    "accesskey",
+    "accountkey",
+    "storagekey",
+    "masterkey",
+    "signingkey",
+    "encryptionkey",
+    "authkey",
+    "licensekey",
+    "clientkey",
+    "appkey",
+    "adminkey",
+    "servicekey",
+    "subscriptionkey",
+    "webhookkey",
+    "hmackey",
+    "jwtkey",
+    "consumerkey",
+    "deploykey",
+)
+_STRONG_TOKEN_SUFFIXES = (
+    "accesstoken",
+    "authtoken",
+    "refreshtoken",
+    "apitoken",
+    "idtoken",
+    "bearertoken",
+    "sessiontoken",
+    "securitytoken",
+    "oauthtoken",
+    "bottoken",
+)
+
+_NON_SECRET_WORDS = frozenset(
+    b"""
+    none null nil true false undefined yes no on off required optional str string bytes int
+    integer bool boolean any object text number secret password passwd token key apikey api_key
+    changeme placeholder redacted hidden masked empty example todo tbd n/a na unset default
+    """.split()
+)
+_IDENTIFIER_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+_ENV_NAME_RE = re.compile(rb"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_RANDOM_CHARS_RE = re.compile(rb"[A-Za-z0-9+/=_.~:%\-]+")
+_PATH_RE = re.compile(rb"(?:\.{0,2}|~)/[\w.\-]+(?:/[\w.\-]*)+")
+_NUMBERISH_RE = re.compile(rb"[0-9.,_:\-]+|0[xX][0-9a-fA-F_]+|0[oObB][0-7_]+")
+# `${VAR}`, `$VAR`, `%(name)s`, `%VAR%`, `{{ tpl }}`, `{name}`, `<your key>`, `[list]`, `(regex)`, YAML `!tag`,
+# `*alias`, `&anchor`, `@reference`, `=` (a second `=`), `#fff`.
+_REFERENCE_RE = re.compile(
+    rb"\$|%\(?[A-Za-z_]|\{|<|\[|\(|![A-Za-z]+$|\*[A-Za-z_]*$|&[A-Za-z_]+$|@[A-Za-z_][\w.]*$|=|#[0-9a-fA-F]{3,8}$"
+)
+_DOTTED_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
+_NAME_START_RE = re.compile(rb"[a-z_$]{2}|[A-Z][a-z]|[A-Z]{2}")
+_REAL_WORD_RE = re.compile(rb"[A-Za-z][a-z]{2,}")
+_CAMEL_WORD_RE = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_WORDS_RE = re.compile(rb"_*[a-z][a-z_\-]*\??|[A-Za-z]+\?")
+_EXPRESSION_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:[+*/\-][A-Za-z_][A-Za-z0-9_]*)+")
+_MASK_RE = re.compile(rb"(?i)x{4}|\*{3}|\.\.\.|\xe2\x80\xa6|#{4}")
+
+
+def _name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> tuple[str, bool] | None:
+    """(placeholder kind, strong?) for a name ending in `kw`, or None if not a secret's name.
+
+    `env_style` names (`SERVICE_KEY`, all capitals) make `*_KEY` strong: in env
+    files and settings modules they hold keys, unlike `sort_key` in JSON.
+    """
+    norm = name.replace(b"_", b"").replace(b"-", b"").replace(b".", b"").decode("ascii")
+    if norm in NOT_SECRET_NAMES:
+        return None
+    bare = name == kw
+    boundary = bare or camel or name[-len(kw) - 1 : -len(kw)] in (b"_", b"-", b".")
+    word = kw.decode("ascii")
+    if word in ("password", "passwd", "passphrase"):
+        return "password", True
+    if word in ("pwd", "pass"):
+        return ("password", True) if boundary and not bare and norm != "oldpwd" else None
+    if word == "secret":
+        return "generic-secret", True
+    if word == "authorization":
+        return "authorization", True
+    if word == "signature":
+        return ("signature", False) if boundary else None
+    if word == "key":
+        strong = norm.endswith(_STRONG_KEY_SUFFIXES)
+        if not (boundary or strong):
+            return None  # monkey, turkey, hotkey
+        if norm.endswith("secretaccesskey") or norm == "awssecretkey":
+            return "aws-secret-key", True
+        if norm.endswith("sharedaccesskey"):
+            return "azure-connection-string", True
+        if norm == "accountkey" or (norm.endswith(("accountkey", "storagekey")) and "azure" in norm):
+            return "azure-storage-key", True
+        return "generic-secret", strong or (env_style and not bare)
+    if word == "token":
+        strong = norm.endswith(_STRONG_TOKEN_SUFFIXES)
+        if not (boundary or strong):
+            return None
+        return "generic-secret", not bare
+    if not boundary:
+        return None  # oauth, bauth
+    return "generic-secret", False  # auth, credential(s): values must look random
+
+
+def looks_random(value: bytes) -> bool:
+    """A weak name's value must look like a credential, not a word, path or id."""
+    if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value) or _UUID_RE.fullmatch(value):
+        return False
+    digits = sum(c in b"0123456789" for c in value)
+    letters = sum(c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" for c in value)
+    return digits >= 2 and letters >= 4
+
+
+def _reads_as_identifier(segment: bytes) -> bool:
+    """`RegEnumKey`, `Ed25519PrivateKey`, `id_GostR3410_94`, but not `RGrN7bgU` or `xKqLpVzRtWmN`.
+
+    Split into camelCase words, a programmer's name has few one-letter words
+    and few digit runs; a generated secret has many.
+    """
+    words = _CAMEL_WORD_RE.findall(segment)
+    singles = sum(1 for w in words if len(w) == 1 and not w.isdigit())
+    digit_runs = sum(1 for w in words if w[:1].isdigit())
+    return singles <= 1 and digit_runs <= 2
+
+
+def _is_code_reference(value: bytes) -> bool:
+    """`win32api.RegEnumKey`, `ed25519.Ed25519PrivateKey`, but not `o2B564.RGrN7bgU`."""
+    if _DOTTED_RE.fullmatch(value) is None:
+        return False
+    segments = value.split(b".")
+    has_word = _REAL_WORD_RE.search(segments[-1]) is not None
+    starts_like_name = _NAME_START_RE.match(segments[0]) is not None
+    return has_word and starts_like_name and all(_reads_as_identifier(segment) for segment in segments)
+
+
+def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = True) -> bool:
+    """Values that are clearly not secrets: empty, numbers, booleans, references, masks, code.
+
+    `code_context` is False for tight `NAME=value` (env files), where a dotted
+    value is data, not `module.Attribute`.
+    """
+    if len(value) < 4:
+        return True
+    if _REFERENCE_RE.match(value) or _MASK_RE.search(value):
+        return True
+    lower = value.lower()
+    if lower in _NON_SECRET_WORDS or _NUMBERISH_RE.fullmatch(value):
+        return True
+    if b"://" in value or _ENV_NAME_RE.fullmatch(value) or _PATH_RE.fullmatch(value):
+        return True
+    if any(c in b"0123456789" for c in value):
+        return not quoted and code_context and _is_code_reference(value)  # `rfc3279.RSAPublicKey`
+    # No digit from here on.
+    if b"your" in lower or kw.rstrip(b"s") in lower:
+        return True  # your-api-key-here, "password": "passwordField"
+    if _WORDS_RE.fullmatch(value):
+        return True  # "password": "unreserved", "token": "string?"
+    if quoted:
+        return False
+    if _IDENTIFIER_RE.fullmatch(value) or _EXPRESSION_RE.fullmatch(value):
+        # `password=password`, `token: str`, `key = self.api_key`, `pwd+pwd`; but
+        # `PASS=xKqLpVzRtWmN` does not read as a name.
+        return len(value) < 12 or b"." in value or _reads_as_identifier(value)
+    return False
+
+
+def find_assignment_spans(data: bytes, out: list[Span], stops: list[int] | None = None) -> None:
+    """Append spans of values assigned to names that say they are secrets.
+
+    `stops` are starts of secrets already found by format. A bare value ends
+    at the next secret, as it will once that secret is a placeholder, so a
+    second redaction pass sees the same values as the first (idempotence).
+    Assignments are read last to first so later findings are known stops.
+    """
+    lowered = data.lower()
+    found = [m for regex in _ASSIGN_RES for m in regex.finditer(lowered)]
+    if not found:
+        return
+    found.sort(key=lambda m: m.start(), reverse=True)
+    values = _Values(data, sorted(stops or ()))
+    for m in found:
+        span = _assignment_value(data, lowered, m, values)
+        if span is not None:
+            out.append(span)
+            bisect.insort(values.stops, span.start)
+
+
+class _Values:
+    """Where values end in one body: translated copies for `find`, plus the known stops."""
+
+    def __init__(self, data: bytes, stops: list[int]) -> None:
+        self.quoted = data.translate(_QUOTED_STOPS)
+        self.bare = data.translate(_BARE_STOPS)
+        self.stops = stops
+
+    @staticmethod
+    def end(buf: bytes, start: int) -> int | None:
+        """End of the value starting at `start`, or None when it is empty or too long."""
+        end = buf.find(b" ", start, start + _MAX_VALUE)
+        if end < 0:
+            if start + _MAX_VALUE < len(buf):
+                return None
+            end = len(buf)
+        return end if end > start else None
+
+    def next_stop(self, start: int, end: int) -> int:
+        i = bisect.bisect_right(self.stops, start)
+        return self.stops[i] if i < len(self.stops) and self.stops[i] < end else end
+
+
+def _assignment_value(data: bytes, lowered: bytes, m: re.Match[bytes], values: _Values) -> Span | None:
+    kw_start, kw_end = m.span("kw")
+    kw = m.group("kw")
+    if kw_end < len(lowered) and lowered[kw_end] in _NAME_CHARS:
+        return None  # `tokens`, `keyboard`: the keyword is not the end of the name
+    start = kw_start
+    while start > 0 and lowered[start - 1] in _NAME_CHARS and kw_end - start < _MAX_NAME:
+        start -= 1
+    if start > 0 and data[start - 1] == 0x5C and lowered[start] in b"ntr":  # `\nAPI_KEY=`
+        start += 1
+    name = lowered[start:kw_end].lstrip(b"-.")
+    if b"." in name:
+        name = name.rsplit(b".", 1)[1]  # `config.api_key = ...`
+    if not name:
+        return None
+    camel = (
+        kw_start > 0
+        and data[kw_start] in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        and (data[kw_start - 1] in b"abcdefghijklmnopqrstuvwxyz0123456789")
+    )
+    original = data[kw_end - len(name) : kw_end]
+    env_style = original.isupper() and b"-" not in original
+    named = _name_kind(name, kw, camel, env_style)
+    if named is None:
+        return None
+    kind, strong = named
+    sep = m.group("sep")
+    if kw == b"signature" and sep != b"=":
+        return None  # `"signature": "..."` is a thinking-block signature, not a credential
+    tight = m.group("close") is None and m.end("kw") == m.start("sep")
+
+    pos = m.end()
+    head = _VALUE_HEAD_RE.match(data, pos)
+    if head is None:  # cannot happen (everything in it is optional); keeps type checkers honest
+        return None
+    quote = head.group("q")
+    v_start = head.end()
+    if quote is not None:
+        v_end = values.end(values.quoted, v_start)
+        if v_end is None or data[v_end : v_end + len(quote)] != quote:
+            return None  # empty, too long, or spaces/escapes inside: prose, not a credential
+        quoted = True
+    else:
+        v_end = values.end(values.bare, v_start)
+        if v_end is None:
+            return None
+        v_end = values.next_stop(v_start, v_end)
+        while v_end > v_start and data[v_end - 1] in b".:":
+            v_end -= 1  # sentence punctuation after a bare value
+        nxt = data[v_end : v_end + 1]
+        if nxt in (b"(", b"[", b"{"):
+            return None  # a call or an index: code
+        if sep == b":" and nxt in (b",", b")", b"=") and _IDENTIFIER_RE.fullmatch(data[v_start:v_end]):
+            return None  # `private_key: PKCS7PrivateKeyTypes,`: a type annotation
+        quoted = False
+        tight = tight and v_start == pos and nxt not in (b",", b")")
+    value = data[v_start:v_end]
+    if _is_non_secret(value, quoted, kw, code_context=not tight):
+        return None
+    if not strong and not looks_random(value):
+        return None
+    scheme = head.group("scheme")
+    if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":
+        kind = "basic-auth"
+    return Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT)
