@@ -15,8 +15,10 @@ from analysis.models import Block
 
 OCCURRENCE_FIELDS = (
     "path", "kind", "wire_type", "role", "source", "authority", "scope", "lifetime", "content_type",
-    "rule_id", "cache_breakpoint", "tool_name", "call_id", "is_error",
+    "rule_id", "tool_name", "call_id", "is_error",
 )
+# cache_breakpoint is per request, not per occurrence: clients move the breakpoint to the
+# newest message on every call, and making it part of an occurrence would fragment runs.
 
 
 @dataclass
@@ -25,6 +27,7 @@ class RequestBlocks:
 
     occurrences: list[int]
     runs: list[tuple[int, int, int]]  # (position_start, n, occurrence_start)
+    breakpoints: list[tuple[int, str]]  # (position, "ephemeral" | "5m" | "1h")
 
 
 @dataclass
@@ -41,7 +44,10 @@ class BlockStore:
 
     def add_request(self, request_id: str, blocks: list[Block]) -> RequestBlocks:
         ids: list[int] = []
-        for block in blocks:
+        breakpoints: list[tuple[int, str]] = []
+        for position, block in enumerate(blocks):
+            if block.cache_breakpoint:
+                breakpoints.append((position, block.cache_breakpoint))
             if block.content_hash not in self.content:
                 self.content[block.content_hash] = {
                     "content_hash": block.content_hash, "kind": block.kind, "bytes": block.bytes,
@@ -61,7 +67,7 @@ class BlockStore:
                 row.update(occurrence_id=occ, content_hash=block.content_hash, first_request_id=request_id)
                 self.occurrences.append(row)
             ids.append(occ)
-        return RequestBlocks(ids, to_runs(ids))
+        return RequestBlocks(ids, to_runs(ids), breakpoints)
 
     def tokenise(self, encoding: str = tokens.DEFAULT_ENCODING) -> None:
         """Estimate tokens of every distinct content not yet counted (each exactly once)."""

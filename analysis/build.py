@@ -188,8 +188,13 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
         {"request_id": rec.request_id, "position_start": s, "n": n, "occurrence_start": o}
         for rec in recs for s, n, o in rec.blocks.runs
     ]
+    breakpoints = [
+        {"request_id": rec.request_id, "position": pos, "cache_breakpoint": value}
+        for rec in recs for pos, value in rec.blocks.breakpoints
+    ]
     tables = {
         "requests": requests,
+        "request_breakpoints": breakpoints,
         "block_content": list(store.content.values()),
         "block_occurrences": store.occurrences,
         "request_block_runs": runs,
@@ -308,7 +313,7 @@ def _common(a, b) -> int:
 
 def _view(rec: CallRec, row: dict, store: BlockStore, content_tokens: list[int]) -> ReqView:
     occ = [store.occurrences[o] for o in rec.blocks.occurrences]
-    breakpoints = {pos: o["cache_breakpoint"] for pos, o in enumerate(occ) if o["cache_breakpoint"]}
+    breakpoints = dict(rec.blocks.breakpoints)
     return ReqView(
         request_id=rec.request_id, provider=rec.call.provider, model=row["model"],
         ts_start=rec.call.ts_start, ts_end=rec.call.ts_end,

@@ -133,11 +133,9 @@ def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: f
         ttl = rule.ttl_s
     facts["ttl_s"] = ttl
     facts["cacheable_tokens"] = cacheable
-    if cacheable < rule.min_tokens:
-        facts["below_minimum"] = True
-        return 0, facts
-    if gap_s is not None and gap_s > ttl:
-        facts["ttl_expired"] = True
+    facts["ttl_expired"] = gap_s is not None and gap_s > ttl
+    facts["below_minimum"] = cacheable < rule.min_tokens
+    if facts["ttl_expired"] or facts["below_minimum"]:
         return 0, facts
     return cacheable, facts
 
@@ -155,13 +153,13 @@ def cache_verdict(prev: ReqView | None, cur: ReqView, rule: CacheRule, expected_
     status = "partial" if read > 0 else "miss"
     if prev is None:
         return expected, status, "cold_start", "first request of its thread: nothing cached yet"
-    if facts.get("ttl_expired"):
-        return expected, status, "ttl_expired", (
-            f"TTL expired after a {_minutes(gap_s)} gap ({_minutes(facts['ttl_s'])} TTL)")
     prev_cached_est = facts.get("prev_cached_tokens", 0)
     if divergence_kind != "extended" and facts["common_tokens"] < prev_cached_est:
         return expected, status, "prefix_change", (
             f"prefix changed after {facts['common_blocks']} blocks (~{round(facts['common_tokens'] * scale)} tokens)")
+    if facts.get("ttl_expired"):
+        return expected, status, "ttl_expired", (
+            f"TTL expired after a {_minutes(gap_s)} gap ({_minutes(facts['ttl_s'])} TTL)")
     if facts.get("below_minimum"):
         return expected, status, "below_minimum", (
             f"shared prefix ~{round(facts['cacheable_tokens'] * scale)} tokens, below the {rule.min_tokens}-token minimum")

@@ -27,8 +27,12 @@ def _token_bounds(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def changed_span(old: str, new: str) -> tuple[str, str, str]:
-    """(context before, old middle, new middle) after stripping the common prefix and suffix."""
+def changed_span(old: str, new: str) -> tuple[str, str, str, str, str]:
+    """(context, old middle, new middle, raw old middle, raw new middle).
+
+    The raw middles are exactly what differs once the common prefix and suffix
+    are stripped; the others are widened to whole words for display.
+    """
     p = 0
     limit = min(len(old), len(new))
     while p < limit and old[p] == new[p]:
@@ -40,18 +44,20 @@ def changed_span(old: str, new: str) -> tuple[str, str, str]:
     n_start, n_end = _token_bounds(new, p, len(new) - s)
     start = min(o_start, n_start)
     context = old[max(0, start - 24):start].rsplit("\n", 1)[-1]
-    return context, old[start:o_end], new[start:n_end]
+    return context, old[start:o_end], new[start:n_end], old[p:len(old) - s], new[p:len(new) - s]
 
 
 def classify_change(old_mid: str, new_mid: str) -> str:
-    both = [old_mid.strip(), new_mid.strip()]
+    old, new = old_mid.strip(), new_mid.strip()
     for label, pattern in _PATTERNS:
-        if all(x and pattern.search(x) for x in both):
+        if old and new and pattern.search(old) and pattern.search(new):
             return label
-    if not old_mid.strip():
-        return "text inserted"
-    if not new_mid.strip():
-        return "text removed"
+    if not old or not new:
+        side, verb = (new, "inserted") if not old else (old, "removed")
+        for label, pattern in _PATTERNS[:3]:
+            if pattern.search(side):
+                return f"{label} {verb}"
+        return f"text {verb}"
     return "text changed"
 
 
@@ -62,8 +68,10 @@ def _clip(text: str, limit: int = 40) -> str:
 
 def describe_change(path: str, old: str, new: str) -> str:
     """E.g. `system[0] changed: a per-request hash (cch=49d84 -> cch=7a1f2)`."""
-    context, old_mid, new_mid = changed_span(old, new)
-    label = classify_change(old_mid, new_mid)
+    context, old_mid, new_mid, old_raw, new_raw = changed_span(old, new)
+    label = classify_change(old_raw, new_raw)
+    if not old_raw.strip() or not new_raw.strip():
+        old_mid, new_mid = old_raw, new_raw
     lead = ""
     if label in ("a per-request hash", "a number"):
         m = re.search(r"[\w.\-]*[=:]\s*$", context)

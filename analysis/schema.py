@@ -105,7 +105,6 @@ BLOCK_OCCURRENCES: Columns = [
     ("lifetime", S, "client_version, project, session, turn."),
     ("content_type", S, "instruction or data."),
     ("rule_id", S, "Attribution rule that set source..content_type."),
-    ("cache_breakpoint", S, "`ephemeral`, `5m`, `1h` when the block carries a cache_control breakpoint."),
     ("tool_name", S, "Tool name for tool definitions, calls and results."),
     ("call_id", S, "Call id linking a tool call and its result."),
     ("is_error", B, "Tool result flagged as an error by the client."),
@@ -117,6 +116,12 @@ REQUEST_BLOCK_RUNS: Columns = [
     ("position_start", I64, "First block position covered by the run."),
     ("n", I64, "Number of consecutive positions."),
     ("occurrence_start", I64, "Occurrence id of the first position; position p maps to occurrence_start + (p - position_start)."),
+]
+
+REQUEST_BREAKPOINTS: Columns = [
+    ("request_id", S, "Request."),
+    ("position", I64, "Position of a block carrying a cache_control breakpoint in this request."),
+    ("cache_breakpoint", S, "`ephemeral`, `5m` or `1h`."),
 ]
 
 TOOL_CALLS: Columns = [
@@ -204,6 +209,7 @@ TABLES: dict[str, Columns] = {
     "block_content": BLOCK_CONTENT,
     "block_occurrences": BLOCK_OCCURRENCES,
     "request_block_runs": REQUEST_BLOCK_RUNS,
+    "request_breakpoints": REQUEST_BREAKPOINTS,
     "tool_calls": TOOL_CALLS,
     "prefix": PREFIX,
     "threads": THREADS,
