@@ -54,7 +54,7 @@ def summary_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
         yield "cache misses"
         for cause, n, example in misses:
             yield f"  {cause:<14} {n}  e.g. {example}"
-    divergences = con.execute("""
+    divergences = con.execute(r"""
         SELECT regexp_replace(divergence_summary, ' \(.*\)$', ''), count(*), any_value(divergence_summary)
         FROM prefix WHERE divergence_kind NOT IN ('extended', 'first')
         GROUP BY 1 ORDER BY 2 DESC LIMIT 5""").fetchall()
