@@ -500,17 +500,21 @@ def _thread_rows(recs: list[CallRec], requests: list[dict]) -> list[dict]:
     out = []
     for thread_id, rows in by_thread.items():
         rows.sort(key=lambda r: r["seq_in_thread"])
+        n_requests = len(rows)
+        # failed calls (no usage) are not part of the growth series
+        rows = [r for r in rows if r["error_layer"] is None] or rows
         reported = all(r["input_tokens_reported"] is not None for r in rows)
         series = [r["input_tokens_reported"] if reported else r["input_tokens_estimated"] for r in rows]
         f = growth.fit(series)
         idx, inc, median = growth.acceleration(series)
         out.append({
             "session_id": rows[0]["session_id"], "thread_id": thread_id, "thread_kind": rows[0]["thread_kind"],
-            "client": rows[0]["client"], "n_requests": len(rows),
+            "client": rows[0]["client"], "n_requests": n_requests,
             "input_basis": "reported" if reported else "estimated",
             "total_input_tokens": sum(series),
             "fit_p": f.p if f else None, "fit_m": f.m if f else None, "fit_r2": f.r2 if f else None,
-            "accel_seq": idx, "accel_request_id": rows[idx]["request_id"] if idx is not None else None,
+            "accel_seq": rows[idx]["seq_in_thread"] if idx is not None else None,
+            "accel_request_id": rows[idx]["request_id"] if idx is not None else None,
             "accel_increment_tokens": inc, "median_increment_tokens": median,
         })
     return out
