@@ -325,9 +325,8 @@ def _print_relation(rel, fmt: str, max_rows: int) -> None:
 @click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 def stats(captures) -> None:
     """A terminal summary: sessions, tokens, cache, cost, errors and the tool loop."""
-    from analysis.summary import summary_lines
-
     from analysis.db import connect
+    from analysis.summary import summary_lines
 
     con = connect(_ensure(captures, quiet=True))
     for line in summary_lines(con):
