@@ -1,0 +1,35 @@
+"""`ctxtap demo` runs the whole path offline and shows what the issue promises."""
+
+from __future__ import annotations
+
+from analysis.db import connect
+from tests.proxyharness import run_ctxtap
+
+
+def test_demo_end_to_end(tmp_path, ctxtap_config):
+    out = tmp_path / "demo"
+    result = run_ctxtap(["demo", "-o", str(out)], ctxtap_config, timeout=300)
+    assert f"capture:  {out}" in result.stdout
+    con = connect([out])
+    sessions = {r[0]: r[1:] for r in con.execute(
+        "SELECT client, n_main, n_side, n_turns, n_errors FROM sessions").fetchall()}
+    assert set(sessions) == {"claude-code", "codex", "kimi-code", "gemini-cli"}
+    for client, (n_main, n_side, n_turns, n_errors) in sessions.items():
+        assert n_main >= 6 and n_side >= 1 and n_turns == 3 and n_errors == 1, client
+    # each client hit one rate limit, and its retry went through
+    errors = dict(con.execute("SELECT client, any_value(error_layer) FROM errors GROUP BY 1").fetchall())
+    assert errors == dict.fromkeys(sessions, "rate_limit")
+    # the timestamp the clients put early in their prompt at turn 3 shows up as a prefix change
+    changed = con.execute("""
+        SELECT r.client, p.first_divergent_path, p.divergence_summary FROM prefix p JOIN requests r USING (request_id)
+        WHERE p.divergence_summary LIKE '%a timestamp inserted%'""").fetchall()
+    assert {c for c, _, _ in changed} >= {"codex", "kimi-code", "gemini-cli"}
+    # the tool loop ran: parallel calls linked to their results
+    linked, parallel = con.execute("""SELECT count(*) FILTER (WHERE result_request_id IS NOT NULL),
+                                             count(*) FILTER (WHERE parallel_group_size > 1) FROM tool_calls""").fetchone()
+    assert linked > 40 and parallel > 0
+    # side requests are kept apart from the main threads
+    side = dict(con.execute("SELECT client, list(purpose) FROM requests WHERE thread_kind = 'side' GROUP BY 1").fetchall())
+    assert "warmup" in side["codex"] and "title" in side["claude-code"]
+    info = run_ctxtap(["info", str(out), "--json"], ctxtap_config).stdout
+    assert '"recovered": false' in info
