@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from analysis.blocks import BlockDraft, finalize
 from analysis.models import Block
@@ -539,23 +540,42 @@ _CWD_PATTERNS = [
 ]
 
 
-def find_cwd(drafts: Iterable[BlockDraft]) -> str | None:
-    """The working directory the client told the model about, if any."""
-    for d in drafts:
-        if not is_text(d) or d.role == "assistant":
-            continue
-        for rx in _CWD_PATTERNS:
-            m = rx.search(d.text)
-            if m:
-                return m.group(1).rstrip("/.,")
+def draft_cwd(d: BlockDraft) -> str | None:
+    """The working directory one draft states, if any."""
+    if not is_text(d) or d.role == "assistant":
+        return None
+    for rx in _CWD_PATTERNS:
+        m = rx.search(d.text)
+        if m:
+            return m.group(1).rstrip("/.,")
     return None
 
 
-def attribute(drafts: list[BlockDraft], client: str, api: str) -> list[Block]:
-    """Run the rule table over drafts in order; return finished blocks."""
-    ctx = Context(client=client, api=api, cwd=find_cwd(drafts))
+def find_cwd(drafts: Iterable[BlockDraft], memo: Any = None) -> str | None:
+    """The working directory the client told the model about, if any."""
+    for d in drafts:
+        cwd = memo.cwd_of(d, draft_cwd) if memo is not None else draft_cwd(d)
+        if cwd:
+            return cwd
+    return None
+
+
+def attribute(drafts: list[BlockDraft], client: str, api: str, memo: Any = None) -> list[Block]:
+    """Run the rule table over drafts in order; return finished blocks.
+
+    With a memo, a draft seen before at the same position and in the same
+    context (client, cwd, whether a user task came earlier) reuses its block.
+    """
+    ctx = Context(client=client, api=api, cwd=find_cwd(drafts, memo))
     blocks: list[Block] = []
     for position, draft in enumerate(drafts):
+        key = (id(draft), position, client, api, ctx.cwd, ctx.user_task_seen)
+        if memo is not None:
+            hit = memo.attributed(key, draft)
+            if hit is not None:
+                block, ctx.user_task_seen = hit
+                blocks.append(block)
+                continue
         for rule in RULES:
             if rule.applies(draft, ctx):
                 attrs = rule.resolve(draft, ctx)
@@ -564,5 +584,8 @@ def attribute(drafts: list[BlockDraft], client: str, api: str) -> list[Block]:
             rule, attrs = RULES[-1], UNKNOWN
         if attrs.source == "user_task" and draft.kind == "message_text":
             ctx.user_task_seen = True
-        blocks.append(finalize(draft, position, attrs.as_dict(), rule.id))
+        block = finalize(draft, position, attrs.as_dict(), rule.id)
+        if memo is not None:
+            memo.put_attributed(key, draft, (block, ctx.user_task_seen))
+        blocks.append(block)
     return blocks

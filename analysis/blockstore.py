@@ -8,6 +8,7 @@ so storage and tokenising follow the unique content, not the resent bytes.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 
 from analysis import tokens
@@ -23,11 +24,14 @@ OCCURRENCE_FIELDS = (
 
 @dataclass
 class RequestBlocks:
-    """One request's view of its blocks: occurrence ids in position order."""
+    """One request's view of its blocks: occurrence and content ids in position order."""
 
-    occurrences: list[int]
+    occurrences: array
     runs: list[tuple[int, int, int]]  # (position_start, n, occurrence_start)
     breakpoints: list[tuple[int, str]]  # (position, "ephemeral" | "5m" | "1h")
+    content_ids: array  # dense content id per position (equal ids = identical content)
+    conversation: list[int]  # content ids of the blocks that are not tool definitions
+    context_bytes: int
 
 
 @dataclass
@@ -41,33 +45,53 @@ class BlockStore:
     tool_call_ids: set[str] = field(default_factory=set)  # call ids seen in tool_call blocks (history)
     bytes_tokenised: int = 0
     _hashes: list[str] = field(default_factory=list)  # by content id
+    _seen: dict[int, tuple] = field(default_factory=dict)  # id(block) -> (block, occ, cid, tool def?)
 
     def add_request(self, request_id: str, blocks: list[Block]) -> RequestBlocks:
-        ids: list[int] = []
+        ids = array("q")
+        cids = array("q")
+        conversation: list[int] = []
         breakpoints: list[tuple[int, str]] = []
+        size = 0
+        seen = self._seen
         for position, block in enumerate(blocks):
             if block.cache_breakpoint:
                 breakpoints.append((position, block.cache_breakpoint))
-            if block.content_hash not in self.content:
-                self.content[block.content_hash] = {
-                    "content_hash": block.content_hash, "kind": block.kind, "bytes": block.bytes,
-                    "text": block.text,
-                }
-                self.content_index[block.content_hash] = len(self._hashes)
-                self._hashes.append(block.content_hash)
-                self.content_bytes.append(block.bytes)
-            if block.kind == "tool_call" and block.call_id:
-                self.tool_call_ids.add(block.call_id)
-            key = (block.content_hash, *(getattr(block, f) for f in OCCURRENCE_FIELDS))
-            occ = self._occ_index.get(key)
-            if occ is None:
-                occ = len(self.occurrences)
-                self._occ_index[key] = occ
-                row = {f: getattr(block, f) for f in OCCURRENCE_FIELDS}
-                row.update(occurrence_id=occ, content_hash=block.content_hash, first_request_id=request_id)
-                self.occurrences.append(row)
+            hit = seen.get(id(block))
+            if hit is not None and hit[0] is block:  # the same block object as in an earlier request
+                _, occ, cid, is_tool = hit
+            else:
+                occ, cid = self._register(request_id, block)
+                is_tool = block.kind == "tool_definition"
+                seen[id(block)] = (block, occ, cid, is_tool)
             ids.append(occ)
-        return RequestBlocks(ids, to_runs(ids), breakpoints)
+            cids.append(cid)
+            if not is_tool:
+                conversation.append(cid)
+            size += self.content_bytes[cid]
+        return RequestBlocks(ids, to_runs(ids), breakpoints, cids, conversation, size)
+
+    def _register(self, request_id: str, block: Block) -> tuple[int, int]:
+        """Store a block seen for the first time: its content once, its occurrence once."""
+        if block.content_hash not in self.content:
+            self.content[block.content_hash] = {
+                "content_hash": block.content_hash, "kind": block.kind, "bytes": block.bytes,
+                "text": block.text,
+            }
+            self.content_index[block.content_hash] = len(self._hashes)
+            self._hashes.append(block.content_hash)
+            self.content_bytes.append(block.bytes)
+        if block.kind == "tool_call" and block.call_id:
+            self.tool_call_ids.add(block.call_id)
+        key = (block.content_hash, *(getattr(block, f) for f in OCCURRENCE_FIELDS))
+        occ = self._occ_index.get(key)
+        if occ is None:
+            occ = len(self.occurrences)
+            self._occ_index[key] = occ
+            row = {f: getattr(block, f) for f in OCCURRENCE_FIELDS}
+            row.update(occurrence_id=occ, content_hash=block.content_hash, first_request_id=request_id)
+            self.occurrences.append(row)
+        return occ, self.content_index[block.content_hash]
 
     def tokenise(self, encoding: str = tokens.DEFAULT_ENCODING) -> None:
         """Estimate tokens of every distinct content not yet counted (each exactly once)."""

@@ -12,7 +12,7 @@ import json
 import shutil
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from analysis.blockstore import BlockStore, RequestBlocks
 from analysis.cachecheck import CacheRules, ReqView, cache_verdict, divergence, expected_reads
 from analysis.db import dataset_dir
 from analysis.layout import summarise_paths, tool_results_via
+from analysis.memo import ParseMemo
 from analysis.models import ModelCall
 from analysis.parse import parse_exchanges
 from analysis.prices import PriceTable
@@ -63,6 +64,8 @@ class BuildStats:
     bytes_tokenised: int = 0
     unique_block_bytes: int = 0
     context_bytes_total: int = 0
+    body_bytes_seen: int = 0  # request bodies the parser was given
+    body_bytes_scanned: int = 0  # of which actually parsed (the rest reused from the previous body)
     seconds: float = 0.0
 
 
@@ -163,15 +166,15 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
         total = sum(1 for m, r in zip(flows.column("is_model").to_pylist(), flows.column("record_mode").to_pylist(),
                                       strict=True) if m and r == "full")
         exchanges = progress(exchanges, total)
-    for call in _calls(exchanges):
+    memo = ParseMemo()
+    for call in parse_exchanges(exchanges, memo):
         rb = store.add_request(call.call_key, call.request.blocks)
-        content_ids = array("q", (store.content_index[b.content_hash] for b in call.request.blocks))
-        conversation = [c for c, b in zip(content_ids, call.request.blocks, strict=True) if b.kind != "tool_definition"]
-        placement = assigner.place(call, conversation)
+        placement = assigner.place(call, rb.conversation)
         stats.blocks_total += len(call.request.blocks)
-        stats.context_bytes_total += sum(b.bytes for b in call.request.blocks)
+        stats.context_bytes_total += rb.context_bytes
         call.request.blocks = []  # the store holds what is needed, once
-        recs.append(CallRec(call, placement, rb, content_ids, call.call_key))
+        recs.append(CallRec(call, placement, rb, rb.content_ids, call.call_key))
+    stats.body_bytes_scanned, stats.body_bytes_seen = memo.bytes_scanned, memo.bytes_seen
     store.tokenise()
     stats.requests = len(recs)
     stats.distinct_contents = len(store.content)
@@ -204,10 +207,6 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
         "layout": layout,
     }
     return tables, stats
-
-
-def _calls(exchanges: Iterable) -> Iterator[ModelCall]:
-    yield from parse_exchanges(exchanges)
 
 
 def _usage_status(usage) -> str:
@@ -278,7 +277,7 @@ def _request_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[i
             "estimate_ratio": (reported / est) if reported and est else None,
             "n_blocks": len(rec.content_ids), "n_new_blocks": len(rec.content_ids) - common,
             "n_tools": call.request.n_tools, "body_bytes": call.request_bytes,
-            "context_bytes": sum(store.content_bytes[c] for c in rec.content_ids),
+            "context_bytes": rec.blocks.context_bytes,
             "response_id": call.response.response_id,
             "previous_response_id": call.request.previous_response_id,
             "stop_reason": call.response.stop_reason, "n_tool_calls": len(call.response.tool_calls),

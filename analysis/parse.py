@@ -21,6 +21,7 @@ from analysis.chain import ResponsesChain
 from analysis.errors import classify_error, parse_json_body, protocol_error, transport_error
 from analysis.exchange import Exchange, WsMessage
 from analysis.identity import frame_headers, headers_dict, identify, turn_metadata
+from analysis.memo import ParseMemo
 from analysis.models import Identity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo, Transport
 from analysis.protocols import anthropic, chat_completions, gemini, openai_responses
 from analysis.protocols.common import RequestDraft, as_dict, as_str, load_json, looks_like_sse
@@ -29,6 +30,7 @@ from ctxtap.classify import classify_client, classify_flow
 
 __all__ = ["ResponsesChain", "parse_exchange", "parse_exchanges", "route"]
 
+SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "thread-id", "x-session-id")
 PARSED_APIS = frozenset({"messages", "responses", "responses-websocket", "chat-completions", "gemini"})
 WS_REQUEST_TYPES = ("response.create", "response.append")
 
@@ -57,14 +59,17 @@ def route(ex: Exchange) -> Route | None:
     return None
 
 
-def parse_exchanges(exchanges: Iterable[Exchange]) -> Iterator[ModelCall]:
-    """Parse exchanges in capture order, resolving Responses continuations across flows."""
+def parse_exchanges(exchanges: Iterable[Exchange], memo: ParseMemo | None = None) -> Iterator[ModelCall]:
+    """Parse exchanges in capture order, resolving Responses continuations across flows.
+
+    With a `ParseMemo`, history resent by later requests is parsed only once.
+    """
     chain = ResponsesChain()
     for ex in exchanges:
-        yield from parse_exchange(ex, chain)
+        yield from parse_exchange(ex, chain, memo)
 
 
-def parse_exchange(ex: Exchange, chain: ResponsesChain | None = None) -> list[ModelCall]:
+def parse_exchange(ex: Exchange, chain: ResponsesChain | None = None, memo: ParseMemo | None = None) -> list[ModelCall]:
     """All model calls in one exchange ([] for non-model traffic)."""
     try:
         r = route(ex)
@@ -76,9 +81,9 @@ def parse_exchange(ex: Exchange, chain: ResponsesChain | None = None) -> list[Mo
     if ex.kind == "websocket":
         if r.api != "responses-websocket":
             return []
-        return _parse_websocket(ex, r, chain)
+        return _parse_websocket(ex, r, chain, memo)
     try:
-        return [_parse_http(ex, r, chain)]
+        return [_parse_http(ex, r, chain, memo)]
     except Exception as exc:  # last-resort guard; the call is still reported
         return [_failed_call(ex, r, exc)]
 
@@ -86,25 +91,36 @@ def parse_exchange(ex: Exchange, chain: ResponsesChain | None = None) -> list[Mo
 # --- HTTP -------------------------------------------------------------------------
 
 
-def _parse_http(ex: Exchange, r: Route, chain: ResponsesChain) -> ModelCall:
+def _stream_key(ex: Exchange) -> str:
+    """Requests of one conversation share a stream: their bodies extend each other."""
+    session = ""
+    for name in SESSION_HEADERS:
+        value = ex.header(name)
+        if value:
+            session = value
+            break
+    return f"{ex.host}{ex.path.split('?', 1)[0]} {session}"
+
+
+def _parse_http(ex: Exchange, r: Route, chain: ResponsesChain, memo: ParseMemo | None = None) -> ModelCall:
     raw = ex.request_body
-    body, load_error = load_json(raw)
+    body, load_error = memo.load_body(_stream_key(ex), raw) if memo is not None else load_json(raw)
     previous, complete = None, True
     if body is None:
         draft = RequestDraft(status="error", error=f"request body: {load_error}")
     elif r.api == "messages":
-        draft = anthropic.parse_request(body)
+        draft = anthropic.parse_request(body, memo)
     elif r.api == "chat-completions":
-        draft = chat_completions.parse_request(body)
+        draft = chat_completions.parse_request(body, memo)
     elif r.api == "gemini":
-        draft = gemini.parse_request(body, ex.path)
+        draft = gemini.parse_request(body, ex.path, memo)
     else:
         previous = as_str(as_dict(body).get("previous_response_id"))
         inherited, complete = chain.resolve(previous)
-        draft = openai_responses.parse_request(body, inherited, complete)
+        draft = openai_responses.parse_request(body, inherited, complete, memo)
     headers = list(ex.request_headers)
     identity = identify(headers, raw, draft.facts, ex.client, ex.client_version)
-    request = _request(r, draft, identity, r.endpoint, complete)
+    request = _request(r, draft, identity, r.endpoint, complete, memo)
     response = _http_response(ex, r)
     purpose = _purpose(r, request, identity, headers_dict(headers), draft)
     if r.api == "responses" and response.response_id and body is not None:
@@ -188,7 +204,7 @@ def _http_response(ex: Exchange, r: Route) -> ParsedResponse:
 # --- WebSocket ----------------------------------------------------------------------
 
 
-def _parse_websocket(ex: Exchange, r: Route, chain: ResponsesChain) -> list[ModelCall]:
+def _parse_websocket(ex: Exchange, r: Route, chain: ResponsesChain, memo: ParseMemo | None = None) -> list[ModelCall]:
     groups: list[tuple[WsMessage, Any, list[WsMessage]]] = []
     for message in sorted(ex.ws_messages, key=lambda m: m.index):
         if message.from_client:
@@ -204,7 +220,7 @@ def _parse_websocket(ex: Exchange, r: Route, chain: ResponsesChain) -> list[Mode
     last_response: str | None = None
     for message, obj, server in groups:
         try:
-            call = _ws_call(ex, r, chain, message, obj, server, last_response)
+            call = _ws_call(ex, r, chain, message, obj, server, last_response, memo)
             last_response = call.response.response_id or last_response
         except Exception as exc:  # one bad frame must not hide the others
             call = _failed_call(ex, r, exc, message)
@@ -227,6 +243,7 @@ def _ws_call(
     obj: Any,
     server: list[WsMessage],
     last_response: str | None,
+    memo: ParseMemo | None = None,
 ) -> ModelCall:
     previous, complete = None, True
     if obj is None:
@@ -238,12 +255,12 @@ def _ws_call(
         if obj.get("type") == "response.append" and previous is None:
             previous = last_response
         inherited, complete = chain.resolve(previous)
-        draft = openai_responses.parse_request(body, inherited, complete)
+        draft = openai_responses.parse_request(body, inherited, complete, memo)
         draft.previous_response_id = previous
     headers = frame_headers(as_dict(draft.facts.get("client_metadata"))) + list(ex.request_headers)
     identity = identify(headers, message.content, draft.facts, ex.client, ex.client_version)
     endpoint = "warmup" if draft.facts.get("generate") is False else r.endpoint
-    request = _request(r, draft, identity, endpoint, complete)
+    request = _request(r, draft, identity, endpoint, complete, memo)
 
     stream = openai_responses.ResponsesStream()
     for frame in server:
@@ -287,9 +304,9 @@ def _ws_call(
 
 
 def _request(
-    r: Route, draft: RequestDraft, identity: Identity, endpoint: str, complete: bool
+    r: Route, draft: RequestDraft, identity: Identity, endpoint: str, complete: bool, memo: ParseMemo | None = None
 ) -> ParsedRequest:
-    blocks = attribute(draft.blocks, identity.client, r.api)
+    blocks = attribute(draft.blocks, identity.client, r.api, memo)
     return ParsedRequest(
         api=r.api,  # type: ignore[arg-type]
         endpoint=endpoint,

@@ -22,6 +22,8 @@ from analysis.protocols.common import (
     as_int,
     as_list,
     as_str,
+    call_names_replay,
+    each_item,
     norm_role,
     text_kind,
 )
@@ -31,7 +33,7 @@ from analysis.usage import anthropic_usage
 TOOL_CALL_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
 
-def parse_request(body: Any) -> RequestDraft:
+def parse_request(body: Any, memo: Any = None) -> RequestDraft:
     d = RequestDraft()
     if not isinstance(body, dict):
         d.status, d.error = "error", "request body is not a JSON object"
@@ -70,30 +72,25 @@ def parse_request(body: Any) -> RequestDraft:
     if not isinstance(messages, list):
         d.warn("messages is missing or not a list")
     call_names: dict[str, str] = {}
-    for i, msg in enumerate(as_list(messages)):
+
+    def message(msg: Any, i: int) -> None:
         if not isinstance(msg, dict):
             d.warn(f"messages[{i}] is not an object")
-            continue
+            return
         role = norm_role(msg.get("role"))
         content = msg.get("content")
         if isinstance(content, str):
             if content:
                 d.blocks.append(
-                    BlockDraft(
-                        f"messages[{i}].content",
-                        text_kind(role),
-                        role,
-                        content,
-                        content,
-                        "text",
-                        item_index=i,
-                    )
+                    BlockDraft(f"messages[{i}].content", text_kind(role), role, content, content, "text", item_index=i)
                 )
         elif isinstance(content, list):
             for j, part in enumerate(content):
                 d.blocks.append(_part(part, f"messages[{i}].content[{j}]", role, i, call_names))
         else:
             d.warn(f"messages[{i}].content is neither a string nor a list")
+
+    each_item(memo, "anthropic.messages", as_list(messages), d, message, call_names_replay(call_names))
     return d
 
 

@@ -22,6 +22,8 @@ from analysis.protocols.common import (
     as_int,
     as_list,
     as_str,
+    call_names_replay,
+    each_item,
     norm_role,
     text_kind,
 )
@@ -29,7 +31,7 @@ from analysis.sse import parse_sse
 from analysis.usage import chat_usage
 
 
-def parse_request(body: Any) -> RequestDraft:
+def parse_request(body: Any, memo: Any = None) -> RequestDraft:
     d = RequestDraft()
     if not isinstance(body, dict):
         d.status, d.error = "error", "request body is not a JSON object"
@@ -73,11 +75,14 @@ def parse_request(body: Any) -> RequestDraft:
     if not isinstance(messages, list):
         d.warn("messages is missing or not a list")
     call_names: dict[str, str] = {}
-    for i, msg in enumerate(as_list(messages)):
+
+    def message(msg: Any, i: int) -> None:
         if not isinstance(msg, dict):
             d.warn(f"messages[{i}] is not an object")
-            continue
+            return
         _message(msg, i, d, call_names)
+
+    each_item(memo, "chat.messages", as_list(messages), d, message, call_names_replay(call_names))
     return d
 
 

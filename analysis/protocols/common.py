@@ -7,6 +7,7 @@ raising, and the parsers record a warning so the result says what was skipped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,3 +102,41 @@ def looks_like_sse(content_type: str | None, raw: bytes | None) -> bool:
         return True
     head = (raw or b"")[:64].lstrip()
     return head.startswith((b"event:", b"data:", b":"))
+
+
+def each_item(memo: Any, tag: str, items: list[Any], d: RequestDraft, fn: Callable[[Any, int], None],
+              replay: Callable[[list], None] | None = None, start: int = 0) -> None:
+    """Run `fn(item, index)` for each item, which appends its drafts to `d`.
+
+    With a memo (see `analysis.memo`), an item object seen before at the same
+    index reuses its drafts, warnings and tool names instead of being parsed
+    again, and `replay(drafts)` re-applies other state it changed (call-id maps).
+    """
+    for offset, item in enumerate(items):
+        index = start + offset
+        if memo is not None:
+            hit = memo.item(tag, index, item)
+            if hit is not None:
+                drafts, warnings, tool_names = hit
+                d.blocks.extend(drafts)
+                d.tool_names.extend(tool_names)
+                for warning in warnings:
+                    d.warn(warning)
+                if replay is not None:
+                    replay(drafts)
+                continue
+        n_blocks, n_warnings, n_names = len(d.blocks), len(d.warnings), len(d.tool_names)
+        fn(item, index)
+        if memo is not None:
+            memo.put_item(tag, index, item, (d.blocks[n_blocks:], d.warnings[n_warnings:], d.tool_names[n_names:]))
+
+
+def call_names_replay(call_names: dict[str, str]) -> Callable[[list], None]:
+    """Replay for protocols that map tool-call ids to names (results are named after their call)."""
+
+    def replay(drafts: list) -> None:
+        for draft in drafts:
+            if draft.kind == "tool_call" and draft.call_id and draft.tool_name:
+                call_names[draft.call_id] = draft.tool_name
+
+    return replay

@@ -16,7 +16,16 @@ from analysis.blocks import BlockDraft, json_text, media_placeholder, structured
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error, protocol_error
 from analysis.models import ParsedResponse, Role, ToolCall
-from analysis.protocols.common import RequestDraft, as_dict, as_int, as_list, as_str, norm_role, text_kind
+from analysis.protocols.common import (
+    RequestDraft,
+    as_dict,
+    as_int,
+    as_list,
+    as_str,
+    each_item,
+    norm_role,
+    text_kind,
+)
 from analysis.sse import parse_sse
 from analysis.usage import gemini_usage
 
@@ -32,7 +41,7 @@ def unwrap_request(body: dict) -> tuple[dict, bool]:
     return body, False
 
 
-def parse_request(body: Any, path: str = "") -> RequestDraft:
+def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
     d = RequestDraft()
     if not isinstance(body, dict):
         d.status, d.error = "error", "request body is not a JSON object"
@@ -94,12 +103,13 @@ def parse_request(body: Any, path: str = "") -> RequestDraft:
     if not isinstance(contents, list):
         d.warn("contents is missing or not a list")
     counters: dict[str, dict[str, int]] = {"call": {}, "response": {}}
-    for i, content in enumerate(as_list(contents)):
+
+    def content_item(content: Any, i: int) -> None:
         if isinstance(content, str):
             d.blocks.append(
                 BlockDraft(f"contents[{i}]", "message_text", "user", content, content, "text", item_index=i)
             )
-            continue
+            return
         c = as_dict(content)
         role = norm_role(c.get("role"), "user")
         parts = c.get("parts")
@@ -107,6 +117,15 @@ def parse_request(body: Any, path: str = "") -> RequestDraft:
             d.warn(f"contents[{i}].parts is not a list")
         for j, part in enumerate(as_list(parts)):
             d.blocks.append(_part(part, f"contents[{i}].parts[{j}]", role, i, counters))
+
+    def replay(drafts: list) -> None:
+        """Calls without ids are numbered per name: re-count the reused ones."""
+        for draft in drafts:
+            kind = {"tool_call": "call", "tool_result": "response"}.get(draft.kind)
+            if kind and draft.tool_name:
+                counters[kind][draft.tool_name] = counters[kind].get(draft.tool_name, 0) + 1
+
+    each_item(memo, "gemini.contents", as_list(contents), d, content_item, replay)
     return d
 
 

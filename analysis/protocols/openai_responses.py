@@ -28,6 +28,8 @@ from analysis.protocols.common import (
     as_int,
     as_list,
     as_str,
+    call_names_replay,
+    each_item,
     norm_role,
     text_kind,
 )
@@ -65,7 +67,7 @@ def input_items(body: Any) -> list[Any]:
 
 
 def parse_request(
-    body: Any, inherited: Iterable[tuple[Any, str]] = (), complete: bool = True
+    body: Any, inherited: Iterable[tuple[Any, str]] = (), complete: bool = True, memo: Any = None
 ) -> RequestDraft:
     """Blocks of a create request; `inherited` are (item, response id) pairs from the chain."""
     d = RequestDraft()
@@ -105,17 +107,35 @@ def parse_request(
     if raw_input is not None and not isinstance(raw_input, str | list):
         d.warn("input is neither a string nor a list")
     call_names: dict[str, str] = {}
+    replay = call_names_replay(call_names)
     position = 0
+    # inherited items keep the id of the response that carried them: group runs by origin
+    run: list[Any] = []
+    run_origin: str | None = None
+    run_start = 0
+
+    def flush() -> None:
+        def one(item: Any, index: int, origin: str | None = run_origin) -> None:
+            _item(item, f"input[{index}]", index, origin, d, call_names)
+
+        each_item(memo, f"responses.input:{run_origin}", run, d, one, replay, start=run_start)
+
     for item, origin in inherited:
-        _item(item, f"input[{position}]", position, origin, d, call_names)
+        if run and origin != run_origin:
+            flush()
+            run, run_start = [], position
+        run_origin = origin
+        run.append(item)
         position += 1
+    if run:
+        flush()
     if isinstance(raw_input, str):
         if raw_input:
             d.blocks.append(BlockDraft("input", "message_text", "user", raw_input, raw_input, "message"))
     else:
-        for item in as_list(raw_input):
-            _item(item, f"input[{position}]", position, None, d, call_names)
-            position += 1
+        run, run_origin, run_start = as_list(raw_input), None, position
+        flush()
+        position += len(run)
     if not complete:
         d.warn(f"previous_response_id {d.previous_response_id} could not be fully resolved")
     return d

@@ -1,0 +1,100 @@
+"""Reuse parsing work across the requests of a capture.
+
+Agents resend their whole history on every call. Without reuse, parsing,
+attributing and hashing every block of every request costs time in the square
+of the number of turns. With a `ParseMemo`:
+
+- each request body is scanned incrementally against the previous body of its
+  stream (`analysis.incremental_json`): history elements inside the shared byte
+  prefix come back as the very same Python objects;
+- per-item drafts, attribution results and finished blocks are cached by the
+  identity of those objects (the memo keeps them alive and checks `is`, so an
+  id can never be confused with a later object's).
+
+So each history element is parsed, attributed and hashed once; a request costs
+a dictionary lookup per element it shares with its predecessor. The parsers stay
+pure: without a memo they do exactly the same work from scratch.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from analysis.incremental_json import ScanError, scan
+from analysis.protocols.common import load_json
+
+TRACKED_ARRAYS = ("messages", "input", "contents")
+MAX_STREAMS = 64
+MAX_ENTRIES = 500_000
+
+
+class _Bounded(OrderedDict):
+    """An insertion-ordered dict that forgets its oldest entries beyond a limit."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any) -> None:
+        self[key] = value
+        if len(self) > self.limit:
+            self.popitem(last=False)
+
+
+class ParseMemo:
+    def __init__(self) -> None:
+        self._scans: _Bounded = _Bounded(MAX_STREAMS)
+        self._items: _Bounded = _Bounded(MAX_ENTRIES)
+        self._attrs: _Bounded = _Bounded(MAX_ENTRIES)
+        self._cwd: _Bounded = _Bounded(MAX_ENTRIES)
+        self.bytes_scanned = 0
+        self.bytes_seen = 0
+
+    # --- bodies -------------------------------------------------------------------------
+
+    def load_body(self, stream: str, raw: bytes | None) -> tuple[Any, str | None]:
+        """(body, error) like `load_json`, reusing the stream's previous parse."""
+        if not raw:
+            return load_json(raw)
+        self.bytes_seen += len(raw)
+        try:
+            scanned = scan(raw, TRACKED_ARRAYS, prev=self._scans.get(stream))
+        except (ScanError, UnicodeDecodeError, RecursionError, ValueError):
+            self._scans.pop(stream, None)
+            self.bytes_scanned += len(raw)
+            return load_json(raw)
+        self._scans.put(stream, scanned)
+        self.bytes_scanned += scanned.scanned_bytes
+        return scanned.obj, None
+
+    # --- per-item drafts --------------------------------------------------------------------
+
+    def item(self, tag: str, index: int, obj: Any) -> Any | None:
+        hit = self._items.get((tag, index, id(obj)))
+        if hit is not None and hit[0] is obj:
+            return hit[1]
+        return None
+
+    def put_item(self, tag: str, index: int, obj: Any, value: Any) -> None:
+        if isinstance(obj, dict | list):
+            self._items.put((tag, index, id(obj)), (obj, value))
+
+    # --- attribution ----------------------------------------------------------------------------
+
+    def attributed(self, key: tuple, draft: Any) -> Any | None:
+        hit = self._attrs.get(key)
+        if hit is not None and hit[0] is draft:
+            return hit[1]
+        return None
+
+    def put_attributed(self, key: tuple, draft: Any, value: Any) -> None:
+        self._attrs.put(key, (draft, value))
+
+    def cwd_of(self, draft: Any, compute) -> str | None:
+        hit = self._cwd.get(id(draft))
+        if hit is not None and hit[0] is draft:
+            return hit[1]
+        value = compute(draft)
+        self._cwd.put(id(draft), (draft, value))
+        return value
