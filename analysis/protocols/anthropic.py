@@ -50,7 +50,8 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         d.warn("tools is not a list")
-    for i, tool in enumerate(as_list(tools)):
+
+    def tool_item(tool: Any, i: int) -> None:
         name = as_str(as_dict(tool).get("name")) or as_str(as_dict(tool).get("type"))
         if name:
             d.tool_names.append(name)
@@ -58,13 +59,15 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
             structured_draft(f"tools[{i}]", "tool_definition", "system", tool, "tool", tool_name=name)
         )
 
+    each_item(memo, "anthropic.tools", as_list(tools), d, tool_item)
+
     system = body.get("system")
     if isinstance(system, str):
         if system:
             d.blocks.append(BlockDraft("system", "instruction_text", "system", system, system, "text"))
     elif isinstance(system, list):
-        for j, part in enumerate(system):
-            d.blocks.append(_part(part, f"system[{j}]", "system", None, {}))
+        each_item(memo, "anthropic.system", system, d,
+                  lambda part, j: d.blocks.append(_part(part, f"system[{j}]", "system", None, {})))
     elif system is not None:
         d.warn("system is neither a string nor a list")
 

@@ -53,7 +53,8 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         d.warn("tools is not a list")
-    for i, tool in enumerate(as_list(tools)):
+
+    def tool_item(tool: Any, i: int) -> None:
         t = as_dict(tool)
         name = (
             as_str(as_dict(t.get("function")).get("name")) or as_str(t.get("name")) or as_str(t.get("type"))
@@ -63,6 +64,8 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
         d.blocks.append(
             structured_draft(f"tools[{i}]", "tool_definition", "system", tool, "tool", tool_name=name)
         )
+
+    each_item(memo, "chat.tools", as_list(tools), d, tool_item)
     for i, fn in enumerate(as_list(body.get("functions"))):  # legacy function calling
         name = as_str(as_dict(fn).get("name"))
         if name:

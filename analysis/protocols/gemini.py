@@ -62,7 +62,7 @@ def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
         config.get("responseJsonSchema") or config.get("responseSchema")
     )
 
-    for i, tool in enumerate(as_list(inner.get("tools"))):
+    def tool_item(tool: Any, i: int) -> None:
         t = as_dict(tool)
         decls = t.get("functionDeclarations") or t.get("function_declarations")
         if isinstance(decls, list):
@@ -89,6 +89,8 @@ def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
                     f"tools[{i}]", "tool_definition", "system", tool, name or "tool", tool_name=name
                 )
             )
+
+    each_item(memo, "gemini.tools", as_list(inner.get("tools")), d, tool_item)
 
     system = inner.get("systemInstruction") or inner.get("system_instruction")
     if isinstance(system, str):

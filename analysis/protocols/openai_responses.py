@@ -89,8 +89,8 @@ def parse_request(
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         d.warn("tools is not a list")
-    for i, tool in enumerate(as_list(tools)):
-        d.blocks.append(_tool_block(tool, f"tools[{i}]", "system", "tool", d.tool_names))
+    each_item(memo, "responses.tools", as_list(tools), d,
+              lambda tool, i: d.blocks.append(_tool_block(tool, f"tools[{i}]", "system", "tool", d.tool_names)))
 
     instructions = body.get("instructions")
     if isinstance(instructions, str) and instructions:
