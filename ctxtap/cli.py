@@ -337,7 +337,7 @@ def _register_plugins() -> None:
     """Commands that live with their feature: `report` (reports/), `publish` (reports/)."""
     import importlib
 
-    for module, name in (("reports.cli", "report"), ("reports.cli", "publish"), ("ctxtap.demo.cli", "demo")):
+    for module, name in (("reports.cli", "report"), ("reports.publish_cli", "publish"), ("ctxtap.demo.cli", "demo")):
         try:
             command = getattr(importlib.import_module(module), name, None)
         except ModuleNotFoundError as exc:  # the feature is not built: only its own module may be missing

@@ -37,12 +37,15 @@ from ctxtap import __version__  # noqa: E402
 from ctxtap.capture.events import (  # noqa: E402
     ErrorEvent,
     RequestEvent,
+    ResponseChunk,
     ResponseEvent,
+    StreamStart,
     WsEndEvent,
     WsMessageEvent,
 )
 from ctxtap.capture.manifest import Manifest, new_capture_id  # noqa: E402
 from ctxtap.capture.writer import CaptureWriter, is_terminal_ws_message  # noqa: E402
+from ctxtap.capture.writer_proc import ProcessWriter  # noqa: E402
 from ctxtap.classify import classify_flow  # noqa: E402
 from ctxtap.paths import default_captures_dir, redaction_key  # noqa: E402
 from proxy_addons.router import Router  # noqa: E402
@@ -90,7 +93,7 @@ class _FlowState:
         self.is_model = False
         self.websocket = False
         self.body_in: bytes | None = None
-        self.chunks: list[bytes] | None = None
+        self.chunks: bool | None = None  # True once the response streams through the tap
         self.first_byte: float | None = None
         self.ws_index = 0
         self.provider = "unknown"
@@ -103,7 +106,7 @@ class Recorder:
     """Head of the addon chain: classify, tap, and note bytes as received."""
 
     def __init__(self) -> None:
-        self.writer: CaptureWriter | None = None
+        self.writer: CaptureWriter | ProcessWriter | None = None
         self.model_hosts: dict[str, str] = {}
         self.states: dict[str, _FlowState] = {}
         self.seq = 0
@@ -120,6 +123,8 @@ class Recorder:
         loader.add_option("ctxtap_command", str, "", "JSON list: the command being recorded (for the manifest).")
         loader.add_option("ctxtap_keep_ws_messages", bool, False,
                           "Keep WebSocket messages in memory (default: drop each once it is spooled).")
+        loader.add_option("ctxtap_writer_process", bool, True,
+                          "Redact and write in a separate process (default), keeping the proxy's event loop free.")
 
     def configure(self, updated: set[str]) -> None:
         if "ctxtap_model_hosts" in updated:
@@ -151,20 +156,27 @@ class Recorder:
                     "pid": os.getpid(),
                 },
             )
-            self.writer = CaptureWriter(directory, redaction_key(), manifest)
+            if ctx.options.ctxtap_writer_process:
+                self.writer = ProcessWriter(directory, redaction_key(), manifest)
+            else:
+                self.writer = CaptureWriter(directory, redaction_key(), manifest)
             self.capture_dir = directory
             log.info("ctxtap %s recording to %s", __version__, directory)
         return self.writer
 
     def done(self) -> None:
-        if self.writer is not None:
+        if self.writer is None:
+            return
+        if isinstance(self.writer, ProcessWriter):
+            self.writer.close(finalize=True, ended_at=time.time())  # the child finalizes
+        else:
             from ctxtap.capture.finalize import finalize
 
             self.writer.manifest.ended_at = time.time()
             self.writer.manifest.save(self.writer.directory)
             self.writer.close()
             finalize(self.writer.directory)
-            self.writer = None
+        self.writer = None
 
     # --- HTTP hooks --------------------------------------------------------------------------
 
@@ -189,14 +201,18 @@ class Recorder:
         state = self.states.get(flow.id)
         if state is None or flow.response is None or not _is_streaming_response(flow):
             return
-        chunks: list[bytes] = []
-        state.chunks = chunks
+        writer = self._ensure_writer()
+        headers = flow.response.headers
+        writer.send(StreamStart(flow.id, headers.get("content-type"), headers.get("content-encoding")))
+        state.chunks = True
+        flow_id = flow.id
 
         def tap(data: bytes) -> bytes:
+            # Forward each chunk unchanged at once; the writer gets a reference to the same bytes.
             if data:
                 if state.first_byte is None:
                     state.first_byte = time.time()
-                chunks.append(data)
+                writer.send(ResponseChunk(flow_id, data))
             return data
 
         flow.response.stream = tap
@@ -249,11 +265,12 @@ class Recorder:
         resp = flow.response
         assert resp is not None
         streamed = state.chunks is not None
-        body: list[bytes] | bytes | None = state.chunks if streamed else resp.raw_content
+        body = None if streamed else resp.raw_content
         return ResponseEvent(
             flow_id=flow.id, status=resp.status_code, reason=resp.reason, http_version=resp.http_version,
             headers=list(resp.headers.items(multi=True)), body_in=body, body_out=body, streamed=streamed,
             ts_headers=resp.timestamp_start, ts_first_byte=state.first_byte, ts_end=resp.timestamp_end,
+            chunked=streamed,
         )
 
 

@@ -51,6 +51,24 @@ class ResponseEvent:
     ts_end: float | None
     error: str | None = None
     body_is_decoded: bool = False
+    chunked: bool = False  # the body already reached the writer as ResponseChunk events
+
+
+@dataclass
+class StreamStart:
+    """A response is about to stream: the writer processes its chunks as they come."""
+
+    flow_id: str
+    content_type: str | None
+    content_encoding: str | None
+
+
+@dataclass
+class ResponseChunk:
+    """One piece of a streamed response body, as forwarded to the client."""
+
+    flow_id: str
+    data: bytes
 
 
 @dataclass

@@ -45,6 +45,33 @@ def writer_alive(directory: Path) -> bool:
         os.close(fd)
 
 
+def _pid_alive(pid: int | None) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _wait_for_orphaned_writer(directory: Path, manifest, timeout: float = 30.0) -> bool:
+    """True once the writer lock is free. When the recording proxy is dead but its writer
+    process still holds the lock, it is draining what it received: wait for it."""
+    import time
+
+    if _pid_alive(manifest.options.get("pid")):
+        return False
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not writer_alive(directory):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _rows(table: pa.Table) -> list[dict]:
     return table.to_pylist()
 
@@ -69,7 +96,7 @@ class Capture:
         manifest = Manifest.load(directory)
         if manifest.status == "finalized":
             return cls(directory, manifest)
-        if writer_alive(directory):
+        if writer_alive(directory) and not _wait_for_orphaned_writer(directory, manifest):
             capture = cls(directory, manifest, live=True)
             capture._load_spool()
             return capture

@@ -27,7 +27,9 @@ from ctxtap.capture.events import (
     Barrier,
     ErrorEvent,
     RequestEvent,
+    ResponseChunk,
     ResponseEvent,
+    StreamStart,
     WsEndEvent,
     WsMessageEvent,
 )
@@ -86,6 +88,45 @@ def ws_message_type(content: bytes, is_text: bool) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+SEGMENT_BYTES = 64 * 1024
+
+
+class _Stream:
+    """A streamed response processed while it flows: hashed and redacted segment by segment.
+
+    Segments end at an SSE event boundary (or a line end), so a secret inside one
+    event is always redacted whole; only a plain (unencoded) body is processed
+    early, an encoded one is kept raw and decoded at the end.
+    """
+
+    __slots__ = ("sha", "size", "pending", "parts", "sse", "incremental", "raw", "encoding")
+
+    def __init__(self, content_type: str | None, encoding: str | None) -> None:
+        self.sha = hashlib.sha256()
+        self.size = 0
+        self.pending = bytearray()
+        self.parts: list[bytes] = []
+        self.sse = "text/event-stream" in (content_type or "").lower()
+        self.encoding = encoding
+        self.incremental = not encoding or encoding.lower() == "identity"
+        self.raw: list[bytes] = []
+
+    def feed(self, data: bytes, redact) -> None:
+        self.sha.update(data)
+        self.size += len(data)
+        if not self.incremental:
+            self.raw.append(data)
+            return
+        self.pending += data
+        if len(self.pending) >= SEGMENT_BYTES:
+            sep = b"\n\n" if self.sse else b"\n"
+            cut = self.pending.rfind(sep)
+            if cut > 0:
+                end = cut + len(sep)
+                self.parts.append(redact(bytes(self.pending[:end])))
+                del self.pending[:end]
+
+
 class _FlowInfo:
     __slots__ = ("record_full", "is_model", "websocket", "stream_key", "model_frames")
 
@@ -121,7 +162,8 @@ class CaptureWriter:
         self.redactor = Redactor(redaction_key, manifest.capture_id)
         self.bodies = BodyEncoder()
         self._inflight: dict[str, _FlowInfo] = {}
-        self._queue: queue.SimpleQueue[tuple[object, Future] | None] = queue.SimpleQueue()
+        self._streams: dict[str, _Stream] = {}
+        self._queue: queue.SimpleQueue[tuple[object, Future | None] | None] = queue.SimpleQueue()
         self._last_sync = time.monotonic()
         self._dirty = False
         self.stats: Counter[str] = Counter()
@@ -134,6 +176,10 @@ class CaptureWriter:
         fut: Future = Future()
         self._queue.put((event, fut))
         return fut
+
+    def send(self, event: object) -> None:
+        """Fire and forget (stream chunks): queued in order, nobody waits for it."""
+        self._queue.put((event, None))
 
     def flush(self, timeout: float | None = None) -> None:
         self.submit(Barrier()).result(timeout)
@@ -166,7 +212,8 @@ class CaptureWriter:
                 self._write_failure(event, traceback.format_exc(limit=3))
             self._dirty = True
             self._maybe_sync()
-            fut.set_result(None)
+            if fut is not None:
+                fut.set_result(None)
 
     def _maybe_sync(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -186,6 +233,12 @@ class CaptureWriter:
             self._on_ws_message(event)
         elif isinstance(event, WsEndEvent):
             self._on_ws_end(event)
+        elif isinstance(event, ResponseChunk):
+            stream = self._streams.get(event.flow_id)
+            if stream is not None:
+                stream.feed(event.data, self.redactor.redact_bytes)
+        elif isinstance(event, StreamStart):
+            self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding)
         elif isinstance(event, Barrier):
             return
         else:
@@ -258,6 +311,9 @@ class CaptureWriter:
 
     def _response_row(self, ev: ResponseEvent, info: _FlowInfo | None) -> dict:
         before = Counter(self.redactor.counts)
+        stream = self._streams.pop(ev.flow_id, None) if ev.chunked else None
+        if stream is not None:
+            return self._streamed_row(ev, info, stream, before)
         raw_in = _join(ev.body_in) or b""
         raw_out = raw_in if ev.body_out is ev.body_in else (_join(ev.body_out) or b"")
         ctype = _header(ev.headers, "content-type")
@@ -284,6 +340,39 @@ class CaptureWriter:
                 response_content_encoding=encoding,
                 response_decode_status=status,
                 response_bytes=len(decoded),
+                response_body_id=self._store_body(body, key),
+            )
+        row["redactions"] = self._counts_delta(before)
+        return row
+
+    def _streamed_row(self, ev: ResponseEvent, info: _FlowInfo | None, stream: _Stream,
+                      before: Counter[str]) -> dict:
+        """The row of a response whose body arrived as chunks (forwarded unchanged, so in == out)."""
+        ctype = _header(ev.headers, "content-type")
+        digest = stream.sha.hexdigest()
+        row: dict = {
+            "flow_id": ev.flow_id, "status": ev.status, "reason": ev.reason,
+            "response_http_version": ev.http_version, "response_content_type": ctype,
+            "response_bytes_wire": stream.size,
+            "response_sha256_upstream": digest, "response_sha256_client": digest,
+            "streamed": True,
+            "ts_response_headers": ev.ts_headers, "ts_first_byte": ev.ts_first_byte,
+            "ts_response_end": ev.ts_end,
+            "transport": transport_for(ev.status, ctype, True, bool(info and info.websocket)),
+        }
+        if info is None or info.record_full:
+            if stream.incremental:
+                stream.parts.append(self.redactor.redact_bytes(bytes(stream.pending)))
+                body, status, size = b"".join(stream.parts), "identity", stream.size
+            else:
+                decoded, status = decode_body(b"".join(stream.raw), stream.encoding)
+                body, size = self.redactor.redact_bytes(decoded), len(decoded)
+            key = "resp " + (info.stream_key[4:] if info else ev.flow_id)
+            row.update(
+                response_headers=json.dumps(self.redactor.redact_headers(ev.headers)),
+                response_content_encoding=stream.encoding,
+                response_decode_status=status,
+                response_bytes=size,
                 response_body_id=self._store_body(body, key),
             )
         row["redactions"] = self._counts_delta(before)

@@ -53,7 +53,7 @@ def analyse_and_render(out: Path, echo=click.echo) -> Path | None:
         echo(line)
     try:
         from reports.render import render_capture_report
-    except ModuleNotFoundError:
+    except ImportError:  # reports not built yet
         return None
     return render_capture_report([out])
 

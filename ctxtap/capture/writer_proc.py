@@ -1,0 +1,209 @@
+"""Run the capture writer in its own process, next to the proxy.
+
+Redaction is regex work that holds Python's GIL; on the proxy's own process it
+would stall the event loop that forwards streams. In a child process it runs on
+another core while the proxy keeps forwarding. The child also holds the spool,
+the writer lock and, at the end, the Parquet finalisation, so the proxy process
+stays small.
+
+Protocol over the child's stdin/stdout: frames of an 8-byte length and a pickle.
+The proxy sends (seq, event); the child answers with the seq of each event once
+its records are written (that is what the proxy waits for before letting a
+response complete). If the proxy dies, the child sees end-of-file, writes
+everything already received, and exits; the next command recovers the capture.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+from ctxtap.capture.events import Barrier
+from ctxtap.capture.manifest import Manifest
+
+_LEN = struct.Struct(">Q")
+_ROOT = str(Path(__file__).resolve().parents[2])
+CLOSE = "close"
+
+
+def _frame(obj: object) -> bytes:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return _LEN.pack(len(data)) + data
+
+
+def _write_frame(fh, obj: object) -> None:
+    fh.write(_frame(obj))
+
+
+def _read_frame(fh) -> object | None:
+    head = fh.read(_LEN.size)
+    if len(head) < _LEN.size:
+        return None
+    (size,) = _LEN.unpack(head)
+    data = fh.read(size)
+    if len(data) < size:
+        return None
+    return pickle.loads(data)
+
+
+class ProcessWriter:
+    """The proxy's handle on a writer child process; same interface as CaptureWriter."""
+
+    def __init__(self, directory: Path, redaction_key: bytes, manifest: Manifest) -> None:
+        self.directory = directory
+        self.manifest = manifest
+        env = dict(os.environ)
+        env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            env=env, bufsize=0,
+        )
+        self._stdin = self._proc.stdin
+        _write_frame(self._stdin, {"directory": str(directory), "key": redaction_key,
+                                   "manifest": manifest.model_dump(mode="json")})
+        ready = _read_frame(self._proc.stdout)
+        if not (isinstance(ready, dict) and ready.get("ready")):
+            self._proc.kill()
+            raise RuntimeError(f"capture writer failed to start: {ready!r}")
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._pending: dict[int, Future] = {}
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._sender = threading.Thread(target=self._send, name="ctxtap-writer-send", daemon=True)
+        self._acker = threading.Thread(target=self._ack, name="ctxtap-writer-ack", daemon=True)
+        self._sender.start()
+        self._acker.start()
+        self.closed = False
+
+    def submit(self, event: object) -> Future:
+        fut: Future = Future()
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+            self._pending[seq] = fut
+        self._queue.put((seq, event))
+        return fut
+
+    def send(self, event: object) -> None:
+        """Fire and forget (stream chunks): no future, no acknowledgement."""
+        self._queue.put((0, event))
+
+    def flush(self, timeout: float | None = None) -> None:
+        self.submit(Barrier()).result(timeout)
+
+    def close(self, finalize: bool = True, ended_at: float | None = None) -> int:
+        """Drain, let the child write (and finalize) the capture, wait for it to exit."""
+        if self.closed:
+            return self._proc.returncode or 0
+        self.closed = True
+        self._queue.put((0, {"close": CLOSE if finalize else "stop", "ended_at": ended_at}))
+        self._sender.join()
+        self._acker.join()
+        return self._proc.wait()
+
+    def _send(self) -> None:
+        """Write queued events to the child, batching whatever has piled up into one write."""
+        stdin = self._stdin
+        get, get_nowait = self._queue.get, self._queue.get_nowait
+        try:
+            while True:
+                batch = [get()]
+                while len(batch) < 256:
+                    try:
+                        batch.append(get_nowait())
+                    except queue.Empty:
+                        break
+                closing = any(isinstance(e, dict) and "close" in e for _, e in batch)
+                payload = b"".join(_frame(item) for item in batch)
+                stdin.write(payload)
+                if closing:
+                    stdin.close()
+                    return
+        except (BrokenPipeError, OSError):
+            self._fail_all("capture writer process exited")
+
+    def _ack(self) -> None:
+        stdout = self._proc.stdout
+        while True:
+            head = stdout.read(_LEN.size)
+            if len(head) < _LEN.size:
+                self._fail_all("capture writer process exited")
+                return
+            (seq,) = _LEN.unpack(head)
+            with self._lock:
+                fut = self._pending.pop(seq, None)
+            if fut is not None:
+                fut.set_result(None)
+
+    def _fail_all(self, message: str) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(RuntimeError(message))
+
+
+def main() -> int:
+    """The child: read events, write them through a CaptureWriter, ack each one."""
+    from ctxtap.capture.finalize import finalize
+    from ctxtap.capture.writer import CaptureWriter
+
+    # Ctrl-C and SIGTERM reach the whole process group; the writer must outlive them long
+    # enough to write what it was given. It stops on the proxy's close frame or end-of-file.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    init = _read_frame(stdin)
+    if not isinstance(init, dict):
+        return 2
+    directory = Path(init["directory"])
+    try:
+        writer = CaptureWriter(directory, init["key"], Manifest.model_validate(init["manifest"]))
+    except Exception as exc:  # report why instead of dying silently
+        _write_frame(stdout, {"ready": False, "error": str(exc)})
+        stdout.flush()
+        return 2
+    _write_frame(stdout, {"ready": True})
+    stdout.flush()
+    ack_lock = threading.Lock()
+
+    def ack(seq: int) -> None:
+        with ack_lock:
+            try:
+                stdout.write(_LEN.pack(seq))
+                stdout.flush()
+            except (BrokenPipeError, OSError):
+                pass  # the proxy is gone; keep writing what we have
+
+    closing: dict | None = None
+    while True:
+        frame = _read_frame(stdin)
+        if frame is None:  # the proxy died: write what arrived, leave recovery to the next reader
+            break
+        seq, event = frame
+        if isinstance(event, dict) and "close" in event:
+            closing = event
+            break
+        if seq:
+            writer.submit(event).add_done_callback(lambda _f, seq=seq: ack(seq))
+        else:
+            writer.send(event)
+    writer.close()
+    if closing is not None and closing["close"] == CLOSE:
+        if closing.get("ended_at"):
+            writer.manifest.ended_at = closing["ended_at"]
+            writer.manifest.save(directory)
+        finalize(directory)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
