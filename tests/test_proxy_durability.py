@@ -118,3 +118,37 @@ def test_malformed_traffic_is_recorded_with_a_status(tmp_path, ctxtap_config):
     stored = cap.body(cut["response_body_id"]) or b""
     assert stored.count(b"event:") == 3  # what arrived before the cut is kept
     assert run_ctxtap(["info", str(tmp_path / "cap")], ctxtap_config).returncode == 0
+
+
+def test_ctrl_c_to_the_process_group_finalizes_cleanly(tmp_path, ctxtap_config):
+    """Ctrl-C reaches the proxy and its writer process alike; the capture must still finalize."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.proxyharness import ROOT, ctxtap_env
+
+    with ModelServer(script="basic") as server:
+        cmd = [sys.executable, "-m", "ctxtap.cli", "proxy", "--port", "0", "--out", str(tmp_path / "cap")]
+        for route in routes_to(server.url):
+            cmd += ["--route", route]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                env=ctxtap_env(ctxtap_config), cwd=ROOT, start_new_session=True)
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if line.startswith("export NODE_USE_ENV_PROXY"):
+                break
+        port = int(lines[0].split()[5].rsplit(":", 1)[1].rstrip(","))
+        ca = next(ln.split("=", 1)[1].strip().strip("'") for ln in lines if ln.startswith("export SSL_CERT_FILE="))
+        client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=ca)
+        body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
+                           "messages": [{"role": "user", "content": "hi"}]}).encode()
+        assert client.request("POST", "/v1/messages", body, [("content-type", "application/json")]).status == 200
+        client.close()
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(60)
+    cap = Capture.open(tmp_path / "cap")
+    assert cap.manifest.status == "finalized" and not cap.manifest.recovered
+    assert cap.manifest.counts["model_requests"] == 1 and cap.manifest.ended_at
