@@ -1,0 +1,84 @@
+"""The capture writer on its own: integrity flags, metadata-only flows, recovery of a torn spool."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from ctxtap.capture.events import RequestEvent, ResponseChunk, ResponseEvent, StreamStart
+from ctxtap.capture.finalize import finalize
+from ctxtap.capture.manifest import Manifest
+from ctxtap.capture.store import Capture
+from ctxtap.capture.writer import CaptureWriter
+
+KEY = b"k" * 32
+
+
+def _request(flow_id: str, seq: int, body_in: bytes, body_out: bytes, model: bool = True) -> RequestEvent:
+    return RequestEvent(
+        flow_id=flow_id, seq=seq, record_full=model, is_model=model, provider="anthropic" if model else "unknown",
+        api="messages" if model else "other", endpoint="generate", websocket=False, method="POST", scheme="https",
+        host="api.anthropic.com" if model else "telemetry.example.com", port=443,
+        path="/v1/messages?key=sk-ant-api03-" + "S" * 80, url="https://api.anthropic.com/v1/messages",
+        upstream_url=None, http_version="HTTP/1.1",
+        headers=[("x-api-key", "sk-ant-api03-" + "S" * 80), ("content-type", "application/json")],
+        body_in=body_in, body_out=body_out, ts_start=time.time(), ts_end=time.time(),
+    )
+
+
+def _response(flow_id: str, body: bytes | None, chunked: bool = False) -> ResponseEvent:
+    return ResponseEvent(flow_id=flow_id, status=200, reason="OK", http_version="HTTP/1.1",
+                         headers=[("content-type", "text/event-stream" if chunked else "application/json")],
+                         body_in=body, body_out=body, streamed=chunked, ts_headers=time.time(),
+                         ts_first_byte=None, ts_end=time.time(), chunked=chunked)
+
+
+def test_integrity_flag_metadata_mode_and_streamed_segments(tmp_path):
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="t1"))
+    writer.submit(_request("same", 0, b'{"a": 1}', b'{"a": 1}'))
+    writer.submit(_response("same", b"{}"))
+    writer.submit(_request("altered", 1, b'{"a": 1}', b'{"a": 2}'))
+    writer.submit(_response("altered", b"{}"))
+    writer.submit(_request("telemetry", 2, b'{"event": "x"}', b'{"event": "x"}', model=False))
+    writer.submit(_response("telemetry", b'{"ok": true}'))
+    # a streamed response whose secret sits inside one event, far past the first segment
+    writer.submit(_request("stream", 3, b"{}", b"{}"))
+    writer.send(StreamStart("stream", "text/event-stream", None))
+    events = [f'data: {{"i": {i}, "pad": "{"x" * 900}"}}\n\n'.encode() for i in range(200)]
+    events[150] = b'data: {"text": "OPENAI_API_KEY=sk-proj-' + b"Q" * 60 + b'"}\n\n'
+    stream = b"".join(events)
+    for i in range(0, len(stream), 7000):  # network reads cut anywhere, even inside the secret
+        writer.send(ResponseChunk("stream", stream[i:i + 7000]))
+    writer.submit(_response("stream", None, chunked=True)).result(10)
+    writer.close()
+    manifest = finalize(out)
+    cap = Capture.open(out)
+    flows = {f["flow_id"]: f for f in cap.flows().to_pylist()}
+    assert flows["same"]["integrity_ok"] is True
+    assert flows["altered"]["integrity_ok"] is False and manifest.counts["integrity_mismatches"] == 1
+    tel = flows["telemetry"]
+    assert tel["record_mode"] == "metadata" and tel["request_body_id"] is None and tel["request_headers"] is None
+    assert tel["request_bytes_wire"] == len(b'{"event": "x"}') and tel["status"] == 200
+    stored = cap.body(flows["stream"]["response_body_id"])
+    assert b"Q" * 60 not in stored and b"[REDACTED:" in stored
+    assert flows["stream"]["response_bytes_wire"] == len(stream) and flows["stream"]["streamed"]
+    assert stored.count(b"data: ") == 200
+    assert "S" * 80 not in json.dumps(list(flows.values()), default=str)
+
+
+def test_torn_spool_is_recovered_by_the_next_reader(tmp_path):
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="t2"))
+    for i in range(5):
+        writer.submit(_request(f"f{i}", i, b'{"n": %d}' % i, b'{"n": %d}' % i))
+        writer.submit(_response(f"f{i}", b"{}"))
+    writer.flush()
+    writer.close()  # the recorder "died" here: no finalize
+    spool = out / "spool" / "spool.ctxs"
+    with open(spool, "ab") as fh:
+        fh.write(b"CTXS\x00\x00")  # a frame torn mid-write
+    cap = Capture.open(out)
+    assert cap.manifest.recovered and cap.manifest.status == "finalized"
+    assert cap.manifest.spool_bytes_dropped == 6
+    assert [f["state"] for f in cap.flows().to_pylist()] == ["complete"] * 5
