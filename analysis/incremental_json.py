@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxtap.capture.bodies import common_prefix_len as common_prefix
+
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"
 
@@ -35,19 +37,6 @@ class ScannedBody:
     reused_keys: set[str] = field(default_factory=set)  # values taken over from the previous body
     reused_elements: dict[str, int] = field(default_factory=dict)  # array key -> leading elements reused
     scanned_bytes: int = 0  # bytes actually parsed (the rest was reused)
-
-
-def common_prefix(a: bytes, b: bytes) -> int:
-    lo, hi = 0, min(len(a), len(b))
-    if a[:hi] == b[:hi]:
-        return hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 class _Cursor:

@@ -26,11 +26,10 @@ from analysis.models import Identity, ModelCall, ParsedRequest, ParsedResponse, 
 from analysis.protocols import anthropic, chat_completions, gemini, openai_responses
 from analysis.protocols.common import RequestDraft, as_dict, as_str, load_json, looks_like_sse
 from analysis.purpose import Facts, classify_purpose
-from ctxtap.classify import classify_client, classify_flow
+from ctxtap.classify import SESSION_HEADERS, classify_client, classify_flow
 
 __all__ = ["ResponsesChain", "parse_exchange", "parse_exchanges", "route"]
 
-SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "thread-id", "x-session-id")
 PARSED_APIS = frozenset({"messages", "responses", "responses-websocket", "chat-completions", "gemini"})
 WS_REQUEST_TYPES = ("response.create", "response.append")
 

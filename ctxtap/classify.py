@@ -56,6 +56,9 @@ _API_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/completions/?$|/embeddings/?$"), "other"),
 ]
 
+# Headers that carry a client's session/thread id: requests sharing one extend each other's bodies.
+SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "thread-id", "x-session-id")
+
 # Hosts whose non-model paths we know are side traffic (telemetry, settings).
 _CODEX_BACKEND = re.compile(r"^/backend-api/codex/")
 

@@ -24,6 +24,7 @@ from analysis.protocols.common import (
     as_str,
     call_names_replay,
     each_item,
+    load_response_object,
     norm_role,
     text_kind,
 )
@@ -262,18 +263,9 @@ def parse_response(raw: bytes | None, sse: bool, endpoint: str) -> ParsedRespons
     """A 2xx response body: count_tokens result, JSON message or SSE stream."""
     if sse:
         return _parse_stream(raw)
-    try:
-        obj = loads(raw or b"")
-    except (ValueError, UnicodeDecodeError) as e:
-        msg = f"response is not JSON: {str(e)[:200]}"
-        return ParsedResponse(
-            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unparsable")
-        )
-    if not isinstance(obj, dict):
-        msg = "response is not a JSON object"
-        return ParsedResponse(
-            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unexpected-shape")
-        )
+    obj, failure = load_response_object(raw)
+    if obj is None:
+        return failure
     if obj.get("type") == "error" or "error" in obj and "content" not in obj:
         return ParsedResponse(error=classify_error(None, obj, rule_prefix="body:"))
     if endpoint == "count_tokens" or ("input_tokens" in obj and "content" not in obj):

@@ -24,6 +24,7 @@ from analysis.protocols.common import (
     as_str,
     call_names_replay,
     each_item,
+    load_response_object,
     norm_role,
     text_kind,
 )
@@ -296,18 +297,9 @@ def parse_response(raw: bytes | None, sse: bool) -> ParsedResponse:
         # some compatible servers omit [DONE]; a finish reason plus usage is a complete answer
         complete = had_done or (b.finish is not None and b.usage is not None and stream.complete)
         return b.result(complete, had_done)
-    try:
-        obj = loads(raw or b"")
-    except (ValueError, UnicodeDecodeError) as e:
-        msg = f"response is not JSON: {str(e)[:200]}"
-        return ParsedResponse(
-            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unparsable")
-        )
-    if not isinstance(obj, dict):
-        msg = "response is not a JSON object"
-        return ParsedResponse(
-            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unexpected-shape")
-        )
+    obj, failure = load_response_object(raw)
+    if obj is None:
+        return failure
     b.chunk(obj, stream=False)
     if not isinstance(obj.get("choices"), list) and b.error is None:
         b.bad_events += 1

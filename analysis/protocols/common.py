@@ -140,3 +140,21 @@ def call_names_replay(call_names: dict[str, str]) -> Callable[[list], None]:
                 call_names[draft.call_id] = draft.tool_name
 
     return replay
+
+
+def load_response_object(raw: bytes | None) -> tuple[dict | None, Any]:
+    """(object, None) for a JSON-object response body, else (None, a ParsedResponse saying why)."""
+    from analysis.errors import protocol_error
+    from analysis.models import ParsedResponse
+
+    try:
+        obj = loads(raw or b"")
+    except (ValueError, UnicodeDecodeError) as e:
+        msg = f"response is not JSON: {str(e)[:200]}"
+        return None, ParsedResponse(parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unparsable"))
+    if not isinstance(obj, dict):
+        msg = "response is not a JSON object"
+        return None, ParsedResponse(
+            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unexpected-shape")
+        )
+    return obj, None

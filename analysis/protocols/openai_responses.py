@@ -30,6 +30,7 @@ from analysis.protocols.common import (
     as_str,
     call_names_replay,
     each_item,
+    load_response_object,
     norm_role,
     text_kind,
 )
@@ -442,18 +443,9 @@ def parse_response(raw: bytes | None, sse: bool) -> ParsedResponse:
             except ValueError:
                 stream.bad_events += 1
         return stream.result()
-    try:
-        obj = loads(raw or b"")
-    except (ValueError, UnicodeDecodeError) as e:
-        msg = f"response is not JSON: {str(e)[:200]}"
-        return ParsedResponse(
-            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unparsable")
-        )
-    if not isinstance(obj, dict):
-        msg = "response is not a JSON object"
-        return ParsedResponse(
-            parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unexpected-shape")
-        )
+    obj, failure = load_response_object(raw)
+    if obj is None:
+        return failure
     if isinstance(obj.get("error"), dict) and not obj.get("output"):
         return ParsedResponse(
             response_id=as_str(obj.get("id")), error=classify_error(None, obj, rule_prefix="body:")

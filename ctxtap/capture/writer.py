@@ -35,12 +35,11 @@ from ctxtap.capture.events import (
 )
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.spool import SpoolFile
-from ctxtap.classify import classify_client
+from ctxtap.classify import SESSION_HEADERS, classify_client
 from redaction import RULESET_VERSION, Redactor
 
 SYNC_INTERVAL_S = 1.0
 LOCK_NAME = "writer.lock"
-_SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "thread-id", "x-session-id")
 _TERMINAL_WS_TYPES = {"response.completed", "response.failed", "response.incomplete", "error"}
 
 
@@ -284,7 +283,7 @@ class CaptureWriter:
             "request_sha256_client": _sha(raw),
             "request_sha256_upstream": _sha(raw) if ev.body_out is ev.body_in else _sha(ev.body_out or b""),
         }
-        session = next((v for k in _SESSION_HEADERS if (v := _header(ev.headers, k))), "")
+        session = next((v for k in SESSION_HEADERS if (v := _header(ev.headers, k))), "")
         bare = path.split("?", 1)[0]
         stream_key = f"req {ev.host}{bare} {session}"
         if ev.record_full:
