@@ -21,7 +21,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 test-realcli: $(STAMP)
-	$(BIN)/python -m pytest -q -m realcli
+	$(BIN)/python -m pytest -q -rs -m realcli tests/realcli
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

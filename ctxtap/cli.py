@@ -50,7 +50,8 @@ def _summary_lines(capture) -> list[str]:
     c = capture.manifest.counts
     lines = [
         f"capture   {capture.directory}",
-        f"flows     {c.get('flows', 0)} ({c.get('incomplete_flows', 0)} not complete)",
+        f"flows     {c.get('flows', 0)} ({c.get('error_flows', 0)} failed, e.g. upstream unreachable; "
+        f"{c.get('incomplete_flows', 0)} without a response)",
         f"model requests {c.get('model_requests', 0)}",
     ]
     for key in ("by_client", "by_api", "by_transport"):
@@ -187,7 +188,10 @@ def info(capture, as_json) -> None:
            for k in ("flows", "model_requests", "by_client", "by_api", "by_transport", "redactions",
                      "integrity_mismatches")},
         "ws_messages": counts.get("ws_messages", 0),
+        "request_bytes": counts.get("request_bytes", 0),
+        "response_bytes": counts.get("response_bytes", 0),
         "incomplete_flows": counts.get("incomplete_flows", 0),
+        "error_flows": counts.get("error_flows", 0),
         "spool_bytes_dropped": cap.manifest.spool_bytes_dropped,
     }
     if as_json:

@@ -55,6 +55,8 @@ def test_import_real_client_flows(run, real_clients, tmp_path, ctxtap_config):
         for key in keys:
             assert key.encode() not in data, f"dummy key stored in {where}"
     assert info["redactions"]
+    if transport == "websocket":  # the frames are the traffic: they count in the byte totals
+        assert info["request_bytes"] > 70_000 and info["response_bytes"] > 10_000
 
 
 def test_har_export_round_trips_through_import(real_clients, tmp_path, ctxtap_config):

@@ -135,20 +135,25 @@ def test_ctrl_c_to_the_process_group_finalizes_cleanly(tmp_path, ctxtap_config):
             cmd += ["--route", route]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=ctxtap_env(ctxtap_config), cwd=ROOT, start_new_session=True)
-        lines = []
-        for line in proc.stdout:
-            lines.append(line)
-            if line.startswith("export NODE_USE_ENV_PROXY"):
-                break
-        port = int(lines[0].split()[5].rsplit(":", 1)[1].rstrip(","))
-        ca = next(ln.split("=", 1)[1].strip().strip("'") for ln in lines if ln.startswith("export SSL_CERT_FILE="))
-        client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=ca)
-        body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
-                           "messages": [{"role": "user", "content": "hi"}]}).encode()
-        assert client.request("POST", "/v1/messages", body, [("content-type", "application/json")]).status == 200
-        client.close()
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(60)
+        try:
+            lines = []
+            for line in proc.stdout:
+                lines.append(line)
+                if line.startswith("export NODE_USE_ENV_PROXY"):
+                    break
+            port = int(lines[0].split()[5].rsplit(":", 1)[1].rstrip(","))
+            ca = next(ln.split("=", 1)[1].strip().strip("'") for ln in lines if ln.startswith("export SSL_CERT_FILE="))
+            client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=ca)
+            body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
+                               "messages": [{"role": "user", "content": "hi"}]}).encode()
+            status = client.request("POST", "/v1/messages", body, [("content-type", "application/json")]).status
+            client.close()
+            assert status == 200
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(60)
+        finally:
+            if proc.poll() is None:  # never leave a proxy (or its writer) behind
+                os.killpg(proc.pid, signal.SIGKILL)
     cap = Capture.open(tmp_path / "cap")
     assert cap.manifest.status == "finalized" and not cap.manifest.recovered
     assert cap.manifest.counts["model_requests"] == 1 and cap.manifest.ended_at

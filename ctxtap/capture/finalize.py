@@ -209,7 +209,11 @@ def summary_counts(flows: list[dict], ws_rows: list[dict]) -> dict:
         "redactions": dict(redactions),
         "integrity_mismatches": sum(1 for f in flows if f.get("integrity_ok") is False),
         "ws_messages": len(ws_rows),
-        "request_bytes": sum(f.get("request_bytes_wire") or 0 for f in flows),
-        "response_bytes": sum(f.get("response_bytes_wire") or 0 for f in flows),
-        "incomplete_flows": sum(1 for f in flows if f.get("state") != "complete"),
+        # WebSocket frames count as request (client) and response (server) bytes
+        "request_bytes": sum(f.get("request_bytes_wire") or 0 for f in flows)
+        + sum(m.get("size") or 0 for m in ws_rows if m.get("from_client")),
+        "response_bytes": sum(f.get("response_bytes_wire") or 0 for f in flows)
+        + sum(m.get("size") or 0 for m in ws_rows if not m.get("from_client")),
+        "incomplete_flows": sum(1 for f in flows if f.get("state") == "incomplete"),
+        "error_flows": sum(1 for f in flows if f.get("state") == "error"),
     }

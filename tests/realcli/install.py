@@ -18,7 +18,10 @@ from pathlib import Path
 
 STAMP = ".ctxtap-installed"
 NODE22_VERSION = "22.23.3"  # newest 22.x on npm; kimi-code needs >=22.19, the corpus ran 22.23.x
+NODE22_NAME = "node22"
 INSTALL_TIMEOUT_S = 900.0
+# Short retries: offline, npm's defaults (2 retries, 10-60 s back-off) spend 70 s per package.
+FAST_FAIL = ("--fetch-retries=2", "--fetch-retry-mintimeout=2000", "--fetch-retry-maxtimeout=10000")
 
 
 class InstallError(RuntimeError):
@@ -48,6 +51,37 @@ def npm_path() -> str | None:
     return shutil.which("npm")
 
 
+def npm_error(output: str) -> str:
+    """The informative lines of npm's error output, on one line (skip messages must stay readable)."""
+    lines = [ln.removeprefix("npm error").strip() for ln in output.strip().splitlines()]
+    useful = [ln for ln in lines if ln and "complete log of this run" not in ln and not ln.startswith("npm notice")]
+    return "; ".join(useful[-3:]) or "no output"
+
+
+def is_cached(name: str, spec: str, root: Path | None = None) -> bool:
+    stamp = (root or cache_root()) / name / STAMP
+    return stamp.is_file() and stamp.read_text().strip() == spec
+
+
+def registry_problem() -> str | None:
+    """Why the npm registry cannot be used right now (None: `npm ping` answered).
+
+    Asked once, only when something must be downloaded, so an offline machine skips
+    in about a second with one clear reason instead of a timeout per package.
+    """
+    npm = npm_path()
+    if npm is None:
+        return "npm is not on PATH"
+    try:
+        result = subprocess.run([npm, "ping", "--fetch-retries=0", "--no-update-notifier"], capture_output=True,
+                                text=True, timeout=60, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return "npm ping timed out after 60s"
+    if result.returncode != 0:
+        return f"npm registry not reachable (npm ping: {npm_error(result.stderr or result.stdout)})"
+    return None
+
+
 def npm_install(name: str, spec: str, root: Path | None = None) -> Installed:
     """`npm install SPEC` into ROOT/NAME unless the stamp there already names SPEC.
 
@@ -55,8 +89,7 @@ def npm_install(name: str, spec: str, root: Path | None = None) -> Installed:
     package wanting Node 22 are harmless at install time; the tests run it with Node 22.
     """
     prefix = (root or cache_root()) / name
-    stamp = prefix / STAMP
-    if stamp.is_file() and stamp.read_text().strip() == spec:
+    if is_cached(name, spec, root):
         return Installed(prefix, spec, cached=True, seconds=0.0)
     npm = npm_path()
     if npm is None:
@@ -75,6 +108,7 @@ def npm_install(name: str, spec: str, root: Path | None = None) -> Installed:
         "--no-save",
         "--loglevel=error",
         "--no-update-notifier",
+        *FAST_FAIL,
         spec,
     ]
     try:
@@ -84,9 +118,9 @@ def npm_install(name: str, spec: str, root: Path | None = None) -> Installed:
     except subprocess.TimeoutExpired as exc:
         raise InstallError(f"npm install {spec} timed out after {INSTALL_TIMEOUT_S:.0f}s") from exc
     if result.returncode != 0:
-        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
-        raise InstallError(f"npm install {spec} failed ({result.returncode}):\n{tail}")
-    stamp.write_text(spec + "\n")
+        shutil.rmtree(prefix, ignore_errors=True)
+        raise InstallError(f"npm install {spec} failed ({result.returncode}): {npm_error(result.stderr or result.stdout)}")
+    (prefix / STAMP).write_text(spec + "\n")
     return Installed(prefix, spec, cached=False, seconds=time.monotonic() - started)
 
 
@@ -109,6 +143,10 @@ def node_arch_package() -> str:
     return f"node-{system}-{arch}"
 
 
+def node22_spec() -> str:
+    return f"{node_arch_package()}@{NODE22_VERSION}"
+
+
 def install_node22(root: Path | None = None) -> tuple[Installed, Path]:
     """Node 22 from npm, returned with a bin directory to put first on PATH.
 
@@ -117,7 +155,7 @@ def install_node22(root: Path | None = None) -> tuple[Installed, Path]:
     arch-specific package is installed directly because the `node` wrapper package
     would run npm again from its postinstall.
     """
-    installed = npm_install("node22", f"{node_arch_package()}@{NODE22_VERSION}", root)
+    installed = npm_install(NODE22_NAME, node22_spec(), root)
     binary = installed.prefix / "node_modules" / node_arch_package() / "bin" / "node"
     if not binary.is_file():
         raise InstallError(f"{installed.spec} has no bin/node at {binary}")

@@ -47,7 +47,7 @@ def start_model_server(script: str, websocket: bool, log_path: str) -> tuple[sub
     cmd = [sys.executable, "-m", "ctxtap.modelserver", "--port", "0", "--script", script, "-v"]
     if not websocket:
         cmd.append("--no-websocket")
-    log = open(log_path, "ab")  # noqa: SIM115 - handed to the child for its whole life
+    log = open(log_path, "ab")  # handed to the child for its whole life
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S

@@ -1,0 +1,104 @@
+"""What "the whole tool loop was captured and analysed" means, as functions returning problems.
+
+Each check returns a list of human-readable problems instead of asserting, so one
+failing CLI run reports everything that is wrong with it at once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from analysis.models import Block, ModelCall, ToolCall
+
+
+def parse_problems(calls: list[ModelCall], client: str) -> list[str]:
+    """Every model request and response parsed cleanly and is attributed to CLIENT."""
+    problems = []
+    for c in calls:
+        where = f"call {c.call_key} ({c.api}, {c.purpose.purpose})"
+        if c.request.parse_status != "ok":
+            problems.append(f"{where}: request {c.request.parse_status}: {c.request.parse_error}")
+        if c.response.parse_status != "ok":
+            problems.append(f"{where}: response {c.response.parse_status}: {c.response.parse_error}")
+        if c.response.error is not None:
+            problems.append(f"{where}: error response {c.response.error}")
+        if not c.request.effective_input_complete:
+            problems.append(f"{where}: effective input incomplete (continuation not resolved)")
+        if c.identity.client != client:
+            problems.append(f"{where}: client {c.identity.client!r} (rule {c.identity.client_rule}), expected {client!r}")
+    return problems
+
+
+def _args(text: str) -> object:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError):
+        return text
+
+
+def _replayed_id(call: ToolCall, later: Iterable[ModelCall]) -> str | None:
+    """The id a CLI gave a call that arrived WITHOUT a provider id, read from its replay in history.
+
+    Gemini's functionCall carries no `id` from the (fake) API; Gemini CLI invents one and
+    sends it with both the replayed functionCall and the functionResponse. The replay is
+    the same name and arguments, so that is how the proposed call is recognised.
+    """
+    wanted = _args(call.arguments)
+    for c in later:
+        for b in c.request.blocks:
+            if b.kind == "tool_call" and b.tool_name == call.name and b.call_id:
+                replay = _args(b.text)
+                args = replay.get("args", replay.get("arguments")) if isinstance(replay, dict) else None
+                if args == wanted:
+                    return b.call_id
+    return None
+
+
+def _results(calls: Iterable[ModelCall]) -> dict[str, Block]:
+    return {b.call_id: b for c in calls for b in c.request.blocks if b.kind == "tool_result" and b.call_id}
+
+
+def link_problems(calls: list[ModelCall], min_calls: int) -> tuple[list[str], list[Block]]:
+    """Every tool call the model proposed comes back as a tool result, with the same id, in a later request.
+
+    Returns the problems and the linked result blocks (so callers can look at what the
+    CLI actually ran). Ids the parser had to synthesise (`name#n`, no id on the wire)
+    are resolved through the CLI's replay of the call, see `_replayed_id`.
+    """
+    problems: list[str] = []
+    linked: list[Block] = []
+    proposed = 0
+    for i, c in enumerate(calls):
+        later = calls[i + 1:]
+        results = _results(later)
+        for tc in c.response.tool_calls:
+            proposed += 1
+            call_id = tc.call_id
+            if call_id not in results and "#" in call_id:
+                call_id = _replayed_id(tc, later) or call_id
+            block = results.get(call_id)
+            if block is None:
+                problems.append(f"tool call {tc.name} {tc.call_id} from {c.call_key} has no result in a later "
+                                f"request (result ids seen later: {sorted(results)})")
+            else:
+                linked.append(block)
+    if proposed < min_calls:
+        problems.append(f"the model proposed {proposed} tool calls, the script makes {min_calls}")
+    return problems, linked
+
+
+def repo_problems(before: dict[str, bytes], after: dict[str, bytes], state_dirs: tuple[str, ...]) -> list[str]:
+    """The fixture repository is unchanged, except for the CLI's own state directory (grok's `.grok/`)."""
+    problems = [f"modified: {p}" for p in before if p in after and after[p] != before[p]]
+    problems += [f"deleted: {p}" for p in before if p not in after]
+    problems += [f"added: {p}" for p in after
+                 if p not in before and not any(Path(p).parts[0] == d for d in state_dirs)]
+    return problems
+
+
+def leaked_secrets(stored: list[tuple[str, bytes]], secrets: tuple[str, ...]) -> list[str]:
+    """Where any dummy credential appears in the stored capture (must be nowhere)."""
+    return [f"{secret[:12]}... in {where}" for where, data in stored for secret in secrets
+            if secret.encode() in data]

@@ -1,0 +1,165 @@
+"""The real CLIs under test: package pins, command lines, credentials and what ctxtap should see.
+
+Pins, command lines and settings follow ../shared/real-clients/README.md, which recorded
+these exact versions against the same fake model server; keeping them equal means a
+failure here is a ctxtap regression, not a CLI upgrade. Override a pin with
+`CTXTAP_REALCLI_<NAME>=<npm spec>` (e.g. CTXTAP_REALCLI_CODEX=@openai/codex@latest).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import string
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TASK = (
+    "Read the current directory, list up to five entries from its first level, "
+    "do not modify any files, and do not access the network."
+)
+_ALNUM = string.ascii_letters + string.digits
+
+
+def _rand(n: int, alphabet: str = _ALNUM) -> str:
+    return "".join(secrets.choice(alphabet) for _ in range(n))
+
+
+def anthropic_key() -> str:
+    return f"sk-ant-api03-{_rand(93, _ALNUM + '-_')}AA"
+
+
+def openai_key() -> str:
+    return f"sk-proj-{_rand(74, _ALNUM + '-_')}T3BlbkFJ{_rand(74, _ALNUM + '-_')}"
+
+
+def xai_key() -> str:
+    return f"xai-{_rand(80)}"
+
+
+def google_key() -> str:
+    return f"AIza{_rand(35, _ALNUM + '-_')}"
+
+
+def moonshot_key() -> str:
+    return f"sk-{_rand(48)}"
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What one run needs besides the common environment: variables, files under HOME, secrets."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # path relative to HOME -> text
+    secrets: tuple[str, ...] = ()  # every dummy credential: none may appear in the capture
+
+
+@dataclass(frozen=True)
+class CliSpec:
+    name: str  # test id and cache sub-directory
+    package: str  # default npm spec (pinned)
+    command: str  # the bin the package provides
+    args: Callable[[Path], list[str]]  # given the repo directory
+    setup: Callable[[Path], Setup]  # given HOME
+    client: str  # the client id ctxtap must assign
+    api: str  # the model API ctxtap must see
+    hosts: tuple[str, ...]  # provider hosts routed to the model server
+    websocket: bool = True  # False: the model server refuses WebSocket upgrades (426)
+    node22: bool = False  # needs Node >= 22 (engines field / NODE_USE_ENV_PROXY); others run on any Node
+    state_dirs: tuple[str, ...] = ()  # directories the CLI itself creates in the repository
+
+    @property
+    def npm_spec(self) -> str:
+        return os.environ.get(f"CTXTAP_REALCLI_{self.name.upper().replace('-', '_')}", self.package)
+
+
+def _claude(home: Path) -> Setup:
+    key = anthropic_key()
+    return Setup(env={"ANTHROPIC_API_KEY": key}, secrets=(key,))
+
+
+def _codex(home: Path) -> Setup:
+    key = openai_key()
+    return Setup(env={"OPENAI_API_KEY": key, "CODEX_API_KEY": key, "CODEX_HOME": str(home / ".codex")},
+                 files={".codex/.keep": ""}, secrets=(key,))  # CODEX_HOME must exist
+
+
+def _grok(home: Path) -> Setup:
+    key = xai_key()
+    return Setup(env={"GROK_API_KEY": key}, secrets=(key,))
+
+
+def _kimi(home: Path) -> Setup:
+    key = moonshot_key()
+    config = f"""default_model = "kimi-for-coding"
+default_permission_mode = "auto"
+
+[providers.kimi-for-coding]
+type = "kimi"
+base_url = "https://api.kimi.com/coding/v1"
+api_key = "{key}"
+
+[models.kimi-for-coding]
+provider = "kimi-for-coding"
+model = "kimi-for-coding"
+max_context_size = 262144
+"""
+    return Setup(env={"KIMI_CODE_NO_AUTO_UPDATE": "1"}, files={".kimi-code/config.toml": config}, secrets=(key,))
+
+
+def _gemini(home: Path) -> Setup:
+    key = google_key()
+    return Setup(env={"GEMINI_API_KEY": key, "GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "true"},
+                 secrets=(key,))
+
+
+def _codex_args(repo: Path) -> list[str]:
+    return ["exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--json", TASK]
+
+
+# chatgpt.com too: Codex fetches its model catalogue there before the first request and, when
+# the offline proxy answers 502, retries with back-off for ~8 s; the model server answers at once.
+_CODEX_HOSTS = ("api.openai.com", "chatgpt.com")
+
+CLIS: dict[str, CliSpec] = {
+    spec.name: spec
+    for spec in (
+        CliSpec(
+            name="claude", package="@anthropic-ai/claude-code@2.1.332", command="claude",
+            args=lambda repo: ["-p", TASK, "--allowedTools", "Bash(pwd)", "Bash(ls)", "Bash(ls:*)", "Bash(cat:*)",
+                               "Bash(wc:*)", "--output-format", "stream-json", "--verbose"],
+            setup=_claude, client="claude-code", api="messages", hosts=("api.anthropic.com",),
+        ),
+        CliSpec(
+            name="codex", package="@openai/codex@0.171.0", command="codex",
+            args=_codex_args, setup=_codex, client="codex", api="responses-websocket", hosts=_CODEX_HOSTS,
+        ),
+        CliSpec(
+            name="codex-sse", package="@openai/codex@0.171.0", command="codex",
+            # The model server refuses the WebSocket upgrade (426): Codex falls back to POST + SSE.
+            args=_codex_args, setup=_codex, client="codex", api="responses", hosts=_CODEX_HOSTS, websocket=False,
+        ),
+        CliSpec(
+            name="kimi-code", package="@moonshot-ai/kimi-code@2.1.0", command="kimi",
+            args=lambda repo: ["-p", TASK],
+            setup=_kimi, client="kimi-code", api="chat-completions", hosts=("api.kimi.com",), node22=True,
+        ),
+        CliSpec(
+            name="grok", package="@vibe-kit/grok-cli@0.0.34", command="grok",
+            args=lambda repo: ["--prompt", TASK, "--directory", str(repo)],
+            setup=_grok, client="grok-cli", api="chat-completions", hosts=("api.x.ai",), node22=True,
+            state_dirs=(".grok",),
+        ),
+        CliSpec(
+            name="gemini", package="@google/gemini-cli@0.61.0", command="gemini",
+            args=lambda repo: ["-p", TASK, "--yolo", "--output-format", "json"],
+            setup=_gemini, client="gemini-cli", api="gemini", hosts=("generativelanguage.googleapis.com",),
+        ),
+    )
+}
+
+
+def install_name(spec: CliSpec) -> str:
+    """Cache sub-directory: codex and codex-sse share one install."""
+    return spec.npm_spec.rsplit("@", 1)[0].lstrip("@").replace("/", "__")

@@ -1,0 +1,117 @@
+"""Run one CLI under `ctxtap record` inside a fresh network namespace that has only loopback.
+
+The outer side (this module) prepares a minimal environment, starts
+`unshare -n` (as root) or `unshare -rn` (as a user, mapping to root) around
+`netns_driver.py`, enforces the timeout on the whole process group, and keeps
+stdout/stderr for the failure message.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+DRIVER = Path(__file__).with_name("netns_driver.py")
+ROOT = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT_S = float(os.environ.get("CTXTAP_REALCLI_TIMEOUT", "180"))
+
+
+@functools.cache
+def unshare_prefix() -> tuple[list[str] | None, str]:
+    """The working `unshare` invocation, or None with the reason none works here.
+
+    `-n` alone needs CAP_SYS_ADMIN (root); `-rn` needs unprivileged user namespaces.
+    """
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return None, "`unshare` (util-linux) is not installed"
+    attempts = ([unshare, "-n"], [unshare, "-rn"]) if os.geteuid() == 0 else ([unshare, "-rn"],)
+    errors = []
+    for prefix in attempts:
+        try:
+            result = subprocess.run([*prefix, sys.executable, "-c", ""], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            errors.append(f"{' '.join(prefix)}: {exc}")
+            continue
+        if result.returncode == 0:
+            return prefix, ""
+        errors.append(f"unshare {' '.join(prefix[1:])}: {result.stderr.strip() or result.returncode}")
+    return None, "cannot create a network namespace (" + "; ".join(errors) + ")"
+
+
+def base_env(home: Path, path_dirs: list[Path], config_dir: Path) -> dict[str, str]:
+    """Only what a CLI gets from a clean login (like the corpus's `env -i`), plus ctxtap's config dir.
+
+    Nothing of the developer's environment leaks in: no real API keys, no proxy
+    settings, no npm or git configuration.
+    """
+    path = os.pathsep.join([*(str(p) for p in path_dirs), str(Path(sys.executable).parent),
+                            "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"])
+    return {
+        "HOME": str(home),
+        "USER": "alice",
+        "LOGNAME": "alice",
+        "SHELL": "/bin/bash",
+        "LANG": "C.UTF-8",
+        "TERM": "xterm-256color",
+        "TMPDIR": str(home / ".cache" / "tmp"),
+        "PATH": path,
+        "CTXTAP_CONFIG_DIR": str(config_dir),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+@dataclass
+class RunResult:
+    returncode: int | None  # None: killed at the timeout
+    seconds: float
+    stdout: str
+    stderr: str
+    server_log: str
+
+    def describe(self) -> str:
+        status = "timed out" if self.returncode is None else f"exit {self.returncode}"
+        return (f"{status} after {self.seconds:.1f}s\n--- stdout (tail)\n{_tail(self.stdout)}\n"
+                f"--- stderr (tail)\n{_tail(self.stderr)}\n--- model server log (tail)\n{_tail(self.server_log)}")
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def run_in_netns(command: list[str], *, cwd: Path, env: dict[str, str], out: Path, hosts: tuple[str, ...],
+                 websocket: bool, work: Path, script: str = "basic", timeout: float = RUN_TIMEOUT_S) -> RunResult:
+    """`ctxtap record --route HOST=<model server>` around COMMAND, all inside one offline namespace."""
+    prefix, reason = unshare_prefix()
+    if prefix is None:
+        raise RuntimeError(reason)
+    server_log = work / "modelserver.log"
+    argv = [*prefix, sys.executable, str(DRIVER), "--out", str(out), "--server-log", str(server_log),
+            "--script", script]
+    for host in hosts:
+        argv += ["--route-host", host]
+    if not websocket:
+        argv.append("--no-websocket")
+    argv += ["--", *command]
+    stdout_path, stderr_path = work / "stdout.txt", work / "stderr.txt"
+    started = time.monotonic()
+    with stdout_path.open("wb") as so, stderr_path.open("wb") as se:
+        # Files, not pipes: a chatty CLI can never block, and output survives a timeout.
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=so, stderr=se, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            code: int | None = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # our own session: the namespace's whole tree
+            proc.wait()
+            code = None
+    return RunResult(code, time.monotonic() - started, stdout_path.read_text(errors="replace"),
+                     stderr_path.read_text(errors="replace"),
+                     server_log.read_text(errors="replace") if server_log.exists() else "")

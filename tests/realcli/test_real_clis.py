@@ -1,0 +1,99 @@
+"""Real coding CLIs, recorded end to end by `ctxtap record` against the scripted model server.
+
+Opt-in (`pytest -m realcli tests/realcli`): each CLI is installed from npm into a cache,
+then run on the corpus's "basic" task in a throwaway HOME and fixture repository,
+inside a network namespace with only loopback, with its provider host routed to the
+model server. What must hold for each: the CLI finished (exit 0, final text printed),
+ctxtap saw every model request with the right client and API, every request parses,
+every proposed tool call comes back as a result with the same id, the repository is
+unchanged, and no dummy key is stored anywhere in the capture.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.models import ModelCall
+from analysis.parse import parse_exchanges
+from ctxtap.capture.store import Capture
+from ctxtap.modelserver.script import Script
+from tests.proxyharness import all_stored_bytes, run_ctxtap
+from tests.realcli import checks, workspace
+from tests.realcli.clis import CLIS, CliSpec, Setup
+from tests.realcli.sandbox import RunResult, base_env, run_in_netns
+from tests.realcli.toolbox import Timings, Toolbox
+
+pytestmark = pytest.mark.realcli
+
+SCRIPT = "basic"
+_basic = Script.load(SCRIPT)
+FINAL_TEXT = next(step.text for step in _basic.steps if step.is_final)
+SCRIPTED_CALLS = sum(len(step.calls) for step in _basic.steps)  # pwd and ls, in parallel
+
+
+def _prepare(spec: CliSpec, root: Path) -> tuple[Path, Path, Setup]:
+    """HOME with the CLI's config files, and the fixture repository inside it (like the corpus)."""
+    home = workspace.make_home(root / "home")
+    repo = workspace.make_fixture_repo(home / "work" / "demo-repo")
+    setup = spec.setup(home)
+    for rel, text in setup.files.items():
+        path = home / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        path.chmod(0o600)
+    return home, repo, setup
+
+
+def _run(spec: CliSpec, tools: Toolbox, config: Path, root: Path) -> tuple[RunResult, Path, Setup, list[str]]:
+    """Run the CLI once under `ctxtap record` in the namespace; also report repository changes."""
+    binary, path_dirs = tools.command_for(spec)
+    home, repo, setup = _prepare(spec, root)
+    before = workspace.snapshot(repo)
+    env = base_env(home, path_dirs, config)
+    env.update(setup.env)
+    out = root / "capture"
+    result = run_in_netns([str(binary), *spec.args(repo)], cwd=repo, env=env, out=out, hosts=spec.hosts,
+                          websocket=spec.websocket, work=root, script=SCRIPT)
+    repo_changes = checks.repo_problems(before, workspace.snapshot(repo), spec.state_dirs)
+    return result, out, setup, repo_changes
+
+
+def _model_calls(capture: Path) -> list[ModelCall]:
+    return list(parse_exchanges(Capture.open(capture).exchanges()))
+
+
+@pytest.mark.parametrize("cli", sorted(CLIS))
+def test_real_cli_tool_loop_is_recorded(cli: str, realcli_tools: Toolbox, ctxtap_config: Path,
+                                        tmp_path: Path, realcli_timings: Timings) -> None:
+    spec = CLIS[cli]
+    result, capture, setup, repo_changes = _run(spec, realcli_tools, ctxtap_config, tmp_path)
+    realcli_timings.runs[cli] = result.seconds
+    context = f"{cli} ({spec.npm_spec}), work dir {tmp_path}\n{result.describe()}"
+
+    assert result.returncode == 0, context
+    assert FINAL_TEXT in result.stdout, f"the CLI did not print the scripted final text\n{context}"
+    assert not repo_changes, f"the fixture repository changed: {repo_changes}\n{context}"
+
+    info = json.loads(run_ctxtap(["info", str(capture), "--json"], ctxtap_config).stdout)
+    summary = {k: info[k] for k in ("status", "model_requests", "by_client", "by_api", "by_transport", "redactions")}
+    assert info["status"] == "finalized" and not info["recovered"], summary
+    assert info["model_requests"] >= 2, summary
+    assert info["by_client"] == {spec.client: info["model_requests"]}, summary
+    assert info["by_api"].get(spec.api, 0) >= 2, summary
+    assert info["redactions"], f"no credential was redacted: was the dummy key ever sent?\n{summary}"
+
+    calls = _model_calls(capture)
+    assert len(calls) >= 2, summary
+    assert not checks.parse_problems(calls, spec.client), checks.parse_problems(calls, spec.client)
+    link_problems, results = checks.link_problems(calls, SCRIPTED_CALLS)
+    assert not link_problems, link_problems
+    # The results are real: the CLI ran `ls` in the fixture repository and sent the output back.
+    assert any("pyproject.toml" in b.text and "data.csv" in b.text for b in results), [b.text for b in results]
+    main_calls = [c for c in calls if c.purpose.purpose == "main"]
+    assert main_calls and main_calls[-1].response.text == FINAL_TEXT, [c.response.text for c in main_calls]
+
+    leaks = checks.leaked_secrets(all_stored_bytes(capture), setup.secrets)
+    assert not leaks, leaks
