@@ -420,16 +420,24 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
             }
         entry["carried"] += carried[occ["occurrence_id"]]
         entry["carried_rate"] += carried_rate[occ["occurrence_id"]] * tokens_
+    replayed = _replayed_calls(recs, store, index_of)
     rows = []
     seen_calls: set[tuple[str, str]] = set()
     identical: dict[tuple[str, str, str], dict] = {}
-    for rec in recs:
+    for i, rec in enumerate(recs):
         call, pl = rec.call, rec.placement
         calls = call.response.tool_calls
         for tc in calls:
             key = (pl.session_id, tc.call_id)
             seen_calls.add(key)
             result = results.get(key)
+            if result is None:
+                # The provider gave no id (Gemini): the client made one up and used it on the
+                # replayed call and on its result. Find the replay by name and arguments.
+                client_id = _client_call_id(replayed, pl.session_id, tc.name, tc.arguments, i)
+                if client_id is not None:
+                    seen_calls.add((pl.session_id, client_id))
+                    result = results.get((pl.session_id, client_id))
             command = shell_command(tc.name, tc.arguments)
             parts = split_compound(command) if command else []
             status = result_status(result["text"], result["is_error"]) if result else "missing"
@@ -477,6 +485,46 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
             "carried_cost_usd": result["carried_rate"] or None, "orphan": "result",
         })
     return rows
+
+
+def _call_arguments(text: str) -> str | None:
+    """Canonical arguments of a replayed tool-call block (Anthropic input, Gemini args, OpenAI arguments)."""
+    try:
+        wire = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(wire, dict):
+        return None
+    for key in ("args", "input", "arguments"):
+        if key in wire:
+            value = wire[key]
+            return canonical_arguments(value if isinstance(value, str) else json.dumps(value))
+    function = wire.get("function")
+    if isinstance(function, dict) and "arguments" in function:
+        return canonical_arguments(str(function["arguments"]))
+    return None
+
+
+def _replayed_calls(recs: list[CallRec], store: BlockStore, index_of: dict[str, int]) -> dict:
+    """(session, tool name) -> [(first request index, call id, canonical arguments)] of replayed calls."""
+    out: dict[tuple[str, str], list[tuple[int, str, str | None]]] = {}
+    for occ in store.occurrences:
+        if occ["kind"] != "tool_call" or not occ["call_id"] or not occ["tool_name"]:
+            continue
+        first = index_of.get(occ["first_request_id"])
+        if first is None:
+            continue
+        args = _call_arguments(store.content[occ["content_hash"]]["text"])
+        out.setdefault((recs[first].placement.session_id, occ["tool_name"]), []).append((first, occ["call_id"], args))
+    return out
+
+
+def _client_call_id(replayed: dict, session: str, name: str, arguments: str, after: int) -> str | None:
+    wanted = canonical_arguments(arguments)
+    for first, call_id, args in sorted(replayed.get((session, name), [])):
+        if first > after and args == wanted:
+            return call_id
+    return None
 
 
 def _has_history_call(store: BlockStore, call_id: str) -> bool:

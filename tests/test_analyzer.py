@@ -200,3 +200,39 @@ def test_sql_and_stats_commands(scenario, ctxtap_config):
     stats = run_ctxtap(["stats", str(cap)], ctxtap_config).stdout
     assert "ttl_expired" in stats and "system[1] changed: a timestamp inserted" in stats
     assert "rate_limit" in stats
+
+
+def _har_entry(url: str, body: dict, response: dict, start: float) -> dict:
+    from tests.scenarios import _entry
+
+    return _entry(url, [("content-type", "application/json"), ("user-agent", "GeminiCLI/0.61.0/gemini-2.5-pro (linux; x64)")],
+                  json.dumps(body).encode(), 200, [("content-type", "application/json")],
+                  json.dumps(response).encode(), start, 0.5)
+
+
+def test_gemini_calls_without_ids_link_through_the_clients_own_ids(tmp_path, ctxtap_config):
+    """Gemini may answer a functionCall without an id; Gemini CLI then invents one for the replay and the result."""
+    from tests.scenarios import Recorded
+
+    url = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent"
+    tools = [{"functionDeclarations": [{"name": "run_shell_command", "parameters": {"type": "object"}}]}]
+    task = {"role": "user", "parts": [{"text": "list the files"}]}
+    call = {"functionCall": {"name": "run_shell_command", "args": {"command": "ls"}}}
+    usage = {"promptTokenCount": 50, "candidatesTokenCount": 5, "totalTokenCount": 55}
+    first = _har_entry(url, {"contents": [task], "tools": tools},
+                       {"candidates": [{"content": {"role": "model", "parts": [call]}, "finishReason": "STOP"}],
+                        "usageMetadata": usage}, 1_800_000_000)
+    replay = {"role": "model", "parts": [{"functionCall": {"id": "cli-7", "name": "run_shell_command",
+                                                           "args": {"command": "ls"}}}]}
+    result = {"role": "user", "parts": [{"functionResponse": {"id": "cli-7", "name": "run_shell_command",
+                                                              "response": {"output": "README.md"}}}]}
+    second = _har_entry(url, {"contents": [task, replay, result], "tools": tools},
+                        {"candidates": [{"content": {"role": "model", "parts": [{"text": "One file."}]},
+                                         "finishReason": "STOP"}], "usageMetadata": usage}, 1_800_000_002)
+    har = write_har(Recorded(entries=[first, second]), tmp_path / "gemini.har")
+    run_ctxtap(["import", str(har), "--out", str(tmp_path / "cap")], ctxtap_config)
+    run_ctxtap(["analyze", str(tmp_path / "cap")], ctxtap_config)
+    con = connect([tmp_path / "cap"])
+    [row] = rows(con, "SELECT * FROM tool_calls")
+    assert row["name"] == "run_shell_command" and row["command"] == "ls"
+    assert row["result_request_id"] is not None and row["result_status"] == "ok" and row["orphan"] is None
