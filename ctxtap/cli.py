@@ -39,6 +39,8 @@ def _proxy_options(f):
                      help="Treat HOST as a model API and record it in full (repeatable).")(f)
     f = click.option("--record-all", is_flag=True,
                      help="Record headers and bodies of every flow, not only model-API flows.")(f)
+    f = click.option("--offline", is_flag=True,
+                     help="Never reach the network: answer unrouted requests locally (GET 404, else 200 {}).")(f)
     f = click.option("--listen-host", default="127.0.0.1", show_default=True,
                      help="Address to listen on. Anything but loopback exposes the proxy to the network.")(f)
     f = click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -78,7 +80,7 @@ def main() -> None:
 @main.command(context_settings={"ignore_unknown_options": True})
 @_proxy_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def record(command, out, routes, model_hosts, record_all, listen_host) -> None:
+def record(command, out, routes, model_hosts, record_all, offline, listen_host) -> None:
     """Run COMMAND through the recording proxy and capture its model traffic.
 
     Starts a proxy on a free port with ctxtap's own CA (created on first use,
@@ -92,7 +94,7 @@ def record(command, out, routes, model_hosts, record_all, listen_host) -> None:
 
     out = out or default_captures_dir() / new_capture_id()
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
-                         record_all=record_all, command=list(command))
+                         record_all=record_all, offline=offline, command=list(command))
     proxy = BackgroundProxy(config).start()
     env = dict(__import__("os").environ)
     env.update(client_env(proxy.port, "127.0.0.1" if listen_host in ("0.0.0.0", "::") else listen_host))
@@ -115,7 +117,7 @@ def record(command, out, routes, model_hosts, record_all, listen_host) -> None:
 @main.command()
 @_proxy_options
 @click.option("--port", default=8080, show_default=True, help="Port to listen on (0: any free port).")
-def proxy(port, out, routes, model_hosts, record_all, listen_host) -> None:
+def proxy(port, out, routes, model_hosts, record_all, offline, listen_host) -> None:
     """Run the recording proxy until Ctrl-C / SIGTERM, then finalize the capture.
 
     Prints the environment variables a client needs; export them in another
@@ -125,7 +127,7 @@ def proxy(port, out, routes, model_hosts, record_all, listen_host) -> None:
 
     out = out or default_captures_dir() / new_capture_id()
     config = ProxyConfig(listen_host=listen_host, port=port, out=out, routes=list(routes),
-                         model_hosts=list(model_hosts), record_all=record_all)
+                         model_hosts=list(model_hosts), record_all=record_all, offline=offline)
 
     def ready(host: str, actual_port: int, capture_dir: Path | None) -> None:
         click.echo(f"# ctxtap proxy listening on {host}:{actual_port}, recording to {capture_dir}")

@@ -31,6 +31,7 @@ class ProxyConfig:
     routes: list[str] = field(default_factory=list)
     model_hosts: list[str] = field(default_factory=list)
     record_all: bool = False
+    offline: bool = False
     command: list[str] | None = None
     confdir: Path | None = None  # where the CA lives (default: the user's config dir)
 
@@ -49,6 +50,7 @@ def _master(config: ProxyConfig) -> tuple[DumpMaster, Recorder]:
         ctxtap_route=list(config.routes),
         ctxtap_model_hosts=list(config.model_hosts),
         ctxtap_record_all=config.record_all,
+        ctxtap_offline=config.offline,
         ctxtap_command=json.dumps(config.command) if config.command else "",
     )
     return master, addons[0]

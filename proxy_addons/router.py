@@ -53,6 +53,12 @@ class Router:
                 "ctxtap_route", Sequence[str], [],
                 "Route a host's traffic elsewhere: HOST=URL (repeatable).",
             )
+        if "ctxtap_offline" not in ctx.options:
+            loader.add_option(
+                "ctxtap_offline", bool, False,
+                "Never reach the network: answer every unrouted request locally "
+                "(GET: 404, other methods: 200 {}), so a sandboxed CLI does not wait on retries.",
+            )
 
     def configure(self, updated: set[str]) -> None:
         if "ctxtap_route" in updated:
@@ -79,6 +85,20 @@ class Router:
         if route.path_prefix:
             flow.request.path = route.path_prefix + flow.request.path
         log.debug("routed %s to %s", route.host, route.url)
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if not ctx.options.ctxtap_offline or flow.response is not None or self.route_for_url_host(flow):
+            return
+        if flow.request.method == "GET":
+            flow.response = http.Response.make(404, b'{"error":"not found (ctxtap offline)"}',
+                                               {"content-type": "application/json"})
+        else:
+            flow.response = http.Response.make(200, b"{}", {"content-type": "application/json"})
+        flow.metadata["ctxtap_offline"] = True
+
+    def route_for_url_host(self, flow: http.HTTPFlow) -> bool:
+        """Whether this (already rewritten) request is one we routed."""
+        return any(flow.request.host == r.target_host and flow.request.port == r.port for r in self.routes.values())
 
 
 addons = [Router()]

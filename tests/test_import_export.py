@@ -167,3 +167,27 @@ def test_addons_work_under_plain_mitmdump(tmp_path, ctxtap_config):
             proc.wait(30)
     cap = Capture.open(out)
     assert cap.manifest.status == "finalized" and cap.manifest.counts["model_requests"] == 1
+
+
+def test_offline_answers_unrouted_hosts_locally(tmp_path, ctxtap_config):
+    from ctxtap.modelserver.client import HttpClient
+    from tests.proxyharness import start_proxy
+
+    with ModelServer(script="basic") as server:
+        pp = start_proxy(tmp_path / "cap", ctxtap_config, [f"api.anthropic.com={server.url}"], extra=["--offline"])
+        try:
+            telemetry = HttpClient("https://telemetry.example.com", proxy=pp.url, ca_file=pp.ca_bundle)
+            assert telemetry.request("POST", "/v1/event", b'{"e": 1}', [("content-type", "application/json")]).json() == {}
+            assert telemetry.request("GET", "/config").status == 404
+            telemetry.close()
+            model = HttpClient("https://api.anthropic.com", proxy=pp.url, ca_file=pp.ca_bundle)
+            body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5,
+                               "messages": [{"role": "user", "content": "hi"}]}).encode()
+            assert model.request("POST", "/v1/messages", body, [("content-type", "application/json")]).json()["content"]
+            model.close()
+        finally:
+            pp.stop()
+        assert len(server.received) == 1  # only the routed model call left the proxy
+    flows = Capture.open(tmp_path / "cap").flows().to_pylist()
+    assert [(f["host"], f["status"]) for f in flows] == [
+        ("telemetry.example.com", 200), ("telemetry.example.com", 404), ("api.anthropic.com", 200)]
