@@ -1,0 +1,359 @@
+"""The report's charts as server-side SVG: token growth, cache, tool-loop timeline, comparisons.
+
+Bars of one series are one <path> (a sub-path per bar), so a 1000-request
+thread costs a few paths, not thousands of elements; each request gets one
+transparent hover column whose <title> says the numbers in words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from markupsafe import Markup
+
+from reports import palette
+from reports.formatting import compact, duration_ms, num, seconds, size
+from reports.svg import (
+    Frame,
+    Scale,
+    esc,
+    f,
+    int_ticks,
+    legend_html,
+    nice_max,
+    nice_ticks,
+    open_svg,
+    polyline,
+    x_axis,
+    y_axis,
+)
+
+Row = Mapping[str, Any]
+MAX_TITLE_SOURCES = 6
+
+
+def _bar_path(bars: Sequence[tuple[float, float, float, float]]) -> str:
+    """One path for many rectangles (x, y_top, width, height)."""
+    return "".join(f"M{f(x)},{f(y)}h{f(w)}v{f(h)}h{f(-w)}z" for x, y, w, h in bars if h > 0.05)
+
+
+def _band(n: int, frame: Frame) -> tuple[Scale, float]:
+    x = Scale(0.5, n + 0.5, frame.x0, frame.x1)
+    step = (frame.x1 - frame.x0) / max(n, 1)
+    return x, max(step * (0.8 if step > 4 else 1.0), 0.6)
+
+
+def _hover_columns(n: int, x: Scale, frame: Frame, titles: Sequence[str]) -> str:
+    step = (frame.x1 - frame.x0) / max(n, 1)
+    out = ['<g class="hover">']
+    for i, title in enumerate(titles):
+        out.append(f'<rect x="{f(x(i + 1) - step / 2)}" y="{f(frame.y1)}" width="{f(step)}" '
+                   f'height="{f(frame.y0 - frame.y1)}"><title>{esc(title)}</title></rect>')
+    out.append("</g>")
+    return "".join(out)
+
+
+# --- token growth -------------------------------------------------------------------------------
+
+
+def growth_chart(rows: Sequence[Row], by_source: Mapping[str, Mapping[str, int]], fit: Row | None,
+                 label: str) -> Markup:
+    """Per-request input stacked by source (estimated) with reported input on top; below, the
+    cumulative input with the analyzer's fitted n*p + m*n(n+1)/2."""
+    n = len(rows)
+    top = Frame(height=230, bottom=26)
+    bottom_h = 170
+    width, height = top.width, top.height + bottom_h
+    est = [sum(by_source.get(r["request_id"], {}).values()) for r in rows]
+    reported = [r.get("input_tokens_reported") for r in rows]
+    ymax = nice_max(max([*est, *[v or 0 for v in reported], 1]))
+    x, bw = _band(n, top)
+    y = Scale(0, ymax, top.y0, top.y1)
+    present = [s for s in palette.SOURCES if any(by_source.get(r["request_id"], {}).get(s.name) for r in rows)]
+    frame_all = Frame(width=width, height=height)
+    out = [open_svg(frame_all, f"Token growth: {label}")]
+    out.append(y_axis(top, y, nice_ticks(0, ymax), "input tokens / request"))
+    # stacked estimated bars, one path per source
+    stack = [0.0] * n
+    for style in present:
+        bars = []
+        for i, r in enumerate(rows):
+            v = by_source.get(r["request_id"], {}).get(style.name, 0)
+            if v:
+                y_top = y(stack[i] + v)
+                bars.append((x(i + 1) - bw / 2, y_top, bw, y(stack[i]) - y_top))
+                stack[i] += v
+        out.append(f'<path fill="{palette.source_fill(style.name)}" d="{_bar_path(bars)}"/>')
+    # reported input: a line (and dots when they are far enough apart)
+    pts = [(x(i + 1), y(v)) for i, v in enumerate(reported) if v is not None]
+    out.append(polyline(pts, "reported", palette.REPORTED))
+    if n <= 120:
+        out.append("".join(f'<circle cx="{f(px)}" cy="{f(py)}" r="2.6" fill="{palette.REPORTED}"/>' for px, py in pts))
+    accel = fit.get("accel_seq") if fit else None
+    if accel is not None and 0 <= accel < n:
+        ax = x(accel + 1)
+        right_half = ax > (top.x0 + top.x1) / 2
+        out.append(f'<line class="marker" x1="{f(ax)}" x2="{f(ax)}" y1="{f(top.y1)}" y2="{f(top.y0)}"/>'
+                   f'<text class="note" x="{f(ax - 4 if right_half else ax + 4)}" y="{f(top.y1 + 10)}" '
+                   f'text-anchor="{"end" if right_half else "start"}">growth accelerated at #{accel + 1} '
+                   f'(+{esc(num(fit.get("accel_increment_tokens")))} tokens)</text>')
+    # cumulative panel
+    low = Frame(width=width, height=height, top=top.height + 10, bottom=40)
+    cum = [r.get("cumulative_input_tokens") or 0 for r in rows]
+    fit_pts: list[tuple[float, float]] = []
+    fit_vals: list[float] = []
+    if fit and fit.get("fit_p") is not None and fit.get("fit_m") is not None:
+        p, m = float(fit["fit_p"]), float(fit["fit_m"])
+        k = 0  # the analyzer fits successful requests only: a failed one does not advance n
+        for r in rows:
+            k += 0 if r.get("error_layer") else 1
+            fit_vals.append(k * p + m * k * (k + 1) / 2)
+    cmax = nice_max(max([*cum, *fit_vals, 1]))
+    cy = Scale(0, cmax, low.y0, low.y1)
+    out.append(y_axis(low, cy, nice_ticks(0, cmax, 4), "cumulative tokens"))
+    out.append(x_axis(low, x, int_ticks(n), "request in thread (#)"))
+    out.append(polyline([(x(i + 1), cy(v)) for i, v in enumerate(cum)], "cumulative", palette.REPORTED))
+    if fit_vals:
+        fit_pts = [(x(i + 1), cy(v)) for i, v in enumerate(fit_vals)]
+        out.append(polyline(fit_pts, "fit", palette.FIT, dash=True))
+    titles = []
+    for i, r in enumerate(rows):
+        parts = sorted(by_source.get(r["request_id"], {}).items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{k.replace('_', ' ')} {num(v)}" for k, v in parts[:MAX_TITLE_SOURCES])
+        more = f", +{len(parts) - MAX_TITLE_SOURCES} more" if len(parts) > MAX_TITLE_SOURCES else ""
+        titles.append(f"request #{i + 1} (session #{r['num']}): estimated {num(est[i])} tokens ({shown}{more}); "
+                      f"reported {num(reported[i])}; cumulative {num(cum[i])}"
+                      + (f"; fit {num(round(fit_vals[i]))}" if fit_vals else ""))
+    whole = Frame(width=width, height=height, top=top.y1, bottom=low.bottom)
+    out.append(_hover_columns(n, x, whole, titles))
+    out.append("</svg>")
+    legend = [(palette.source_fill(s.name), s.label, "box") for s in present]
+    legend += [(palette.REPORTED, "reported input (provider)", "line"),
+               (palette.REPORTED, "cumulative input", "line")]
+    if fit_vals:
+        legend.append((palette.FIT, "fitted n·p + m·n(n+1)/2", "dash"))
+    return Markup("".join(out)) + legend_html(legend)
+
+
+# --- cache ---------------------------------------------------------------------------------------
+
+MISS_SHORT = {"cold_start": "cold", "prefix_change": "prefix", "ttl_expired": "TTL", "below_minimum": "min",
+              "unexplained": "?"}
+
+
+def cache_chart(rows: Sequence[Row], label: str) -> Markup:
+    """Cache read / cache write / uncached input per request, with divergence and miss markers."""
+    n = len(rows)
+    frame = Frame(height=260, top=34)
+    totals = [(r.get("cache_read_tokens") or 0) + (r.get("cache_write_tokens") or 0)
+              + (r.get("input_uncached_tokens") or 0) for r in rows]
+    ymax = nice_max(max([*totals, 1]))
+    x, bw = _band(n, frame)
+    y = Scale(0, ymax, frame.y0, frame.y1)
+    out = [open_svg(frame, f"Prompt cache per request: {label}")]
+    out.append(y_axis(frame, y, nice_ticks(0, ymax), "input tokens (reported)"))
+    out.append(x_axis(frame, x, int_ticks(n), "request in thread (#)"))
+    series = (("cache_read_tokens", palette.CACHE_READ), ("cache_write_tokens", palette.CACHE_WRITE),
+              ("input_uncached_tokens", palette.UNCACHED))
+    stack = [0.0] * n
+    for column, color in series:
+        bars = []
+        for i, r in enumerate(rows):
+            v = r.get(column) or 0
+            if v:
+                y_top = y(stack[i] + v)
+                bars.append((x(i + 1) - bw / 2, y_top, bw, y(stack[i]) - y_top))
+                stack[i] += v
+        out.append(f'<path fill="{color}" d="{_bar_path(bars)}"/>')
+    div_marks, miss_marks, err_marks = [], [], []
+    for i, r in enumerate(rows):
+        cx = x(i + 1)
+        if r.get("divergence_kind") in ("changed", "inserted", "removed", "reordered"):
+            div_marks.append(f"M{f(cx - 4)},{f(frame.y1 - 22)}h8l-4,7z")
+        cause = r.get("miss_cause")
+        if cause and (cause != "cold_start" or n <= 60):  # cold starts only where they stay readable
+            miss_marks.append((cx, cause))
+        if r.get("error_layer"):
+            err_marks.append(cx)
+    if div_marks:
+        out.append(f'<path class="div-mark" fill="{palette.BLUE}" d="{"".join(div_marks)}"/>')
+    for cx, cause in miss_marks:
+        out.append(f'<g class="miss-mark"><path stroke="{palette.VERMILLION}" stroke-width="2" '
+                   f'd="M{f(cx - 3.5)},{f(frame.y1 - 10)}l7,7m0,-7l-7,7"/>')
+        if len(miss_marks) <= 40:
+            out.append(f'<text class="note" x="{f(cx + 5)}" y="{f(frame.y1 - 3)}">{esc(MISS_SHORT.get(cause, cause))}</text>')
+        out.append("</g>")
+    if err_marks:
+        d = "".join(f"M{f(cx)},{f(frame.y0)}v-10" for cx in err_marks)
+        out.append(f'<path class="err-mark" stroke="{palette.ERROR}" stroke-width="3" d="{d}"/>')
+    titles = []
+    for i, r in enumerate(rows):
+        if r.get("error_layer"):
+            titles.append(f"request #{i + 1}: HTTP {r.get('status')} {r.get('error_layer')} — no usage reported")
+            continue
+        words = [f"request #{i + 1} (session #{r['num']}): read {num(r.get('cache_read_tokens'))}, "
+                 f"write {num(r.get('cache_write_tokens'))}, uncached {num(r.get('input_uncached_tokens'))}; "
+                 f"{r.get('cache_status') or 'n/a'}"]
+        if r.get("miss_explanation"):
+            words.append(f"miss: {r['miss_explanation']}")
+        if r.get("divergence_summary"):
+            words.append(f"prefix: {r['divergence_summary']}")
+        if r.get("gap_s") is not None:
+            words.append(f"gap {seconds(r['gap_s'])}")
+        titles.append("; ".join(words))
+    out.append(_hover_columns(n, x, frame, titles))
+    out.append("</svg>")
+    legend = [(palette.CACHE_READ, "cache read", "box"), (palette.CACHE_WRITE, "cache write", "box"),
+              (palette.UNCACHED, "uncached input", "box"), (palette.BLUE, "▼ prefix changed", "dot"),
+              (palette.VERMILLION, "× cache miss (cause above)", "dot"), (palette.ERROR, "| failed request", "line")]
+    return Markup("".join(out)) + legend_html(legend)
+
+
+# --- tool loop timeline --------------------------------------------------------------------------
+
+
+def timeline_chart(requests: Sequence[Row], calls: Sequence[Row], label: str) -> Markup:
+    """Model requests and tool calls on one time axis: parallel calls stack in lanes, results coloured
+    by status, repeats outlined, the gap from response to result request visible as the call's bar."""
+    requests = [r for r in requests if r.get("ts_start") is not None]
+    if not requests:
+        return Markup("")
+    t0 = min(r["ts_start"] for r in requests)
+    t_end = max((r.get("ts_end") or r["ts_start"]) for r in requests)
+    lanes = max([c.get("parallel_group_size") or 1 for c in calls] + [1])
+    lanes = min(lanes, 8)
+    lane_h = 16
+    frame = Frame(height=40 + 26 + lanes * lane_h + 30, top=12, left=110)
+    span = max(t_end - t0, 0.001)
+    x = Scale(0, span, frame.x0, frame.x1)
+    out = [open_svg(frame, f"Tool-loop timeline: {label}")]
+    ticks = nice_ticks(0, span, 8)
+    out.append(x_axis(frame, x, ticks, "seconds since the session's first request", fmt=lambda v: compact(v)))
+    model_y = frame.y1 + 4
+    out.append(f'<text class="lane" x="{frame.x0 - 6}" y="{f(model_y + 12)}" text-anchor="end">model requests</text>')
+    kinds = {"main": palette.MAIN, "subagent": palette.SUBAGENT, "side": palette.SIDE}
+    by_color: dict[str, list[tuple[float, float, float, float]]] = {}
+    titles = []
+    for r in requests:
+        a = x(r["ts_start"] - t0)
+        b = x((r.get("ts_end") or r["ts_start"]) - t0)
+        color = palette.ERROR if r.get("error_layer") else kinds.get(r.get("thread_kind") or "main", palette.MAIN)
+        by_color.setdefault(color, []).append((a, model_y, max(b - a, 1.0), 16))
+        titles.append((a, max(b - a, 2.0), model_y,
+                       f"#{r['num']} {r.get('purpose')} ({r.get('thread_kind')}): {duration_ms(r.get('duration_ms'))}"
+                       + (f", HTTP {r.get('status')} {r.get('error_layer')}" if r.get("error_layer") else "")
+                       + (f", {r.get('n_tool_calls')} tool call(s)" if r.get("n_tool_calls") else "")))
+    for color, bars in by_color.items():
+        out.append(f'<path fill="{color}" d="{_bar_path(bars)}"/>')
+    lane0 = model_y + 26
+    for k in range(lanes):
+        out.append(f'<text class="lane" x="{frame.x0 - 6}" y="{f(lane0 + k * lane_h + 11)}" text-anchor="end">'
+                   f'{"tool calls" if k == 0 else f"parallel #{k + 1}"}</text>')
+    req_by_id = {r["request_id"]: r for r in requests}
+    call_bars: dict[str, list[tuple[float, float, float, float]]] = {}
+    repeat_outlines = []
+    for c in calls:
+        proposer = req_by_id.get(c.get("request_id") or "")
+        carrier = req_by_id.get(c.get("result_request_id") or "")
+        if proposer is None:
+            continue
+        start = (proposer.get("ts_end") or proposer["ts_start"]) - t0
+        end = (carrier["ts_start"] - t0) if carrier else start + (c.get("gap_ms") or 0) / 1000
+        lane = min(c.get("call_index") or 0, lanes - 1)
+        a, b = x(start), x(max(end, start))
+        yy = lane0 + lane * lane_h
+        status = c.get("result_status") or "missing"
+        bar = (a, yy, max(b - a, 1.5), lane_h - 4)
+        call_bars.setdefault(status, []).append(bar)
+        if c.get("repeat_of"):
+            repeat_outlines.append(bar)
+        titles.append((a, max(b - a, 2.0), yy,
+                       f"{c.get('name')} {_short(c.get('command') or c.get('arguments'), 80)} — {status}"
+                       f", result {size(c.get('result_bytes'))}, gap {duration_ms(c.get('gap_ms'))}"
+                       + (f", parallel {(c.get('call_index') or 0) + 1}/{c.get('parallel_group_size')}"
+                          if (c.get("parallel_group_size") or 1) > 1 else "")
+                       + (", repeat of an earlier call" if c.get("repeat_of") else "")
+                       + (", stuck on an error" if c.get("stuck_on_error") else "")))
+    for status, bars in call_bars.items():
+        out.append(f'<path fill="{palette.RESULT_STATUS.get(status, palette.GREY)}" d="{_bar_path(bars)}"/>')
+    if repeat_outlines:
+        d = "".join(f"M{f(a)},{f(yy)}h{f(w)}v{f(h)}h{f(-w)}z" for a, yy, w, h in repeat_outlines)
+        out.append(f'<path fill="none" stroke="{palette.BLACK}" stroke-dasharray="2 2" d="{d}"/>')
+    out.append('<g class="hover">')
+    for a, w, yy, title in titles:
+        out.append(f'<rect x="{f(a)}" y="{f(yy)}" width="{f(w)}" height="16"><title>{esc(title)}</title></rect>')
+    out.append("</g></svg>")
+    legend = [(palette.MAIN, "main-thread request", "box"), (palette.SUBAGENT, "subagent request", "box"),
+              (palette.SIDE, "side request", "box"), (palette.ERROR, "failed request", "box")]
+    legend += [(palette.RESULT_STATUS[s], f"call → result {s}", "box") for s in ("ok", "error", "denied", "missing")]
+    legend.append((palette.BLACK, "repeat (dashed outline)", "dash"))
+    return Markup("".join(out)) + legend_html(legend)
+
+
+def _short(value: str | None, limit: int) -> str:
+    if not value:
+        return ""
+    value = " ".join(value.split())
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+# --- comparison ----------------------------------------------------------------------------------
+
+
+def composition_bars(items: Sequence[tuple[str, Mapping[str, int]]], title: str) -> Markup:
+    """One horizontal bar per client, stacked by source, on a common token scale; labels above the bars."""
+    row_h, label_h, gap = 18, 15, 8
+    frame = Frame(height=20 + len(items) * (row_h + label_h + gap) + 40, left=16, right=70, top=10, bottom=40)
+    tmax = nice_max(max([sum(v.values()) for _, v in items] + [1]))
+    x = Scale(0, tmax, frame.x0, frame.x1)
+    out = [open_svg(frame, title)]
+    out.append(x_axis(frame, x, nice_ticks(0, tmax, 8), "estimated input tokens"))
+    for k, (label, parts) in enumerate(items):
+        yy = frame.y1 + k * (row_h + label_h + gap)
+        out.append(f'<text class="lane" x="{frame.x0}" y="{f(yy + 11)}">{esc(label)}</text>')
+        yy += label_h
+        acc = 0.0
+        total = max(sum(parts.values()), 1)
+        for style in palette.SOURCES:
+            v = parts.get(style.name, 0)
+            if not v:
+                continue
+            a, b = x(acc), x(acc + v)
+            out.append(f'<rect x="{f(a)}" y="{f(yy)}" width="{f(max(b - a, 0.5))}" height="{row_h}" '
+                       f'fill="{palette.source_fill(style.name)}"><title>{esc(label)}: {esc(style.label)} '
+                       f'{esc(num(v))} tokens ({v / total:.0%})</title></rect>')
+            acc += v
+        out.append(f'<text class="note" x="{f(x(acc) + 4)}" y="{f(yy + 13)}">{esc(num(acc))}</text>')
+    out.append("</svg>")
+    present = [s for s in palette.SOURCES if any(p.get(s.name) for _, p in items)]
+    return Markup("".join(out)) + legend_html([(palette.source_fill(s.name), s.label, "box") for s in present])
+
+
+def cache_share_bars(items: Sequence[tuple[str, int, int, int]], title: str) -> Markup:
+    """Per client, the reported input split into cache read / write / uncached (100% bars)."""
+    row_h, label_h, gap = 18, 15, 8
+    frame = Frame(height=20 + len(items) * (row_h + label_h + gap) + 40, left=16, right=70, top=10, bottom=40)
+    x = Scale(0, 1, frame.x0, frame.x1)
+    out = [open_svg(frame, title)]
+    out.append(x_axis(frame, x, [0, 0.25, 0.5, 0.75, 1], "share of reported input", fmt=lambda v: f"{v:.0%}"))
+    for k, (label, read, write, uncached) in enumerate(items):
+        yy = frame.y1 + k * (row_h + label_h + gap)
+        out.append(f'<text class="lane" x="{frame.x0}" y="{f(yy + 11)}">{esc(label)}</text>')
+        yy += label_h
+        total = read + write + uncached
+        if not total:
+            out.append(f'<text class="note" x="{frame.x0 + 4}" y="{f(yy + 14)}">no usage reported</text>')
+            continue
+        acc = 0
+        for v, color, name in ((read, palette.CACHE_READ, "cache read"), (write, palette.CACHE_WRITE, "cache write"),
+                               (uncached, palette.UNCACHED, "uncached")):
+            if v:
+                a, b = x(acc / total), x((acc + v) / total)
+                out.append(f'<rect x="{f(a)}" y="{f(yy)}" width="{f(b - a)}" height="{row_h}" fill="{color}">'
+                           f'<title>{esc(label)}: {name} {esc(num(v))} tokens ({v / total:.0%})</title></rect>')
+                acc += v
+    out.append("</svg>")
+    return Markup("".join(out)) + legend_html([(palette.CACHE_READ, "cache read", "box"),
+                                               (palette.CACHE_WRITE, "cache write", "box"),
+                                               (palette.UNCACHED, "uncached input", "box")])

@@ -1,0 +1,50 @@
+"""`ctxtap report`: captures -> one self-contained HTML file (registered by ctxtap.cli)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from reports.output import COMPARISON_DEFAULT, default_output
+
+
+@click.command(name="report")
+@click.argument("captures", nargs=-1, required=True,
+                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+              help="HTML file to write (default: CAPTURE/report.html for one capture, "
+                   f"./{COMPARISON_DEFAULT} for several).")
+@click.option("--title", help="Title of the report (default: the clients it covers).")
+@click.option("--max-size", "max_mb", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
+              help="Size bound in MB: distinct block texts are embedded once and truncated (head and tail, "
+                   "exact size noted) so the file stays within it.")
+def report(captures: tuple[Path, ...], output: Path | None, title: str | None, max_mb: float) -> None:
+    """Render captures into one self-contained HTML report.
+
+    One file, no network requests (inline CSS, SVG charts and a little inline
+    JavaScript), opens from file://. It shows an overview (clients, sessions,
+    requests by purpose, errors by layer, tokens and cost), and per session the
+    context layout of every request, token growth with the fitted model, the
+    prompt cache with the cause of each miss, the tool-loop timeline, side
+    requests and errors, and a block viewer with every block's text. Several
+    captures, or one capture with several clients, add a comparison across
+    clients (layout, tokens by source, cache behaviour).
+
+    Captures are analysed first if their dataset is missing or stale. Example:
+
+        ctxtap report captures/20260727-101500-ab12cd
+    """
+    from ctxtap.capture.store import CaptureError
+    from reports.render import render_report
+
+    paths = list(captures)
+    out = output or default_output(paths)
+    try:
+        result = render_report(paths, out, title=title, max_bytes=int(max_mb * 1_000_000))
+    except CaptureError as exc:
+        raise click.ClickException(str(exc)) from exc
+    note = f", {result.truncated_texts} long texts truncated" if result.truncated_texts else ""
+    click.echo(f"wrote {result.path} ({result.bytes / 1e6:.2f} MB: {result.sessions} sessions, "
+               f"{result.requests} requests, {result.texts} distinct block texts{note}) in {result.seconds:.1f} s")
+

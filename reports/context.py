@@ -1,0 +1,56 @@
+"""DuckDB views -> the report's context: plain dataclasses and dicts that templates only read.
+
+Each capture is read through its own connection (`analysis.db.connect([capture])`),
+so capture-local ids (`gemini-cli:auto:1`, HAR flow ids) can never mix between
+captures; the comparison is assembled from the per-capture results. Templates
+never query and never compute: a new analysis is a view, a query in one of
+the section builders (sessions, overview, comparison), and one partial.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import duckdb
+
+from reports.blockdata import BlockData
+from reports.comparison import build_comparison
+from reports.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
+from reports.overview import build_overview
+from reports.sessions import build_sessions
+
+__all__ = ["LARGE_TABLE", "ReportContext", "build_context", "capture_info"]
+
+
+def capture_info(path: Path, con: duckdb.DuckDBPyConnection) -> CaptureInfo:
+    from ctxtap.capture.store import Capture
+
+    cap = Capture.open(path)
+    m = cap.manifest
+    n = con.execute("SELECT count(*) FROM requests").fetchone()[0]
+    return CaptureInfo(path=Path(path), capture_id=m.capture_id, name=Path(path).name, source=m.source or "",
+                       started_at=m.started_at, ended_at=m.ended_at, n_requests=n)
+
+
+def build_context(captures: Sequence[Path], title: str | None = None) -> ReportContext:
+    """Read every capture's analysis dataset (which must exist) into one report context."""
+    from analysis.db import connect
+
+    blocks = BlockData()
+    per_capture = []
+    sessions: list[SessionView] = []
+    for path in captures:
+        con = connect([Path(path)])
+        cap = capture_info(Path(path), con)
+        blocks.add_capture(con, cap.capture_id)
+        mine = build_sessions(cap, con, blocks, len(sessions))
+        sessions.extend(mine)
+        per_capture.append((cap, con, mine))
+    comparison = build_comparison(per_capture, blocks)
+    infos = [cap for cap, _, _ in per_capture]
+    if title is None:
+        clients = sorted({s.client for s in sessions})
+        title = f"ctxtap report — {', '.join(clients) or 'no model traffic'}"
+    return ReportContext(title=title, captures=infos, overview=build_overview(sessions), sessions=sessions,
+                         comparison=comparison, blocks=blocks)

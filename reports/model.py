@@ -1,0 +1,183 @@
+"""The report's data model: what templates read (dataclasses and row dicts, never queries).
+
+Rows are the views' own columns as dicts; a section adds fields only where a
+template needs something the views do not say (a request's number in its
+session, its ribbon row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+from markupsafe import Markup
+
+from reports.blockdata import BlockData, Ribbon
+
+Row = dict[str, Any]
+LARGE_TABLE = 60  # tables longer than this start collapsed
+
+
+def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+    cur = con.execute(sql, list(params))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+REQUESTS_SQL = """
+SELECT r.request_id, r.session_id, r.session_source, r.thread_id, r.thread_kind, r.seq_in_session, r.seq_in_thread,
+       r.turn_index, r.ts_start, r.ts_end, r.ttfb_ms, r.duration_ms, r.client, r.client_version, r.provider, r.api,
+       r.transport, r.endpoint, r.model, r.purpose, r.purpose_rule, r.purpose_evidence, r.status, r.error_layer,
+       r.error_code, r.error_message, r.retryable, r.retry_after_s, r.parse_status, r.parse_error,
+       r.input_tokens_reported, r.input_uncached_tokens, r.cache_read_tokens, r.cache_write_tokens, r.output_tokens,
+       r.reasoning_tokens, r.usage_status, r.cache_semantics, r.input_tokens_estimated, r.n_blocks, r.n_new_blocks,
+       r.n_tools, r.body_bytes, r.stop_reason, r.n_tool_calls, r.response_text, r.cost_usd,
+       r.cumulative_input_tokens,
+       p.gap_s, p.divergence_kind, p.divergence_summary, p.first_divergent_path, p.first_divergent_source,
+       p.common_prefix_tokens, p.expected_cached_tokens, p.cache_status, p.miss_cause, p.miss_explanation
+FROM requests r LEFT JOIN prefix p USING (request_id)
+ORDER BY r.session_id, r.seq_in_session, r.ts_start
+"""
+
+
+@dataclass
+class CaptureInfo:
+    path: Path
+    capture_id: str
+    name: str
+    source: str
+    started_at: float | None
+    ended_at: float | None
+    n_requests: int
+
+
+@dataclass
+class CacheEvent:
+    """A cache miss or a prefix change, in words, with the requests it happened at."""
+
+    kind: str  # "miss" or "prefix"
+    text: str
+    count: int
+    requests: list[int]
+    example: str = ""
+
+
+@dataclass
+class ThreadView:
+    thread_id: str
+    label: str
+    kind: str
+    rows: list[Row]
+    growth: Row | None
+    growth_svg: Markup
+    cache_svg: Markup
+    events: list[CacheEvent]
+    has_usage: bool
+    open: bool = True  # the first threads start expanded; many subagent threads start collapsed
+
+
+@dataclass
+class ToolLoop:
+    svg: Markup
+    calls: list[Row]
+    n_parallel_groups: int
+    n_repeats: int
+    n_errors: int
+    n_orphans: int
+    n_stuck: int
+    median_gap_ms: float | None
+    longest_gap_ms: float | None
+    by_name: list[tuple[str, int, int]]
+    compound: int
+
+
+@dataclass
+class SessionView:
+    anchor: str
+    capture: CaptureInfo
+    session_id: str
+    short: str  # the session id without its client prefix, shortened, for navigation
+    client: str
+    client_versions: str
+    models: str
+    apis: str
+    session_source: str
+    totals: Row
+    duration_s: float | None
+    requests: list[Row]
+    threads: list[ThreadView]
+    side: list[Row]
+    errors: list[Row]
+    toolloop: ToolLoop
+    ribbon: Ribbon
+    side_ribbon: Ribbon | None
+    purposes: list[tuple[str, int]]
+
+
+@dataclass
+class ClientRow:
+    client: str
+    versions: str
+    apis: str
+    sessions: int
+    requests: int
+    main: int
+    side: int
+    input_reported: int | None
+    cache_read: int | None
+    output: int | None
+    cost: float | None
+    errors: int
+
+
+@dataclass
+class Overview:
+    totals: Row
+    clients: list[ClientRow]
+    purposes: list[tuple[str, int, float]]
+    error_layers: list[tuple[str, int, str]]
+
+
+@dataclass
+class ComparisonRow:
+    label: str
+    client: str
+    capture: str
+    capture_id: str
+    layout: Row
+    first_request: Row | None
+    first_by_source: dict[str, int]
+    total_by_source: dict[str, int]
+    cache: Row
+
+
+@dataclass
+class Comparison:
+    rows: list[ComparisonRow]
+    composition_svg: Markup
+    cache_svg: Markup
+    sources: list[str]
+    ribbon: Ribbon
+
+
+@dataclass
+class ReportContext:
+    title: str
+    captures: list[CaptureInfo]
+    overview: Overview
+    sessions: list[SessionView]
+    comparison: Comparison | None
+    blocks: BlockData
+    notes: list[str] = field(default_factory=list)
+
+
+# --- per capture ------------------------------------------------------------------------------------
+
+
+def sum_present(values) -> int | float | None:
+    """Sum of the known values; None when none is known (unknown is not zero)."""
+    values = [v for v in values if v is not None]
+    return sum(values) if values else None

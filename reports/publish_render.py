@@ -1,0 +1,117 @@
+"""Write an attachment as JSON (for machines) and Markdown (to read), from the same data.
+
+The Markdown shows the first request of every thread in full and, for later
+requests, only the blocks that are new, with the carried positions summarised;
+every quoted text sits in a fence longer than any backtick run inside it, so
+wording survives byte for byte and placeholders like `<user-1>` are never read
+as HTML.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+TEMPLATES = Path(__file__).resolve().parent / "attachments"
+_BACKTICKS_RE = re.compile(r"`+")
+
+
+def fence(text: str | None, lang: str = "text") -> str:
+    """`text` in a code fence that no run of backticks inside it can close."""
+    text = text or ""
+    longest = max((len(m.group()) for m in _BACKTICKS_RE.finditer(text)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    return f"{ticks}{lang}\n{text}{'' if text.endswith(chr(10)) or not text else chr(10)}{ticks}"
+
+
+def code(value: Any) -> str:
+    """An inline code span for any value (placeholders stay literal)."""
+    text = "" if value is None else str(value)
+    text = text.replace("\n", " ")
+    longest = max((len(m.group()) for m in _BACKTICKS_RE.finditer(text)), default=0)
+    ticks = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{ticks}{pad}{text}{pad}{ticks}" if text else "``"
+
+
+def ranges(positions: list[int]) -> str:
+    """[0, 1, 2, 5] -> "0–2, 5"."""
+    out: list[str] = []
+    for p in sorted(positions):
+        if out and isinstance(out[-1], str) and out[-1].split("–")[-1] == str(p - 1):
+            start = out[-1].split("–")[0]
+            out[-1] = f"{start}–{p}"
+        else:
+            out.append(str(p))
+    return ", ".join(out)
+
+
+def _groups(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive tool definitions become one catalogue group; other blocks stand alone."""
+    groups: list[dict[str, Any]] = []
+    for item in items:
+        if item["b"]["kind"] == "tool_definition" and groups and groups[-1]["type"] == "catalogue":
+            groups[-1]["items"].append(item)
+        elif item["b"]["kind"] == "tool_definition":
+            groups.append({"type": "catalogue", "items": [item]})
+        else:
+            groups.append({"type": "block", "items": [item]})
+    return groups
+
+
+def markdown_view(att: dict[str, Any]) -> dict[str, Any]:
+    """What the template needs: per request, the blocks to show and what was carried."""
+    shown: dict[str, int] = {}
+    threads = []
+    for section, items in (("thread", att["threads"]), ("side", att["side_requests"])):
+        for i, thread in enumerate(items, 1):
+            requests = []
+            for req in thread["requests"]:
+                visible = req["blocks"] if req["in_full"] else [b for b in req["blocks"] if b["new"]]
+                carried = [b["position"] for b in req["blocks"] if not b["new"]] if not req["in_full"] else []
+                items = []
+                for block in visible:
+                    items.append({"b": block, "c": att["contents"][block["content"]],
+                                  "repeat_of": shown.get(block["content"])})
+                    shown.setdefault(block["content"], req["n"])
+                requests.append({"req": req, "groups": _groups(items), "carried": ranges(carried)})
+            threads.append({"section": section, "index": i, "thread": thread, "requests": requests})
+    return {"att": att, "threads": threads}
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        autoescape=False,  # Markdown: every dynamic value goes through `code` or `fence`
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["fence"] = fence
+    env.filters["code"] = code
+    env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
+    return env
+
+
+def render_markdown(att: dict[str, Any]) -> str:
+    template = _environment().get_template("attachment.md.j2")
+    text = template.render(**markdown_view(att))
+    return re.sub(r"\n{3,}", "\n\n", text)
+
+
+def render_json(att: dict[str, Any]) -> str:
+    return json.dumps(att, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_attachment(att: dict[str, Any], directory: Path, stem: str) -> list[Path]:
+    """`<stem>.json` and `<stem>.md` in `directory`; returns both paths."""
+    json_path = directory / f"{stem}.json"
+    md_path = directory / f"{stem}.md"
+    md_path.write_text(render_markdown(att), encoding="utf-8")
+    json_path.write_text(render_json(att), encoding="utf-8")
+    return [json_path, md_path]

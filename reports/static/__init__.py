@@ -1,0 +1,1 @@
+"""CSS and JavaScript inlined into every report (a package so they ship as package data)."""
