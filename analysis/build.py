@@ -169,7 +169,8 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
     memo = ParseMemo()
     for call in parse_exchanges(exchanges, memo):
         rb = store.add_request(call.call_key, call.request.blocks)
-        placement = assigner.place(call, rb.conversation)
+        compacted = any(b.source == "summary" for b in call.request.blocks)
+        placement = assigner.place(call, rb.conversation, continues_after_compaction=compacted)
         stats.blocks_total += len(call.request.blocks)
         stats.context_bytes_total += rb.context_bytes
         call.request.blocks = []  # the store holds what is needed, once
@@ -310,13 +311,20 @@ def _common(a, b) -> int:
     return i
 
 
+# Blocks the provider consumes before caching: they never break a cached prefix. Claude Code's
+# `x-anthropic-billing-header` line changes on every request, yet Claude Code gets cache hits:
+# the API reads it as billing metadata (our scripted server does the same).
+CACHE_TRANSPARENT_RULES = frozenset({"claude.billing-header"})
+
+
 def _view(rec: CallRec, row: dict, store: BlockStore, content_tokens: list[int]) -> ReqView:
     occ = [store.occurrences[o] for o in rec.blocks.occurrences]
     breakpoints = dict(rec.blocks.breakpoints)
+    keys = [-1 if o["rule_id"] in CACHE_TRANSPARENT_RULES else c for o, c in zip(occ, rec.content_ids, strict=True)]
     return ReqView(
         request_id=rec.request_id, provider=rec.call.provider, model=row["model"],
         ts_start=rec.call.ts_start, ts_end=rec.call.ts_end,
-        hashes=list(rec.content_ids), tokens=[content_tokens[c] for c in rec.content_ids],
+        hashes=list(rec.content_ids), cache_keys=keys, tokens=[content_tokens[c] for c in rec.content_ids],
         paths=[o["path"] for o in occ], kinds=[o["kind"] for o in occ], sources=[o["source"] for o in occ],
         texts=None, breakpoints=breakpoints, auto_breakpoint=rec.call.request.top_level_cache_control,
         cache_read=row["cache_read_tokens"], cache_write=row["cache_write_tokens"],
@@ -356,7 +364,12 @@ def _prefix_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
             common_tokens = sum(cur.tokens[:common])
             first_div = None if kind == "extended" else common
         expected_est, facts = expected_reads(prev, cur, rule, gap)
-        expected, status, cause, explanation = cache_verdict(prev, cur, rule, expected_est, facts, gap, kind)
+        expected, status, cause, explanation = cache_verdict(prev, cur, rule, expected_est, facts, gap)
+        if summary and first_div is not None and first_div < len(cur.cache_keys) and cur.cache_keys[first_div] == -1:
+            summary += "; outside the cache key (billing metadata)"
+        if rec.call.purpose.purpose == "warmup" or not cur.hashes:
+            # a warm-up generates nothing and carries no context: there is no cache behaviour to judge
+            expected, status, cause, explanation = None, "n/a", None, None
         if first_div is not None and first_div < len(cur.paths):
             div_path, div_kind, div_source = cur.paths[first_div], cur.kinds[first_div], cur.sources[first_div]
         elif first_div is not None and prev is not None:
@@ -567,6 +580,11 @@ def _thread_rows(recs: list[CallRec], requests: list[dict]) -> list[dict]:
     return out
 
 
+def _label(summary: str) -> str:
+    """A divergence summary without its example values: `system[2] changed: a timestamp`."""
+    return summary.split(" (", 1)[0]
+
+
 def _layout_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[int],
                  prefix: list[dict]) -> list[dict]:
     by_client: dict[str, list[int]] = {}
@@ -610,6 +628,6 @@ def _layout_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
             "tool_results_via": tool_results_via(via),
             "n_tools": sample.call.request.n_tools,
             "tool_definition_tokens": tool_tokens, "system_tokens": system_tokens,
-            "dynamic_fields_before_stable": "; ".join(dict.fromkeys(dynamic).keys()) or None,
+            "dynamic_fields_before_stable": "; ".join(dict.fromkeys(_label(d) for d in dynamic)) or None,
         })
     return out

@@ -59,6 +59,7 @@ class ReqView:
     ts_start: float
     ts_end: float | None
     hashes: list  # content keys per block (equal keys = identical content)
+    cache_keys: list  # the same, with blocks the provider leaves out of its cache key neutralised
     tokens: list[int]  # estimated tokens per block
     paths: list[str]
     kinds: list[str]
@@ -112,7 +113,8 @@ def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: f
                    "prev_cached_tokens": 0}
     if prev is None:
         return 0, facts
-    common = _common(prev.hashes, cur.hashes)
+    common = _common(prev.cache_keys, cur.cache_keys)
+    facts["prefix_extended"] = common == len(prev.cache_keys)
     common_tokens = sum(cur.tokens[:common])
     facts.update(common_blocks=common, common_tokens=common_tokens)
     if rule.mode == "breakpoints":
@@ -141,7 +143,7 @@ def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: f
 
 
 def cache_verdict(prev: ReqView | None, cur: ReqView, rule: CacheRule, expected_est: int, facts: dict,
-                  gap_s: float | None, divergence_kind: str) -> tuple[int | None, str, str | None, str | None]:
+                  gap_s: float | None) -> tuple[int | None, str, str | None, str | None]:
     """(expected in reported units, status, miss cause, explanation)."""
     scale = cur.calibration or 1.0
     expected = round(expected_est * scale)
@@ -154,7 +156,7 @@ def cache_verdict(prev: ReqView | None, cur: ReqView, rule: CacheRule, expected_
     if prev is None:
         return expected, status, "cold_start", "first request of its thread: nothing cached yet"
     prev_cached_est = facts.get("prev_cached_tokens", 0)
-    if divergence_kind != "extended" and facts["common_tokens"] < prev_cached_est:
+    if not facts.get("prefix_extended") and facts["common_tokens"] < prev_cached_est:
         return expected, status, "prefix_change", (
             f"prefix changed after {facts['common_blocks']} blocks (~{round(facts['common_tokens'] * scale)} tokens)")
     if facts.get("ttl_expired"):

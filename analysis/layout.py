@@ -46,8 +46,10 @@ def tool_results_via(pairs: set[tuple[str, str]]) -> str | None:
     """How tool results return, from (wire_type, role) pairs of tool-result blocks."""
     found = []
     for wire_type, role in sorted(pairs):
-        if role == "tool":
+        if wire_type in _VIA:
+            found.append(_VIA[wire_type])
+        elif role == "tool":
             found.append("tool messages")
         else:
-            found.append(_VIA.get(wire_type, f"{wire_type or 'blocks'} ({role})"))
+            found.append(f"{wire_type or 'blocks'} ({role})")
     return ", ".join(dict.fromkeys(found)) or None

@@ -83,8 +83,12 @@ class SessionAssigner:
         self.auto_counter: dict[str, int] = {}
         self.index = 0
 
-    def place(self, call: ModelCall, hashes: list) -> Placement:
-        """`hashes`: content keys of the request's conversation blocks (tool definitions left out)."""
+    def place(self, call: ModelCall, hashes: list, continues_after_compaction: bool = False) -> Placement:
+        """`hashes`: content keys of the request's conversation blocks (tool definitions left out).
+
+        `continues_after_compaction`: the request starts from a summary of earlier history,
+        so it continues the main thread even though it no longer carries that history.
+        """
         sessions, auto_counter, index = self.sessions, self.auto_counter, self.index
         self.index += 1
         side = call.purpose.purpose in SIDE_PURPOSES
@@ -101,7 +105,7 @@ class SessionAssigner:
                 auto_counter[call.identity.client] = n
                 key = f"{call.identity.client}:auto:{n}"
                 session = sessions[key] = _Session(key, "prefix-continuity", call.identity.client, call.ts_start)
-        thread = _thread_for(session, call, hashes, side)
+        thread = _thread_for(session, call, hashes, side, continues_after_compaction)
         previous = thread.last if thread.count else None
         tasks = {b.content_hash for b in call.request.blocks if b.source == "user_task"}
         if not side and tasks - session.tasks_seen:
@@ -139,7 +143,8 @@ def _auto_session(sessions: dict[str, _Session], call: ModelCall, hashes: list[s
     return best
 
 
-def _thread_for(session: _Session, call: ModelCall, hashes: list[str], side: bool) -> _Thread:
+def _thread_for(session: _Session, call: ModelCall, hashes: list[str], side: bool,
+                compacted: bool = False) -> _Thread:
     if side:
         tid = f"{session.session_id}/side"
         for t in session.threads:
@@ -168,7 +173,10 @@ def _thread_for(session: _Session, call: ModelCall, hashes: list[str], side: boo
             best, best_score = t, score
     if best is not None:
         return best
-    has_main = any(t.kind == "main" for t in session.threads)
+    mains = [t for t in session.threads if t.kind == "main"]
+    if compacted and mains and not want_sub:
+        return mains[-1]  # a new context generation of the main loop, not a new thread
+    has_main = bool(mains)
     kind = "subagent" if want_sub or has_main else "main"
     n = sum(1 for t in session.threads if t.kind == kind)
     thread = _Thread(f"{session.session_id}/{kind}" + (f"-{n + 1}" if n else ""), kind, -1, [])

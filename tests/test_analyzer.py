@@ -236,3 +236,61 @@ def test_gemini_calls_without_ids_link_through_the_clients_own_ids(tmp_path, ctx
     [row] = rows(con, "SELECT * FROM tool_calls")
     assert row["name"] == "run_shell_command" and row["command"] == "ls"
     assert row["result_request_id"] is not None and row["result_status"] == "ok" and row["orphan"] is None
+
+
+def test_compaction_continues_the_main_thread(tmp_path, ctxtap_config):
+    """After a compaction the main loop restarts from a summary: same thread, new context generation."""
+    from tests.scenarios import Recorded, _entry
+
+    url = "https://api.anthropic.com/v1/messages"
+    headers = [("content-type", "application/json"), ("x-claude-code-session-id", "compact-session"),
+               ("user-agent", "claude-cli/9.9.9 (external, cli)")]
+    tools = [{"name": "Bash", "description": "run", "input_schema": {"type": "object"}}]
+    system = [{"type": "text", "text": "You are a coding agent. " * 50}]
+    usage = {"input_tokens": 10, "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0, "output_tokens": 5}
+
+    def reply(text: str) -> dict:
+        return {"id": "msg", "type": "message", "role": "assistant", "content": [{"type": "text", "text": text}],
+                "stop_reason": "end_turn", "usage": usage}
+
+    history = [{"role": "user", "content": "first task"}, {"role": "assistant", "content": "done"},
+               {"role": "user", "content": "second task"}]
+    bodies = [
+        {"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": tools, "system": system, "messages": history[:1]},
+        {"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": tools, "system": system, "messages": history},
+        {"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": tools, "system": system, "messages": history + [
+            {"role": "user", "content": "CRITICAL: Respond with TEXT ONLY. Do NOT call any tools. Your task is to "
+                                        "create a detailed summary of the conversation so far."}]},
+        {"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": tools, "system": system, "messages": [
+            {"role": "user", "content": "This session is being continued from a previous conversation that ran out "
+                                        "of context. Summary: two tasks were done."},
+            {"role": "user", "content": "third task"}]},
+    ]
+    entries = [_entry(url, headers, json.dumps(b).encode(), 200, [("content-type", "application/json")],
+                      json.dumps(reply("ok")).encode(), 1_800_000_000 + 5 * i, 0.5) for i, b in enumerate(bodies)]
+    har = write_har(Recorded(entries=entries), tmp_path / "compact.har")
+    run_ctxtap(["import", str(har), "--out", str(tmp_path / "cap")], ctxtap_config)
+    run_ctxtap(["analyze", str(tmp_path / "cap")], ctxtap_config)
+    reqs = rows(connect([tmp_path / "cap"]), "SELECT purpose, thread_kind, turn_index FROM requests ORDER BY ts_start")
+    assert [(r["purpose"], r["thread_kind"]) for r in reqs] == [
+        ("main", "main"), ("main", "main"), ("compaction", "side"), ("main", "main")]
+    assert [r["turn_index"] for r in reqs] == [1, 2, 2, 3]
+
+
+def test_billing_header_changes_do_not_count_as_cache_breaks(tmp_path, ctxtap_config):
+    """Claude Code's billing line changes per request; it is reported, but outside the cache key."""
+    recorded = anthropic_session()
+    for i, entry in enumerate(recorded.entries):
+        entry["request"]["postData"]["text"] = entry["request"]["postData"]["text"].replace(
+            "cc_entrypoint=cli;", f"cc_entrypoint=cli; cch={i:05x};")
+    har = write_har(recorded, tmp_path / "s.har")
+    run_ctxtap(["import", str(har), "--out", str(tmp_path / "cap")], ctxtap_config)
+    run_ctxtap(["analyze", str(tmp_path / "cap")], ctxtap_config)
+    main = rows(connect([tmp_path / "cap"]), """SELECT p.* FROM prefix p JOIN requests r USING (request_id)
+        WHERE r.thread_kind = 'main' ORDER BY r.ts_start""")
+    steady = main[1]
+    assert steady["first_divergent_path"] == "system[0]"
+    assert "outside the cache key" in steady["divergence_summary"]
+    assert steady["cache_status"] == "hit" and steady["expected_cached_tokens"] > 1000
+    # the real breaks are still found
+    assert [p["miss_cause"] for p in main][2] == "prefix_change" and [p["miss_cause"] for p in main][5] == "ttl_expired"

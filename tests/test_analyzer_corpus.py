@@ -65,6 +65,8 @@ def test_claude_layout_and_its_per_request_hash(captures):
     assert len(divergences) == 5
     assert all(d["first_divergent_path"] == "system[0]" for d in divergences)
     assert all("a per-request hash (cch=" in d["divergence_summary"] for d in divergences)
+    assert all("outside the cache key" in d["divergence_summary"] for d in divergences)
+    assert all(d["expected_cached_tokens"] > 5000 for d in divergences)
     [layout] = q(con, "SELECT * FROM layout")
     assert layout["rules_location"] == "system[0..3]"
     assert layout["tool_results_via"] == "tool_result blocks in user messages"
@@ -86,6 +88,8 @@ def test_codex_websocket_continuation_is_analysed_in_full(captures):
         assert source in sources
     [warmup] = q(ws, "SELECT * FROM requests WHERE thread_kind = 'side'")
     assert warmup["purpose"] == "warmup" and warmup["endpoint"] == "warmup"
+    [verdict] = q(ws, f"SELECT cache_status FROM prefix WHERE request_id = '{warmup['request_id']}'")
+    assert verdict["cache_status"] == "n/a"  # a warm-up generates nothing: no cache behaviour to judge
 
 
 def test_cross_client_layout_comparison(captures):
@@ -96,6 +100,7 @@ def test_cross_client_layout_comparison(captures):
     assert layout["codex"]["api"] == "responses" and "(developer)" in layout["codex"]["rules_location"]
     assert layout["codex"]["environment_location"].endswith("(user)")
     assert layout["kimi-code"]["tool_results_via"] == "tool messages"
+    assert layout["codex"]["tool_results_via"] == "custom_tool_call_output input items"
     assert layout["grok-cli"]["tool_results_via"] == "tool messages"
     assert layout["kimi-code"]["rules_location"].startswith("messages[0] (system)")
     for row in layout.values():

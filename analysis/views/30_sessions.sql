@@ -3,6 +3,7 @@
 -- that reported usage (null when none did).
 CREATE OR REPLACE VIEW sessions AS
 SELECT
+    capture_id,
     session_id,
     any_value(client) AS client,
     count(*) AS n_requests,
@@ -25,4 +26,4 @@ SELECT
       / nullif(sum(input_tokens_reported) FILTER (WHERE cache_read_tokens IS NOT NULL), 0) AS cache_hit_rate,
     count(*) FILTER (WHERE error_layer IS NOT NULL) AS n_errors
 FROM t_requests
-GROUP BY session_id;
+GROUP BY capture_id, session_id;
