@@ -8,7 +8,7 @@ groups requests by path and query).
 from __future__ import annotations
 
 import re
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from redaction.assignments import NOT_SECRET_NAMES
 
@@ -74,7 +74,16 @@ def encode_authority_placeholders(url: str) -> str:
     if m is None or "[REDACTED:" not in m.group(2):
         return url
     authority = _BRACKETED_PLACEHOLDER_RE.sub(r"%5B\1%5D", m.group(2))
-    return m.group(1) + authority + url[m.end() :]
+    out = m.group(1) + authority + url[m.end() :]
+    try:
+        urlsplit(out)
+    except ValueError:
+        # A replacement swallowed the path's "/" and a later bracket now sits in the
+        # authority: encode every bracket there, so the URL stays parseable.
+        m2 = _AUTHORITY_RE.match(out)
+        if m2 is not None:
+            out = m2.group(1) + m2.group(2).replace("[", "%5B").replace("]", "%5D") + out[m2.end() :]
+    return out
 
 
 def iter_path_segments(url: str) -> list[tuple[int, int]]:

@@ -261,7 +261,11 @@ class CaptureWriter:
 
     def _redacted_url(self, url: str) -> tuple[str, str]:
         red = self.redactor.redact_url(url)
-        parts = urlsplit(red)
+        try:
+            parts = urlsplit(red)
+        except ValueError:  # never lose a flow over an odd URL: split by hand
+            rest = red.split("://", 1)[-1]
+            return red, "/" + rest.split("/", 1)[1] if "/" in rest else "/"
         path = parts.path + (f"?{parts.query}" if parts.query else "")
         return red, path
 
