@@ -21,6 +21,7 @@ from redaction.urls import (
     encode_authority_placeholders,
     iter_params,
     iter_path_segments,
+    parses,
     query_param_kind,
     userinfo_span,
 )
@@ -191,6 +192,7 @@ class Redactor:
     def redact_url(self, url: str) -> str:
         """`user:password@`, credential query/fragment parameters, then the detectors on the whole URL."""
         try:
+            parseable = parses(url)
             edits: list[tuple[int, int, str]] = []
             span = userinfo_span(url)
             if span is not None:
@@ -212,9 +214,9 @@ class Redactor:
                     continue
                 kind = self._kind_of(unquote(value), kind)
                 edits.append((start, end, self._placeholder_str(kind, value, percent_encoded=True)))
-            for start, end, replacement in sorted(edits, reverse=True):
+            for start, end, replacement in _disjoint(edits):
                 url = url[:start] + replacement + url[end:]
-            return encode_authority_placeholders(self.redact_text(url))
+            return encode_authority_placeholders(self.redact_text(url), keep_parseable=parseable)
         except Exception:
             return self._unscannable(str(url).encode("utf-8", "replace")).decode("ascii")
 
@@ -248,3 +250,16 @@ def _colon_outside_placeholders(userinfo: bytes) -> int:
             return colon
         pos = m.end()
     return userinfo.find(b":", pos)
+
+
+def _disjoint(edits: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Edits to apply right to left, none overlapping: of two overlapping spans the wider one wins
+    (a path segment and a query value can cover the same bytes in odd URLs)."""
+    chosen: list[tuple[int, int, str]] = []
+    for start, end, replacement in sorted(edits, key=lambda e: (e[0], -(e[1] - e[0]))):
+        if chosen and start < chosen[-1][1]:
+            if end - start > chosen[-1][1] - chosen[-1][0]:
+                chosen[-1] = (start, end, replacement)
+            continue
+        chosen.append((start, end, replacement))
+    return list(reversed(chosen))

@@ -64,7 +64,15 @@ def userinfo_span(url: str) -> tuple[int, int] | None:
     return m.span("userinfo") if m is not None else None
 
 
-def encode_authority_placeholders(url: str) -> str:
+def parses(url: str) -> bool:
+    try:
+        urlsplit(url)
+    except ValueError:
+        return False
+    return True
+
+
+def encode_authority_placeholders(url: str, keep_parseable: bool = False) -> str:
     """`user:[REDACTED:...]@host` -> `user:%5BREDACTED:...%5D@host`.
 
     Brackets in the authority mean an IPv6 literal; `urllib.parse.urlsplit`
@@ -75,11 +83,9 @@ def encode_authority_placeholders(url: str) -> str:
         return url
     authority = _BRACKETED_PLACEHOLDER_RE.sub(r"%5B\1%5D", m.group(2))
     out = m.group(1) + authority + url[m.end() :]
-    try:
-        urlsplit(out)
-    except ValueError:
+    if keep_parseable and not parses(out):
         # A replacement swallowed the path's "/" and a later bracket now sits in the
-        # authority: encode every bracket there, so the URL stays parseable.
+        # authority: encode every bracket there, so a URL that parsed still parses.
         m2 = _AUTHORITY_RE.match(out)
         if m2 is not None:
             out = m2.group(1) + m2.group(2).replace("[", "%5B").replace("]", "%5D") + out[m2.end() :]
