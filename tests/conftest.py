@@ -6,6 +6,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests are reproducible by default (the same examples every run, so CI never
+# flakes on a newly drawn input); HYPOTHESIS_PROFILE=explore draws fresh ones each run.
+settings.register_profile("ctxtap", derandomize=True, deadline=None)
+settings.register_profile("explore", derandomize=False, deadline=None, max_examples=1000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ctxtap"))
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
