@@ -39,6 +39,9 @@ def _proxy_options(f):
                      help="Treat HOST as a model API and record it in full (repeatable).")(f)
     f = click.option("--record-all", is_flag=True,
                      help="Record headers and bodies of every flow, not only model-API flows.")(f)
+    f = click.option("--redact", "redact", multiple=True, type=click.Choice(["pii"]),
+                     help="Also pseudonymise personal data before writing (e-mails, user/host names, "
+                          "home/temp paths, session/device ids, IPs). Credentials are always redacted.")(f)
     f = click.option("--offline", is_flag=True,
                      help="Never reach the network: answer unrouted requests locally (GET 404, else 200 {}).")(f)
     f = click.option("--listen-host", default="127.0.0.1", show_default=True,
@@ -80,7 +83,7 @@ def main() -> None:
 @main.command(context_settings={"ignore_unknown_options": True})
 @_proxy_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def record(command, out, routes, model_hosts, record_all, offline, listen_host) -> None:
+def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host) -> None:
     """Run COMMAND through the recording proxy and capture its model traffic.
 
     Starts a proxy on a free port with ctxtap's own CA (created on first use,
@@ -94,7 +97,7 @@ def record(command, out, routes, model_hosts, record_all, offline, listen_host) 
 
     out = out or default_captures_dir() / new_capture_id()
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
-                         record_all=record_all, offline=offline, command=list(command))
+                         record_all=record_all, offline=offline, redact=list(redact), command=list(command))
     proxy = BackgroundProxy(config).start()
     env = dict(__import__("os").environ)
     env.update(client_env(proxy.port, "127.0.0.1" if listen_host in ("0.0.0.0", "::") else listen_host))
@@ -117,7 +120,7 @@ def record(command, out, routes, model_hosts, record_all, offline, listen_host) 
 @main.command()
 @_proxy_options
 @click.option("--port", default=8080, show_default=True, help="Port to listen on (0: any free port).")
-def proxy(port, out, routes, model_hosts, record_all, offline, listen_host) -> None:
+def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_host) -> None:
     """Run the recording proxy until Ctrl-C / SIGTERM, then finalize the capture.
 
     Prints the environment variables a client needs; export them in another
@@ -127,7 +130,8 @@ def proxy(port, out, routes, model_hosts, record_all, offline, listen_host) -> N
 
     out = out or default_captures_dir() / new_capture_id()
     config = ProxyConfig(listen_host=listen_host, port=port, out=out, routes=list(routes),
-                         model_hosts=list(model_hosts), record_all=record_all, offline=offline)
+                         model_hosts=list(model_hosts), record_all=record_all, offline=offline,
+                         redact=list(redact))
 
     def ready(host: str, actual_port: int, capture_dir: Path | None) -> None:
         click.echo(f"# ctxtap proxy listening on {host}:{actual_port}, recording to {capture_dir}")
@@ -149,7 +153,9 @@ def proxy(port, out, routes, model_hosts, record_all, offline, listen_host) -> N
 @click.option("--model-host", "model_hosts", multiple=True, metavar="HOST[=PROVIDER]",
               help="Treat HOST as a model API (repeatable).")
 @click.option("--record-all", is_flag=True, help="Keep headers and bodies of every flow.")
-def import_(files, out, model_hosts, record_all) -> None:
+@click.option("--redact", "redact", multiple=True, type=click.Choice(["pii"]),
+              help="Also pseudonymise personal data before writing. Credentials are always redacted.")
+def import_(files, out, model_hosts, record_all, redact) -> None:
     """Import mitmproxy flow files and HAR into a capture (redacted like live traffic)."""
     from ctxtap.capture.importer import ImportError_, import_files
     from proxy_addons.recorder import parse_model_hosts
@@ -158,7 +164,7 @@ def import_(files, out, model_hosts, record_all) -> None:
     if (out / "manifest.json").exists():
         raise click.ClickException(f"{out} already holds a capture")
     try:
-        import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all)
+        import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all, redact)
     except ImportError_ as exc:
         raise click.ClickException(str(exc)) from exc
     for line in _summary_lines(_open(str(out))):

@@ -32,6 +32,7 @@ class ProxyConfig:
     model_hosts: list[str] = field(default_factory=list)
     record_all: bool = False
     offline: bool = False
+    redact: list[str] = field(default_factory=list)  # extra redaction modes, e.g. ["pii"]
     command: list[str] | None = None
     confdir: Path | None = None  # where the CA lives (default: the user's config dir)
 
@@ -51,6 +52,7 @@ def _master(config: ProxyConfig) -> tuple[DumpMaster, Recorder]:
         ctxtap_model_hosts=list(config.model_hosts),
         ctxtap_record_all=config.record_all,
         ctxtap_offline=config.offline,
+        ctxtap_redact=list(config.redact),
         ctxtap_command=json.dumps(config.command) if config.command else "",
     )
     return master, addons[0]

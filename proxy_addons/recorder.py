@@ -123,6 +123,8 @@ class Recorder:
         loader.add_option("ctxtap_command", str, "", "JSON list: the command being recorded (for the manifest).")
         loader.add_option("ctxtap_keep_ws_messages", bool, False,
                           "Keep WebSocket messages in memory (default: drop each once it is spooled).")
+        loader.add_option("ctxtap_redact", Sequence[str], [],
+                          "Also redact before writing: pii (personal data). Credentials are always redacted.")
         loader.add_option("ctxtap_writer_process", bool, True,
                           "Redact and write in a separate process (default), keeping the proxy's event loop free.")
 
@@ -151,6 +153,7 @@ class Recorder:
                     "routes": list(ctx.options.ctxtap_route) if "ctxtap_route" in ctx.options else [],
                     "model_hosts": list(ctx.options.ctxtap_model_hosts),
                     "record_all": ctx.options.ctxtap_record_all,
+                    "redact": list(ctx.options.ctxtap_redact),
                     "listen_host": ctx.options.listen_host or "",
                     "listen_port": ctx.options.listen_port,
                     "pid": os.getpid(),

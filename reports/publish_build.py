@@ -162,7 +162,7 @@ class Cleaner:
             return value or ""
         if _OPAQUE_RE.fullmatch(value.strip()):
             return f"(opaque: {len(value)} bytes)"
-        return _OPAQUE_RE.sub(lambda m: f"(opaque: {len(m.group())} bytes)", self.text_fn(value))
+        return _strip_opaque(self.text_fn(value))
 
     def json(self, raw: str) -> Any:
         """Parse JSON text after cleaning it as text (keys keep their context); None if not JSON."""
@@ -179,12 +179,14 @@ class Cleaner:
 
 
 def _strip_opaque(value: Any) -> Any:
+    """Opaque blobs reduced to their size; lone surrogates (from `\\ud800` escapes) made printable."""
     if isinstance(value, str):
+        value = value.encode("utf-8", "replace").decode("utf-8")
         return _OPAQUE_RE.sub(lambda m: f"(opaque: {len(m.group())} bytes)", value)
     if isinstance(value, list):
         return [_strip_opaque(v) for v in value]
     if isinstance(value, dict):
-        return {k: _strip_opaque(v) for k, v in value.items()}
+        return {_strip_opaque(k): _strip_opaque(v) for k, v in value.items()}
     return value
 
 
@@ -286,16 +288,15 @@ class AttachmentBuilder:
         for r in requests:
             threads.setdefault(r["thread_id"] or "", []).append(r)
         out_threads, side = [], []
-        counter = 0
+        order = {r["request_id"]: i for i, r in enumerate(requests, 1)}  # `n`: chronological within the client
         for thread_id, rows in threads.items():
             rows.sort(key=lambda r: (r["seq_in_thread"] or 0, r["ts_start"] or 0.0))
             kind = rows[0]["thread_kind"] or "main"
             entries = []
             previous: dict[str, Any] | None = None
             for r in rows:
-                counter += 1
                 full = kind == "side" or previous is None
-                entries.append(self._request(r, counter, t0, previous, full))
+                entries.append(self._request(r, order[r["request_id"]], t0, previous, full))
                 previous = r
             record = {"thread": self.cleaner.session_fn(thread_id), "session": self.cleaner.session_fn(
                 rows[0]["session_id"] or ""), "kind": kind, "requests": entries}
@@ -370,7 +371,7 @@ class AttachmentBuilder:
         flow_id = r["flow_id"]
         if flow_id not in self._headers_cache:
             self._headers_cache[flow_id] = [
-                (k, v) for k, v in self.cleaner.headers_fn(self.data.request_headers(r))
+                (_strip_opaque(k), _strip_opaque(v)) for k, v in self.cleaner.headers_fn(self.data.request_headers(r))
                 if k.lower() not in DROPPED_HEADERS
             ]
         return self._headers_cache[flow_id]

@@ -94,6 +94,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["fence"] = fence
     env.filters["code"] = code
+    env.filters["na"] = lambda v: "n/a" if v is None else v
     env.filters["tojson_pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
     return env
 

@@ -162,13 +162,14 @@ def detect_format(path: Path) -> str:
 
 
 def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
-                 model_hosts: dict[str, str] | None = None, record_all: bool = False) -> Manifest:
+                 model_hosts: dict[str, str] | None = None, record_all: bool = False,
+                 redact: Iterable[str] = ()) -> Manifest:
     """Import every flow of every file into a new capture at `out` and finalize it."""
     paths = list(paths)
     model_hosts = model_hosts or {}
     manifest = Manifest(capture_id=new_capture_id(), source="import",
                         options={"files": [p.name for p in paths], "record_all": record_all,
-                                 "model_hosts": sorted(model_hosts)})
+                                 "model_hosts": sorted(model_hosts), "redact": list(redact)})
     writer = CaptureWriter(out, redaction_key, manifest)
     seq = 0
     first = last = None

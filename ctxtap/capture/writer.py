@@ -36,7 +36,7 @@ from ctxtap.capture.events import (
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.spool import SpoolFile
 from ctxtap.classify import SESSION_HEADERS, classify_client
-from redaction import RULESET_VERSION, Redactor
+from redaction.layered import capture_redactor, ruleset_version
 
 SYNC_INTERVAL_S = 1.0
 LOCK_NAME = "writer.lock"
@@ -150,7 +150,8 @@ class CaptureWriter:
         directory.mkdir(parents=True, exist_ok=True)
         os.chmod(directory, 0o700)
         self.manifest = manifest
-        self.manifest.redaction_ruleset = RULESET_VERSION
+        redact = tuple((manifest.options or {}).get("redact") or ())
+        self.manifest.redaction_ruleset = ruleset_version(redact)
         self.manifest.save(directory)
         spool_dir = directory / "spool"
         spool_dir.mkdir(exist_ok=True)
@@ -158,7 +159,7 @@ class CaptureWriter:
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.write(self._lock_fd, str(os.getpid()).encode())
         self.spool = SpoolFile(spool_dir)
-        self.redactor = Redactor(redaction_key, manifest.capture_id)
+        self.redactor = capture_redactor(redaction_key, manifest.capture_id, redact)
         self.bodies = BodyEncoder()
         self._inflight: dict[str, _FlowInfo] = {}
         self._streams: dict[str, _Stream] = {}

@@ -1,0 +1,174 @@
+"""The last gate before an attachment leaves the machine: scan every output file.
+
+Three detectors, any one of which blocks publication:
+
+* `credentials` — the recorder's own credential detectors (`redaction.scanner`);
+* `pii` — the pseudonymiser's rules (`redaction.pii_rules`) with everything the
+  run learned about the user, plus whatever the outputs themselves teach;
+* `detect-secrets` — Yelp's scanner run in-process with its format plugins, an
+  implementation that shares no code with ours, so a gap in our rules is not
+  automatically a gap in the gate.
+
+Findings name the file, the line, the detector and the kind, never the value
+(the report of a failed publish must not itself leak).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from redaction.detectors import is_placeholder_password
+from redaction.identity import Identity
+from redaction.pii_rules import LearnedMatcher, find_pii_spans, ipv4_exempt
+from redaction.scanner import find_spans
+
+# detect-secrets plugins that recognise a format. The entropy and keyword
+# plugins are left out: they flag commit hashes, content hashes and schema
+# words in every attachment, and our own assignment detector covers keywords.
+DETECT_SECRETS_PLUGINS: tuple[str, ...] = (
+    "ArtifactoryDetector",
+    "AWSKeyDetector",
+    "AzureStorageKeyDetector",
+    "BasicAuthDetector",
+    "CloudantDetector",
+    "DiscordBotTokenDetector",
+    "GitHubTokenDetector",
+    "GitLabTokenDetector",
+    "IbmCloudIamDetector",
+    "IbmCosHmacDetector",
+    "IPPublicDetector",
+    "JwtTokenDetector",
+    "MailchimpDetector",
+    "NpmDetector",
+    "OpenAIDetector",
+    "PrivateKeyDetector",
+    "PypiTokenDetector",
+    "SendGridDetector",
+    "SlackDetector",
+    "SoftlayerDetector",
+    "SquareOAuthDetector",
+    "StripeDetector",
+    "TelegramBotTokenDetector",
+    "TwilioKeyDetector",
+)
+DETECTORS: tuple[str, ...] = ("credentials", "pii", "detect-secrets")
+
+
+class ScannerUnavailable(RuntimeError):
+    """detect-secrets is not installed: publishing fails closed rather than skip a detector."""
+
+
+@dataclass(frozen=True, order=True)
+class Finding:
+    file: str
+    line: int
+    detector: str
+    kind: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.detector}: {self.kind}"
+
+
+def _line_of(data: bytes | str, offset: int) -> int:
+    newline = b"\n" if isinstance(data, bytes) else "\n"
+    return data.count(newline, 0, offset) + 1  # type: ignore[arg-type]
+
+
+def scan_credentials(data: bytes, name: str) -> list[Finding]:
+    return [Finding(name, _line_of(data, s.start), "credentials", s.kind) for s in find_spans(data)]
+
+
+_JSON_ESCAPE_RE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_SIMPLE = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def unescape_json(text: str) -> str:
+    """JSON string escapes undone (`\\n` -> newline, `\\u003c` -> `<`), everything else kept."""
+    return _JSON_ESCAPE_RE.sub(lambda m: chr(int(m.group(1), 16)) if m.group(1) else _SIMPLE[m.group(2)], text)
+
+
+def scan_pii(text: str, name: str, identity: Identity, matcher: LearnedMatcher | None = None) -> list[Finding]:
+    """PII rules over each line of a rendered file, as written and with JSON escapes undone.
+
+    Read as written, `\\n` counts as a boundary; read unescaped, a value glued to an
+    escape (`\\nalice@host:~$`) is seen the way the pseudonymiser saw it.
+    """
+    matcher = matcher or LearnedMatcher()
+    findings: list[Finding] = []
+    for number, line in enumerate(text.split("\n"), 1):
+        views = [(line, True)]
+        if "\\" in line:
+            views.append((unescape_json(line), False))
+        for view, escaped in views:
+            for span in find_pii_spans(view, identity, escaped=escaped, learned=matcher):
+                findings.append(Finding(name, number, "pii", span.kind))
+    return findings
+
+
+def scan_detect_secrets(paths: Iterable[Path], root: Path) -> list[Finding]:
+    """detect-secrets over each file, in-process, with the format plugins only."""
+    try:
+        from detect_secrets.core.scan import scan_file
+        from detect_secrets.settings import get_settings, transient_settings
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ScannerUnavailable(
+            "detect-secrets is required to publish (it is the independent final scan): pip install detect-secrets"
+        ) from exc
+    findings: list[Finding] = []
+    config = {"plugins_used": [{"name": name} for name in DETECT_SECRETS_PLUGINS]}
+    with transient_settings(config):
+        # A `pragma: allowlist secret` comment inside a tool result must not silence the gate.
+        # Its default "a secret has a letter" filter would silence the public-IP plugin entirely.
+        get_settings().disable_filters(
+            "detect_secrets.filters.allowlist.is_line_allowlisted",
+            "detect_secrets.filters.heuristic.is_not_alphanumeric_string",
+        )
+        for path in paths:
+            rel = str(path.relative_to(root))
+            lines: list[str] | None = None
+            for secret in scan_file(str(path)):
+                value = secret.secret_value or ""
+                if secret.type == "Basic Auth Credentials" and is_placeholder_password(
+                    value.encode("utf-8", "surrogatepass")
+                ):
+                    continue  # `user:password@`, `:****@` in docs: the same allowance our detector makes
+                if secret.type == "Public IP (ipv4)":
+                    lines = lines if lines is not None else path.read_text("utf-8", "replace").split("\n")
+                    if _ip_exempt(lines, int(secret.line_number or 0), value):
+                        continue  # `python 3.11.4.1`: the same allowance our IP rule makes
+                findings.append(Finding(rel, int(secret.line_number or 0), "detect-secrets", str(secret.type)))
+    return findings
+
+
+def _ip_exempt(lines: list[str], number: int, value: str) -> bool:
+    if not 0 < number <= len(lines):
+        return False
+    line = lines[number - 1]
+    ip = value.split(":", 1)[0]
+    start = line.find(ip)
+    return start >= 0 and ipv4_exempt(line, start, ip)
+
+
+def scan_tree(root: Path, identity: Identity, *, use_detect_secrets: bool = True) -> list[Finding]:
+    """Every file under `root` through all detectors; sorted findings (empty: safe to publish)."""
+    paths = sorted(p for p in Path(root).rglob("*") if p.is_file())
+    texts = {p: p.read_bytes() for p in paths}
+    learned = copy.deepcopy(identity)
+    for data in texts.values():
+        text = data.decode("utf-8", "replace")
+        learned.learn_text(text)
+        learned.learn_text(unescape_json(text))
+    learned.refresh_accounts()
+    matcher = LearnedMatcher()
+    findings: list[Finding] = []
+    for path, data in texts.items():
+        rel = str(path.relative_to(root))
+        findings += scan_credentials(data, rel)
+        findings += scan_pii(data.decode("utf-8", "replace"), rel, learned, matcher)
+    if use_detect_secrets:
+        findings += scan_detect_secrets(paths, Path(root))
+    return sorted(set(findings))
