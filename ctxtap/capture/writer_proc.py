@@ -15,6 +15,7 @@ everything already received, and exits; the next command recovers the capture.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import queue
@@ -30,28 +31,91 @@ from ctxtap.capture.events import Barrier
 from ctxtap.capture.manifest import Manifest
 
 _LEN = struct.Struct(">Q")
+_SAME = "<same as body_in>"
 _ROOT = str(Path(__file__).resolve().parents[2])
 CLOSE = "close"
 
 
-def _frame(obj: object) -> bytes:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return _LEN.pack(len(data)) + data
+def _out_of_band(event: object) -> object:
+    """The event with its large bytes fields wrapped so pickle sends them out of band (no copy)."""
+    if not dataclasses.is_dataclass(event) or isinstance(event, type):
+        return event
+    changes: dict = {}
+    if getattr(event, "body_out", None) is not None and getattr(event, "body_out", None) is getattr(event, "body_in", None):
+        changes["body_out"] = _SAME  # forwarded unchanged: send the body once
+    for f in dataclasses.fields(event):
+        value = getattr(event, f.name)
+        if f.name not in changes and type(value) is bytes and len(value) > 4096:
+            changes[f.name] = pickle.PickleBuffer(value)
+    return dataclasses.replace(event, **changes) if changes else event
+
+
+def _restore(event: object) -> object:
+    if getattr(event, "body_out", None) == _SAME:
+        event.body_out = event.body_in  # the very same object, as on the proxy side
+    return event
+
+
+def _frame(obj: object) -> list:
+    """A frame as a list of buffers: bodies travel out of band, never copied into the pickle.
+
+    Layout: total length, pickle length, pickle, then for each buffer its length and bytes.
+    """
+    buffers: list[pickle.PickleBuffer] = []
+    if isinstance(obj, tuple) and len(obj) == 2:
+        obj = (obj[0], _out_of_band(obj[1]))
+    data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    parts: list = [_LEN.pack(len(data)), data]
+    for buf in buffers:
+        raw = buf.raw()
+        parts += [_LEN.pack(raw.nbytes), raw]
+    total = sum(len(p) if isinstance(p, bytes) else p.nbytes for p in parts)
+    return [_LEN.pack(total), *parts]
 
 
 def _write_frame(fh, obj: object) -> None:
-    fh.write(_frame(obj))
+    _write_all(fh.fileno(), _frame(obj))
+
+
+def _write_all(fd: int, parts: list) -> None:
+    views = [memoryview(p) for p in parts]
+    while views:
+        n = os.writev(fd, views[:512])
+        while n and views:
+            if n >= views[0].nbytes:
+                n -= views[0].nbytes
+                views.pop(0)
+            else:
+                views[0] = views[0][n:]
+                n = 0
+
+
+def _read_exact(fh, size: int) -> bytes | None:
+    data = fh.read(size)
+    return data if len(data) == size else None
 
 
 def _read_frame(fh) -> object | None:
-    head = fh.read(_LEN.size)
-    if len(head) < _LEN.size:
+    head = _read_exact(fh, _LEN.size)
+    if head is None:
         return None
-    (size,) = _LEN.unpack(head)
-    data = fh.read(size)
-    if len(data) < size:
+    (total,) = _LEN.unpack(head)
+    body = _read_exact(fh, total)
+    if body is None:
         return None
-    return pickle.loads(data)
+    view = memoryview(body)
+    (plen,) = _LEN.unpack(view[:8])
+    data = view[8:8 + plen]
+    pos = 8 + plen
+    buffers = []
+    while pos < total:
+        (blen,) = _LEN.unpack(view[pos:pos + 8])
+        buffers.append(bytes(view[pos + 8:pos + 8 + blen]))
+        pos += 8 + blen
+    obj = pickle.loads(data, buffers=buffers)
+    if isinstance(obj, tuple) and len(obj) == 2:
+        _restore(obj[1])
+    return obj
 
 
 class ProcessWriter:
@@ -122,8 +186,10 @@ class ProcessWriter:
                     except queue.Empty:
                         break
                 closing = any(isinstance(e, dict) and "close" in e for _, e in batch)
-                payload = b"".join(_frame(item) for item in batch)
-                stdin.write(payload)
+                parts: list = []
+                for item in batch:
+                    parts += _frame(item)
+                _write_all(stdin.fileno(), parts)
                 if closing:
                     stdin.close()
                     return
