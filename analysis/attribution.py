@@ -568,13 +568,21 @@ def attribute(drafts: list[BlockDraft], client: str, api: str, memo: Any = None)
     """
     ctx = Context(client=client, api=api, cwd=find_cwd(drafts, memo))
     blocks: list[Block] = []
-    for position, draft in enumerate(drafts):
+    start = 0
+    if memo is not None:
+        # Fast path: the leading drafts are the very objects of the previous call in this
+        # context, so their blocks are too (history resent unchanged).
+        start, blocks, ctx.user_task_seen = memo.attributed_prefix((client, api, ctx.cwd), drafts)
+    seen_after: list[bool] = []
+    for position in range(start, len(drafts)):
+        draft = drafts[position]
         key = (id(draft), position, client, api, ctx.cwd, ctx.user_task_seen)
         if memo is not None:
             hit = memo.attributed(key, draft)
             if hit is not None:
                 block, ctx.user_task_seen = hit
                 blocks.append(block)
+                seen_after.append(ctx.user_task_seen)
                 continue
         for rule in RULES:
             if rule.applies(draft, ctx):
@@ -588,4 +596,7 @@ def attribute(drafts: list[BlockDraft], client: str, api: str, memo: Any = None)
         if memo is not None:
             memo.put_attributed(key, draft, (block, ctx.user_task_seen))
         blocks.append(block)
+        seen_after.append(ctx.user_task_seen)
+    if memo is not None:
+        memo.remember_attributed((client, api, ctx.cwd), drafts, blocks, start, seen_after)
     return blocks

@@ -46,15 +46,15 @@ class BlockStore:
     bytes_tokenised: int = 0
     _hashes: list[str] = field(default_factory=list)  # by content id
     _seen: dict[int, tuple] = field(default_factory=dict)  # id(block) -> (block, occ, cid, tool def?)
+    _last: tuple | None = None  # the previous request's blocks and ids, for the fast path
 
     def add_request(self, request_id: str, blocks: list[Block]) -> RequestBlocks:
-        ids = array("q")
-        cids = array("q")
-        conversation: list[int] = []
-        breakpoints: list[tuple[int, str]] = []
-        size = 0
+        # Fast path: leading blocks that are the very objects of the previous request take its
+        # ids, counts and breakpoints wholesale (slices), so resent history costs no per-block work.
+        k, ids, cids, conversation, conv_cum, bytes_cum, breakpoints = self._shared_prefix(blocks)
         seen = self._seen
-        for position, block in enumerate(blocks):
+        for position in range(k, len(blocks)):
+            block = blocks[position]
             if block.cache_breakpoint:
                 breakpoints.append((position, block.cache_breakpoint))
             hit = seen.get(id(block))
@@ -68,8 +68,23 @@ class BlockStore:
             cids.append(cid)
             if not is_tool:
                 conversation.append(cid)
-            size += self.content_bytes[cid]
-        return RequestBlocks(ids, to_runs(ids), breakpoints, cids, conversation, size)
+            conv_cum.append(len(conversation))
+            bytes_cum.append(bytes_cum[-1] + self.content_bytes[cid])
+        self._last = (blocks, ids, cids, conversation, conv_cum, bytes_cum, breakpoints)
+        return RequestBlocks(ids, to_runs(ids), list(breakpoints), cids, conversation, bytes_cum[-1])
+
+    def _shared_prefix(self, blocks: list[Block]) -> tuple:
+        last = self._last
+        if last is None:
+            return 0, array("q"), array("q"), [], array("q", [0]), array("q", [0]), []
+        prev_blocks, prev_ids, prev_cids, prev_conv, prev_conv_cum, prev_bytes_cum, prev_bps = last
+        n = min(len(prev_blocks), len(blocks))
+        k = 0
+        while k < n and prev_blocks[k] is blocks[k]:
+            k += 1
+        bps = [bp for bp in prev_bps if bp[0] < k]
+        return (k, prev_ids[:k], prev_cids[:k], prev_conv[:prev_conv_cum[k]], prev_conv_cum[:k + 1],
+                prev_bytes_cum[:k + 1], bps)
 
     def _register(self, request_id: str, block: Block) -> tuple[int, int]:
         """Store a block seen for the first time: its content once, its occurrence once."""

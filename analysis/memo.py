@@ -48,6 +48,7 @@ class ParseMemo:
         self._items: _Bounded = _Bounded(MAX_ENTRIES)
         self._attrs: _Bounded = _Bounded(MAX_ENTRIES)
         self._cwd: _Bounded = _Bounded(MAX_ENTRIES)
+        self._last_attr: _Bounded = _Bounded(MAX_STREAMS)
         self.bytes_scanned = 0
         self.bytes_seen = 0
 
@@ -90,6 +91,25 @@ class ParseMemo:
 
     def put_attributed(self, key: tuple, draft: Any, value: Any) -> None:
         self._attrs.put(key, (draft, value))
+
+    def attributed_prefix(self, context: tuple, drafts: list) -> tuple[int, list, bool]:
+        """(n, blocks, user task seen): the longest run of leading drafts identical (same objects)
+        to the previous call's in this context, with the blocks they produced."""
+        last = self._last_attr.get(context)
+        if last is None:
+            return 0, [], False
+        prev_drafts, prev_blocks, prev_seen = last
+        n = min(len(prev_drafts), len(drafts))
+        k = 0
+        while k < n and prev_drafts[k] is drafts[k]:
+            k += 1
+        return k, prev_blocks[:k], (prev_seen[k - 1] if k else False)
+
+    def remember_attributed(self, context: tuple, drafts: list, blocks: list, start: int,
+                            seen_after: list[bool]) -> None:
+        last = self._last_attr.get(context)
+        prefix_seen = last[2][:start] if last is not None and start else []
+        self._last_attr.put(context, (list(drafts), blocks, prefix_seen + seen_after))
 
     def cwd_of(self, draft: Any, compute) -> str | None:
         hit = self._cwd.get(id(draft))
