@@ -49,6 +49,7 @@ class ParseMemo:
         self._attrs: _Bounded = _Bounded(MAX_ENTRIES)
         self._cwd: _Bounded = _Bounded(MAX_ENTRIES)
         self._last_attr: _Bounded = _Bounded(MAX_STREAMS)
+        self._last_items: _Bounded = _Bounded(MAX_STREAMS)
         self.bytes_scanned = 0
         self.bytes_seen = 0
 
@@ -91,6 +92,23 @@ class ParseMemo:
 
     def put_attributed(self, key: tuple, draft: Any, value: Any) -> None:
         self._attrs.put(key, (draft, value))
+
+    def last_items(self, key: tuple) -> tuple | None:
+        return self._last_items.get(key)
+
+    def remember_items(self, key: tuple, items: list, marks: tuple) -> None:
+        """Keep this call's items and where each one's drafts end, for the next call's prefix."""
+        reused, drafts, warnings, names, ends = marks
+        last = self._last_items.get(key)
+        if reused and last is not None:
+            # the first `reused` items were taken over: splice their marks in front of ours
+            _, (p_drafts, p_warn, p_names, p_ends) = last
+            b, w, t = p_ends[reused - 1]
+            drafts = p_drafts[:b] + drafts
+            warnings = p_warn[:w] + warnings
+            names = p_names[:t] + names
+            ends = p_ends[:reused] + [(eb + b, ew + w, et + t) for eb, ew, et in ends]
+        self._last_items.put(key, (list(items), (drafts, warnings, names, ends)))
 
     def attributed_prefix(self, context: tuple, drafts: list) -> tuple[int, list, bool]:
         """(n, blocks, user task seen): the longest run of leading drafts identical (same objects)

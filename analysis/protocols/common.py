@@ -111,8 +111,15 @@ def each_item(memo: Any, tag: str, items: list[Any], d: RequestDraft, fn: Callab
     With a memo (see `analysis.memo`), an item object seen before at the same
     index reuses its drafts, warnings and tool names instead of being parsed
     again, and `replay(drafts)` re-applies other state it changed (call-id maps).
+    When the leading items are the very objects of the previous call with this
+    tag, their drafts are taken over in one slice (and replayed for their state).
     """
-    for offset, item in enumerate(items):
+    first = 0
+    if memo is not None:
+        first = _reuse_prefix(memo, tag, start, items, d, replay)
+    marks = _Marks(d)
+    for offset in range(first, len(items)):
+        item = items[offset]
         index = start + offset
         if memo is not None:
             hit = memo.item(tag, index, item)
@@ -124,11 +131,54 @@ def each_item(memo: Any, tag: str, items: list[Any], d: RequestDraft, fn: Callab
                     d.warn(warning)
                 if replay is not None:
                     replay(drafts)
+                marks.add(d)
                 continue
         n_blocks, n_warnings, n_names = len(d.blocks), len(d.warnings), len(d.tool_names)
         fn(item, index)
         if memo is not None:
             memo.put_item(tag, index, item, (d.blocks[n_blocks:], d.warnings[n_warnings:], d.tool_names[n_names:]))
+        marks.add(d)
+    if memo is not None:
+        memo.remember_items((tag, start), items, marks.finish(d, first))
+
+
+class _Marks:
+    """Where each item's drafts, warnings and tool names end, for reuse by the next call."""
+
+    def __init__(self, d: RequestDraft) -> None:
+        self.base = (len(d.blocks), len(d.warnings), len(d.tool_names))
+        self.ends: list[tuple[int, int, int]] = []
+
+    def add(self, d: RequestDraft) -> None:
+        self.ends.append((len(d.blocks), len(d.warnings), len(d.tool_names)))
+
+    def finish(self, d: RequestDraft, reused: int) -> tuple:
+        b0, w0, t0 = self.base
+        return (reused, d.blocks[b0:], d.warnings[w0:], d.tool_names[t0:],
+                [(b - b0, w - w0, t - t0) for b, w, t in self.ends])
+
+
+def _reuse_prefix(memo: Any, tag: str, start: int, items: list[Any], d: RequestDraft,
+                  replay: Callable[[list], None] | None) -> int:
+    last = memo.last_items((tag, start))
+    if last is None:
+        return 0
+    prev_items, (drafts, warnings, names, ends) = last
+    n = min(len(prev_items), len(items))
+    k = 0
+    while k < n and prev_items[k] is items[k]:
+        k += 1
+    if k == 0:
+        return 0
+    b, w, t = ends[k - 1]
+    reused = drafts[:b]
+    d.blocks.extend(reused)
+    d.tool_names.extend(names[:t])
+    for warning in warnings[:w]:
+        d.warn(warning)
+    if replay is not None:
+        replay(reused)  # rebuild call-id maps and counters from exactly these items
+    return k
 
 
 def call_names_replay(call_names: dict[str, str]) -> Callable[[list], None]:
