@@ -551,12 +551,19 @@ def draft_cwd(d: BlockDraft) -> str | None:
     return None
 
 
-def find_cwd(drafts: Iterable[BlockDraft], memo: Any = None) -> str | None:
+def find_cwd(drafts: list[BlockDraft], memo: Any = None) -> str | None:
     """The working directory the client told the model about, if any."""
-    for d in drafts:
-        cwd = memo.cwd_of(d, draft_cwd) if memo is not None else draft_cwd(d)
+    if memo is None:
+        return next((cwd for d in drafts if (cwd := draft_cwd(d))), None)
+    start, found = memo.cwd_prefix(drafts)
+    if found is not None:
+        return found
+    for index in range(start, len(drafts)):
+        cwd = memo.cwd_of(drafts[index], draft_cwd)
         if cwd:
+            memo.remember_cwd(drafts, index, cwd)
             return cwd
+    memo.remember_cwd(drafts, None, None)
     return None
 
 

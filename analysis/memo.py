@@ -50,6 +50,7 @@ class ParseMemo:
         self._cwd: _Bounded = _Bounded(MAX_ENTRIES)
         self._last_attr: _Bounded = _Bounded(MAX_STREAMS)
         self._last_items: _Bounded = _Bounded(MAX_STREAMS)
+        self._last_cwd: tuple | None = None
         self.bytes_scanned = 0
         self.bytes_seen = 0
 
@@ -128,6 +129,22 @@ class ParseMemo:
         last = self._last_attr.get(context)
         prefix_seen = last[2][:start] if last is not None and start else []
         self._last_attr.put(context, (list(drafts), blocks, prefix_seen + seen_after))
+
+    def cwd_prefix(self, drafts: list) -> tuple[int, str | None]:
+        """(index to scan from, cwd) using the previous call: drafts it already scanned are skipped."""
+        if self._last_cwd is None:
+            return 0, None
+        prev, hit, cwd = self._last_cwd
+        n = min(len(prev), len(drafts))
+        k = 0
+        while k < n and prev[k] is drafts[k]:
+            k += 1
+        if hit is not None and hit < k:
+            return k, cwd
+        return k, None
+
+    def remember_cwd(self, drafts: list, hit: int | None, cwd: str | None) -> None:
+        self._last_cwd = (list(drafts), hit, cwd)
 
     def cwd_of(self, draft: Any, compute) -> str | None:
         hit = self._cwd.get(id(draft))
