@@ -18,7 +18,7 @@ from ctxtap.paths import default_captures_dir, redaction_key
 
 
 def new_capture_id() -> str:
-    from ctxtap.capture.manifest import new_capture_id as make
+    from ctxtap.capture.ids import new_capture_id as make
 
     return make()
 
@@ -70,7 +70,25 @@ def _summary_lines(capture) -> list[str]:
     return lines
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Commands that live with their feature (reports/, ctxtap/demo/) are imported only when used,
+    so `ctxtap proxy` does not carry the report or publish machinery in its process."""
+
+    PLUGINS = {"report": "reports.cli", "publish": "reports.publish_cli", "demo": "ctxtap.demo.cli"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.PLUGINS})
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is None and name in self.PLUGINS:
+            import importlib
+
+            command = getattr(importlib.import_module(self.PLUGINS[name]), name)
+        return command
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ctxtap")
 def main() -> None:
     """See what coding agents actually send to their models.
@@ -345,22 +363,6 @@ def stats(captures) -> None:
         click.echo(line)
 
 
-def _register_plugins() -> None:
-    """Commands that live with their feature: `report` (reports/), `publish` (reports/)."""
-    import importlib
-
-    for module, name in (("reports.cli", "report"), ("reports.publish_cli", "publish"), ("ctxtap.demo.cli", "demo")):
-        try:
-            command = getattr(importlib.import_module(module), name, None)
-        except ModuleNotFoundError as exc:  # the feature is not built: only its own module may be missing
-            if exc.name != module:
-                raise
-            continue
-        if command is not None:
-            main.add_command(command)
-
-
-_register_plugins()
 
 if __name__ == "__main__":
     main()

@@ -42,9 +42,9 @@ from ctxtap.capture.events import (  # noqa: E402
     StreamStart,
     WsEndEvent,
     WsMessageEvent,
+    is_terminal_ws_message,
 )
-from ctxtap.capture.manifest import Manifest, new_capture_id  # noqa: E402
-from ctxtap.capture.writer import CaptureWriter, is_terminal_ws_message  # noqa: E402
+from ctxtap.capture.ids import new_capture_id  # noqa: E402
 from ctxtap.capture.writer_proc import ProcessWriter  # noqa: E402
 from ctxtap.classify import classify_flow  # noqa: E402
 from ctxtap.paths import default_captures_dir, redaction_key  # noqa: E402
@@ -106,7 +106,7 @@ class Recorder:
     """Head of the addon chain: classify, tap, and note bytes as received."""
 
     def __init__(self) -> None:
-        self.writer: CaptureWriter | ProcessWriter | None = None
+        self.writer = None  # ProcessWriter, or CaptureWriter with ctxtap_writer_process=false
         self.model_hosts: dict[str, str] = {}
         self.states: dict[str, _FlowState] = {}
         self.seq = 0
@@ -135,7 +135,7 @@ class Recorder:
     def running(self) -> None:
         self._ensure_writer()
 
-    def _ensure_writer(self) -> CaptureWriter:
+    def _ensure_writer(self):
         if self.writer is None:
             capture_id = new_capture_id()
             out = ctx.options.ctxtap_out
@@ -145,7 +145,7 @@ class Recorder:
             command = json.loads(ctx.options.ctxtap_command) if ctx.options.ctxtap_command else None
             import mitmproxy.version
 
-            manifest = Manifest(
+            manifest = dict(
                 capture_id=capture_id,
                 mitmproxy_version=mitmproxy.version.VERSION,
                 command=command,
@@ -161,8 +161,11 @@ class Recorder:
             )
             if ctx.options.ctxtap_writer_process:
                 self.writer = ProcessWriter(directory, redaction_key(), manifest)
-            else:
-                self.writer = CaptureWriter(directory, redaction_key(), manifest)
+            else:  # in-process writer: simpler to debug, but redaction competes with the event loop
+                from ctxtap.capture.manifest import Manifest
+                from ctxtap.capture.writer import CaptureWriter
+
+                self.writer = CaptureWriter(directory, redaction_key(), Manifest(**manifest))
             self.capture_dir = directory
             log.info("ctxtap %s recording to %s", __version__, directory)
         return self.writer

@@ -10,6 +10,9 @@ def test_demo_end_to_end(tmp_path, ctxtap_config):
     out = tmp_path / "demo"
     result = run_ctxtap(["demo", "-o", str(out)], ctxtap_config, timeout=300)
     assert f"capture:  {out}" in result.stdout
+    report_line = next(line for line in result.stdout.splitlines() if line.startswith("report:"))
+    report = report_line.split(None, 1)[1].strip()
+    assert report.endswith(".html") and open(report).read().lower().startswith("<!doctype html>")
     con = connect([out])
     sessions = {r[0]: r[1:] for r in con.execute(
         "SELECT client, n_main, n_side, n_turns, n_errors FROM sessions").fetchall()}

@@ -106,3 +106,25 @@ class Barrier:
     """A no-op event: its future resolves once everything queued before it is written."""
 
     note: str = field(default="")
+
+
+_TERMINAL_WS_TYPES = {"response.completed", "response.failed", "response.incomplete", "error"}
+
+
+def ws_message_type(content: bytes, is_text: bool) -> str | None:
+    """The JSON `type` of a text frame (e.g. "response.create"), if it has one."""
+    import json
+
+    if not is_text or not content.lstrip().startswith(b"{"):
+        return None
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return None
+    kind = value.get("type") if isinstance(value, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def is_terminal_ws_message(ev: WsMessageEvent) -> bool:
+    """Server frames that end a response: the proxy waits for these to be durable."""
+    return (not ev.from_client) and ws_message_type(ev.content, ev.is_text) in _TERMINAL_WS_TYPES

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,13 +12,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ctxtap import __version__
+from ctxtap.capture.ids import new_capture_id  # noqa: F401 - re-exported for callers
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 1
-
-
-def new_capture_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 def iso(ts: float | None) -> str | None:

@@ -32,6 +32,7 @@ from ctxtap.capture.events import (
     StreamStart,
     WsEndEvent,
     WsMessageEvent,
+    ws_message_type,
 )
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.spool import SpoolFile
@@ -40,7 +41,6 @@ from redaction.layered import capture_redactor, ruleset_version
 
 SYNC_INTERVAL_S = 1.0
 LOCK_NAME = "writer.lock"
-_TERMINAL_WS_TYPES = {"response.completed", "response.failed", "response.incomplete", "error"}
 
 
 def _sha(data: bytes | None) -> str | None:
@@ -73,18 +73,6 @@ def transport_for(status: int | None, content_type: str | None, streamed: bool, 
     if "json" in ctype:
         return "json"
     return "none" if not ctype else "json" if ctype.startswith("application/") else "none"
-
-
-def ws_message_type(content: bytes, is_text: bool) -> str | None:
-    """The JSON `type` of a text frame (e.g. "response.create"), if it has one."""
-    if not is_text or not content.lstrip().startswith(b"{"):
-        return None
-    try:
-        value = json.loads(content)
-    except ValueError:
-        return None
-    kind = value.get("type") if isinstance(value, dict) else None
-    return kind if isinstance(kind, str) else None
 
 
 SEGMENT_BYTES = 64 * 1024
@@ -439,8 +427,3 @@ class CaptureWriter:
         except Exception:
             pass
         self.stats["writer_errors"] += 1
-
-
-def is_terminal_ws_message(ev: WsMessageEvent) -> bool:
-    """Server frames that end a response: the proxy waits for these to be durable."""
-    return (not ev.from_client) and ws_message_type(ev.content, ev.is_text) in _TERMINAL_WS_TYPES

@@ -28,7 +28,6 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from ctxtap.capture.events import Barrier
-from ctxtap.capture.manifest import Manifest
 
 _LEN = struct.Struct(">Q")
 _SAME = "<same as body_in>"
@@ -121,7 +120,8 @@ def _read_frame(fh) -> object | None:
 class ProcessWriter:
     """The proxy's handle on a writer child process; same interface as CaptureWriter."""
 
-    def __init__(self, directory: Path, redaction_key: bytes, manifest: Manifest) -> None:
+    def __init__(self, directory: Path, redaction_key: bytes, manifest: dict) -> None:
+        """`manifest`: the Manifest fields; the child builds and owns the Manifest itself."""
         self.directory = directory
         self.manifest = manifest
         env = dict(os.environ)
@@ -131,8 +131,7 @@ class ProcessWriter:
             env=env, bufsize=0,
         )
         self._stdin = self._proc.stdin
-        _write_frame(self._stdin, {"directory": str(directory), "key": redaction_key,
-                                   "manifest": manifest.model_dump(mode="json")})
+        _write_frame(self._stdin, {"directory": str(directory), "key": redaction_key, "manifest": manifest})
         ready = _read_frame(self._proc.stdout)
         if not (isinstance(ready, dict) and ready.get("ready")):
             self._proc.kill()
@@ -220,6 +219,7 @@ class ProcessWriter:
 def main() -> int:
     """The child: read events, write them through a CaptureWriter, ack each one."""
     from ctxtap.capture.finalize import finalize
+    from ctxtap.capture.manifest import Manifest
     from ctxtap.capture.writer import CaptureWriter
 
     # Ctrl-C and SIGTERM reach the whole process group; the writer must outlive them long
