@@ -19,6 +19,7 @@ import re
 import threading
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -239,7 +240,7 @@ def _now_stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class _Agent:
+class _Agent(ABC):
     name = ""
     transport = "http"
 
@@ -312,15 +313,17 @@ class _Agent:
     def start(self) -> None:
         """Open connections, send warm-ups."""
 
+    @abstractmethod
     def begin_turn(self, turn: int) -> None:
-        raise NotImplementedError
+        """Add the user's task of this turn to the conversation."""
 
+    @abstractmethod
     def step(self, turn: int, inject: bool) -> list[Any]:
         """Send one main request; execute and remember tool calls; return them ([] = final answer)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def side_request(self, turn: int) -> None:
-        raise NotImplementedError
+        """The client's side request of this turn (title, compaction, check)."""
 
     def finish(self) -> None:
         """End-of-session side traffic."""
