@@ -310,7 +310,7 @@ class _Agent(ABC):
 
     # -- hooks ------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self) -> None:  # noqa: B027 - optional hook, most agents need nothing here
         """Open connections, send warm-ups."""
 
     @abstractmethod
@@ -325,7 +325,7 @@ class _Agent(ABC):
     def side_request(self, turn: int) -> None:
         """The client's side request of this turn (title, compaction, check)."""
 
-    def finish(self) -> None:
+    def finish(self) -> None:  # noqa: B027 - optional hook
         """End-of-session side traffic."""
 
     def close(self) -> None:
