@@ -15,19 +15,18 @@ everything already received, and exits; the next command recovers the capture.
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import dataclasses
+import itertools
 import os
 import pickle
-import queue
 import signal
 import struct
 import subprocess
 import sys
 import threading
-from concurrent.futures import Future
 from pathlib import Path
-
-from ctxtap.capture.events import Barrier
 
 _LEN = struct.Struct(">Q")
 _SAME = "<same as body_in>"
@@ -118,10 +117,19 @@ def _read_frame(fh) -> object | None:
 
 
 class ProcessWriter:
-    """The proxy's handle on a writer child process; same interface as CaptureWriter."""
+    """The proxy's handle on a writer child process.
+
+    Driven by the proxy's own event loop, with no threads: frames are written to a
+    non-blocking pipe (what does not fit waits in a buffer flushed when the pipe is
+    writable) and acknowledgements are read when readable. Forwarding never waits
+    on a lock or hands the GIL to a helper thread.
+    """
 
     def __init__(self, directory: Path, redaction_key: bytes, manifest: dict) -> None:
-        """`manifest`: the Manifest fields; the child builds and owns the Manifest itself."""
+        """`manifest`: the Manifest fields; the child builds and owns the Manifest itself.
+
+        Must be created on the event loop that will use it.
+        """
         self.directory = directory
         self.manifest = manifest
         env = dict(os.environ)
@@ -130,87 +138,121 @@ class ProcessWriter:
             [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env=env, bufsize=0,
         )
-        self._stdin = self._proc.stdin
-        _write_frame(self._stdin, {"directory": str(directory), "key": redaction_key, "manifest": manifest})
+        _write_frame(self._proc.stdin, {"directory": str(directory), "key": redaction_key, "manifest": manifest})
         ready = _read_frame(self._proc.stdout)
         if not (isinstance(ready, dict) and ready.get("ready")):
             self._proc.kill()
             raise RuntimeError(f"capture writer failed to start: {ready!r}")
+        self._loop = asyncio.get_running_loop()
+        self._out = self._proc.stdin.fileno()
+        self._in = self._proc.stdout.fileno()
+        os.set_blocking(self._out, False)
+        os.set_blocking(self._in, False)
+        self._buffer: collections.deque[memoryview] = collections.deque()
+        self._acks = b""
         self._seq = 0
-        self._lock = threading.Lock()
-        self._pending: dict[int, Future] = {}
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._sender = threading.Thread(target=self._send, name="ctxtap-writer-send", daemon=True)
-        self._acker = threading.Thread(target=self._ack, name="ctxtap-writer-ack", daemon=True)
-        self._sender.start()
-        self._acker.start()
+        self._pending: dict[int, asyncio.Future] = {}
+        self._loop.add_reader(self._in, self._on_readable)
         self.closed = False
+        self.failed: str | None = None
 
-    def submit(self, event: object) -> Future:
-        fut: Future = Future()
-        with self._lock:
-            self._seq += 1
-            seq = self._seq
-            self._pending[seq] = fut
-        self._queue.put((seq, event))
+    def submit(self, event: object) -> asyncio.Future:
+        """Send an event; the future resolves once the child has written its records."""
+        fut = self._loop.create_future()
+        if self.failed:
+            fut.set_exception(RuntimeError(self.failed))
+            return fut
+        self._seq += 1
+        self._pending[self._seq] = fut
+        self._write(_frame((self._seq, event)))
         return fut
 
     def send(self, event: object) -> None:
         """Fire and forget (stream chunks): no future, no acknowledgement."""
-        self._queue.put((0, event))
-
-    def flush(self, timeout: float | None = None) -> None:
-        self.submit(Barrier()).result(timeout)
+        if not self.failed:
+            self._write(_frame((0, event)))
 
     def close(self, finalize: bool = True, ended_at: float | None = None) -> int:
-        """Drain, let the child write (and finalize) the capture, wait for it to exit."""
+        """Send everything left, let the child write (and finalize) the capture, wait for it."""
         if self.closed:
             return self._proc.returncode or 0
         self.closed = True
-        self._queue.put((0, {"close": CLOSE if finalize else "stop", "ended_at": ended_at}))
-        self._sender.join()
-        self._acker.join()
+        self._loop.remove_reader(self._in)
+        self._loop.remove_writer(self._out)
+        os.set_blocking(self._out, True)
+        try:
+            self._buffer.extend(memoryview(p) for p in _frame((0, {"close": CLOSE if finalize else "stop",
+                                                                     "ended_at": ended_at})))
+            _write_all(self._out, list(self._buffer))
+            self._buffer.clear()
+        except OSError:
+            pass  # the child is gone: the next reader recovers what it wrote
+        self._proc.stdin.close()
         return self._proc.wait()
 
-    def _send(self) -> None:
-        """Write queued events to the child, batching whatever has piled up into one write."""
-        stdin = self._stdin
-        get, get_nowait = self._queue.get, self._queue.get_nowait
+    # --- the pipe ------------------------------------------------------------------------
+
+    def _write(self, parts: list) -> None:
+        if self._buffer:
+            self._buffer.extend(memoryview(p) for p in parts)
+            return
+        views = [memoryview(p) for p in parts]
         try:
-            while True:
-                batch = [get()]
-                while len(batch) < 256:
-                    try:
-                        batch.append(get_nowait())
-                    except queue.Empty:
-                        break
-                closing = any(isinstance(e, dict) and "close" in e for _, e in batch)
-                parts: list = []
-                for item in batch:
-                    parts += _frame(item)
-                _write_all(stdin.fileno(), parts)
-                if closing:
-                    stdin.close()
-                    return
-        except (BrokenPipeError, OSError):
-            self._fail_all("capture writer process exited")
+            n = os.writev(self._out, views[:512])
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            self._fail(f"capture writer process exited ({exc})")
+            return
+        for view in views:
+            if n >= view.nbytes:
+                n -= view.nbytes
+            else:
+                self._buffer.append(view[n:])
+                n = 0
+        if self._buffer:
+            self._loop.add_writer(self._out, self._on_writable)
 
-    def _ack(self) -> None:
-        stdout = self._proc.stdout
-        while True:
-            head = stdout.read(_LEN.size)
-            if len(head) < _LEN.size:
-                self._fail_all("capture writer process exited")
-                return
-            (seq,) = _LEN.unpack(head)
-            with self._lock:
-                fut = self._pending.pop(seq, None)
-            if fut is not None:
+    def _on_writable(self) -> None:
+        try:
+            n = os.writev(self._out, list(itertools.islice(self._buffer, 512)))
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            self._fail(f"capture writer process exited ({exc})")
+            return
+        while n and self._buffer:
+            head = self._buffer[0]
+            if n >= head.nbytes:
+                n -= head.nbytes
+                self._buffer.popleft()
+            else:
+                self._buffer[0] = head[n:]
+                n = 0
+        if not self._buffer:
+            self._loop.remove_writer(self._out)
+
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._in, 65536)
+        except BlockingIOError:
+            return
+        if not data:
+            self._loop.remove_reader(self._in)
+            self._fail("capture writer process exited")
+            return
+        data = self._acks + data
+        usable = len(data) - len(data) % _LEN.size
+        for (seq,) in _LEN.iter_unpack(data[:usable]):
+            fut = self._pending.pop(seq, None)
+            if fut is not None and not fut.done():
                 fut.set_result(None)
+        self._acks = data[usable:]
 
-    def _fail_all(self, message: str) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, {}
+    def _fail(self, message: str) -> None:
+        self.failed = message
+        self._loop.remove_writer(self._out)
+        pending, self._pending = self._pending, {}
         for fut in pending.values():
             if not fut.done():
                 fut.set_exception(RuntimeError(message))
