@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -11,16 +12,11 @@ from pathlib import Path
 import click
 
 from ctxtap import __version__
+from ctxtap.capture.ids import new_capture_id
 from ctxtap.paths import default_captures_dir, redaction_key
 
 # Heavy modules (pyarrow, pydantic models, mitmproxy) are imported inside the
 # commands that need them: the proxy process should carry as little as possible.
-
-
-def new_capture_id() -> str:
-    from ctxtap.capture.ids import new_capture_id as make
-
-    return make()
 
 
 def _open(path: str):
@@ -51,10 +47,10 @@ def _proxy_options(f):
     return f
 
 
-def _summary_lines(capture) -> list[str]:
-    c = capture.manifest.counts
+def _summary_lines(capture, counts: dict | None = None) -> list[str]:
+    c = capture.manifest.counts if counts is None else counts
     lines = [
-        f"capture   {capture.directory}",
+        f"capture   {capture.directory}" + ("  (live: the recorder is still running)" if capture.live else ""),
         f"flows     {c.get('flows', 0)} ({c.get('error_flows', 0)} failed, e.g. upstream unreachable; "
         f"{c.get('incomplete_flows', 0)} without a response)",
         f"model requests {c.get('model_requests', 0)}",
@@ -117,7 +113,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
                          record_all=record_all, offline=offline, redact=list(redact), command=list(command))
     proxy = BackgroundProxy(config).start()
-    env = dict(__import__("os").environ)
+    env = dict(os.environ)
     env.update(client_env(proxy.port, "127.0.0.1" if listen_host in ("0.0.0.0", "::") else listen_host))
     click.echo(f"ctxtap: recording {shlex.join(command)} via 127.0.0.1:{proxy.port} -> {out}", err=True)
     code = 127
@@ -225,7 +221,7 @@ def info(capture, as_json) -> None:
         return
     if cap.manifest.recovered:
         click.echo("recovered: this capture was interrupted and has been finalized from its spool")
-    for line in _summary_lines(cap):
+    for line in _summary_lines(cap, counts):
         click.echo(line)
 
 
