@@ -211,3 +211,17 @@ def test_info_json_keys(proxy, server, ctxtap_config):
     assert info["by_api"] == {"chat-completions": 1} and info["by_transport"] == {"json": 1}
     assert info["recovered"] is False and info["integrity_mismatches"] == 0
 
+
+
+def test_info_reads_a_live_capture_without_finalizing_it(proxy, server, ctxtap_config):
+    client = _client(proxy, "https://api.anthropic.com")
+    body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    assert client.request("POST", "/v1/messages", body, [("content-type", "application/json")]).status == 200
+    client.close()
+    live = json.loads(run_ctxtap(["info", str(proxy.out), "--json"], ctxtap_config).stdout)
+    assert live["status"] == "live" and live["model_requests"] == 1 and not live["recovered"]
+    assert (proxy.out / "spool").exists()  # still recording: nothing was finalized under the recorder
+    proxy.stop()
+    done = json.loads(run_ctxtap(["info", str(proxy.out), "--json"], ctxtap_config).stdout)
+    assert done["status"] == "finalized" and done["model_requests"] == 1
