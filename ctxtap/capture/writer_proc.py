@@ -149,6 +149,8 @@ class ProcessWriter:
         os.set_blocking(self._out, False)
         os.set_blocking(self._in, False)
         self._buffer: collections.deque[memoryview] = collections.deque()
+        self._flush_scheduled = False
+        self._writer_registered = False
         self._acks = b""
         self._seq = 0
         self._pending: dict[int, asyncio.Future] = {}
@@ -179,6 +181,7 @@ class ProcessWriter:
         self.closed = True
         self._loop.remove_reader(self._in)
         self._loop.remove_writer(self._out)
+        self._writer_registered = False
         os.set_blocking(self._out, True)
         try:
             self._buffer.extend(memoryview(p) for p in _frame((0, {"close": CLOSE if finalize else "stop",
@@ -193,25 +196,20 @@ class ProcessWriter:
     # --- the pipe ------------------------------------------------------------------------
 
     def _write(self, parts: list) -> None:
-        if self._buffer:
-            self._buffer.extend(memoryview(p) for p in parts)
-            return
-        views = [memoryview(p) for p in parts]
-        try:
-            n = os.writev(self._out, views[:512])
-        except BlockingIOError:
-            n = 0
-        except OSError as exc:
-            self._fail(f"capture writer process exited ({exc})")
-            return
-        for view in views:
-            if n >= view.nbytes:
-                n -= view.nbytes
-            else:
-                self._buffer.append(view[n:])
-                n = 0
-        if self._buffer:
-            self._loop.add_writer(self._out, self._on_writable)
+        """Queue a frame; the actual write happens right after the current callback, so the
+        proxy forwards the client's bytes first and several frames go out in one writev."""
+        self._buffer.extend(memoryview(p) for p in parts)
+        if not self._flush_scheduled and not self._writer_registered:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        self._flush_scheduled = False
+        if not self._writer_registered:
+            self._on_writable()
+            if self._buffer and not self.failed:
+                self._writer_registered = True
+                self._loop.add_writer(self._out, self._on_writable)
 
     def _on_writable(self) -> None:
         try:
@@ -229,7 +227,8 @@ class ProcessWriter:
             else:
                 self._buffer[0] = head[n:]
                 n = 0
-        if not self._buffer:
+        if not self._buffer and self._writer_registered:
+            self._writer_registered = False
             self._loop.remove_writer(self._out)
 
     def _on_readable(self) -> None:
@@ -252,6 +251,8 @@ class ProcessWriter:
     def _fail(self, message: str) -> None:
         self.failed = message
         self._loop.remove_writer(self._out)
+        self._writer_registered = False
+        self._buffer.clear()
         pending, self._pending = self._pending, {}
         for fut in pending.values():
             if not fut.done():
