@@ -52,6 +52,11 @@ from proxy_addons.router import Router  # noqa: E402
 
 log = logging.getLogger(__name__)
 
+# Streamed bodies reach the writer in batches of about this size: one frame per network read
+# would cost more than the bytes themselves. A batch belongs to a response that has not ended,
+# so holding it back never loses a completed flow.
+CHUNK_BATCH = 256 * 1024
+
 
 def parse_model_hosts(specs: Sequence[str]) -> dict[str, str]:
     """"HOST" or "HOST=PROVIDER" -> {host: provider}."""
@@ -77,7 +82,7 @@ def _is_streaming_response(flow: http.HTTPFlow) -> bool:
 class _FlowState:
     """Per-flow bookkeeping, dropped when the flow ends (nothing accumulates)."""
 
-    __slots__ = ("seq", "record_full", "is_model", "websocket", "body_in", "chunks", "first_byte",
+    __slots__ = ("seq", "record_full", "is_model", "websocket", "body_in", "chunks", "pending", "first_byte",
                  "ws_index", "url", "scheme", "host", "port", "path", "provider", "api", "endpoint",
                  "submitted_request")
 
@@ -93,7 +98,8 @@ class _FlowState:
         self.is_model = False
         self.websocket = False
         self.body_in: bytes | None = None
-        self.chunks: bool | None = None  # True once the response streams through the tap
+        self.chunks: list[bytes] | None = None  # set once the response streams through the tap
+        self.pending = 0  # bytes in `chunks` not yet handed to the writer
         self.first_byte: float | None = None
         self.ws_index = 0
         self.provider = "unknown"
@@ -210,18 +216,29 @@ class Recorder:
         writer = self._ensure_writer()
         headers = flow.response.headers
         writer.send(StreamStart(flow.id, headers.get("content-type"), headers.get("content-encoding")))
-        state.chunks = True
+        state.chunks = []
+        state.pending = 0
         flow_id = flow.id
 
         def tap(data: bytes) -> bytes:
-            # Forward each chunk unchanged at once; the writer gets a reference to the same bytes.
+            # Forward each chunk unchanged at once; keep a reference for the record and hand the
+            # writer batches of about CHUNK_BATCH bytes (the last batch goes before the end).
             if data:
                 if state.first_byte is None:
                     state.first_byte = time.time()
-                writer.send(ResponseChunk(flow_id, data))
+                state.chunks.append(data)
+                state.pending += len(data)
+                if state.pending >= CHUNK_BATCH:
+                    self.flush_chunks(flow_id, state)
             return data
 
         flow.response.stream = tap
+
+    def flush_chunks(self, flow_id: str, state: _FlowState) -> None:
+        if state.chunks:
+            data = state.chunks[0] if len(state.chunks) == 1 else b"".join(state.chunks)
+            self._ensure_writer().send(ResponseChunk(flow_id, data))
+            state.chunks, state.pending = [], 0
 
     # --- WebSocket hooks ---------------------------------------------------------------------
 
@@ -271,6 +288,8 @@ class Recorder:
         resp = flow.response
         assert resp is not None
         streamed = state.chunks is not None
+        if streamed:
+            self.flush_chunks(flow.id, state)
         body = None if streamed else resp.raw_content
         return ResponseEvent(
             flow_id=flow.id, status=resp.status_code, reason=resp.reason, http_version=resp.http_version,

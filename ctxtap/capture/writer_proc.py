@@ -6,11 +6,14 @@ another core while the proxy keeps forwarding. The child also holds the spool,
 the writer lock and, at the end, the Parquet finalisation, so the proxy process
 stays small.
 
-Protocol over the child's stdin/stdout: frames of an 8-byte length and a pickle.
-The proxy sends (seq, event); the child answers with the seq of each event once
-its records are written (that is what the proxy waits for before letting a
-response complete). If the proxy dies, the child sees end-of-file, writes
-everything already received, and exits; the next command recovers the capture.
+Protocol over the child's stdin: frames of an 8-byte length, a pickle and the
+bodies out of band. A flow is safe once its last frame is in the pipe: the
+child ignores Ctrl-C and SIGTERM, and if the proxy dies it reads the pipe to
+its end and writes everything it was handed before exiting (the next command
+then recovers the capture). So the proxy holds a response's end only until
+that frame has left its process, not until it is redacted and on disk; the
+child's backlog is bounded, so a slow disk still slows the proxy down rather
+than growing memory. The child's stdout stays open only so the proxy sees it exit.
 """
 
 from __future__ import annotations
@@ -151,26 +154,25 @@ class ProcessWriter:
         self._buffer: collections.deque[memoryview] = collections.deque()
         self._flush_scheduled = False
         self._writer_registered = False
-        self._acks = b""
-        self._seq = 0
-        self._pending: dict[int, asyncio.Future] = {}
+        self._queued = 0  # bytes put in the buffer so far
+        self._written = 0  # bytes in the pipe so far
+        self._handed: collections.deque[tuple[int, asyncio.Future]] = collections.deque()
         self._loop.add_reader(self._in, self._on_readable)
         self.closed = False
         self.failed: str | None = None
 
     def submit(self, event: object) -> asyncio.Future:
-        """Send an event; the future resolves once the child has written its records."""
+        """Send an event; the future resolves once its frame is in the pipe (handed to the child)."""
         fut = self._loop.create_future()
         if self.failed:
             fut.set_exception(RuntimeError(self.failed))
             return fut
-        self._seq += 1
-        self._pending[self._seq] = fut
-        self._write(_frame((self._seq, event)))
+        self._write(_frame((1, event)))
+        self._handed.append((self._queued, fut))
         return fut
 
     def send(self, event: object) -> None:
-        """Fire and forget (stream chunks): no future, no acknowledgement."""
+        """Fire and forget (stream chunks): nobody waits for this one."""
         if not self.failed:
             self._write(_frame((0, event)))
 
@@ -198,7 +200,10 @@ class ProcessWriter:
     def _write(self, parts: list) -> None:
         """Queue a frame; the actual write happens right after the current callback, so the
         proxy forwards the client's bytes first and several frames go out in one writev."""
-        self._buffer.extend(memoryview(p) for p in parts)
+        for part in parts:
+            view = memoryview(part)
+            self._buffer.append(view)
+            self._queued += view.nbytes
         if not self._flush_scheduled and not self._writer_registered:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_soon)
@@ -219,6 +224,7 @@ class ProcessWriter:
         except OSError as exc:
             self._fail(f"capture writer process exited ({exc})")
             return
+        self._written += n
         while n and self._buffer:
             head = self._buffer[0]
             if n >= head.nbytes:
@@ -227,11 +233,16 @@ class ProcessWriter:
             else:
                 self._buffer[0] = head[n:]
                 n = 0
+        while self._handed and self._handed[0][0] <= self._written:
+            fut = self._handed.popleft()[1]
+            if not fut.done():
+                fut.set_result(None)
         if not self._buffer and self._writer_registered:
             self._writer_registered = False
             self._loop.remove_writer(self._out)
 
     def _on_readable(self) -> None:
+        """The child's stdout only ever closes: that means it exited."""
         try:
             data = os.read(self._in, 65536)
         except BlockingIOError:
@@ -239,28 +250,52 @@ class ProcessWriter:
         if not data:
             self._loop.remove_reader(self._in)
             self._fail("capture writer process exited")
-            return
-        data = self._acks + data
-        usable = len(data) - len(data) % _LEN.size
-        for (seq,) in _LEN.iter_unpack(data[:usable]):
-            fut = self._pending.pop(seq, None)
-            if fut is not None and not fut.done():
-                fut.set_result(None)
-        self._acks = data[usable:]
 
     def _fail(self, message: str) -> None:
         self.failed = message
         self._loop.remove_writer(self._out)
         self._writer_registered = False
         self._buffer.clear()
-        pending, self._pending = self._pending, {}
-        for fut in pending.values():
+        handed, self._handed = self._handed, collections.deque()
+        for _, fut in handed:
             if not fut.done():
                 fut.set_exception(RuntimeError(message))
 
 
+MAX_BACKLOG_BYTES = 256 << 20
+
+
+class _Backlog:
+    """Bytes read from the proxy but not yet written: bounded, so memory stays bounded."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._cond = threading.Condition()
+
+    def take(self, size: int) -> None:
+        with self._cond:
+            while self.used and self.used + size > self.limit:
+                self._cond.wait()
+            self.used += size
+
+    def give(self, size: int) -> None:
+        with self._cond:
+            self.used -= size
+            self._cond.notify_all()
+
+
+def _event_size(event: object) -> int:
+    size = 256
+    for name in ("body_in", "body_out", "data", "content"):
+        value = getattr(event, name, None)
+        if isinstance(value, bytes):
+            size += len(value)
+    return size
+
+
 def main() -> int:
-    """The child: read events, write them through a CaptureWriter, ack each one."""
+    """The child: read events and write them through a CaptureWriter until close or end-of-file."""
     from ctxtap.capture.finalize import finalize
     from ctxtap.capture.manifest import Manifest
     from ctxtap.capture.writer import CaptureWriter
@@ -282,29 +317,19 @@ def main() -> int:
         return 2
     _write_frame(stdout, {"ready": True})
     stdout.flush()
-    ack_lock = threading.Lock()
-
-    def ack(seq: int) -> None:
-        with ack_lock:
-            try:
-                stdout.write(_LEN.pack(seq))
-                stdout.flush()
-            except (BrokenPipeError, OSError):
-                pass  # the proxy is gone; keep writing what we have
-
+    backlog = _Backlog(MAX_BACKLOG_BYTES)
     closing: dict | None = None
     while True:
         frame = _read_frame(stdin)
         if frame is None:  # the proxy died: write what arrived, leave recovery to the next reader
             break
-        seq, event = frame
+        _, event = frame
         if isinstance(event, dict) and "close" in event:
             closing = event
             break
-        if seq:
-            writer.submit(event).add_done_callback(lambda _f, seq=seq: ack(seq))
-        else:
-            writer.send(event)
+        size = _event_size(event)
+        backlog.take(size)  # blocks while the writer is too far behind: the pipe then slows the proxy
+        writer.submit(event).add_done_callback(lambda _f, size=size: backlog.give(size))
     writer.close()
     if closing is not None and closing["close"] == CLOSE:
         if closing.get("ended_at"):
