@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from analysis import growth, tokens
 from analysis.blockstore import BlockStore, RequestBlocks
-from analysis.cachecheck import CacheRules, ReqView, cache_verdict, divergence, expected_reads
+from analysis.cachecheck import CacheRules, ReqView, cache_verdict, common_prefix, divergence, expected_reads
 from analysis.db import dataset_dir
 from analysis.layout import summarise_paths, tool_results_via
 from analysis.memo import ParseMemo
@@ -246,7 +246,7 @@ def _request_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[i
         prev = pl.previous_in_thread
         common = 0
         if prev is not None:
-            common = _common(recs[prev].content_ids, rec.content_ids)
+            common = common_prefix(recs[prev].content_ids, rec.content_ids)
         error = call.response.error
         price = prices.find(call.request.model or call.response.model)
         cost = prices.cost(call.request.model or call.response.model, usage)
@@ -313,13 +313,6 @@ def _combined_status(call: ModelCall) -> str:
     return "ok"
 
 
-def _common(a, b) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
 
 # Blocks the provider consumes before caching: they never break a cached prefix. Claude Code's
 # `x-anthropic-billing-header` line changes on every request, yet Claude Code gets cache hits:
@@ -370,7 +363,7 @@ def _prefix_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
             common, common_tokens, first_div = 0, 0, None
         else:
             kind, summary = divergence(prev, cur, text_of)
-            common = _common(prev.hashes, cur.hashes)
+            common = common_prefix(prev.hashes, cur.hashes)
             common_tokens = sum(cur.tokens[:common])
             first_div = None if kind == "extended" else common
         expected_est, facts = expected_reads(prev, cur, rule, gap)

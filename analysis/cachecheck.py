@@ -72,7 +72,8 @@ class ReqView:
     calibration: float | None  # reported / estimated input
 
 
-def _common(a: list[str], b: list[str]) -> int:
+def common_prefix(a, b) -> int:
+    """Leading positions where two sequences of block keys agree."""
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:
@@ -82,7 +83,7 @@ def _common(a: list[str], b: list[str]) -> int:
 
 def divergence(prev: ReqView, cur: ReqView, text_of) -> tuple[str, str | None]:
     """(kind, summary) of how `cur` departs from `prev`."""
-    common = _common(prev.hashes, cur.hashes)
+    common = common_prefix(prev.hashes, cur.hashes)
     if common == len(prev.hashes):
         return "extended", None
     rest_prev, rest_cur = prev.hashes[common:], cur.hashes[common:]
@@ -113,7 +114,7 @@ def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: f
                    "prev_cached_tokens": 0}
     if prev is None:
         return 0, facts
-    common = _common(prev.cache_keys, cur.cache_keys)
+    common = common_prefix(prev.cache_keys, cur.cache_keys)
     facts["prefix_extended"] = common == len(prev.cache_keys)
     common_tokens = sum(cur.tokens[:common])
     facts.update(common_blocks=common, common_tokens=common_tokens)

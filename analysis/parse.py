@@ -122,14 +122,8 @@ def _parse_http(ex: Exchange, r: Route, chain: ResponsesChain, memo: ParseMemo |
     request = _request(r, draft, identity, r.endpoint, complete, memo)
     response = _http_response(ex, r)
     purpose = _purpose(r, request, identity, headers_dict(headers), draft)
-    if r.api == "responses" and response.response_id and body is not None:
-        chain.record(
-            response.response_id,
-            previous,
-            openai_responses.input_items(body),
-            response.output_items,
-            complete,
-        )
+    if r.api == "responses":
+        _remember(chain, response, previous, body, complete)
     return ModelCall(
         call_key=ex.flow_id,
         flow_id=ex.flow_id,
@@ -146,6 +140,14 @@ def _parse_http(ex: Exchange, r: Route, chain: ResponsesChain, memo: ParseMemo |
         response=response,
         request_bytes=len(raw or b""),
     )
+
+
+def _remember(chain: ResponsesChain, response: ParsedResponse, previous: str | None, body: Any,
+              complete: bool) -> None:
+    """Keep what a later `previous_response_id` continuation needs to rebuild its full input."""
+    if response.response_id and body is not None:
+        chain.record(response.response_id, previous, openai_responses.input_items(body),
+                     response.output_items, complete)
 
 
 def _transport(ex: Exchange) -> Transport:
@@ -272,14 +274,7 @@ def _ws_call(
     if not server and ex.error:
         response.parse_error = ex.error
     purpose = _purpose(r, request, identity, headers_dict(headers), draft)
-    if response.response_id and body is not None:
-        chain.record(
-            response.response_id,
-            previous,
-            openai_responses.input_items(body),
-            response.output_items,
-            complete,
-        )
+    _remember(chain, response, previous, body, complete)
     return ModelCall(
         call_key=f"{ex.flow_id}#{message.index}",
         flow_id=ex.flow_id,

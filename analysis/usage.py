@@ -19,20 +19,11 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.models import TokenCount, Usage
-
-
-def _num(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
+from analysis.protocols.common import as_int
 
 
 def reported(value: Any) -> TokenCount:
-    n = _num(value)
+    n = as_int(value)
     return TokenCount(value=n, status="reported") if n is not None else TokenCount()
 
 
@@ -134,9 +125,9 @@ def chat_usage(u: Any) -> Usage:
     if not isinstance(u, dict) or not u:
         return Usage()
     read_value = u.get("cached_tokens")
-    if _num(read_value) is None:
+    if as_int(read_value) is None:
         read_value = _get(u, "prompt_tokens_details", "cached_tokens")
-    if _num(read_value) is None:
+    if as_int(read_value) is None:
         read_value = u.get("prompt_cache_hit_tokens")
     miss = reported(u.get("prompt_cache_miss_tokens"))
     return _inclusive(

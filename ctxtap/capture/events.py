@@ -43,8 +43,8 @@ class ResponseEvent:
     reason: str
     http_version: str
     headers: list[tuple[str, str]]
-    body_in: list[bytes] | bytes | None  # as received from upstream (chunks when streamed)
-    body_out: list[bytes] | bytes | None  # as sent to the client
+    body_in: bytes | None  # as received from upstream (None when it came as ResponseChunk events)
+    body_out: bytes | None  # as sent to the client
     streamed: bool
     ts_headers: float | None
     ts_first_byte: float | None

@@ -47,12 +47,6 @@ def _sha(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
 
 
-def _join(body: list[bytes] | bytes | None) -> bytes | None:
-    if body is None or isinstance(body, bytes):
-        return body
-    return b"".join(body)
-
-
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:
     for key, value in headers:
         if key.lower() == name:
@@ -306,8 +300,8 @@ class CaptureWriter:
         stream = self._streams.pop(ev.flow_id, None) if ev.chunked else None
         if stream is not None:
             return self._streamed_row(ev, info, stream, before)
-        raw_in = _join(ev.body_in) or b""
-        raw_out = raw_in if ev.body_out is ev.body_in else (_join(ev.body_out) or b"")
+        raw_in = ev.body_in or b""
+        raw_out = raw_in if ev.body_out is ev.body_in else (ev.body_out or b"")
         ctype = _header(ev.headers, "content-type")
         row: dict = {
             "flow_id": ev.flow_id, "status": ev.status, "reason": ev.reason,
