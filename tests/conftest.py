@@ -1,4 +1,4 @@
-"""Shared fixtures: an isolated ctxtap config dir (CA, redaction key) and corpus paths."""
+"""Shared fixtures: an isolated ctxtap config dir (CA, redaction key), corpus paths, report captures."""
 
 from __future__ import annotations
 
@@ -33,3 +33,37 @@ def real_clients() -> Path:
     if not (REAL_CLIENTS / "README.md").exists():
         pytest.skip("real-client corpus ../shared/real-clients is not present in this checkout")
     return REAL_CLIENTS
+
+
+# Analysed captures the report tests (with and without a browser) render; built once per run.
+
+
+@pytest.fixture(scope="session")
+def demo_capture(tmp_path_factory, ctxtap_config) -> Path:
+    from tests.test_report_synthetic import scripted_capture
+
+    return scripted_capture(tmp_path_factory.getbasetemp() / "report-demo", ctxtap_config)
+
+
+@pytest.fixture(scope="session")
+def synth30(tmp_path_factory, ctxtap_config) -> Path:
+    from tests.test_report_synthetic import synthetic_capture
+
+    return synthetic_capture(tmp_path_factory.getbasetemp() / "report-s30", 30)
+
+
+@pytest.fixture(scope="session")
+def synth1000(tmp_path_factory, ctxtap_config) -> Path:
+    from tests.test_report_synthetic import synthetic_capture
+
+    return synthetic_capture(tmp_path_factory.getbasetemp() / "report-s1000", 1000)
+
+
+@pytest.fixture(scope="session")
+def corpus_captures(tmp_path_factory, ctxtap_config) -> list[Path]:
+    from tests import corpus
+    from tests.test_report_synthetic import corpus_captures_in
+
+    if not corpus.available():
+        pytest.skip(corpus.SKIP_REASON)
+    return corpus_captures_in(tmp_path_factory.getbasetemp() / "report-corpus")

@@ -22,44 +22,12 @@ from tests import corpus
 from tests.test_report_synthetic import (
     HOSTILE,
     SYSTEM_PROMPT,
-    corpus_captures_in,
-    scripted_capture,
-    synthetic_capture,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
 FIVE_MB = 5_000_000
 PROMPT_MARK = SYSTEM_PROMPT.splitlines()[-1]
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
-
-
-# --- fixtures (captures live under the session's base temp, shared with test_report_browser.py) ----
-
-
-def shared(tmp_path_factory, name: str) -> Path:
-    return tmp_path_factory.getbasetemp() / name
-
-
-@pytest.fixture(scope="session")
-def demo_capture(tmp_path_factory, ctxtap_config) -> Path:
-    return scripted_capture(shared(tmp_path_factory, "report-demo"), ctxtap_config)
-
-
-@pytest.fixture(scope="session")
-def synth30(tmp_path_factory, ctxtap_config) -> Path:
-    return synthetic_capture(shared(tmp_path_factory, "report-s30"), 30)
-
-
-@pytest.fixture(scope="session")
-def synth1000(tmp_path_factory, ctxtap_config) -> Path:
-    return synthetic_capture(shared(tmp_path_factory, "report-s1000"), 1000)
-
-
-@pytest.fixture(scope="session")
-def corpus_captures(tmp_path_factory, ctxtap_config) -> list[Path]:
-    if not corpus.available():
-        pytest.skip(corpus.SKIP_REASON)
-    return corpus_captures_in(shared(tmp_path_factory, "report-corpus"))
 
 
 def render(captures: list[Path], out: Path, **options) -> str:

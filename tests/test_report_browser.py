@@ -16,10 +16,9 @@ from typing import Any
 import pytest
 
 from reports.render import render_report
-from tests import corpus
 from tests.conftest import ARTIFACTS
-from tests.test_report import FIVE_MB, shared
-from tests.test_report_synthetic import HOSTILE, corpus_captures_in, scripted_capture, synthetic_capture
+from tests.test_report import FIVE_MB
+from tests.test_report_synthetic import HOSTILE
 
 pytestmark = pytest.mark.browser
 
@@ -27,31 +26,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync", "--no-first-run"]
 VIEWPORT = {"width": 1300, "height": 1000}
-
-
-# Captures are shared on disk with test_report.py (same base temp): generated once per run.
-
-
-@pytest.fixture(scope="module")
-def demo_capture(tmp_path_factory, ctxtap_config) -> Path:
-    return scripted_capture(shared(tmp_path_factory, "report-demo"), ctxtap_config)
-
-
-@pytest.fixture(scope="module")
-def synth30(tmp_path_factory, ctxtap_config) -> Path:
-    return synthetic_capture(shared(tmp_path_factory, "report-s30"), 30)
-
-
-@pytest.fixture(scope="module")
-def synth1000(tmp_path_factory, ctxtap_config) -> Path:
-    return synthetic_capture(shared(tmp_path_factory, "report-s1000"), 1000)
-
-
-@pytest.fixture(scope="module")
-def corpus_captures(tmp_path_factory, ctxtap_config) -> list[Path]:
-    if not corpus.available():
-        pytest.skip(corpus.SKIP_REASON)
-    return corpus_captures_in(shared(tmp_path_factory, "report-corpus"))
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from typing import Any
 
 from analysis.blocks import BlockDraft, anthropic_source_text, parts_text, structured_draft
 from analysis.canonical import canonical_json, loads
-from analysis.errors import classify_error, protocol_error
+from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall
 from analysis.protocols.common import (
     RequestDraft,
@@ -26,6 +26,7 @@ from analysis.protocols.common import (
     each_item,
     load_response_object,
     norm_role,
+    stream_outcome,
     text_kind,
 )
 from analysis.sse import parse_sse
@@ -231,20 +232,14 @@ class _Builder:
                         index=len(calls),
                     )
                 )
-        status = (
-            "ok" if self.finished or self.error else ("partial" if self.blocks or self.usage else "error")
+        status, parse_error, error = stream_outcome(
+            self.error,
+            None if self.finished else "stream ended before message_stop",
+            bool(self.blocks or self.usage),
+            self.bad_events,
+            "stream events",
+            note=status_note,
         )
-        error = self.error
-        parse_error = None
-        if not self.finished and not self.error:
-            parse_error = "stream ended before message_stop"
-            error = protocol_error(parse_error, "stream.truncated")
-        if status_note:
-            status = "partial" if status == "ok" else status
-            parse_error = parse_error or status_note
-        if self.bad_events:
-            status = "partial" if status == "ok" else status
-            parse_error = parse_error or f"{self.bad_events} unparsable stream events"
         return ParsedResponse(
             response_id=self.response_id,
             model=self.model,

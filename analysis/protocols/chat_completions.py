@@ -13,7 +13,7 @@ from typing import Any
 
 from analysis.blocks import BlockDraft, parts_text, structured_draft
 from analysis.canonical import canonical_json, loads
-from analysis.errors import classify_error, protocol_error
+from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall, Usage
 from analysis.protocols.common import (
     RequestDraft,
@@ -26,6 +26,7 @@ from analysis.protocols.common import (
     each_item,
     load_response_object,
     norm_role,
+    stream_outcome,
     text_kind,
 )
 from analysis.sse import parse_sse
@@ -251,16 +252,16 @@ class _Builder:
             )
             for n, (i, c) in enumerate(sorted(self.calls.items()))
         ]
-        parse_status, parse_error, error = "ok", None, self.error
-        if not complete and self.error is None:
-            parse_status = (
-                "partial" if (self.text or self.calls or self.finish or self.reasoning) else "error"
-            )
-            parse_error = "stream ended before [DONE]" if not had_done else "stream incomplete"
-            error = protocol_error(parse_error, "stream.truncated")
-        if self.bad_events:
-            parse_status = "partial" if parse_status == "ok" else parse_status
-            parse_error = parse_error or f"{self.bad_events} unparsable stream chunks"
+        truncated = None
+        if not complete:
+            truncated = "stream ended before [DONE]" if not had_done else "stream incomplete"
+        parse_status, parse_error, error = stream_outcome(
+            self.error,
+            truncated,
+            bool(self.text or self.calls or self.finish or self.reasoning),
+            self.bad_events,
+            "stream chunks",
+        )
         return ParsedResponse(
             response_id=self.response_id,
             model=self.model,

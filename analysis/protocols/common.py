@@ -13,7 +13,8 @@ from typing import Any
 
 from analysis.blocks import BlockDraft
 from analysis.canonical import loads
-from analysis.models import ParseStatus, Role
+from analysis.errors import protocol_error
+from analysis.models import ErrorInfo, ParsedResponse, ParseStatus, Role
 
 
 @dataclass
@@ -194,9 +195,6 @@ def call_names_replay(call_names: dict[str, str]) -> Callable[[list], None]:
 
 def load_response_object(raw: bytes | None) -> tuple[dict | None, Any]:
     """(object, None) for a JSON-object response body, else (None, a ParsedResponse saying why)."""
-    from analysis.errors import protocol_error
-    from analysis.models import ParsedResponse
-
     try:
         obj = loads(raw or b"")
     except (ValueError, UnicodeDecodeError) as e:
@@ -208,3 +206,30 @@ def load_response_object(raw: bytes | None) -> tuple[dict | None, Any]:
             parse_status="error", parse_error=msg, error=protocol_error(msg, "body.unexpected-shape")
         )
     return obj, None
+
+
+def stream_outcome(
+    error: ErrorInfo | None,
+    truncated: str | None,
+    has_content: bool,
+    bad_events: int,
+    unit: str,
+    note: str | None = None,
+) -> tuple[ParseStatus, str | None, ErrorInfo | None]:
+    """(parse_status, parse_error, error) for a stream, judged alike for every provider.
+
+    `truncated` says why the stream looks cut off (None when it ended properly); a
+    stream that already carried a provider error is not also called truncated.
+    `note` and unparsable events downgrade an otherwise clean stream to partial.
+    """
+    status: ParseStatus = "ok"
+    parse_error = None
+    if truncated and error is None:
+        status = "partial" if has_content else "error"
+        parse_error = truncated
+        error = protocol_error(truncated, "stream.truncated")
+    for reason in (note, f"{bad_events} unparsable {unit}" if bad_events else None):
+        if reason:
+            status = "partial" if status == "ok" else status
+            parse_error = parse_error or reason
+    return status, parse_error, error

@@ -24,6 +24,7 @@ from analysis.protocols.common import (
     as_str,
     each_item,
     norm_role,
+    stream_outcome,
     text_kind,
 )
 from analysis.sse import parse_sse
@@ -281,14 +282,13 @@ class _Builder:
                     )
 
     def result(self, complete: bool) -> ParsedResponse:
-        parse_status, parse_error, error = "ok", None, self.error
-        if not complete and self.error is None:
-            parse_status = "partial" if self.chunks else "error"
-            parse_error = "stream ended before a finishReason"
-            error = protocol_error(parse_error, "stream.truncated")
-        if self.bad_events:
-            parse_status = "partial" if parse_status == "ok" else parse_status
-            parse_error = parse_error or f"{self.bad_events} unparsable chunks"
+        parse_status, parse_error, error = stream_outcome(
+            self.error,
+            None if complete else "stream ended before a finishReason",
+            bool(self.chunks),
+            self.bad_events,
+            "chunks",
+        )
         return ParsedResponse(
             response_id=self.response_id,
             model=self.model,

@@ -19,7 +19,7 @@ from typing import Any
 
 from analysis.blocks import BlockDraft, json_text, parts_text, structured_draft
 from analysis.canonical import canonical_json, loads
-from analysis.errors import classify_error, protocol_error
+from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall
 from analysis.protocols.common import (
     RequestDraft,
@@ -32,6 +32,7 @@ from analysis.protocols.common import (
     each_item,
     load_response_object,
     norm_role,
+    stream_outcome,
     text_kind,
 )
 from analysis.sse import parse_sse
@@ -365,16 +366,14 @@ class ResponsesStream:
         stop = status
         if status == "incomplete":
             stop = as_str(as_dict(final.get("incomplete_details")).get("reason")) or "incomplete"
-        parse_status = "ok"
-        parse_error = None
-        error = self.error
-        if self.final is None and self.error is None and expect_terminal:
-            parse_status = "partial" if self.events else "error"
-            parse_error = "stream ended before a terminal response event"
-            error = protocol_error(parse_error, "stream.truncated")
-        if self.bad_events:
-            parse_status = "partial" if parse_status == "ok" else parse_status
-            parse_error = parse_error or f"{self.bad_events} unparsable stream events"
+        cut_off = self.final is None and expect_terminal
+        parse_status, parse_error, error = stream_outcome(
+            self.error,
+            "stream ended before a terminal response event" if cut_off else None,
+            bool(self.events),
+            self.bad_events,
+            "stream events",
+        )
         return ParsedResponse(
             response_id=as_str(final.get("id")) or self.response_id,
             model=as_str(final.get("model")) or self.model,
