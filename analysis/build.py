@@ -162,7 +162,7 @@ def write_dataset(out: Path, capture_id: str, tables: dict[str, list[dict]], met
 
 def build(capture: Capture, prices: PriceTable, rules: CacheRules,
           progress: Progress | None = None) -> tuple[dict[str, list[dict]], BuildStats]:
-    from ctxtap.paths import redaction_key
+    from ctxtap.capture.paths import redaction_key
     from redaction import Redactor
 
     redactor = Redactor(redaction_key(), capture.manifest.capture_id)
@@ -206,7 +206,10 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
         {"request_id": rec.request_id, "position": pos, "cache_breakpoint": value}
         for rec in recs for pos, value in rec.blocks.breakpoints
     ]
+    m = capture.manifest
     tables = {
+        "captures": [{"name": capture.directory.name, "source": m.source, "status": m.status,
+                      "started_at": m.started_at, "ended_at": m.ended_at, "ctxtap_version": m.ctxtap_version}],
         "requests": requests,
         "request_breakpoints": breakpoints,
         "block_content": list(store.content.values()),

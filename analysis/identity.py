@@ -1,6 +1,6 @@
 """Who sent a request and which session / thread / turn it belongs to.
 
-The client comes from `ctxtap.classify.classify_client` (headers first, body
+The client comes from `ctxtap.capture.classify.classify_client` (headers first, body
 markers second) so the recorder and the analyzer agree; this module adds the
 identifiers each client provides. Sources, in priority order per field:
 
@@ -25,7 +25,7 @@ from typing import Any
 from analysis.canonical import loads
 from analysis.models import Identity
 from analysis.protocols.common import as_dict, as_str
-from ctxtap.classify import classify_client
+from ctxtap.capture.classify import classify_client
 
 _CC_VERSION = re.compile(rb"cc_version=(\d+\.\d+\.\d+)")
 _LEGACY_SESSION = re.compile(r"_session_([0-9a-fA-F-]{8,})$")

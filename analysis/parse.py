@@ -19,14 +19,14 @@ from analysis.attribution import attribute
 from analysis.canonical import loads
 from analysis.chain import ResponsesChain
 from analysis.errors import classify_error, parse_json_body, protocol_error, transport_error
-from analysis.exchange import Exchange, WsMessage
 from analysis.identity import frame_headers, headers_dict, identify, turn_metadata
 from analysis.memo import ParseMemo
 from analysis.models import Identity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo, Transport
 from analysis.protocols import anthropic, chat_completions, gemini, openai_responses
 from analysis.protocols.common import RequestDraft, as_dict, as_str, load_json, looks_like_sse
 from analysis.purpose import Facts, classify_purpose
-from ctxtap.classify import SESSION_HEADERS, classify_client, classify_flow
+from ctxtap.capture.classify import SESSION_HEADERS, classify_client, classify_flow
+from ctxtap.capture.exchange import Exchange, WsMessage
 
 __all__ = ["ResponsesChain", "parse_exchange", "parse_exchanges", "route"]
 

@@ -204,7 +204,17 @@ LAYOUT: Columns = [
     ("dynamic_fields_before_stable", S, "Blocks that change between requests yet sit before stable content (cache breakers)."),
 ]
 
+CAPTURES: Columns = [
+    ("name", S, "The capture folder's name."),
+    ("source", S, "`proxy` (recorded live) or `import` (flow files, HAR)."),
+    ("status", S, "`recording` or `finalized`."),
+    ("started_at", F64, "Unix time recording started."),
+    ("ended_at", F64, "Unix time recording ended (null while recording or after a crash)."),
+    ("ctxtap_version", S, "ctxtap version that recorded the capture."),
+]
+
 TABLES: dict[str, Columns] = {
+    "captures": CAPTURES,
     "requests": REQUESTS,
     "block_content": BLOCK_CONTENT,
     "block_occurrences": BLOCK_OCCURRENCES,

@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 from analysis import tokens  # noqa: E402
 from analysis.build import AnalyzeOptions, ensure_analysis  # noqa: E402
 from analysis.parse import parse_exchanges  # noqa: E402
-from ctxtap.capture.importer import import_files  # noqa: E402
 from ctxtap.capture.store import Capture  # noqa: E402
+from ctxtap.ingest.importer import import_files  # noqa: E402
 
 WORDS = ("the of and to in is that for it as with was on be by this are from at file src test def class "
          "return import value error result config module function data path").split()

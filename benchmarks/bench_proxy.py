@@ -192,7 +192,7 @@ def bench_storage(tmp: Path, confdir: Path, turns: int) -> None:
         server.send_signal(signal.SIGTERM)
         server.wait(30)
     har = tmp / "storage.har"
-    subprocess.run([sys.executable, "-m", "ctxtap.cli", "export", str(out), "--har", str(har)], check=True,
+    subprocess.run([sys.executable, "-m", "ctxtap.cli.main", "export", str(out), "--har", str(har)], check=True,
                    env=ctxtap_env(confdir), cwd=ROOT, capture_output=True)
     capture_bytes = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     har_bytes = har.stat().st_size

@@ -48,9 +48,9 @@ def publish_times() -> list[tuple[str, float]]:
     if not (base / "README.md").exists():
         return []
     os.environ.setdefault("CTXTAP_CONFIG_DIR", tempfile.mkdtemp(prefix="ctxtap-bench-"))
-    from ctxtap.capture.importer import import_files
-    from ctxtap.paths import redaction_key
-    from reports.publish import publish
+    from ctxtap.capture.paths import redaction_key
+    from ctxtap.ingest.importer import import_files
+    from reports.publish.publisher import publish
 
     out = []
     with tempfile.TemporaryDirectory() as tmp:

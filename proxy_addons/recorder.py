@@ -34,6 +34,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from ctxtap import __version__  # noqa: E402
+from ctxtap.capture.classify import classify_flow  # noqa: E402
 from ctxtap.capture.events import (  # noqa: E402
     ErrorEvent,
     RequestEvent,
@@ -45,9 +46,8 @@ from ctxtap.capture.events import (  # noqa: E402
     is_terminal_ws_message,
 )
 from ctxtap.capture.ids import new_capture_id  # noqa: E402
+from ctxtap.capture.paths import default_captures_dir, redaction_key  # noqa: E402
 from ctxtap.capture.writer_proc import ProcessWriter  # noqa: E402
-from ctxtap.classify import classify_flow  # noqa: E402
-from ctxtap.paths import default_captures_dir, redaction_key  # noqa: E402
 from proxy_addons.router import Router  # noqa: E402
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Credential redaction applied to every recorded header, URL and body before it is written.
 
-    redactor = Redactor(ctxtap.paths.redaction_key(), capture_id)
+    redactor = Redactor(ctxtap.capture.paths.redaction_key(), capture_id)
     body = redactor.redact_bytes(body)          # JSON, SSE, WebSocket frames, binary
     headers = redactor.redact_headers(headers)
     url = redactor.redact_url(url)

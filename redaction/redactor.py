@@ -44,7 +44,7 @@ def _is_glued(data: bytes, start: int, end: int) -> bool:
 class Redactor:
     """Replaces credentials with `[REDACTED:<kind>:<6 hex>]`, equal secrets getting equal placeholders.
 
-    `key` is the per-user redaction key (see `ctxtap.paths.redaction_key`);
+    `key` is the per-user redaction key (see `ctxtap.capture.paths.redaction_key`);
     `capture_id` scopes the hashes to one capture.
     """
 

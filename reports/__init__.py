@@ -1,4 +1,1 @@
-"""HTML reports: DuckDB views -> report context -> jinja2 templates -> one self-contained file.
-
-Reports read the analysis dataset only; they never import proxy code.
-"""
+"""What people read: the HTML report (`reports.html`) and publishable attachments (`reports.publish`)."""

@@ -10,8 +10,8 @@ import os
 from functools import cache
 from pathlib import Path
 
-from analysis.exchange import Exchange, WsMessage
-from ctxtap.classify import classify_client, classify_flow
+from ctxtap.capture.classify import classify_client, classify_flow
+from ctxtap.capture.exchange import Exchange, WsMessage
 
 CORPUS_ROOT = Path(
     os.environ.get("CTXTAP_REAL_CLIENTS", Path(__file__).resolve().parents[2] / "shared" / "real-clients")

@@ -61,7 +61,7 @@ def ctxtap_env(config_dir: Path) -> dict[str, str]:
 def start_proxy(out: Path, config_dir: Path, routes: Sequence[str] = (), extra: Sequence[str] = (),
                 timeout: float = 60) -> ProxyProc:
     """Start `ctxtap proxy --port 0` and wait for the line that says where it listens."""
-    cmd = [sys.executable, "-m", "ctxtap.cli", "proxy", "--port", "0", "--out", str(out)]
+    cmd = [sys.executable, "-m", "ctxtap.cli.main", "proxy", "--port", "0", "--out", str(out)]
     for route in routes:
         cmd += ["--route", route]
     cmd += list(extra)
@@ -97,7 +97,7 @@ def run_ctxtap(args: Sequence[str], config_dir: Path, timeout: float = 300, chec
                extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     env = ctxtap_env(config_dir)
     env.update(extra_env or {})
-    result = subprocess.run([sys.executable, "-m", "ctxtap.cli", *args], capture_output=True, text=True,
+    result = subprocess.run([sys.executable, "-m", "ctxtap.cli.main", *args], capture_output=True, text=True,
                             env=env, cwd=ROOT, timeout=timeout)
     if check and result.returncode != 0:
         raise AssertionError(f"ctxtap {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}")

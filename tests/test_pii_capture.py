@@ -14,7 +14,7 @@ import pytest
 from ctxtap.capture.store import Capture
 from redaction.layered import REDACT_MODES, LayeredRedactor, capture_redactor, ruleset_version
 from redaction.pii_rules import KEYED_RE
-from reports.publish import publish
+from reports.publish.publisher import publish
 from tests.pii_corpus import build_har, escaped_forms, generate_people, pii_items, plan
 from tests.proxyharness import all_stored_bytes, run_ctxtap
 

@@ -130,7 +130,7 @@ def test_ctrl_c_to_the_process_group_finalizes_cleanly(tmp_path, ctxtap_config):
     from tests.proxyharness import ROOT, ctxtap_env
 
     with ModelServer(script="basic") as server:
-        cmd = [sys.executable, "-m", "ctxtap.cli", "proxy", "--port", "0", "--out", str(tmp_path / "cap")]
+        cmd = [sys.executable, "-m", "ctxtap.cli.main", "proxy", "--port", "0", "--out", str(tmp_path / "cap")]
         for route in routes_to(server.url):
             cmd += ["--route", route]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -21,9 +21,9 @@ from redaction import Redactor
 from redaction.identity import Identity
 from redaction.pii import PiiRedactor
 from redaction.publish_scan import DETECT_SECRETS_PLUGINS, scan_detect_secrets, scan_tree
-from reports import publish as publish_mod
-from reports import publish_render
-from reports.publish import PublishError, PublishOptions, prepare, publish, write_all
+from reports.publish import publisher as publish_mod
+from reports.publish import render as publish_render
+from reports.publish.publisher import PublishError, PublishOptions, prepare, publish, write_all
 from tests.pii_corpus import (
     PLACEMENTS,
     build_har,
@@ -238,7 +238,7 @@ def test_corrupted_output_fails_closed(corpus, tmp_path, monkeypatch) -> None:
 
 
 def test_cli_exits_nonzero_and_names_the_place(corpus, tmp_path, monkeypatch) -> None:
-    from ctxtap.cli import main
+    from ctxtap.cli.main import main
 
     capture, _ = corpus[0]
     original = publish_render.render_markdown
@@ -307,7 +307,7 @@ def test_fence_survives_backticks() -> None:
 
 
 def test_publish_command_is_registered() -> None:
-    from ctxtap.cli import main
+    from ctxtap.cli.main import main
 
     result = CliRunner().invoke(main, ["publish", "--help"])
     assert result.exit_code == 0

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reports.blockdata import decode_row, encode_row, json_for_script, utf8_cut, water_level
-from reports.render import render_report
+from reports.html.blockdata import decode_row, encode_row, json_for_script, utf8_cut, water_level
+from reports.html.render import render_report
 from tests import corpus
 from tests.test_report_synthetic import (
     HOSTILE,
@@ -249,8 +249,8 @@ def test_1000_request_session_stays_within_5_mb(synth1000: Path, tmp_path: Path)
 
 
 def test_a_capture_without_model_traffic_still_renders(tmp_path: Path, ctxtap_config) -> None:
-    from ctxtap.capture.importer import import_files
-    from ctxtap.paths import redaction_key
+    from ctxtap.capture.paths import redaction_key
+    from ctxtap.ingest.importer import import_files
 
     har = tmp_path / "empty.har"
     har.write_text('{"log": {"version": "1.2", "entries": []}}')
@@ -281,7 +281,7 @@ def test_corpus_comparison_report(corpus_captures: list[Path], tmp_path: Path) -
 
 def test_cli_writes_next_to_one_capture_and_to_the_cwd_for_several(demo_capture: Path, synth30: Path,
                                                                     tmp_path: Path, monkeypatch) -> None:
-    from ctxtap.cli import main
+    from ctxtap.cli.main import main
 
     runner = CliRunner()
     result = runner.invoke(main, ["report", str(demo_capture)])
@@ -300,7 +300,7 @@ def test_reports_never_import_proxy_code() -> None:
     for path in (ROOT / "reports").rglob("*.py"):
         source = path.read_text()
         assert not re.search(r"^\s*(from|import)\s+(mitmproxy|proxy_addons)\b", source, re.M), path
-    code = ("import sys, reports.cli, reports.render; "
+    code = ("import sys, ctxtap.cli.report, reports.html.render; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mitmproxy', 'proxy_addons')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"

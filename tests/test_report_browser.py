@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reports.render import render_report
+from reports.html.render import render_report
 from tests.conftest import ARTIFACTS
 from tests.test_report import FIVE_MB
 from tests.test_report_synthetic import HOSTILE

@@ -242,8 +242,8 @@ def synthetic_capture(directory: Path, n_requests: int) -> Path:
     Needs CTXTAP_CONFIG_DIR pointing at a private config dir (the import uses its redaction key).
     """
     from analysis.build import ensure_analysis
-    from ctxtap.capture.importer import import_files
-    from ctxtap.paths import redaction_key
+    from ctxtap.capture.paths import redaction_key
+    from ctxtap.ingest.importer import import_files
 
     capture = directory / "capture"
     if not (capture / "manifest.json").exists():
@@ -282,8 +282,8 @@ def scripted_capture(directory: Path, config_dir: Path, turns: int = 3) -> Path:
 def corpus_captures_in(directory: Path) -> list[Path]:
     """The real-client corpus runs imported and analysed under `directory` (reused when present)."""
     from analysis.build import ensure_analysis
-    from ctxtap.capture.importer import import_files
-    from ctxtap.paths import redaction_key
+    from ctxtap.capture.paths import redaction_key
+    from ctxtap.ingest.importer import import_files
     from tests import corpus
 
     out = []

@@ -15,8 +15,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.exchange import Exchange, WsMessage
 from ctxtap.capture.bodies import BodyDecoder
+from ctxtap.capture.exchange import Exchange, WsMessage
 from ctxtap.capture.finalize import BODIES_FILE, FLOWS_FILE, WS_FILE, _table, assemble, finalize
 from ctxtap.capture.manifest import MANIFEST_NAME, Manifest
 from ctxtap.capture.schema import FLOWS_SCHEMA, WS_SCHEMA

@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ctxtap.capture.bodies import BodyEncoder
+from ctxtap.capture.classify import SESSION_HEADERS, classify_client
 from ctxtap.capture.decode import decode_body
 from ctxtap.capture.events import (
     Barrier,
@@ -36,7 +37,6 @@ from ctxtap.capture.events import (
 )
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.spool import SpoolFile
-from ctxtap.classify import SESSION_HEADERS, classify_client
 from redaction.layered import capture_redactor, ruleset_version
 
 SYNC_INTERVAL_S = 1.0

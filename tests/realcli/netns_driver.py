@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     bring_up_loopback()
     assert_offline()
     server, url = start_model_server(args.script, not args.no_websocket, args.server_log)
-    record = [sys.executable, "-m", "ctxtap.cli", "record", "--offline", "--out", args.out]
+    record = [sys.executable, "-m", "ctxtap.cli.main", "record", "--offline", "--out", args.out]
     for host in args.route_host:
         record += ["--route", f"{host}={url}"]
     print(f"netns_driver: model server {url}; running {command[0]}", file=sys.stderr, flush=True)

@@ -11,10 +11,10 @@ from collections import Counter, defaultdict
 
 import duckdb
 
-from reports import charts
-from reports.blockdata import BlockData, Ribbon, RibbonRow
-from reports.model import CaptureInfo, Comparison, ComparisonRow, Row, SessionView, fetch, sum_present
-from reports.sessions import CHANGE_DETAIL
+from reports.html import charts
+from reports.html.blockdata import BlockData, Ribbon, RibbonRow
+from reports.html.model import CaptureInfo, Comparison, ComparisonRow, Row, SessionView, fetch, sum_present
+from reports.html.sessions import CHANGE_DETAIL
 
 
 def group_changes(text: str | None) -> str | None:
@@ -76,7 +76,7 @@ def build_comparison(per_capture: list[tuple[CaptureInfo, duckdb.DuckDBPyConnect
 
 
 def _source_order() -> list[str]:
-    from reports.palette import SOURCES
+    from reports.html.palette import SOURCES
 
     return [s.name for s in SOURCES]
 

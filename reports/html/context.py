@@ -14,23 +14,21 @@ from pathlib import Path
 
 import duckdb
 
-from reports.blockdata import BlockData
-from reports.comparison import build_comparison
-from reports.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
-from reports.overview import build_overview
-from reports.sessions import build_sessions
+from reports.html.blockdata import BlockData
+from reports.html.comparison import build_comparison
+from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
+from reports.html.overview import build_overview
+from reports.html.sessions import build_sessions
 
 __all__ = ["LARGE_TABLE", "ReportContext", "build_context", "capture_info"]
 
 
 def capture_info(path: Path, con: duckdb.DuckDBPyConnection) -> CaptureInfo:
-    from ctxtap.capture.store import Capture
-
-    cap = Capture.open(path)
-    m = cap.manifest
+    capture_id, source, started_at, ended_at = con.execute(
+        "SELECT capture_id, source, started_at, ended_at FROM captures").fetchone()
     n = con.execute("SELECT count(*) FROM requests").fetchone()[0]
-    return CaptureInfo(path=Path(path), capture_id=m.capture_id, name=Path(path).name, source=m.source or "",
-                       started_at=m.started_at, ended_at=m.ended_at, n_requests=n)
+    return CaptureInfo(path=Path(path), capture_id=capture_id, name=Path(path).name, source=source or "",
+                       started_at=started_at, ended_at=ended_at, n_requests=n)
 
 
 def build_context(captures: Sequence[Path], title: str | None = None) -> ReportContext:

@@ -34,8 +34,8 @@ from redaction.identity import Identity
 from redaction.pii import PII_RULESET_VERSION, PiiRedactor
 from redaction.pii_rules import NUMBERED_RE
 from redaction.publish_scan import DETECT_SECRETS_PLUGINS, DETECTORS, Finding, scan_tree
-from reports.publish_build import AttachmentBuilder, BuildOptions, CaptureData, Cleaner, load_capture
-from reports.publish_render import write_attachment
+from reports.publish.build import AttachmentBuilder, BuildOptions, CaptureData, Cleaner, load_capture
+from reports.publish.render import write_attachment
 
 COVERAGE = (
     "Every model request this client made in the capture. Threads (the main loop, subagents) come "
@@ -175,7 +175,7 @@ def prepare(capture_dir: Path, options: PublishOptions | None = None) -> Prepare
     """Steps 1-3: read the capture, learn the user, build every requested client's attachment."""
     from analysis.build import ensure_analysis
     from analysis.db import connect
-    from ctxtap.paths import redaction_key
+    from ctxtap.capture.paths import redaction_key
 
     options = options or PublishOptions()
     capture_dir = Path(capture_dir)

@@ -13,7 +13,7 @@ import click
 
 from ctxtap import __version__
 from ctxtap.capture.ids import new_capture_id
-from ctxtap.paths import default_captures_dir, redaction_key
+from ctxtap.capture.paths import default_captures_dir, redaction_key
 
 # Heavy modules (pyarrow, pydantic models, mitmproxy) are imported inside the
 # commands that need them: the proxy process should carry as little as possible.
@@ -70,7 +70,7 @@ class _Commands(click.Group):
     """Commands that live with their feature (reports/, ctxtap/demo/) are imported only when used,
     so `ctxtap proxy` does not carry the report or publish machinery in its process."""
 
-    PLUGINS = {"report": "reports.cli", "publish": "reports.publish_cli", "demo": "ctxtap.demo.cli"}
+    PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})
@@ -107,7 +107,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
 
         ctxtap record -- claude -p "list the files here"
     """
-    from ctxtap.proxy_runner import BackgroundProxy, ProxyConfig, client_env
+    from proxy_addons.runner import BackgroundProxy, ProxyConfig, client_env
 
     out = out or default_captures_dir() / new_capture_id()
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
@@ -140,7 +140,7 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
     Prints the environment variables a client needs; export them in another
     shell (or prefix a command with them) to record that command.
     """
-    from ctxtap.proxy_runner import ProxyConfig, client_env, run_foreground
+    from proxy_addons.runner import ProxyConfig, client_env, run_foreground
 
     out = out or default_captures_dir() / new_capture_id()
     config = ProxyConfig(listen_host=listen_host, port=port, out=out, routes=list(routes),
@@ -171,7 +171,7 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
               help="Also pseudonymise personal data before writing. Credentials are always redacted.")
 def import_(files, out, model_hosts, record_all, redact) -> None:
     """Import mitmproxy flow files and HAR into a capture (redacted like live traffic)."""
-    from ctxtap.capture.importer import ImportError_, import_files
+    from ctxtap.ingest.importer import ImportError_, import_files
     from proxy_addons.recorder import parse_model_hosts
 
     out = out or default_captures_dir() / new_capture_id()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mitmproxy import http, io
 
+from ctxtap.capture.classify import classify_flow
 from ctxtap.capture.events import (
     ErrorEvent,
     RequestEvent,
@@ -25,7 +26,6 @@ from ctxtap.capture.events import (
 from ctxtap.capture.finalize import finalize
 from ctxtap.capture.manifest import Manifest, new_capture_id
 from ctxtap.capture.writer import CaptureWriter
-from ctxtap.classify import classify_flow
 
 
 class ImportError_(Exception):

@@ -14,7 +14,7 @@ import certifi
 from mitmproxy.options import Options
 from mitmproxy.tools.dump import DumpMaster
 
-from ctxtap.paths import ca_dir
+from ctxtap.capture.paths import ca_dir
 from proxy_addons.recorder import Recorder, make_addons
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from typing import Any
 import duckdb
 from markupsafe import Markup
 
-from reports.blockdata import BlockData, Ribbon
+from reports.html.blockdata import BlockData, Ribbon
 
 Row = dict[str, Any]
 LARGE_TABLE = 60  # tables longer than this start collapsed

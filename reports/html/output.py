@@ -1,4 +1,4 @@
-"""Where a report goes by default (kept light: `ctxtap.cli` imports `reports.cli` on every start)."""
+"""Where a report goes by default (kept light: `ctxtap.cli.main` imports `ctxtap.cli.report` on every start)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from ctxtap.paths import default_captures_dir
+from ctxtap.capture.paths import default_captures_dir
 
 DEMO_HOSTS = ("api.anthropic.com", "api.openai.com", "api.kimi.com", "generativelanguage.googleapis.com")
 
@@ -22,7 +22,7 @@ def run_demo(out: Path, turns: int = 3, echo=click.echo) -> dict:
     """Record the demo agents into `out`, analyse, render. Returns what happened."""
     from ctxtap.demo.agents import AGENTS, run_all
     from ctxtap.modelserver import ModelServer
-    from ctxtap.proxy_runner import BackgroundProxy, ProxyConfig, client_env
+    from proxy_addons.runner import BackgroundProxy, ProxyConfig, client_env
 
     started = time.perf_counter()
     with ModelServer(script="long") as server:
@@ -52,7 +52,7 @@ def analyse_and_render(out: Path, echo=click.echo) -> Path | None:
     for line in summary_lines(connect([out])):
         echo(line)
     try:
-        from reports.render import render_capture_report
+        from reports.html.render import render_capture_report
     except ImportError:  # reports not built yet
         return None
     return render_capture_report([out])

@@ -12,9 +12,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports import palette
-from reports.formatting import compact, duration_ms, num, seconds, size
-from reports.svg import (
+from reports.html import palette
+from reports.html.formatting import compact, duration_ms, num, seconds, size
+from reports.html.svg import (
     Frame,
     Scale,
     esc,

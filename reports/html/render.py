@@ -20,10 +20,10 @@ import jinja2
 from markupsafe import Markup, escape
 
 from ctxtap import __version__
-from reports import palette
-from reports.context import LARGE_TABLE, ReportContext, build_context
-from reports.formatting import FILTERS, size
-from reports.output import default_output
+from reports.html import palette
+from reports.html.context import LARGE_TABLE, ReportContext, build_context
+from reports.html.formatting import FILTERS, size
+from reports.html.output import default_output
 
 DEFAULT_MAX_BYTES = 5_000_000
 MIN_TEXT_BUDGET = 50_000
@@ -42,12 +42,12 @@ class RenderResult:
 
 
 def _static(name: str) -> str:
-    return resources.files("reports").joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files("reports.html").joinpath("static", name).read_text(encoding="utf-8")
 
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("reports", "templates"),
+        loader=jinja2.PackageLoader("reports.html", "templates"),
         autoescape=True,  # every template, whatever its extension: block texts are untrusted
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from reports.model import ClientRow, Overview, Row, SessionView, sum_present
+from reports.html.model import ClientRow, Overview, Row, SessionView, sum_present
 
 
 def build_overview(sessions: list[SessionView]) -> Overview:

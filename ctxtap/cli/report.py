@@ -1,4 +1,4 @@
-"""`ctxtap report`: captures -> one self-contained HTML file (registered by ctxtap.cli)."""
+"""`ctxtap report`: captures -> one self-contained HTML file (registered by ctxtap.cli.main)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from reports.output import COMPARISON_DEFAULT, default_output
+from reports.html.output import COMPARISON_DEFAULT, default_output
 
 
 @click.command(name="report")
@@ -36,7 +36,7 @@ def report(captures: tuple[Path, ...], output: Path | None, title: str | None, m
         ctxtap report captures/20260727-101500-ab12cd
     """
     from ctxtap.capture.store import CaptureError
-    from reports.render import render_report
+    from reports.html.render import render_report
 
     paths = list(captures)
     out = output or default_output(paths)

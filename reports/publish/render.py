@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-TEMPLATES = Path(__file__).resolve().parent / "attachments"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 _BACKTICKS_RE = re.compile(r"`+")
 
 

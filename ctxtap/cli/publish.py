@@ -1,4 +1,4 @@
-"""The `ctxtap publish` command (registered by `ctxtap.cli._register_plugins`)."""
+"""The `ctxtap publish` command (registered by `ctxtap.cli.main._register_plugins`)."""
 
 from __future__ import annotations
 
@@ -52,8 +52,8 @@ def publish(capture: Path, clients: tuple[str, ...], out_dir: Path | None, elide
 
     Example: ctxtap publish captures/20261129-101500-ab12cd --client codex -o codex-attachment
     """
-    from reports.publish import PublishError, PublishOptions
-    from reports.publish import publish as run
+    from reports.publish.publisher import PublishError, PublishOptions
+    from reports.publish.publisher import publish as run
 
     options = PublishOptions(
         clients=tuple(clients), force=force, elide_tool_results=elide_tool_results or structure_only,

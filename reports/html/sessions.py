@@ -13,10 +13,19 @@ from collections.abc import Sequence
 import duckdb
 from markupsafe import Markup
 
-from reports import charts
-from reports.blockdata import BlockData, Ribbon, RibbonRow
-from reports.formatting import short_id
-from reports.model import REQUESTS_SQL, CacheEvent, CaptureInfo, Row, SessionView, ThreadView, ToolLoop, fetch
+from reports.html import charts
+from reports.html.blockdata import BlockData, Ribbon, RibbonRow
+from reports.html.formatting import short_id
+from reports.html.model import (
+    REQUESTS_SQL,
+    CacheEvent,
+    CaptureInfo,
+    Row,
+    SessionView,
+    ThreadView,
+    ToolLoop,
+    fetch,
+)
 
 
 def thread_label(thread_id: str, kind: str, session_id: str) -> str:

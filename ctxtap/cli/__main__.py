@@ -1,0 +1,5 @@
+"""`python -m ctxtap.cli`."""
+
+from ctxtap.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""Bringing recorded traffic in from files: mitmproxy flow files and HAR (`ctxtap import`)."""
