@@ -77,3 +77,16 @@ def describe_change(path: str, old: str, new: str) -> str:
         m = re.search(r"[\w.\-]*[=:]\s*$", context)
         lead = m.group() if m else ""
     return f"{path} changed: {label} ({_clip(lead + old_mid)} -> {_clip(lead + new_mid)})"
+
+
+PREFIX_CHANGES = frozenset({"changed", "inserted", "removed", "reordered"})
+
+
+def prefix_changed(kind: str | None) -> bool:
+    """Whether a request broke its thread predecessor's prefix (not a pure extension)."""
+    return kind in PREFIX_CHANGES
+
+
+def divergence_label(summary: str | None) -> str | None:
+    """A divergence summary without its example values: `system[2] changed: a timestamp`."""
+    return summary.split(" (", 1)[0] if summary else summary

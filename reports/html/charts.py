@@ -103,12 +103,8 @@ def growth_chart(rows: Sequence[Row], by_source: Mapping[str, Mapping[str, int]]
     cum = [r.get("cumulative_input_tokens") or 0 for r in rows]
     fit_pts: list[tuple[float, float]] = []
     fit_vals: list[float] = []
-    if fit and fit.get("fit_p") is not None and fit.get("fit_m") is not None:
-        p, m = float(fit["fit_p"]), float(fit["fit_m"])
-        k = 0  # the analyzer fits successful requests only: a failed one does not advance n
-        for r in rows:
-            k += 0 if r.get("error_layer") else 1
-            fit_vals.append(k * p + m * k * (k + 1) / 2)
+    if rows and all(r.get("fitted_cumulative_tokens") is not None for r in rows):
+        fit_vals = [float(r["fitted_cumulative_tokens"]) for r in rows]  # the growth_points view
     cmax = nice_max(max([*cum, *fit_vals, 1]))
     cy = Scale(0, cmax, low.y0, low.y1)
     out.append(y_axis(low, cy, nice_ticks(0, cmax, 4), "cumulative tokens"))
@@ -169,7 +165,7 @@ def cache_chart(rows: Sequence[Row], label: str) -> Markup:
     div_marks, miss_marks, err_marks = [], [], []
     for i, r in enumerate(rows):
         cx = x(i + 1)
-        if r.get("divergence_kind") in ("changed", "inserted", "removed", "reordered"):
+        if r.get("prefix_changed"):
             div_marks.append(f"M{f(cx - 4)},{f(frame.y1 - 22)}h8l-4,7z")
         cause = r.get("miss_cause")
         if cause and (cause != "cold_start" or n <= 60):  # cold starts only where they stay readable

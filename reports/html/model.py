@@ -18,6 +18,14 @@ from markupsafe import Markup
 from reports.html.blockdata import BlockData, Ribbon
 
 Row = dict[str, Any]
+
+# The only fields a section adds to view rows: what the views cannot know about the page.
+ROW_EXTRAS = {
+    "num": "a request's 1-based number in its session (also set on tool calls: the proposing request's)",
+    "result_num": "on tool calls: the number of the request that carried the result",
+    "ribbon": "id of the ribbon that draws the request",
+    "row": "the request's row in that ribbon",
+}
 LARGE_TABLE = 60  # tables longer than this start collapsed
 
 
@@ -37,8 +45,9 @@ SELECT r.request_id, r.session_id, r.session_source, r.thread_id, r.thread_kind,
        r.n_tools, r.body_bytes, r.stop_reason, r.n_tool_calls, r.response_text, r.cost_usd,
        r.cumulative_input_tokens,
        p.gap_s, p.divergence_kind, p.divergence_summary, p.first_divergent_path, p.first_divergent_source,
-       p.common_prefix_tokens, p.expected_cached_tokens, p.cache_status, p.miss_cause, p.miss_explanation
-FROM requests r LEFT JOIN prefix p USING (request_id)
+       p.common_prefix_tokens, p.expected_cached_tokens, p.cache_status, p.miss_cause, p.miss_explanation,
+       p.prefix_changed, p.divergence_label, g.fitted_cumulative_tokens
+FROM requests r LEFT JOIN prefix p USING (request_id) LEFT JOIN growth_points g USING (request_id)
 ORDER BY r.session_id, r.seq_in_session, r.ts_start
 """
 
@@ -151,7 +160,7 @@ class ComparisonRow:
     first_request: Row | None
     first_by_source: dict[str, int]
     total_by_source: dict[str, int]
-    cache: Row
+    cache: Row  # the client_summary view row
 
 
 @dataclass

@@ -4,43 +4,30 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from reports.html.model import ClientRow, Overview, Row, SessionView, sum_present
+import duckdb
+
+from reports.html.model import ClientRow, Overview, Row, SessionView, fetch, sum_present
 
 
-def build_overview(sessions: list[SessionView]) -> Overview:
+def build_overview(sessions: list[SessionView], con: duckdb.DuckDBPyConnection) -> Overview:
+    """`con` reads every capture of the report: the totals and client rows are its views' rows."""
     all_requests = [r for s in sessions for r in s.requests]
-    totals: Row = {
-        "captures": len({s.capture.capture_id for s in sessions}),
-        "clients": len({s.client for s in sessions}),
-        "sessions": len(sessions),
-        "requests": len(all_requests),
-    }
-    for key in ("n_main", "n_subagent", "n_side", "input_tokens_reported", "input_tokens_estimated",
-                "cache_read_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens", "cost_usd",
-                "n_unpriced", "n_errors"):
-        totals[key] = sum_present(s.totals.get(key) for s in sessions)
-    reads = sum_present(r.get("cache_read_tokens") for r in all_requests if r.get("cache_read_tokens") is not None)
-    base = sum_present(r.get("input_tokens_reported") for r in all_requests if r.get("cache_read_tokens") is not None)
-    totals["cache_hit_rate"] = (reads / base) if reads is not None and base else None
-    clients: list[ClientRow] = []
-    by_client: dict[str, list[SessionView]] = defaultdict(list)
-    for s in sessions:
-        by_client[s.client].append(s)
-    for client, group in sorted(by_client.items()):
-        reqs = [r for s in group for r in s.requests]
-        clients.append(ClientRow(
-            client=client,
-            versions=", ".join(sorted({r["client_version"] for r in reqs if r.get("client_version")})) or "–",
-            apis=", ".join(sorted({r["api"] for r in reqs if r.get("api")})) or "–",
-            sessions=len(group), requests=len(reqs),
-            main=sum(1 for r in reqs if r.get("thread_kind") != "side"),
-            side=sum(1 for r in reqs if r.get("thread_kind") == "side"),
-            input_reported=sum_present(r.get("input_tokens_reported") for r in reqs),
-            cache_read=sum_present(r.get("cache_read_tokens") for r in reqs),
-            output=sum_present(r.get("output_tokens") for r in reqs),
-            cost=sum_present(r.get("cost_usd") for r in reqs),
-            errors=sum(1 for r in reqs if r.get("error_layer")),
-        ))
+    totals: Row = fetch(con, "SELECT * FROM totals")[0]
+    by_client: dict[str, list[Row]] = defaultdict(list)
+    for c in fetch(con, "SELECT * FROM client_summary ORDER BY client, capture_id"):
+        by_client[c["client"]].append(c)
+    clients = [ClientRow(
+        client=client,
+        versions=", ".join(sorted({v for c in rows for v in (c["client_versions"] or "").split(", ") if v})) or "–",
+        apis=", ".join(sorted({a for c in rows for a in (c["apis"] or "").split(", ") if a})) or "–",
+        sessions=sum(c["n_sessions"] for c in rows), requests=sum(c["n_requests"] for c in rows),
+        main=sum(c["n_main"] for c in rows), side=sum(c["n_side"] for c in rows),
+        input_reported=sum_present(c["input_tokens_reported"] for c in rows),
+        cache_read=sum_present(c["cache_read_tokens"] for c in rows),
+        output=sum_present(c["output_tokens"] for c in rows),
+        cost=sum_present(c["cost_usd"] for c in rows),
+        errors=sum(c["n_errors"] for c in rows),
+    ) for client, rows in sorted(by_client.items())]
     purposes = Counter(r.get("purpose") or "other" for r in all_requests)
     n = max(len(all_requests), 1)
     layers: dict[str, list[Row]] = defaultdict(list)

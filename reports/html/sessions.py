@@ -5,7 +5,6 @@ Each capture is read through its own connection, so capture-local ids never mix.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -35,9 +34,6 @@ def thread_label(thread_id: str, kind: str, session_id: str) -> str:
     return f"{kind} thread {short_id(suffix, 20)}"
 
 
-CHANGE_DETAIL = re.compile(r" \(.*\)$", re.S)
-
-
 def cache_events(rows: Sequence[Row]) -> list[CacheEvent]:
     """Misses grouped by their explanation, prefix changes by kind of change, each with its requests."""
     events: list[CacheEvent] = []
@@ -50,8 +46,8 @@ def cache_events(rows: Sequence[Row]) -> list[CacheEvent]:
                                  members[0].get("divergence_summary") or ""))
     groups: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
-        if r.get("divergence_kind") in ("changed", "inserted", "removed", "reordered") and r.get("divergence_summary"):
-            groups[CHANGE_DETAIL.sub("", r["divergence_summary"])].append(r)
+        if r.get("prefix_changed") and r.get("divergence_label"):
+            groups[r["divergence_label"]].append(r)
     for text, members in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         events.append(CacheEvent("prefix", text, len(members), [m["num"] for m in members],
                                  members[0]["divergence_summary"]))
@@ -89,7 +85,7 @@ def build_toolloop(session_requests: list[Row], calls: list[Row], label: str) ->
 def _marks(r: Row) -> str:
     return ("E" if r.get("error_layer") else "") + ("M" if r.get("miss_cause") and r["miss_cause"] != "cold_start"
                                                      else "") + (
-        "D" if r.get("divergence_kind") in ("changed", "inserted", "removed", "reordered") else "")
+        "D" if r.get("prefix_changed") else "")
 
 
 def _ribbon_row(r: Row, capture_id: str) -> RibbonRow:

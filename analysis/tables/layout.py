@@ -1,0 +1,78 @@
+"""`layout`: one row per client — where rules, environment, task and project instructions sit."""
+
+from __future__ import annotations
+
+from analysis.blockstore import BlockStore
+from analysis.divergence import divergence_label
+from analysis.layout import summarise_paths, tool_results_via
+from analysis.tables.base import I64, BuildContext, CallRec, Columns, Row, S, Table
+
+COLUMNS: Columns = [
+    ("client", S, "Client."),
+    ("api", S, "Protocol used for main requests."),
+    ("n_sessions", I64, "Sessions seen."),
+    ("rules_location", S, "Where high-level (platform) rules live, e.g. `system[0..3]`, `input[1..4] (developer)`."),
+    ("environment_location", S, "Where the runtime environment lives."),
+    ("task_location", S, "Where the user's task lives."),
+    ("project_instructions_location", S, "Where project instructions (AGENTS.md, CLAUDE.md) live, if present."),
+    ("tool_results_via", S, "How tool results return (`tool_result blocks in user messages`, `tool messages`, ...)."),
+    ("n_tools", I64, "Tools offered (first main request)."),
+    ("tool_definition_tokens", I64, "Estimated tokens of the tool definitions."),
+    ("system_tokens", I64, "Estimated tokens of platform rules."),
+    ("dynamic_fields_before_stable", S, "Blocks that change between requests yet sit before stable content (cache breakers)."),
+]
+
+
+def build(ctx: BuildContext) -> list[Row]:
+    return _layout_rows(ctx.recs, ctx.store, ctx.content_tokens, ctx.tables["prefix"])
+
+
+def _layout_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[int],
+                 prefix: list[dict]) -> list[dict]:
+    by_client: dict[str, list[int]] = {}
+    for i, rec in enumerate(recs):
+        if rec.placement.thread_kind == "main":
+            by_client.setdefault(rec.call.identity.client, []).append(i)
+    prefix_by_id = {p["request_id"]: p for p in prefix}
+    out = []
+    for client, indexes in sorted(by_client.items()):
+        # the richest early request: the second main request if there is one (it carries tool results)
+        sample = recs[indexes[1] if len(indexes) > 1 else indexes[0]]
+        occ = [store.occurrences[o] for o in sample.blocks.occurrences]
+
+        def where(source: str, occ=occ) -> str | None:
+            picked = [o for o in occ if o["source"] == source]
+            return summarise_paths([o["path"] for o in picked], [o["role"] for o in picked])
+
+        via = set()
+        for i in indexes:
+            for o in recs[i].blocks.occurrences:
+                row = store.occurrences[o]
+                if row["kind"] == "tool_result":
+                    via.add((row["wire_type"], row["role"]))
+        dynamic = []
+        for i in indexes:
+            p = prefix_by_id.get(recs[i].request_id)
+            if p and p["divergence_kind"] == "changed" and p["divergence_summary"]:
+                if p["first_divergent_position"] is not None and p["first_divergent_position"] < p["n_blocks"] - 1:
+                    dynamic.append(p["divergence_summary"])
+        sessions = {recs[i].placement.session_id for i in indexes}
+        tool_tokens = sum(content_tokens[store.content_index[o["content_hash"]]] for o in occ
+                          if o["kind"] == "tool_definition")
+        system_tokens = sum(content_tokens[store.content_index[o["content_hash"]]] for o in occ
+                            if o["source"] == "platform_rules")
+        out.append({
+            "client": client, "api": sample.call.api, "n_sessions": len(sessions),
+            "rules_location": where("platform_rules"),
+            "environment_location": where("runtime_environment"),
+            "task_location": where("user_task"),
+            "project_instructions_location": where("project_instructions"),
+            "tool_results_via": tool_results_via(via),
+            "n_tools": sample.call.request.n_tools,
+            "tool_definition_tokens": tool_tokens, "system_tokens": system_tokens,
+            "dynamic_fields_before_stable": "; ".join(dict.fromkeys(divergence_label(d) for d in dynamic)) or None,
+        })
+    return out
+
+
+TABLE = Table("layout", "one row per client: the cross-client context-layout comparison", COLUMNS, build)
