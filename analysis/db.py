@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -36,6 +37,13 @@ def connect(capture_dirs: Sequence[Path], database: str = ":memory:") -> duckdb.
     for path in view_files():
         con.execute(path.read_text())
     return con
+
+
+def fetch_rows(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    """A query's rows as dicts keyed by column name."""
+    cur = con.execute(sql, list(params))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 def _sql_str(value: str) -> str:

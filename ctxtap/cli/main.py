@@ -301,8 +301,9 @@ def analyze(captures, prices, cache_rules, force) -> None:
 def sql(args, fmt, max_rows) -> None:
     """Run SQL over captures: ctxtap sql CAPTURE... "SELECT ...".
 
-    Views: requests, blocks, tool_calls, sessions, prefix, growth, layout,
-    tokens_by_source, errors (see docs/analysis-schema.md). Captures are
+    Views: requests, blocks, tool_calls, sessions, prefix, growth, growth_points,
+    layout, client_summary, captures, totals, tokens_by_source,
+    client_tokens_by_source, errors (see docs/analysis-schema.md). Captures are
     analysed first if needed.
     """
     if len(args) < 2:

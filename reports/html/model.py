@@ -7,14 +7,13 @@ session, its ribbon row).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 from markupsafe import Markup
 
+from analysis.db import fetch_rows
 from reports.html.blockdata import BlockData, Ribbon
 
 Row = dict[str, Any]
@@ -29,10 +28,7 @@ ROW_EXTRAS = {
 LARGE_TABLE = 60  # tables longer than this start collapsed
 
 
-def fetch(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-    cur = con.execute(sql, list(params))
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+fetch = fetch_rows
 
 
 REQUESTS_SQL = """

@@ -31,6 +31,7 @@ from typing import Any
 
 import duckdb
 
+from analysis.db import fetch_rows
 from ctxtap.capture.store import Capture
 
 FORMAT = "ctxtap-attachment/1"
@@ -106,10 +107,7 @@ class CaptureData:
             yield request.get("session_id") or ""
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
-    cursor = con.execute(sql)
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+_rows = fetch_rows
 
 
 def _columns(con: duckdb.DuckDBPyConnection, view: str, wanted: Iterable[str]) -> str:
