@@ -54,9 +54,9 @@ def summary_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
         yield "cache misses"
         for cause, n, example in misses:
             yield f"  {cause:<14} {n}  e.g. {example}"
-    divergences = con.execute(r"""
-        SELECT regexp_replace(divergence_summary, ' \(.*\)$', ''), count(*), any_value(divergence_summary)
-        FROM prefix WHERE divergence_kind NOT IN ('extended', 'first')
+    divergences = con.execute("""
+        SELECT divergence_label, count(*), any_value(divergence_summary)
+        FROM prefix WHERE prefix_changed
         GROUP BY 1 ORDER BY 2 DESC LIMIT 5""").fetchall()
     if divergences:
         yield "where the prefix changed"

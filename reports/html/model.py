@@ -88,15 +88,8 @@ class ThreadView:
 class ToolLoop:
     svg: Markup
     calls: list[Row]
-    n_parallel_groups: int
-    n_repeats: int
-    n_errors: int
-    n_orphans: int
-    n_stuck: int
-    median_gap_ms: float | None
-    longest_gap_ms: float | None
-    by_name: list[tuple[str, int, int]]
-    compound: int
+    stats: Row  # the tool_loop view row of the session (counts, gaps)
+    by_name: list[tuple[str, int, int]]  # (tool, calls, errors), most used first
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 
 import duckdb
 
@@ -11,7 +11,6 @@ from reports.html.model import ClientRow, Overview, Row, SessionView, fetch, sum
 
 def build_overview(sessions: list[SessionView], con: duckdb.DuckDBPyConnection) -> Overview:
     """`con` reads every capture of the report: the totals and client rows are its views' rows."""
-    all_requests = [r for s in sessions for r in s.requests]
     totals: Row = fetch(con, "SELECT * FROM totals")[0]
     by_client: dict[str, list[Row]] = defaultdict(list)
     for c in fetch(con, "SELECT * FROM client_summary ORDER BY client, capture_id"):
@@ -28,17 +27,15 @@ def build_overview(sessions: list[SessionView], con: duckdb.DuckDBPyConnection) 
         cost=sum_present(c["cost_usd"] for c in rows),
         errors=sum(c["n_errors"] for c in rows),
     ) for client, rows in sorted(by_client.items())]
-    purposes = Counter(r.get("purpose") or "other" for r in all_requests)
-    n = max(len(all_requests), 1)
-    layers: dict[str, list[Row]] = defaultdict(list)
-    for r in all_requests:
-        if r.get("error_layer"):
-            layers[r["error_layer"]].append(r)
-    error_layers = [(layer, len(rs), f"HTTP {rs[0].get('status')} {rs[0].get('error_code') or ''}: "
-                     f"{rs[0].get('error_message') or ''}".strip())
-                    for layer, rs in sorted(layers.items(), key=lambda kv: -len(kv[1]))]
-    return Overview(totals=totals, clients=clients,
-                    purposes=[(p, c, c / n) for p, c in purposes.most_common()], error_layers=error_layers)
+    purposes = [tuple(r) for r in con.execute(
+        "SELECT coalesce(purpose, 'other') AS p, count(*) AS n, count(*) / sum(count(*)) OVER () "
+        "FROM requests GROUP BY p ORDER BY n DESC, min(ts_start)").fetchall()]
+    error_layers = []
+    for layer, n, first in con.execute(
+            "SELECT error_layer, count(*) AS n, arg_min({'status': status, 'code': error_code, 'message': error_message}, "
+            "ts_start) FROM errors GROUP BY error_layer ORDER BY n DESC").fetchall():
+        error_layers.append((layer, n, f"HTTP {first['status']} {first['code'] or ''}: {first['message'] or ''}".strip()))
+    return Overview(totals=totals, clients=clients, purposes=purposes, error_layers=error_layers)
 
 
 # --- comparison ---------------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ Each capture is read through its own connection, so capture-local ids never mix.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
@@ -54,31 +53,16 @@ def cache_events(rows: Sequence[Row]) -> list[CacheEvent]:
     return events
 
 
-def build_toolloop(session_requests: list[Row], calls: list[Row], label: str) -> ToolLoop:
+def build_toolloop(session_requests: list[Row], calls: list[Row], stats: Row | None,
+                   by_name: list[tuple[str, int, int]], label: str) -> ToolLoop:
     nums = {r["request_id"]: r["num"] for r in session_requests}
     for c in calls:
         c["num"] = nums.get(c.get("request_id") or "")
         c["result_num"] = nums.get(c.get("result_request_id") or "")
     calls.sort(key=lambda c: (c["num"] if c["num"] is not None else 1 << 30, c.get("call_index") or 0))
-    gaps = [c["gap_ms"] for c in calls if c.get("gap_ms") is not None]
-    groups = {c["request_id"] for c in calls if (c.get("parallel_group_size") or 1) > 1}
-    names: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for c in calls:
-        entry = names[c.get("name") or "?"]
-        entry[0] += 1
-        entry[1] += c.get("result_status") == "error"
     return ToolLoop(
         svg=charts.timeline_chart(session_requests, calls, label) if calls or session_requests else Markup(""),
-        calls=calls,
-        n_parallel_groups=len(groups),
-        n_repeats=sum(1 for c in calls if c.get("repeat_of")),
-        n_errors=sum(1 for c in calls if c.get("result_status") == "error"),
-        n_orphans=sum(1 for c in calls if c.get("orphan")),
-        n_stuck=sum(1 for c in calls if c.get("stuck_on_error")),
-        median_gap_ms=statistics.median(gaps) if gaps else None,
-        longest_gap_ms=max(gaps) if gaps else None,
-        by_name=sorted(((k, v[0], v[1]) for k, v in names.items()), key=lambda t: -t[1]),
-        compound=sum(1 for c in calls if c.get("is_compound")),
+        calls=calls, stats=stats or {}, by_name=by_name,
     )
 
 
@@ -111,6 +95,12 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
     calls_by_session: dict[str, list[Row]] = defaultdict(list)
     for c in fetch(con, "SELECT * FROM tool_calls ORDER BY session_id, request_id, call_index"):
         calls_by_session[c["session_id"]].append(c)
+    loop_stats = {r["session_id"]: r for r in fetch(con, "SELECT * FROM tool_loop")}
+    by_name: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    for sid, name, n, errors in con.execute(
+            "SELECT session_id, coalesce(name, '?'), count(*), count(*) FILTER (WHERE result_status = 'error') "
+            "FROM tool_calls GROUP BY ALL ORDER BY 3 DESC, 2").fetchall():
+        by_name[sid].append((name, n, errors))
     blocks.load_positions(cap.capture_id, [r["request_id"] for r in requests])
 
     order = sorted(by_session, key=lambda s: min(r["ts_start"] or 0 for r in by_session[s]))
@@ -156,7 +146,8 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
             duration_s=(max(ts) - min(ts)) if ts else None,
             requests=rows, threads=threads, side=side,
             errors=[r for r in rows if r.get("error_layer")],
-            toolloop=build_toolloop(rows, calls_by_session.get(sid, []), f"{client} {short_id(sid, 24)}"),
+            toolloop=build_toolloop(rows, calls_by_session.get(sid, []), loop_stats.get(sid), by_name.get(sid, []),
+                                    f"{client} {short_id(sid, 24)}"),
             ribbon=main_ribbon, side_ribbon=side_ribbon,
             purposes=Counter(r.get("purpose") or "other" for r in rows).most_common(),
         ))
