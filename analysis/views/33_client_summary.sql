@@ -1,4 +1,4 @@
--- client_summary: one row per capture and client: requests, tokens, cost, errors and cache
+-- client_summary: one row per client over the captures the connection reads: requests, tokens, cost, errors and cache
 -- behaviour (hit rate as in sessions; miss causes and the most frequent prefix change in words).
 CREATE OR REPLACE VIEW client_summary AS
 WITH r AS (
@@ -6,24 +6,24 @@ WITH r AS (
     FROM t_requests q LEFT JOIN t_prefix p ON p.capture_id = q.capture_id AND p.request_id = q.request_id
 ),
 causes AS (
-    SELECT capture_id, client,
+    SELECT client,
            string_agg(replace(miss_cause, '_', ' ') || ' ×' || n, ', ' ORDER BY n DESC, miss_cause) AS miss_causes
-    FROM (SELECT capture_id, client, miss_cause, count(*) AS n FROM r WHERE miss_cause IS NOT NULL
-          GROUP BY ALL)
+    FROM (SELECT client, miss_cause, count(*) AS n FROM r WHERE miss_cause IS NOT NULL GROUP BY ALL)
     GROUP BY ALL
 ),
 changes AS (
-    SELECT capture_id, client, arg_max(divergence_label || ' ×' || n, n * 1e6 - rank) AS top_divergence
-    FROM (SELECT capture_id, client, divergence_label, count(*) AS n,
-                 row_number() OVER (PARTITION BY capture_id, client ORDER BY min(ts_start)) AS rank
-          FROM r WHERE prefix_changed AND divergence_label IS NOT NULL GROUP BY capture_id, client, divergence_label)
+    SELECT client, arg_max(divergence_label || ' ×' || n, n * 1e6 - rank) AS top_divergence
+    FROM (SELECT client, divergence_label, count(*) AS n,
+                 row_number() OVER (PARTITION BY client ORDER BY min(ts_start)) AS rank
+          FROM r WHERE prefix_changed AND divergence_label IS NOT NULL GROUP BY client, divergence_label)
     GROUP BY ALL
 )
 SELECT
-    r.capture_id, r.client,
+    r.client,
+    count(DISTINCT r.capture_id) AS n_captures,
     string_agg(DISTINCT r.client_version, ', ' ORDER BY r.client_version) AS client_versions,
     string_agg(DISTINCT r.api, ', ' ORDER BY r.api) AS apis,
-    count(DISTINCT r.session_id) AS n_sessions,
+    count(DISTINCT r.capture_id || '/' || r.session_id) AS n_sessions,
     count(*) AS n_requests,
     count(*) FILTER (WHERE r.thread_kind <> 'side') AS n_main,
     count(*) FILTER (WHERE r.thread_kind = 'side') AS n_side,
@@ -42,6 +42,6 @@ SELECT
     any_value(c.miss_causes) AS miss_causes,
     any_value(d.top_divergence) AS top_divergence
 FROM r
-LEFT JOIN causes c ON c.capture_id = r.capture_id AND c.client = r.client
-LEFT JOIN changes d ON d.capture_id = r.capture_id AND d.client = r.client
-GROUP BY r.capture_id, r.client;
+LEFT JOIN causes c ON c.client = r.client
+LEFT JOIN changes d ON d.client = r.client
+GROUP BY r.client;

@@ -50,6 +50,6 @@ def build_context(captures: Sequence[Path], title: str | None = None) -> ReportC
     if title is None:
         clients = sorted({s.client for s in sessions})
         title = f"ctxtap report — {', '.join(clients) or 'no model traffic'}"
-    overview = build_overview(sessions, connect([Path(p) for p in captures]))
+    overview = build_overview(connect([Path(p) for p in captures]))
     return ReportContext(title=title, captures=infos, overview=overview, sessions=sessions,
                          comparison=comparison, blocks=blocks)
