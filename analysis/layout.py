@@ -1,6 +1,6 @@
 """The cross-client layout comparison: where each client puts rules, environment, task and results.
 
-This regenerates the study's four-CLI comparison table (article 01) from captures.
+The layout table compares clients side by side, generated from captures rather than written by hand.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The comparison across clients: the layout table, tokens by source, cache behaviour.
 
-The study's four-CLI comparison, generated: one row per (capture, client) from
-the `layout` view, with the first main request's composition and the cache
-outcome over all of the client's requests.
+One row per (capture, client) from the `layout` view, with the first main
+request's composition and the client's cache outcome from `client_summary`.
 """
 
 from __future__ import annotations
