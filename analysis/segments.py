@@ -1,0 +1,203 @@
+"""Segments: the sections inside one text block, found by structure alone.
+
+Clients pack several sources into one block — rules, then an `# Environment` section, a
+`<system-reminder>`, a skills list, a quoted AGENTS.md. `split_units` cuts a text into
+structural units (markdown heading sections, XML-like tag blocks, fenced code, paragraphs)
+without knowing the client; `analysis.detectors` then says what each unit is. Units never
+overlap and always tile the text: their concatenation is the text, byte for byte.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from analysis.detectors import Detection, catalogue_intro, detect, looks_like_list
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$")
+_OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z][\w.:-]*)(?:[ \t][^<>]*)?>")
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+MAX_TAG_LINES = 5000  # a tag left open this long is text, not a section
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A structural piece of a text: character offsets [start, end), what it is, and its heading."""
+
+    start: int
+    end: int
+    kind: str  # "heading", "tag", "fence", "paragraph", "blank"
+    label: str = ""  # heading text or tag name
+    level: int = 0  # heading level (1-6); 0 for other units
+    section: str = ""  # the nearest heading above the unit (its own text for a heading)
+
+
+def _lines(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every line, the end including its newline."""
+    out, pos = [], 0
+    for line in text.splitlines(keepends=True):
+        out.append((pos, pos + len(line)))
+        pos += len(line)
+    return out
+
+
+def _closing(lines: list[str], i: int, tag: str) -> int | None:
+    """Index of the line that closes `<tag>` opened on line i (the same line counts)."""
+    close = f"</{tag}>"
+    if close in lines[i]:
+        return i
+    for j in range(i + 1, min(len(lines), i + MAX_TAG_LINES)):
+        if close in lines[j]:
+            return j
+    return None
+
+
+def _fence_end(lines: list[str], i: int, marker: str) -> int:
+    for j in range(i + 1, len(lines)):
+        if lines[j].strip().startswith(marker[0] * len(marker)) and not lines[j].strip().strip(marker[0]):
+            return j
+    return len(lines) - 1
+
+
+def split_units(text: str) -> list[Unit]:
+    """Cut `text` into units that tile it: headings, tag blocks, fences, paragraphs, blank runs."""
+    spans = _lines(text)
+    lines = [text[s:e] for s, e in spans]
+    units: list[Unit] = []
+    section, i, n = "", 0, len(lines)
+    para_start: int | None = None
+
+    def flush(upto: int) -> None:
+        nonlocal para_start
+        if para_start is not None:
+            units.append(Unit(spans[para_start][0], spans[upto - 1][1], "paragraph", section=section))
+            para_start = None
+
+    while i < n:
+        line = lines[i].rstrip("\r\n")
+        if not line.strip():
+            flush(i)
+            j = i
+            while j < n and not lines[j].strip():
+                j += 1
+            units.append(Unit(spans[i][0], spans[j - 1][1], "blank", section=section))
+            i = j
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            flush(i)
+            section = heading.group(2).strip()
+            units.append(Unit(spans[i][0], spans[i][1], "heading", section, len(heading.group(1)), section))
+            i += 1
+            continue
+        fence = _FENCE.match(line)
+        if fence:
+            flush(i)
+            j = _fence_end(lines, i, fence.group(1))
+            units.append(Unit(spans[i][0], spans[j][1], "fence", section=section))
+            i = j + 1
+            continue
+        tag = _OPEN_TAG.match(line)
+        if tag and para_start is None:
+            j = _closing(lines, i, tag.group(1))
+            if j is not None:
+                units.append(Unit(spans[i][0], spans[j][1], "tag", tag.group(1), section=section))
+                i = j + 1
+                continue
+        if para_start is None:
+            para_start = i
+        i += 1
+    flush(n)
+    if not units and text:
+        units.append(Unit(0, len(text), "paragraph"))
+    return units
+
+
+def inner_text(text: str, unit: Unit) -> str:
+    """A tag unit's content without its opening and closing tag lines (other units: as they are)."""
+    body = text[unit.start:unit.end]
+    if unit.kind != "tag":
+        return body
+    body = re.sub(rf"^[ \t]*<{re.escape(unit.label)}(?:[ \t][^<>]*)?>", "", body, count=1)
+    return body.rsplit(f"</{unit.label}>", 1)[0]
+
+
+def byte_offsets(text: str, char_offsets: list[int]) -> list[int]:
+    """UTF-8 byte offsets of ascending character offsets into `text` (one pass)."""
+    out, pos, bytes_ = [], 0, 0
+    for c in char_offsets:
+        bytes_ += len(text[pos:c].encode("utf-8", "surrogatepass"))
+        pos = c
+        out.append(bytes_)
+    return out
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A run of units with one reading: character range, what the detectors found (None: nothing)."""
+
+    start: int
+    end: int
+    source: str | None
+    rule_id: str | None
+    evidence: str = ""
+    label: str = ""
+
+
+def _reading(text: str, unit: Unit, before: str = "") -> Detection | None:
+    if unit.kind == "fence":
+        return detect(text[unit.start:unit.end], label=unit.section, intro=before)
+    if unit.kind == "tag":
+        return detect(inner_text(text, unit), label=unit.section, tag=unit.label)
+    if unit.kind == "heading":
+        return detect("", label=unit.label)
+    return detect(text[unit.start:unit.end], label=unit.section)
+
+
+def read_pieces(text: str) -> list[Piece]:
+    """The text's units, each read by the detectors, merged into runs of the same reading.
+
+    Blank runs join the piece before them; a short intro line ending in `:` joins the piece it
+    introduces; a heading whose section reads as nothing takes the reading of its first unit.
+    The pieces tile the text.
+    """
+    units = split_units(text)
+    readings = []
+    before = ""  # the last line of the previous non-blank unit (what introduces a fence)
+    for u in units:
+        readings.append(None if u.kind == "blank" else _reading(text, u, before))
+        if u.kind != "blank":
+            before = text[u.start:u.end].strip().splitlines()[-1]
+    content = [i for i, u in enumerate(units) if u.kind != "blank"]
+    for k, i in enumerate(content[:-1]):
+        nxt = content[k + 1]
+        body = text[units[i].start:units[i].end].rstrip()
+        intro = units[i].kind == "paragraph" and body.endswith(":") and len(body) < 300
+        if intro:  # an intro announces what follows: a catalogue, a quoted project file
+            announced = catalogue_intro(body.splitlines()[-1])
+            if announced is not None and looks_like_list(text[units[nxt].start:units[nxt].end]):
+                readings[nxt] = announced
+            elif readings[i] is not None and readings[i].source == "project_instructions" and (
+                    readings[nxt] is None or readings[nxt].rule_id.endswith("-section")):
+                readings[nxt] = readings[i]
+        if (intro or units[i].kind == "heading") and readings[nxt] is not None:
+            if readings[i] is None or (intro and readings[nxt].source != readings[i].source):
+                readings[i] = readings[nxt]
+    pieces: list[Piece] = []
+    for unit, found in zip(units, readings, strict=True):
+        if unit.kind == "blank" and pieces:
+            last = pieces[-1]
+            pieces[-1] = Piece(last.start, unit.end, last.source, last.rule_id, last.evidence, last.label)
+            continue
+        source = found.source if found else None
+        rule = found.rule_id if found else None
+        label = unit.label if unit.kind in ("tag", "heading") else unit.section
+        if pieces and pieces[-1].source == source and pieces[-1].rule_id == rule:
+            last = pieces[-1]
+            pieces[-1] = Piece(last.start, unit.end, source, rule, last.evidence, last.label)
+        else:
+            pieces.append(Piece(unit.start, unit.end, source, rule, found.evidence if found else "", label))
+    if pieces and pieces[0].start > 0:  # a leading blank run
+        first = pieces[0]
+        pieces[0] = Piece(0, first.end, first.source, first.rule_id, first.evidence, first.label)
+    return pieces or [Piece(0, len(text), None, None)]
