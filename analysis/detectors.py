@@ -104,9 +104,10 @@ def looks_like_list(text: str) -> bool:
 
 def environment(text: str, label: str = "") -> Detection | None:
     """Runtime environment: cwd, OS, shell, date, git state, sandbox or permission mode, a tree."""
-    if label and ENV_SECTION.match(label.strip().strip("#").strip()):
-        return Detection("runtime_environment", "detect.environment-section", f"section {label!r}")
     score, first = _env_score(text)
+    if label and ENV_SECTION.match(label.strip().strip("#").strip()) and score >= 1:
+        # a section named for the environment, whose text carries it (not static product notes)
+        return Detection("runtime_environment", "detect.environment-section", f"section {label!r}")
     lines = max(1, sum(1 for ln in text.splitlines() if ln.strip()))
     if score >= 2 and (score >= lines / 4 or score >= 6):
         return Detection("runtime_environment", "detect.environment", first)
