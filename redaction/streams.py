@@ -154,8 +154,34 @@ def delta_pieces(payload: bytes) -> list[tuple[tuple, int, int]]:
     wanted = list(_wanted(obj))
     if not wanted:
         return []
-    spans = _string_spans(payload)
+    spans = _field_spans(payload, obj, wanted) or _string_spans(payload)
     return [(key, *spans[path]) for key, path in wanted if path in spans]
+
+
+_FIELD_RES: dict[str, re.Pattern[bytes]] = {}
+
+
+def _field_spans(payload: bytes, obj: dict, wanted: list[tuple[tuple, Path]]) -> dict[Path, tuple[int, int]]:
+    """The common case without tokenizing: each wanted field name occurs once, as that very key."""
+    out: dict[Path, tuple[int, int]] = {}
+    for _, path in wanted:
+        name = path[-1]
+        regex = _FIELD_RES.get(name)
+        if regex is None:
+            regex = _FIELD_RES[name] = re.compile(
+                b'"' + name.encode() + rb'"[ \t]*:[ \t]*"((?:[^"\\]|\\.)*)"')
+        found = regex.findall(payload)
+        if len(found) != 1:
+            return {}
+        m = regex.search(payload)
+        value: Any = obj
+        for step in path:
+            value = value[step]
+        raw = m.group(1)
+        if (json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode("utf-8", "replace")) != value:
+            return {}
+        out[path] = m.span(1)
+    return out
 
 
 # --- the joined text and where its redactions land -------------------------------------------
@@ -334,6 +360,7 @@ class StreamRedactor:
         self._credentials: PayloadRedactor = getattr(redactor, "credentials", redactor)
         self._contents: dict[tuple, _Content] = {}
         self._queue: collections.deque[_Held] = collections.deque()
+        self._touched: dict[int, _Content] = {}  # contents fed since the last release
         self.held_bytes = 0
 
     def feed(self, token: object, data: bytes, start: int = 0, end: int | None = None,
@@ -348,6 +375,7 @@ class StreamRedactor:
             at = content.end
             content.text += data[start + lo : start + hi]
             held.pieces.append(_Piece(content, at, at + hi - lo, start + lo, start + hi))
+            self._touched[id(content)] = content
         self._queue.append(held)
         self.held_bytes += len(data)
         return self._release(final=False)
@@ -361,10 +389,14 @@ class StreamRedactor:
     # --- internals ---------------------------------------------------------------------------
 
     def _release(self, final: bool) -> list[Released]:
-        for content in self._contents.values():
-            unscanned = content.end - max(content.scanned, content.origin)
-            if content.end > content.base and (final or unscanned >= SCAN_STEP) and content.scanned < content.end:
+        # Only a stream that grew can have become due for a scan (or, at the end, any stream).
+        for content in list(self._contents.values() if final else self._touched.values()):
+            end = content.end
+            unscanned = end - max(content.scanned, content.origin)
+            if end > content.base and (final or unscanned >= SCAN_STEP) and content.scanned < end:
                 self._scan(content)
+        self._touched.clear()
+        released: set[int] = set()
         out: list[Released] = []
         while self._queue:
             held = self._queue[0]
@@ -380,9 +412,11 @@ class StreamRedactor:
             self._queue.popleft()
             self.held_bytes -= len(held.data)
             out.append(self._finish_event(held))
-        for content in self._contents.values():
-            content.forced = False
-            self._trim(content)
+            for piece in held.pieces:
+                if id(piece.content) not in released:
+                    released.add(id(piece.content))
+                    piece.content.forced = False
+                    self._trim(piece.content)
         return out
 
     def _scan(self, content: _Content) -> None:
