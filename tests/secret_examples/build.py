@@ -482,7 +482,7 @@ def _secret_in(text: str, regex, group: int) -> str | None:
     if group:
         return m.group(group)
     for g in m.groups():
-        if g:
+        if g and len(g) >= 8:  # the rule's secret group (inner groups of a URL shape are too short)
             return g
     return m.group(0)
 

@@ -342,29 +342,29 @@ def build_events(examples: list[Example], positions: int | None, seed: int = 0) 
             flows.request(fid, headers=headers, body=body)
             flows.response(fid, b"{}")
             add([Case(ex, placement) for ex in group], fid)
-    # SSE: many content streams per response; whole, and split at the chosen positions
-    sse_cases: list[tuple[Example, str, tuple[int, ...]]] = []
-    for ex in secrets:
-        sse_cases.append((ex, "sse-whole", ()))
+    # SSE: many content streams per response; whole, and split at the chosen positions. Each secret
+    # keeps one stream shape for its whole and split cases, so the two are compared like for like.
+    by_shape: dict[str, list[tuple[Example, str, tuple[int, ...]]]] = defaultdict(list)
+    for k, ex in enumerate(secrets):
+        shape_cases = by_shape[SSE_SHAPES[k % len(SSE_SHAPES)]]
         n = len(ex.secret)
-        for p in split_positions(n, positions):
-            sse_cases.append((ex, "sse-split2", (p,)))
-        for p in split_positions(n - 1, positions) if n > 2 else []:
-            sse_cases.append((ex, "sse-split3", (p, p + max(1, (n - p) // 2))))
-    for gi, group in enumerate(_groups(sse_cases, PER_FLOW * 2)):
-        shape = SSE_SHAPES[gi % len(SSE_SHAPES)]
-        fid = flows.flow_id()
-        events = [b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1"}}\n\n']
-        group_cases = []
-        for n, (ex, placement, cut) in enumerate(group):
-            pieces = _pieces_for(shape, in_context(ex), ex.secret, cut)
-            events += _sse_events(shape, pieces, n)
-            group_cases.append(Case(ex, placement, f"{shape} {cut}"))
-        events.append(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
-        body = b"".join(events)
-        flows.request(fid, body=b'{"stream": true}')
-        flows.response(fid, body, ctype="text/event-stream", chunks=_cuts(body, rng))
-        add(group_cases, fid)
+        shape_cases.append((ex, "sse-whole", ()))
+        shape_cases += [(ex, "sse-split2", (p,)) for p in split_positions(n, positions)]
+        if n > 2:
+            shape_cases += [(ex, "sse-split3", (p, p + max(1, (n - p) // 2))) for p in split_positions(n - 1, positions)]
+    for shape, shape_cases in by_shape.items():
+        for group in _groups(shape_cases, PER_FLOW * 2):
+            fid = flows.flow_id()
+            events = [b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_1"}}\n\n']
+            group_cases = []
+            for n, (ex, placement, cut) in enumerate(group):
+                events += _sse_events(shape, _pieces_for(shape, in_context(ex), ex.secret, cut), n)
+                group_cases.append(Case(ex, placement, f"{shape} {cut}"))
+            events.append(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
+            body = b"".join(events)
+            flows.request(fid, body=b'{"stream": true}')
+            flows.response(fid, body, ctype="text/event-stream", chunks=_cuts(body, rng))
+            add(group_cases, fid)
     # WebSocket (Codex Responses over one socket): server deltas whole and split, client frames
     ws_cases: list[tuple[Example, str, tuple[int, ...]]] = []
     for ex in secrets:
@@ -446,7 +446,14 @@ def _joined_deltas(events: list) -> list[str]:
             for part in ((cand or {}).get("content") or {}).get("parts") or []:
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     streams[("g", cand.get("index"))].append(part["text"])
-    return ["".join(v) for v in streams.values()]
+    joined = ["".join(v) for v in streams.values()]
+    for text in list(joined):  # tool arguments are JSON once joined: read their strings too
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                _strings(json.loads(text), joined)
+            except ValueError:
+                pass
+    return joined
 
 
 def body_views(data: bytes) -> list[str]:
@@ -516,20 +523,31 @@ def _fragments(secret: str) -> list[str]:
 
 
 def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
-    """Indexes of cases whose secret (or a fragment of it that is not ordinary text) is in their flow."""
-    ordinary: set[str] = set()
+    """Indexes of cases whose secret (or a fragment of it) is in their flow's view.
+
+    A fragment counts only if it identifies one secret: fragments shared by
+    several secrets (a common prefix such as `sk-ant-a`) or found in the
+    wording the placements put around the secret are not evidence of a leak;
+    the whole secret always is.
+    """
+    ordinary: dict[str, set[str]] = defaultdict(set)
     for case in cases:
         text = _ordinary(case.example, case.placement).encode("utf-8").decode("latin-1")
-        ordinary.update(text[i : i + FRAGMENT] for i in range(max(0, len(text) - FRAGMENT + 1)))
-    automaton = ahocorasick.Automaton()
+        ordinary[case.example.secret or ""].update(text[i : i + FRAGMENT] for i in range(len(text) - FRAGMENT + 1))
     secrets = sorted({c.example.secret for c in cases if c.example.secret})
-    owners: dict[str, set[str]] = defaultdict(set)
+    users: dict[str, set[str]] = defaultdict(set)
     for secret in secrets:
         for frag in _fragments(secret):
-            if frag not in ordinary:
-                owners[frag].add(secret)
-    for frag, who in owners.items():
-        automaton.add_word(frag, who)
+            users[frag].add(secret)
+    automaton = ahocorasick.Automaton()
+    patterns: dict[str, set[str]] = defaultdict(set)
+    for secret in secrets:
+        patterns[secret.encode("utf-8").decode("latin-1")].add(secret)
+        for frag in _fragments(secret):
+            if len(users[frag]) == 1 and frag not in ordinary[secret]:
+                patterns[frag].add(secret)
+    for pattern, who in patterns.items():
+        automaton.add_word(pattern, who)
     automaton.make_automaton()
     by_flow: dict[str, list[int]] = defaultdict(list)
     for i, case in enumerate(cases):
@@ -540,9 +558,7 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
         found: set[str] = set()
         for _, who in automaton.iter(view):
             found |= who
-        for i in idxs:
-            if cases[i].example.secret in found:
-                leaks.add(i)
+        leaks.update(i for i in idxs if cases[i].example.secret in found)
     return leaks
 
 
@@ -601,3 +617,20 @@ def count_false_positives(examples: list[Example]) -> dict[str, tuple[int, int]]
 
 def crc(text: str) -> int:  # stable small ids for reports
     return zlib.crc32(text.encode())
+
+
+def leaked(secrets: list[str], texts: list[str]) -> set[str]:
+    """The secrets any 8-byte fragment of which (the whole, if shorter) occurs in any of `texts`."""
+    automaton = ahocorasick.Automaton()
+    owners: dict[str, set[str]] = defaultdict(set)
+    for secret in secrets:
+        for frag in _fragments(secret):
+            owners[frag].add(secret)
+    for frag, who in owners.items():
+        automaton.add_word(frag, who)
+    automaton.make_automaton()
+    found: set[str] = set()
+    for text in texts:
+        for _, who in automaton.iter(text.encode("utf-8", "surrogatepass").decode("latin-1")):
+            found |= who
+    return found
