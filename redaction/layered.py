@@ -40,6 +40,10 @@ class LayeredRedactor:
     def redact_bytes(self, data: bytes) -> bytes:
         return self.pii.redact_bytes(self.credentials.redact_bytes(data))
 
+    def redact_payload(self, data: bytes) -> bytes:
+        """One message that is not an event stream (see `Redactor.redact_payload`)."""
+        return self.pii.redact_bytes(self.credentials.redact_payload(data))
+
     def redact_text(self, text: str) -> str:
         return self.pii.redact_text(self.credentials.redact_text(text))
 

@@ -16,7 +16,7 @@ from redaction.detectors import TOKEN_CHARS, is_placeholder_password
 from redaction.headers import header_kind, split_auth_scheme, split_cookies
 from redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
 from redaction.scanner import find_spans, kind_of_value
-from redaction.streams import looks_like_sse, split_secret_edits
+from redaction.streams import looks_like_sse, redact_sse
 from redaction.urls import (
     encode_authority_placeholders,
     iter_params,
@@ -83,19 +83,36 @@ class Redactor:
     # --- bodies -----------------------------------------------------------------------
 
     def redact_bytes(self, data: bytes) -> bytes:
-        """Any body: JSON, SSE, a WebSocket frame or binary. Unchanged outside the replaced spans."""
+        """Any body: JSON, SSE, a WebSocket frame or binary. Unchanged outside the replaced spans.
+
+        An SSE body has its content streams joined first (`redaction.streams`),
+        so a secret streamed a few characters per delta is caught whole.
+        """
         try:
-            out, glued = self._redact_once(bytes(data))
-            # A secret glued to another one (`sk_live_...-----BEGIN`) only shows its
-            # boundary once its neighbour is a placeholder: go again so that
-            # redacting twice never finds more than redacting once.
-            for _ in range(_MAX_PASSES):
-                if not glued:
-                    break
-                out, glued = self._redact_once(out)
-            return out
+            data = bytes(data)
+            if looks_like_sse(data):
+                return redact_sse(data, self)
+            return self._redact_payload(data)
         except Exception:
             return self._unscannable(data)
+
+    def redact_payload(self, data: bytes) -> bytes:
+        """One message that is not an event stream (a JSON body, a frame, the joined text of deltas)."""
+        try:
+            return self._redact_payload(bytes(data))
+        except Exception:
+            return self._unscannable(data)
+
+    def _redact_payload(self, data: bytes) -> bytes:
+        out, glued = self._redact_once(data)
+        # A secret glued to another one (`sk_live_...-----BEGIN`) only shows its
+        # boundary once its neighbour is a placeholder: go again so that
+        # redacting twice never finds more than redacting once.
+        for _ in range(_MAX_PASSES):
+            if not glued:
+                break
+            out, glued = self._redact_once(out)
+        return out
 
     def _redact_once(self, data: bytes) -> tuple[bytes, bool]:
         """One sweep; also says whether another could find more (see `_is_glued`)."""
@@ -111,11 +128,6 @@ class Redactor:
                 glued = glued or _is_glued(data, span.start, span.end)
             parts.append(data[last:])
             data = b"".join(parts)
-        if looks_like_sse(data):
-            edits = split_secret_edits(data, self.placeholder)
-            for start, end, replacement in sorted(edits, reverse=True):
-                data = data[:start] + replacement + data[end:]
-            glued = glued or bool(edits)
         return data, glued
 
     def redact_text(self, text: str) -> str:

@@ -1,38 +1,55 @@
 """Secrets split across streamed deltas: `"text":"sk-ant-api"` ... `"text":"03-x7Yq..."`.
 
-A model that echoes a key back streams it a few characters per SSE event, so
-no single event holds a recognisable secret. This pass joins the delta
-strings of one SSE body per field (`text`, `partial_json`, `delta`,
-`arguments`...), looks for secrets in the joined text, and for each one that
-spans several deltas puts the placeholder in the first piece and empties the
-others. Events stay valid JSON and every other byte stays as it was.
+A model that echoes a key back streams it a few characters per event (SSE
+events, or WebSocket frames on the Codex transport), so no single event holds
+a recognisable secret. Here every content stream of a body is reassembled —
+the text, tool-argument and reasoning deltas of Anthropic Messages, OpenAI
+Responses (over SSE or WebSocket), Chat Completions and Gemini — and the
+joined text is redacted *before* the events are: a secret found in the joined
+text puts its placeholder in the delta where it starts and removes its bytes
+from every later delta, so no fragment survives even when the first fragment
+is a valid key by itself. Only then is each event redacted on its own for
+what lies outside the deltas. Events stay valid JSON: edits land inside the
+string contents (the joined text is the strings in their escaped JSON form,
+which the detectors read, and edges are widened to whole escapes).
 
-The strings are joined in their escaped JSON form; the detectors already read
-escaped text (`\\n`, `\\"`), and edits then stay inside the string contents.
+It works incrementally, because a live stream arrives in arbitrary cuts:
+`StreamRedactor.feed` takes one event and returns the events that are final.
+An event is held while the last `HOLD_BYTES` of its stream are still open (a
+secret there could go on in the next delta); a stream is rescanned once
+`SCAN_STEP` new bytes arrived, with `CONTEXT_BYTES` of released text before
+it so a credential name stays in view. What is held is bounded
+(`MAX_HELD_BYTES`); past that the oldest stream is released as it stands and
+whatever continues a secret found there is still removed.
+
+The redactor is used only through its public interface: `redact_payload`
+(one message that is not an event stream) and `counts`; a capture redactor
+that layers personal data on top exposes its credential part as
+`credentials`, which is what the joined text is scanned with.
 """
 
 from __future__ import annotations
 
+import collections
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from redaction.scanner import find_spans
+from redaction.placeholder import PLACEHOLDER_RE
 
-_DELTA_FIELDS = (
-    b"text",
-    b"thinking",
-    b"partial_json",
-    b"delta",
-    b"content",
-    b"arguments",
-    b"reasoning_content",
-    b"reasoning",
-)
-# One regex per field: a literal start lets `re` skip ahead (an alternation would not).
-_FIELD_RES = tuple(
-    (b'"' + field + b'"', re.compile(rb'"' + field + rb'"[ \t]*:[ \t]*"([^"\\\n]*(?:\\.[^"\\\n]*)*)"'))
-    for field in _DELTA_FIELDS
-)
+HOLD_BYTES = 8 * 1024
+SCAN_STEP = 8 * 1024
+CONTEXT_BYTES = 1024
+MAX_HELD_BYTES = 4 * 1024 * 1024
+_ALIGN_BUDGET = 20_000
+
+
+class PayloadRedactor(Protocol):
+    counts: collections.Counter[str]
+
+    def redact_payload(self, data: bytes) -> bytes: ...
 
 
 def looks_like_sse(data: bytes) -> bool:
@@ -41,52 +58,511 @@ def looks_like_sse(data: bytes) -> bool:
     return head.startswith((b"event:", b"data:", b"id:", b":")) and b"data:" in head
 
 
-def split_secret_edits(
-    data: bytes, placeholder: Callable[[str, bytes], bytes]
-) -> list[tuple[int, int, bytes]]:
-    """(start, end, replacement) edits for secrets that span several deltas of this SSE body."""
+# --- which strings of an event are pieces of a content stream --------------------------------
+
+Path = tuple[Any, ...]
+_MARKERS = (b'"delta"', b'"candidates"')
+_ANTHROPIC_FIELDS = ("text", "partial_json", "thinking")
+_CHAT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
+
+
+def _wanted(obj: dict) -> Iterator[tuple[tuple, Path]]:
+    """(stream key, path of the string) for every delta string of one decoded event."""
+    kind = obj.get("type")
+    delta = obj.get("delta")
+    if kind == "content_block_delta" and isinstance(delta, dict):  # Anthropic Messages
+        for name in _ANTHROPIC_FIELDS:
+            if isinstance(delta.get(name), str):
+                yield ("anthropic", obj.get("index"), name), ("delta", name)
+    elif isinstance(kind, str) and kind.endswith(".delta") and isinstance(delta, str):  # Responses
+        ids = tuple(obj.get(k) for k in ("item_id", "output_index", "content_index", "summary_index"))
+        yield (kind, *ids), ("delta",)
+    choices = obj.get("choices")
+    if isinstance(choices, list):  # Chat Completions
+        for i, choice in enumerate(choices):
+            d = choice.get("delta") if isinstance(choice, dict) else None
+            if not isinstance(d, dict):
+                continue
+            index = choice.get("index", i)
+            for name in _CHAT_FIELDS:
+                if isinstance(d.get(name), str):
+                    yield ("chat", index, name), ("choices", i, "delta", name)
+            calls = d.get("tool_calls")
+            for j, call in enumerate(calls if isinstance(calls, list) else ()):
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
+                    key = ("chat", index, "tool", call.get("index", j))
+                    yield key, ("choices", i, "delta", "tool_calls", j, "function", "arguments")
+    root: Any = obj
+    prefix: Path = ()
+    if isinstance(obj.get("response"), dict) and "candidates" in obj["response"]:  # Code Assist envelope
+        root, prefix = obj["response"], ("response",)
+    candidates = root.get("candidates")
+    if isinstance(candidates, list):  # Gemini
+        for i, cand in enumerate(candidates):
+            content = cand.get("content") if isinstance(cand, dict) else None
+            parts = content.get("parts") if isinstance(content, dict) else None
+            for j, part in enumerate(parts if isinstance(parts, list) else ()):
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    key = ("gemini", cand.get("index", i), bool(part.get("thought")))
+                    yield key, (*prefix, "candidates", i, "content", "parts", j, "text")
+
+
+_TOKEN_RE = re.compile(rb'"(?:[^"\\]|\\.)*"|[{}\[\],]')
+
+
+def _string_spans(payload: bytes) -> dict[Path, tuple[int, int]]:
+    """Path -> (start, end) of the escaped contents of every string value in a JSON text."""
+    out: dict[Path, tuple[int, int]] = {}
+    stack: list[list] = []  # [is_object, key or index, expecting a key]
+    for m in _TOKEN_RE.finditer(payload):
+        c = payload[m.start()]
+        if c == 0x22:  # a string
+            top = stack[-1] if stack else None
+            if top is not None and top[0] and top[2]:
+                raw = m.group()[1:-1]
+                top[1] = json.loads(m.group()) if b"\\" in raw else raw.decode("utf-8", "replace")
+                top[2] = False
+            else:
+                out[tuple(s[1] for s in stack)] = (m.start() + 1, m.end() - 1)
+        elif c == 0x7B:  # {
+            stack.append([True, None, True])
+        elif c == 0x5B:  # [
+            stack.append([False, 0, False])
+        elif c in (0x7D, 0x5D):  # } ]
+            if stack:
+                stack.pop()
+        elif stack:  # ,
+            top = stack[-1]
+            if top[0]:
+                top[2] = True
+            else:
+                top[1] += 1
+    return out
+
+
+def delta_pieces(payload: bytes) -> list[tuple[tuple, int, int]]:
+    """(stream key, start, end) of the delta strings in one event's JSON payload (escaped form)."""
+    if not any(marker in payload for marker in _MARKERS):
+        return []
+    try:
+        obj = json.loads(payload)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(obj, dict):
+        return []
+    wanted = list(_wanted(obj))
+    if not wanted:
+        return []
+    spans = _field_spans(payload, obj, wanted) or _string_spans(payload)
+    return [(key, *spans[path]) for key, path in wanted if path in spans]
+
+
+_FIELD_RES: dict[str, re.Pattern[bytes]] = {}
+
+
+def _field_spans(payload: bytes, obj: dict, wanted: list[tuple[tuple, Path]]) -> dict[Path, tuple[int, int]]:
+    """The common case without tokenizing: each wanted field name occurs once, as that very key."""
+    out: dict[Path, tuple[int, int]] = {}
+    for _, path in wanted:
+        name = path[-1]
+        regex = _FIELD_RES.get(name)
+        if regex is None:
+            regex = _FIELD_RES[name] = re.compile(
+                b'"' + name.encode() + rb'"[ \t]*:[ \t]*"((?:[^"\\]|\\.)*)"')
+        found = regex.findall(payload)
+        if len(found) != 1:
+            return {}
+        m = regex.search(payload)
+        value: Any = obj
+        for step in path:
+            value = value[step]
+        raw = m.group(1)
+        if (json.loads(b'"' + raw + b'"') if b"\\" in raw else raw.decode("utf-8", "replace")) != value:
+            return {}
+        out[path] = m.span(1)
+    return out
+
+
+# --- the joined text and where its redactions land -------------------------------------------
+
+
+def align(before: bytes, after: bytes) -> list[tuple[int, int, bytes]]:
+    """Where `after` (the redactor's output) replaced parts of `before` with placeholders.
+
+    The redactor changes nothing outside the spans it replaces, so `after` is
+    `before` with some runs swapped for placeholders. Returns (start, end,
+    placeholder) in `before`'s coordinates. If the output cannot be read that
+    way, one edit covering everything between the first and last changed byte
+    is returned: coarser, but applying it still yields exactly `after`.
+    """
+    if before == after:
+        return []
+    parts: list[tuple[bool, bytes]] = []
+    pos = 0
+    for m in PLACEHOLDER_RE.finditer(after):
+        parts += [(False, after[pos : m.start()]), (True, m.group())]
+        pos = m.end()
+    parts.append((False, after[pos:]))
     edits: list[tuple[int, int, bytes]] = []
-    for quoted_field, regex in _FIELD_RES:
-        if quoted_field not in data:
-            continue
-        strings = regex.findall(data)
-        if len(strings) < 2 or not find_spans(b"".join(strings)):
-            continue  # the common case, decided without building spans per event
-        pieces = [m.span(1) for m in regex.finditer(data)]
-        edits.extend(_edits_for_stream(data, pieces, placeholder))
-    return edits
+    failed: set[tuple[int, int]] = set()
+    budget = [_ALIGN_BUDGET]
 
-
-def _edits_for_stream(
-    data: bytes, pieces: list[tuple[int, int]], placeholder: Callable[[str, bytes], bytes]
-) -> list[tuple[int, int, bytes]]:
-    joined = b"".join(data[s:e] for s, e in pieces)
-    offsets = []  # start of each piece within `joined`
-    total = 0
-    for s, e in pieces:
-        offsets.append(total)
-        total += e - s
-    edits: list[tuple[int, int, bytes]] = []
-    for span in find_spans(joined):
-        first = _piece_at(offsets, span.start)
-        last = _piece_at(offsets, span.end - 1)
-        if first == last:
-            continue  # inside one delta: the whole-body pass has it
-        secret = joined[span.start : span.end]
-        for i in range(first, last + 1):
-            body_start, body_end = pieces[i]
-            lo = body_start + max(0, span.start - offsets[i])
-            hi = body_start + min(body_end - body_start, span.end - offsets[i])
-            edits.append((lo, hi, placeholder(span.kind, secret) if i == first else b""))
-    return edits
-
-
-def _piece_at(offsets: list[int], pos: int) -> int:
-    lo, hi = 0, len(offsets) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if offsets[mid] <= pos:
-            lo = mid
+    def solve(k: int, at: int) -> bool:
+        if budget[0] <= 0 or (k, at) in failed:
+            return False
+        budget[0] -= 1
+        if k == len(parts):
+            return at == len(before)
+        is_placeholder, text = parts[k]
+        if not is_placeholder:
+            if before.startswith(text, at) and solve(k + 1, at + len(text)):
+                return True
         else:
-            hi = mid - 1
-    return lo
+            if before.startswith(text, at) and solve(k + 1, at + len(text)):
+                return True  # a placeholder that was already there
+            following = parts[k + 1][1] if k + 1 < len(parts) else None
+            ends = _candidate_ends(before, at, following, last=k + 2 >= len(parts))
+            for end in ends:
+                edits.append((at, end, text))
+                if solve(k + 1, end):
+                    return True
+                edits.pop()
+        failed.add((k, at))
+        return False
+
+    try:
+        if solve(0, 0):
+            return edits
+    except RecursionError:
+        pass
+    lo = 0
+    while lo < min(len(before), len(after)) and before[lo] == after[lo]:
+        lo += 1
+    hi = 0
+    while hi < min(len(before), len(after)) - lo and before[-1 - hi] == after[-1 - hi]:
+        hi += 1
+    return [(lo, len(before) - hi, after[lo : len(after) - hi])]
+
+
+def _candidate_ends(before: bytes, at: int, following: bytes | None, last: bool) -> Iterator[int]:
+    """Possible ends of a replaced run starting at `at`, given the text that follows it."""
+    if following is None or (last and following == b""):
+        yield len(before)
+        return
+    if last:
+        end = len(before) - len(following)
+        if end > at and before.endswith(following):
+            yield end
+        return
+    if following == b"":  # another placeholder follows at once: any split of the run will do
+        yield from range(at + 1, len(before) + 1)
+        return
+    end = before.find(following, at + 1)
+    while end >= 0:
+        yield end
+        end = before.find(following, end + 1)
+
+
+def _escape_starts(text: bytes) -> list[int]:
+    """Offsets where a JSON escape starts (`\\n`, `\\"`, `\\u00e9`) and where it ends, in order."""
+    marks: list[int] = []
+    i = text.find(b"\\")
+    while i >= 0:
+        size = 6 if text[i + 1 : i + 2] == b"u" else 2
+        marks += [i, i + size]
+        i = text.find(b"\\", i + size)
+    return marks
+
+
+def _widen(text: bytes, lo: int, hi: int) -> tuple[int, int]:
+    """Move edit edges out of the middle of an escape, so the string stays valid JSON."""
+    if b"\\" not in text:
+        return lo, hi
+    marks = _escape_starts(text)
+    for i in range(0, len(marks), 2):
+        start, end = marks[i], marks[i + 1]
+        if start < lo < end:
+            lo = start
+        if start < hi < end:
+            hi = end
+    return lo, min(hi, len(text))
+
+
+# --- the incremental joiner ------------------------------------------------------------------
+
+
+class _Content:
+    """One content stream: the joined escaped text still needed (context + held) and its findings."""
+
+    __slots__ = ("text", "origin", "base", "scanned", "spans", "applied", "forced")
+
+    def __init__(self) -> None:
+        self.text = bytearray()
+        self.origin = 0  # absolute offset of text[0]
+        self.base = 0  # absolute offset of the first byte not yet released
+        self.scanned = -1  # absolute end of the text the last scan covered
+        self.spans: list[tuple[int, int, bytes]] = []
+        self.applied: list[tuple[int, int]] = []  # spans whose placeholder is already out
+        self.forced = False
+
+    @property
+    def end(self) -> int:
+        return self.origin + len(self.text)
+
+    def safe(self, final: bool) -> int:
+        """Up to where pieces may be released: HOLD_BYTES back from the scanned end, never inside a span."""
+        if final or self.forced:
+            return self.scanned
+        if self.scanned < 0:
+            return self.base
+        point = self.scanned - HOLD_BYTES
+        for start, end, _ in self.spans:
+            if start < point < end:
+                point = start
+        return max(point, self.base)
+
+
+@dataclass
+class _Piece:
+    content: _Content
+    start: int  # absolute offsets in the content's joined text
+    end: int
+    lo: int  # where the escaped string sits in the event
+    hi: int
+
+
+@dataclass
+class _Held:
+    token: object
+    data: bytes
+    pieces: list[_Piece] = field(default_factory=list)
+
+
+@dataclass
+class Released:
+    """An event that is final: its delta strings redacted against the joined stream.
+
+    `data` still needs the per-event pass (`redact_payload`); `redactions`
+    counts the placeholders the join put in.
+    """
+
+    token: object
+    data: bytes
+    redactions: dict[str, int]
+
+
+class StreamRedactor:
+    """Feeds events of one body or socket in order; returns them once a split secret cannot reach them."""
+
+    def __init__(self, redactor: PayloadRedactor) -> None:
+        self._redactor = redactor
+        self._credentials: PayloadRedactor = getattr(redactor, "credentials", redactor)
+        self._contents: dict[tuple, _Content] = {}
+        self._queue: collections.deque[_Held] = collections.deque()
+        self._touched: dict[int, _Content] = {}  # contents fed since the last release
+        self.held_bytes = 0
+
+    def feed(self, token: object, data: bytes, start: int = 0, end: int | None = None,
+             channel: object = None) -> list[Released]:
+        """One event; its JSON payload is `data[start:end]`. `channel` keeps streams apart (a direction)."""
+        held = _Held(token, data)
+        stop = len(data) if end is None else end
+        for key, lo, hi in delta_pieces(data[start:stop]):
+            content = self._contents.get((channel, key))
+            if content is None:
+                content = self._contents[(channel, key)] = _Content()
+            at = content.end
+            content.text += data[start + lo : start + hi]
+            held.pieces.append(_Piece(content, at, at + hi - lo, start + lo, start + hi))
+            self._touched[id(content)] = content
+        self._queue.append(held)
+        self.held_bytes += len(data)
+        return self._release(final=False)
+
+    def finish(self) -> list[Released]:
+        """Everything still held (the body or the response ended); streams start afresh after."""
+        out = self._release(final=True)
+        self._contents.clear()
+        return out
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _release(self, final: bool) -> list[Released]:
+        # Only a stream that grew can have become due for a scan (or, at the end, any stream).
+        for content in list(self._contents.values() if final else self._touched.values()):
+            end = content.end
+            unscanned = end - max(content.scanned, content.origin)
+            if end > content.base and (final or unscanned >= SCAN_STEP) and content.scanned < end:
+                self._scan(content)
+        self._touched.clear()
+        released: set[int] = set()
+        out: list[Released] = []
+        while self._queue:
+            held = self._queue[0]
+            blocked = [p for p in held.pieces if p.end > p.content.safe(final)]
+            if blocked:
+                if self.held_bytes <= MAX_HELD_BYTES:
+                    break
+                for piece in blocked:  # over the bound: release this stream as it stands
+                    if piece.content.scanned < piece.content.end:
+                        self._scan(piece.content)
+                    piece.content.forced = True
+                continue
+            self._queue.popleft()
+            self.held_bytes -= len(held.data)
+            out.append(self._finish_event(held))
+            for piece in held.pieces:
+                if id(piece.content) not in released:
+                    released.add(id(piece.content))
+                    piece.content.forced = False
+                    self._trim(piece.content)
+        return out
+
+    def _scan(self, content: _Content) -> None:
+        window = bytes(content.text)
+        counts = self._credentials.counts
+        saved = collections.Counter(counts)
+        try:
+            redacted = self._credentials.redact_payload(window)
+        finally:  # scanning is not replacing: counts change when an event is released
+            counts.clear()
+            counts.update(saved)
+        found = [(content.origin + s, content.origin + e, ph) for s, e, ph in align(window, redacted)]
+        # Keep what an earlier scan found past the released edge: the tail of a secret whose start
+        # went out already is still part of it, even if the context no longer shows its start.
+        found += [s for s in content.spans if s[0] < content.base < s[1]]
+        content.spans = _fuse(found, content.base)
+        content.scanned = content.end
+
+    def _finish_event(self, held: _Held) -> Released:
+        edits: list[tuple[int, int, bytes]] = []
+        kinds: collections.Counter[str] = collections.Counter()
+        for piece in held.pieces:
+            content = piece.content
+            for s, e, placeholder in content.spans:
+                if e <= piece.start or s >= piece.end:
+                    continue
+                lo = max(s, piece.start) - piece.start
+                hi = min(e, piece.end) - piece.start
+                if any(a < e and s < b for a, b in content.applied):
+                    replacement = b""
+                else:
+                    replacement = placeholder
+                    content.applied.append((s, e))
+                    kinds[_kind(placeholder)] += 1
+                lo, hi = _widen(held.data[piece.lo : piece.hi], lo, hi)
+                edits.append((piece.lo + lo, piece.lo + hi, replacement))
+            content.base = max(content.base, piece.end)
+        data = held.data
+        for lo, hi, replacement in sorted(edits, reverse=True):
+            data = data[:lo] + replacement + data[hi:]
+        self._credentials.counts.update(kinds)
+        return Released(held.token, data, dict(kinds))
+
+    @staticmethod
+    def _trim(content: _Content) -> None:
+        cut = content.base - CONTEXT_BYTES
+        if cut > content.origin:
+            del content.text[: cut - content.origin]
+            content.origin = cut
+        content.spans = [s for s in content.spans if s[1] > content.base]
+        content.applied = [a for a in content.applied if a[1] > content.origin]
+
+
+def _fuse(spans: list[tuple[int, int, bytes]], base: int) -> list[tuple[int, int, bytes]]:
+    """Sorted, disjoint spans that reach past `base`; overlapping ones become one (fail closed)."""
+    out: list[tuple[int, int, bytes]] = []
+    for s, e, ph in sorted(spans):
+        if e <= base:
+            continue
+        if out and s < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e), out[-1][2])
+        else:
+            out.append((s, e, ph))
+    return out
+
+
+def _kind(placeholder: bytes) -> str:
+    inner = placeholder.split(b":")
+    return inner[1].decode("ascii", "replace") if len(inner) >= 3 else "secret"
+
+
+# --- SSE framing -----------------------------------------------------------------------------
+
+_EVENT_END_RE = re.compile(rb"\n\r?\n")
+
+
+def _data_payload(block: bytes) -> tuple[int, int]:
+    """Where the JSON of an event with a single `data:` line sits, else an empty range."""
+    first = block.find(b"data:")
+    if first < 0 or (first > 0 and block[first - 1] != 0x0A) or block.find(b"\ndata:", first + 1) >= 0:
+        return 0, 0
+    start = first + 5
+    if block[start : start + 1] == b" ":
+        start += 1
+    end = block.find(b"\n", start)
+    end = len(block) if end < 0 else end
+    if end > start and block[end - 1] == 0x0D:
+        end -= 1
+    return start, end
+
+
+class SseRedactor:
+    """An SSE body fed in arbitrary cuts (network reads, batches); returns redacted bytes once final.
+
+    The concatenation of everything `feed` and `finish` return is the
+    redacted body. `redactions` counts every placeholder written so far.
+    """
+
+    def __init__(self, redactor: PayloadRedactor) -> None:
+        self._redactor = redactor
+        self._events = StreamRedactor(redactor)
+        self._buf = bytearray()
+        self.redactions: collections.Counter[str] = collections.Counter()
+
+    @property
+    def held_bytes(self) -> int:
+        return len(self._buf) + self._events.held_bytes
+
+    def feed(self, data: bytes) -> bytes:
+        self._buf += data
+        ends = [m.end() for m in _EVENT_END_RE.finditer(self._buf)]
+        if not ends:
+            return b""
+        complete = bytes(self._buf[: ends[-1]])
+        del self._buf[: ends[-1]]
+        released: list[Released] = []
+        pos = 0
+        for end in ends:
+            block = complete[pos:end]
+            released += self._events.feed(None, block, *_data_payload(block))
+            pos = end
+        return self._emit(released)
+
+    def finish(self) -> bytes:
+        released: list[Released] = []
+        if self._buf:
+            block = bytes(self._buf)
+            self._buf.clear()
+            released += self._events.feed(None, block, *_data_payload(block))
+        return self._emit(released + self._events.finish())
+
+    def _emit(self, released: list[Released]) -> bytes:
+        if not released:
+            return b""
+        for item in released:
+            self.redactions.update(item.redactions)
+        before = collections.Counter(self._redactor.counts)
+        # One pass over the released events together: a span cannot cross from one event into the
+        # next (each is a JSON object, and no secret format runs through `"`, `{` or a blank line).
+        out = self._redactor.redact_payload(b"".join(item.data for item in released))
+        after = self._redactor.counts
+        self.redactions.update({k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)})
+        return out
+
+
+def redact_sse(data: bytes, redactor: PayloadRedactor) -> bytes:
+    """A whole SSE body: every content stream joined, then every event."""
+    sse = SseRedactor(redactor)
+    return sse.feed(data) + sse.finish()

@@ -33,11 +33,13 @@ from ctxtap.capture.events import (
     StreamStart,
     WsEndEvent,
     WsMessageEvent,
+    is_terminal_ws_message,
     ws_message_type,
 )
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.spool import SpoolFile
 from redaction.layered import capture_redactor, ruleset_version
+from redaction.streams import Released, SseRedactor, StreamRedactor
 
 SYNC_INTERVAL_S = 1.0
 LOCK_NAME = "writer.lock"
@@ -73,43 +75,66 @@ SEGMENT_BYTES = 64 * 1024
 
 
 class _Stream:
-    """A streamed response processed while it flows: hashed and redacted segment by segment.
+    """A streamed response processed while it flows: hashed and redacted as it arrives.
 
-    Segments end at an SSE event boundary (or a line end), so a secret inside one
-    event is always redacted whole; only a plain (unencoded) body is processed
-    early, an encoded one is kept raw and decoded at the end.
+    An SSE body goes through `SseRedactor`, which joins every content stream
+    across events, network reads and batches, so a secret streamed in pieces
+    is redacted whole wherever the cuts fall. Other plain bodies are redacted
+    in segments ending at a line end. An encoded body is kept raw and decoded
+    (then redacted) at the end.
     """
 
-    __slots__ = ("sha", "size", "pending", "parts", "sse", "incremental", "raw", "encoding")
+    __slots__ = ("sha", "size", "pending", "parts", "sse", "incremental", "raw", "encoding", "redactions",
+                 "_redactor")
 
-    def __init__(self, content_type: str | None, encoding: str | None) -> None:
+    def __init__(self, content_type: str | None, encoding: str | None, redactor) -> None:
         self.sha = hashlib.sha256()
         self.size = 0
         self.pending = bytearray()
         self.parts: list[bytes] = []
-        self.sse = "text/event-stream" in (content_type or "").lower()
         self.encoding = encoding
         self.incremental = not encoding or encoding.lower() == "identity"
+        self.sse = SseRedactor(redactor) if self.incremental and "text/event-stream" in (
+            content_type or "").lower() else None
         self.raw: list[bytes] = []
+        self.redactions: Counter[str] = Counter()
+        self._redactor = redactor
 
-    def feed(self, data: bytes, redact) -> None:
+    def feed(self, data: bytes) -> None:
         self.sha.update(data)
         self.size += len(data)
         if not self.incremental:
             self.raw.append(data)
-            return
-        self.pending += data
-        if len(self.pending) >= SEGMENT_BYTES:
-            sep = b"\n\n" if self.sse else b"\n"
-            cut = self.pending.rfind(sep)
-            if cut > 0:
-                end = cut + len(sep)
-                self.parts.append(redact(bytes(self.pending[:end])))
-                del self.pending[:end]
+        elif self.sse is not None:
+            self.parts.append(self.sse.feed(data))
+        else:
+            self.pending += data
+            if len(self.pending) >= SEGMENT_BYTES:
+                cut = self.pending.rfind(b"\n")
+                if cut > 0:
+                    self.parts.append(self._redact(bytes(self.pending[: cut + 1])))
+                    del self.pending[: cut + 1]
+
+    def finish(self) -> bytes:
+        """The redacted body of an incremental stream."""
+        if self.sse is not None:
+            self.parts.append(self.sse.finish())
+            self.redactions.update(self.sse.redactions)
+        else:
+            self.parts.append(self._redact(bytes(self.pending)))
+            self.pending.clear()
+        return b"".join(self.parts)
+
+    def _redact(self, data: bytes) -> bytes:
+        before = Counter(self._redactor.counts)
+        out = self._redactor.redact_bytes(data)
+        after = self._redactor.counts
+        self.redactions.update({k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)})
+        return out
 
 
 class _FlowInfo:
-    __slots__ = ("record_full", "is_model", "websocket", "stream_key", "model_frames")
+    __slots__ = ("record_full", "is_model", "websocket", "stream_key", "model_frames", "frames")
 
     def __init__(self, record_full: bool, is_model: bool, websocket: bool, stream_key: str) -> None:
         self.record_full = record_full
@@ -117,6 +142,7 @@ class _FlowInfo:
         self.websocket = websocket
         self.stream_key = stream_key
         self.model_frames = 0
+        self.frames: StreamRedactor | None = None  # WebSocket messages held until a split secret is settled
 
 
 class CaptureWriter:
@@ -186,6 +212,7 @@ class CaptureWriter:
                 self._maybe_sync(force=True)
                 continue
             if item is None:
+                self._release_all_frames()
                 return
             event, fut = item
             try:
@@ -218,9 +245,9 @@ class CaptureWriter:
         elif isinstance(event, ResponseChunk):
             stream = self._streams.get(event.flow_id)
             if stream is not None:
-                stream.feed(event.data, self.redactor.redact_bytes)
+                stream.feed(event.data)
         elif isinstance(event, StreamStart):
-            self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding)
+            self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding, self.redactor)
         elif isinstance(event, Barrier):
             return
         else:
@@ -348,8 +375,7 @@ class CaptureWriter:
         }
         if info is None or info.record_full:
             if stream.incremental:
-                stream.parts.append(self.redactor.redact_bytes(bytes(stream.pending)))
-                body, status, size = b"".join(stream.parts), "identity", stream.size
+                body, status, size = stream.finish(), "identity", stream.size
             else:
                 decoded, status = decode_body(b"".join(stream.raw), stream.encoding)
                 body, size = self.redactor.redact_bytes(decoded), len(decoded)
@@ -361,7 +387,7 @@ class CaptureWriter:
                 response_bytes=size,
                 response_body_id=self._store_body(body, key),
             )
-        row["redactions"] = self._counts_delta(before)
+        row["redactions"] = dict(Counter(self._counts_delta(before)) + stream.redactions)
         return row
 
     def _on_response(self, ev: ResponseEvent) -> None:
@@ -377,6 +403,7 @@ class CaptureWriter:
 
     def _on_error(self, ev: ErrorEvent) -> None:
         info = self._inflight.pop(ev.flow_id, None)
+        self._release_frames(info, final=True)
         row: dict = {"t": "err", "flow_id": ev.flow_id, "error": ev.error, "ts_error": ev.ts}
         if ev.partial is not None:
             row.update(self._response_row(ev.partial, info))
@@ -387,7 +414,6 @@ class CaptureWriter:
 
     def _on_ws_message(self, ev: WsMessageEvent) -> None:
         info = self._inflight.get(ev.flow_id)
-        before = Counter(self.redactor.counts)
         msg_type = ws_message_type(ev.content, ev.is_text)
         is_request = bool(ev.from_client and info and info.is_model and msg_type == "response.create")
         row: dict = {
@@ -395,18 +421,48 @@ class CaptureWriter:
             "ts": ev.ts, "opcode": "text" if ev.is_text else "binary", "size": len(ev.content),
             "msg_type": msg_type, "is_model_request": is_request,
         }
-        if ev.record_full and (info is None or info.record_full):
-            body = self.redactor.redact_bytes(ev.content)
-            direction = "c" if ev.from_client else "s"
-            row["body_id"] = self._store_body(body, f"ws {ev.flow_id} {direction}")
-        row["redactions"] = self._counts_delta(before)
         if info and is_request:
             info.model_frames += 1
-        self.spool.append(row)
         self.stats["ws_messages"] += 1
+        if not (ev.record_full and (info is None or info.record_full)):
+            row["redactions"] = {}
+            self.spool.append(row)
+            return
+        if info is None:  # a message without its handshake: nothing to join it with
+            self._write_frame(row, ev.from_client, Released(row, ev.content, {}))
+            return
+        if info.frames is None:
+            info.frames = StreamRedactor(self.redactor)
+        # One joiner per socket keeps rows in order; the direction keeps the two sides' streams apart.
+        released = info.frames.feed((row, ev.from_client), ev.content, channel=ev.from_client)
+        if is_terminal_ws_message(ev):
+            released += info.frames.finish()
+        for item in released:
+            self._write_frame(*item.token, item)
+
+    def _write_frame(self, row: dict, from_client: bool, item: Released) -> None:
+        before = Counter(self.redactor.counts)
+        body = self.redactor.redact_payload(item.data)
+        row["body_id"] = self._store_body(body, f"ws {row['flow_id']} {'c' if from_client else 's'}")
+        row["redactions"] = dict(Counter(self._counts_delta(before)) + Counter(item.redactions))
+        self.spool.append(row)
+
+    def _release_frames(self, info: _FlowInfo | None, final: bool) -> None:
+        if info is not None and info.frames is not None and final:
+            for item in info.frames.finish():
+                self._write_frame(*item.token, item)
+
+    def _release_all_frames(self) -> None:
+        """Writer shutdown (or the proxy died): write every held message."""
+        for info in self._inflight.values():
+            try:
+                self._release_frames(info, final=True)
+            except Exception:
+                self.stats["writer_errors"] += 1
 
     def _on_ws_end(self, ev: WsEndEvent) -> None:
-        self._inflight.pop(ev.flow_id, None)
+        info = self._inflight.pop(ev.flow_id, None)
+        self._release_frames(info, final=True)
         self.spool.append({
             "t": "wsend", "flow_id": ev.flow_id, "ts_ws_end": ev.ts, "ws_close_code": ev.close_code,
             "ws_closed_by_client": ev.closed_by_client, "n_ws_messages": ev.n_messages,

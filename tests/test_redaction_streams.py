@@ -1,0 +1,87 @@
+"""Content streams joined before redaction: split secrets go whole, events stay valid, holds stay bounded."""
+
+from __future__ import annotations
+
+import json
+
+from ctxtap.capture.events import RequestEvent, ResponseEvent, WsEndEvent, WsMessageEvent
+from ctxtap.capture.finalize import finalize
+from ctxtap.capture.manifest import Manifest
+from ctxtap.capture.store import Capture
+from ctxtap.capture.writer import CaptureWriter
+from redaction import Redactor
+from redaction.streams import MAX_HELD_BYTES, SseRedactor, StreamRedactor
+from tests.secret_examples.matrix import SSE_SHAPES, _pieces_for, _sse_events
+
+KEY = b"\x01" * 32
+TOKEN = "ghp_" + "Q7xk2MZpL9" * 4  # its first 40 characters are a valid key by themselves
+
+
+def _data_lines(body: bytes) -> list[dict]:
+    return [json.loads(line[5:]) for line in body.decode().splitlines() if line.startswith("data:")]
+
+
+def test_tail_after_a_valid_first_fragment_goes_too_in_every_shape() -> None:
+    redactor = Redactor(KEY, "c")
+    for shape in SSE_SHAPES:
+        for cuts in ((40,), (10, 40), (1, 43)):
+            body = b"".join(_sse_events(shape, _pieces_for(shape, TOKEN, TOKEN, cuts), 0))
+            out = redactor.redact_bytes(body)
+            assert b"Q7xk" not in out and b"pL9" not in out, (shape, cuts)
+            assert out.count(b"[REDACTED:github-token:") == 1
+            events = _data_lines(out)  # every event still parses, the placeholder inside a string
+            assert len(events) == len(cuts) + 1
+            assert redactor.redact_bytes(out) == out  # nothing left to find
+
+
+def test_incremental_feeding_matches_the_whole_body_at_any_cut() -> None:
+    redactor = Redactor(KEY, "c")
+    body = b"".join(_sse_events("chat-tool", _pieces_for("chat-tool", TOKEN, TOKEN, (7, 30)), 0))
+    whole = redactor.redact_bytes(body)
+    for size in (1, 3, 17, len(body)):
+        sse = SseRedactor(redactor)
+        out = b"".join(sse.feed(body[i : i + size]) for i in range(0, len(body), size)) + sse.finish()
+        assert out == whole
+        assert sse.redactions["github-token"] == 1
+
+
+def test_what_a_stream_holds_stays_bounded() -> None:
+    redactor = Redactor(KEY, "c")
+    joiner = StreamRedactor(redactor)
+    event = json.dumps({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": "word " * 40}}).encode()
+    released = 0
+    for _ in range(3 * MAX_HELD_BYTES // len(event)):
+        released += len(joiner.feed(None, event))
+        assert joiner.held_bytes <= MAX_HELD_BYTES + len(event)
+    assert released > 0  # released long before the stream ended
+    assert released + len(joiner.finish()) == 3 * MAX_HELD_BYTES // len(event)
+
+
+def test_websocket_deltas_are_joined_across_frames_and_kept_in_order(tmp_path) -> None:
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="ws"))
+    writer.submit(RequestEvent(
+        flow_id="w", seq=0, record_full=True, is_model=True, provider="openai", api="responses",
+        endpoint="generate", websocket=True, method="GET", scheme="https", host="api.openai.com", port=443,
+        path="/v1/responses", url="https://api.openai.com/v1/responses", upstream_url=None,
+        http_version="HTTP/1.1", headers=[], body_in=b"", body_out=b"", ts_start=1.0, ts_end=1.0))
+    writer.submit(ResponseEvent(flow_id="w", status=101, reason="", http_version="HTTP/1.1", headers=[],
+                                body_in=b"", body_out=b"", streamed=False, ts_headers=1.0, ts_first_byte=None,
+                                ts_end=1.0))
+    frames = [{"type": "response.create", "input": "hi"}]
+    frames += [{"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0,
+                "delta": piece} for piece in ("key: " + TOKEN[:40], TOKEN[40:], " ok")]
+    frames.append({"type": "response.completed", "response": {"id": "r"}})
+    for i, frame in enumerate(frames):
+        writer.submit(WsMessageEvent("w", i, i == 0, 1.0, True, json.dumps(frame).encode()))
+    writer.submit(WsEndEvent("w", 2.0, 1000, True, len(frames))).result(10)
+    writer.close()
+    finalize(out)
+    cap = Capture.open(out)
+    rows = cap.ws_messages().to_pylist()
+    assert [r["idx"] for r in rows] == list(range(len(frames)))
+    stored = [json.loads(cap.body(r["body_id"])) for r in rows]
+    text = "".join(f["delta"] for f in stored if f["type"].endswith(".delta"))
+    assert "Q7xk" not in text and text.startswith("key: [REDACTED:github-token:") and text.endswith(" ok")
+    assert sum(json.loads(r["redactions"]).get("github-token", 0) for r in rows) == 1

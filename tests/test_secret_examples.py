@@ -1,0 +1,204 @@
+"""The vendored example secrets of gitleaks and detect-secrets in every placement, through the real writer.
+
+What this half of the redaction work controls is asserted exactly: a secret
+split across SSE deltas (two or three, at the chosen positions, in nine
+stream shapes) or across WebSocket frames is caught whenever the same secret
+whole in one delta is, and no fragment of it survives. Recall itself depends
+on the rules: the issue's 99 % targets are asserted where the current rules
+meet them (`MET_NOW`), and every other cell at a floor just below today's
+figure, so nothing regresses. After the rules branch lands, move cells from
+`FLOORS` into `MET_NOW` (the table: `python -m tests.secret_examples.score`).
+
+`CTXTAP_SECRET_POSITIONS=all` runs every split position (the scoring command
+does by default); CI uses a few spread over each secret to stay quick.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import defaultdict
+
+import pytest
+
+from tests.secret_examples.matrix import (
+    EXAMPLES,
+    PLACEMENTS,
+    count_false_positives,
+    distinct_secrets,
+    load_examples,
+    run_matrix,
+)
+from tests.secret_examples.score import recall_table
+
+POSITIONS = None if os.environ.get("CTXTAP_SECRET_POSITIONS") == "all" else int(
+    os.environ.get("CTXTAP_SECRET_POSITIONS", "4"))
+ISSUE_TARGET = 0.99
+SPLITS = {"sse-whole": ("sse-split2", "sse-split3"), "ws-whole": ("ws-split",)}
+SPLIT_PLACEMENTS = frozenset(p for splits in SPLITS.values() for p in splits)
+
+# The issue's targets: self-identifying formats in every placement, name-marked values where a name is present.
+ISSUE_TARGETS = frozenset(
+    (source, cls, placement)
+    for source in ("gitleaks", "detect-secrets")
+    for cls in ("self-identifying", "name-marked")
+    for placement, (_, named) in PLACEMENTS.items()
+    if cls == "self-identifying" or named
+)
+# Cells the current rules already hold at 99 %.
+MET_NOW = frozenset({
+    ('detect-secrets', 'name-marked', 'header-named'),
+    ('detect-secrets', 'self-identifying', 'header-named'),
+    ('detect-secrets', 'self-identifying', 'query-named'),
+    ('gitleaks', 'name-marked', 'header-named'),
+    ('gitleaks', 'name-marked', 'query-named'),
+    ('gitleaks', 'self-identifying', 'header-named'),
+    ('gitleaks', 'self-identifying', 'query-named'),
+})
+# Today's recall rounded down to 5 points: a regression guard until the rules branch raises them.
+FLOORS = {
+    ('detect-secrets', 'name-marked', 'env-named'): 0.35,
+    ('detect-secrets', 'name-marked', 'env-neutral'): 0.00,
+    ('detect-secrets', 'name-marked', 'gzip-body'): 0.35,
+    ('detect-secrets', 'name-marked', 'header-named'): 1.00,
+    ('detect-secrets', 'name-marked', 'header-neutral'): 0.00,
+    ('detect-secrets', 'name-marked', 'json-escaped'): 0.70,
+    ('detect-secrets', 'name-marked', 'prose'): 0.00,
+    ('detect-secrets', 'name-marked', 'query-encoded'): 0.00,
+    ('detect-secrets', 'name-marked', 'query-named'): 0.95,
+    ('detect-secrets', 'name-marked', 'query-neutral'): 0.00,
+    ('detect-secrets', 'name-marked', 'sse-whole'): 0.35,
+    ('detect-secrets', 'name-marked', 'toml'): 0.75,
+    ('detect-secrets', 'name-marked', 'tool-json'): 0.70,
+    ('detect-secrets', 'name-marked', 'upstream'): 0.15,
+    ('detect-secrets', 'name-marked', 'ws-client'): 0.35,
+    ('detect-secrets', 'name-marked', 'ws-whole'): 0.35,
+    ('detect-secrets', 'name-marked', 'yaml'): 0.40,
+    ('detect-secrets', 'name-marked', 'zstd-body'): 0.35,
+    ('detect-secrets', 'self-identifying', 'env-named'): 0.60,
+    ('detect-secrets', 'self-identifying', 'env-neutral'): 0.45,
+    ('detect-secrets', 'self-identifying', 'gzip-body'): 0.45,
+    ('detect-secrets', 'self-identifying', 'header-named'): 1.00,
+    ('detect-secrets', 'self-identifying', 'header-neutral'): 0.45,
+    ('detect-secrets', 'self-identifying', 'json-escaped'): 0.60,
+    ('detect-secrets', 'self-identifying', 'prose'): 0.45,
+    ('detect-secrets', 'self-identifying', 'query-encoded'): 0.45,
+    ('detect-secrets', 'self-identifying', 'query-named'): 1.00,
+    ('detect-secrets', 'self-identifying', 'query-neutral'): 0.45,
+    ('detect-secrets', 'self-identifying', 'sse-whole'): 0.45,
+    ('detect-secrets', 'self-identifying', 'toml'): 0.60,
+    ('detect-secrets', 'self-identifying', 'tool-json'): 0.60,
+    ('detect-secrets', 'self-identifying', 'upstream'): 0.50,
+    ('detect-secrets', 'self-identifying', 'ws-client'): 0.45,
+    ('detect-secrets', 'self-identifying', 'ws-whole'): 0.45,
+    ('detect-secrets', 'self-identifying', 'yaml'): 0.60,
+    ('detect-secrets', 'self-identifying', 'zstd-body'): 0.45,
+    ('gitleaks', 'name-marked', 'env-named'): 0.95,
+    ('gitleaks', 'name-marked', 'env-neutral'): 0.00,
+    ('gitleaks', 'name-marked', 'gzip-body'): 0.95,
+    ('gitleaks', 'name-marked', 'header-named'): 1.00,
+    ('gitleaks', 'name-marked', 'header-neutral'): 0.00,
+    ('gitleaks', 'name-marked', 'json-escaped'): 0.95,
+    ('gitleaks', 'name-marked', 'prose'): 0.00,
+    ('gitleaks', 'name-marked', 'query-encoded'): 0.00,
+    ('gitleaks', 'name-marked', 'query-named'): 1.00,
+    ('gitleaks', 'name-marked', 'query-neutral'): 0.00,
+    ('gitleaks', 'name-marked', 'sse-whole'): 0.95,
+    ('gitleaks', 'name-marked', 'toml'): 0.95,
+    ('gitleaks', 'name-marked', 'tool-json'): 0.95,
+    ('gitleaks', 'name-marked', 'upstream'): 0.70,
+    ('gitleaks', 'name-marked', 'ws-client'): 0.95,
+    ('gitleaks', 'name-marked', 'ws-whole'): 0.95,
+    ('gitleaks', 'name-marked', 'yaml'): 0.95,
+    ('gitleaks', 'name-marked', 'zstd-body'): 0.95,
+    ('gitleaks', 'self-identifying', 'env-named'): 0.95,
+    ('gitleaks', 'self-identifying', 'env-neutral'): 0.55,
+    ('gitleaks', 'self-identifying', 'gzip-body'): 0.55,
+    ('gitleaks', 'self-identifying', 'header-named'): 1.00,
+    ('gitleaks', 'self-identifying', 'header-neutral'): 0.55,
+    ('gitleaks', 'self-identifying', 'json-escaped'): 0.90,
+    ('gitleaks', 'self-identifying', 'prose'): 0.55,
+    ('gitleaks', 'self-identifying', 'query-encoded'): 0.50,
+    ('gitleaks', 'self-identifying', 'query-named'): 1.00,
+    ('gitleaks', 'self-identifying', 'query-neutral'): 0.50,
+    ('gitleaks', 'self-identifying', 'sse-whole'): 0.55,
+    ('gitleaks', 'self-identifying', 'toml'): 0.95,
+    ('gitleaks', 'self-identifying', 'tool-json'): 0.90,
+    ('gitleaks', 'self-identifying', 'upstream'): 0.75,
+    ('gitleaks', 'self-identifying', 'ws-client'): 0.55,
+    ('gitleaks', 'self-identifying', 'ws-whole'): 0.55,
+    ('gitleaks', 'self-identifying', 'yaml'): 0.90,
+    ('gitleaks', 'self-identifying', 'zstd-body'): 0.55,
+}
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_examples()
+
+
+@pytest.fixture(scope="module")
+def matrix(tmp_path_factory, corpus):
+    return run_matrix(tmp_path_factory.mktemp("secret-examples") / "cap", corpus[1], positions=POSITIONS)
+
+
+def test_corpus_is_vendored_with_its_sources(corpus) -> None:
+    header, examples = corpus
+    assert header["gitleaks"].startswith("v8.") and header["detect_secrets"].startswith("v1.")
+    by = defaultdict(set)
+    for ex in examples:
+        by[(ex.source, ex.label)].add(ex.family)
+        assert ex.file and ex.line > 0
+    tps = [ex for ex in examples if ex.label == "tp"]
+    assert sum(1 for ex in tps if not ex.secret) <= len(tps) // 100  # a few upstream tps are file paths
+    assert len(by[("gitleaks", "tp")]) >= 200 and len(by[("gitleaks", "fp")]) >= 75  # rules with examples
+    assert len(by[("detect-secrets", "tp")]) >= 15
+    assert {ex.cls for ex in examples} >= {"self-identifying", "name-marked"}
+
+
+def test_generated_values_come_from_their_regexes() -> None:
+    """gitleaks draws many true positives from a regex at test time; ours were drawn once, seeded."""
+    rows = [json.loads(line) for line in EXAMPLES.read_text().splitlines()[1:]]
+    drawn = [r for r in rows if r.get("generated")]
+    assert len(drawn) >= 200
+    for row in drawn:
+        for pattern in row["generated"]:
+            assert re.search(pattern, row["text"]), row["id"]
+
+
+def test_split_streams_catch_exactly_what_whole_streams_catch(matrix) -> None:
+    whole: dict[tuple[str, str], bool] = {}
+    for i, case in enumerate(matrix.cases):
+        if case.placement in SPLITS:
+            whole[(case.example.id, case.placement)] = i not in matrix.leaks
+    missed = []
+    for i, case in enumerate(matrix.cases):
+        for base, splits in SPLITS.items():
+            if case.placement in splits and (i not in matrix.leaks) != whole[(case.example.id, base)]:
+                missed.append((case.example.id, case.placement, case.detail))
+    assert missed == []
+    splits = sum(1 for c in matrix.cases if c.placement in ("sse-split2", "sse-split3", "ws-split"))
+    assert splits >= 3 * len(distinct_secrets(load_examples()[1]))
+
+
+def test_recall_meets_the_issue_targets_the_current_rules_reach(matrix) -> None:
+    table = recall_table(matrix)
+    assert MET_NOW <= ISSUE_TARGETS
+    below = {cell: f"{c}/{t}" for cell, (c, t) in table.items() if cell in MET_NOW and c / t < ISSUE_TARGET}
+    assert below == {}
+
+
+def test_recall_holds_its_floors_everywhere_else(matrix) -> None:
+    """Split placements are held to their whole placement per secret (above), not to a floor."""
+    table = {cell: v for cell, v in recall_table(matrix).items() if cell[2] not in SPLIT_PLACEMENTS}
+    assert set(FLOORS) == set(table)  # every cell has a floor: a new placement or class must get one
+    below = {cell: (f"{c}/{t}", FLOORS[cell]) for cell, (c, t) in table.items() if c / t < FLOORS[cell]}
+    assert below == {}
+
+
+def test_upstream_false_positive_examples_are_counted_apart(corpus) -> None:
+    fps = count_false_positives(corpus[1])
+    assert set(fps) == {"gitleaks", "detect-secrets"}
+    for altered, total in fps.values():
+        assert 0 <= altered <= total and total >= 50
