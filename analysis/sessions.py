@@ -6,6 +6,13 @@ otherwise from prefix continuity: a request that begins with a recent request's
 blocks belongs to its session. Inside a session, the main loop, each subagent
 and the side requests (titles, compaction, probes, warm-ups) are separate
 threads, so side traffic never distorts main-thread growth.
+
+Threads are told apart by structure, not by client: a new chain is a `subagent` only
+when a delegation call of an earlier response carries its task (any tool whose arguments
+hold the child's first user text: `Task`, `spawn_agent`, `delegate`...) or the client
+says so (a parent-thread header); a chain that repeats a task already seen without its
+history is a `retry`; one that carries another thread's history flattened into its text
+is `flattened`; a chain with a task not seen before is a new `main` chain.
 """
 
 from __future__ import annotations
@@ -17,6 +24,9 @@ from analysis.models import ModelCall
 SIDE_PURPOSES = {"title", "compaction", "probe", "count_tokens", "structured_side", "warmup", "other"}
 AUTO_SESSION_GAP_S = 30 * 60
 JOIN_FRACTION = 0.6
+MIN_PACKET_CHARS = 20  # a delegation argument shorter than this cannot identify a child's task
+FLATTENED_FRACTION = 0.5  # share of a thread's long texts a flattened request repeats inside its own text
+LONG_TEXT = 40
 
 
 @dataclass
@@ -24,11 +34,14 @@ class Placement:
     session_id: str
     session_source: str
     thread_id: str
-    thread_kind: str  # main | subagent | side
+    thread_kind: str  # main | subagent | side | retry | flattened
     seq_in_session: int
     seq_in_thread: int
     previous_in_thread: int | None  # index into the calls list
     turn_index: int
+    parent_thread_id: str | None = None  # subagents: the thread that delegated
+    parent_call_id: str | None = None  # subagents: the delegation call whose arguments carry the task
+    thread_rule: str = ""  # why the thread has its kind
 
 
 @dataclass
@@ -38,6 +51,19 @@ class _Thread:
     last: int  # index of the last call
     hashes: list[str]
     count: int = 0
+    parent_thread_id: str | None = None
+    parent_call_id: str | None = None
+    rule: str = ""
+    long_texts: list[str] = field(default_factory=list)  # the last request's long texts (flattening check)
+
+
+@dataclass
+class _Delegation:
+    """A tool call of an earlier response whose arguments could be a child's task."""
+
+    thread_id: str
+    call_id: str
+    packets: list[str]
 
 
 @dataclass
@@ -51,6 +77,7 @@ class _Session:
     turns: int = 0
     tasks_seen: set[str] = field(default_factory=set)
     auto_hashes: list[str] = field(default_factory=list)  # last main request, for prefix continuity
+    delegations: list[_Delegation] = field(default_factory=list)
 
 
 def containment(previous: list, current: list) -> float:
@@ -105,17 +132,21 @@ class SessionAssigner:
                 auto_counter[call.identity.client] = n
                 key = f"{call.identity.client}:auto:{n}"
                 session = sessions[key] = _Session(key, "prefix-continuity", call.identity.client, call.ts_start)
-        thread = _thread_for(session, call, hashes, side, continues_after_compaction)
-        previous = thread.last if thread.count else None
         tasks = {b.content_hash for b in call.request.blocks if b.source == "user_task"}
-        if not side and tasks - session.tasks_seen:
-            session.turns += 1
-        if not side:
+        thread = _thread_for(session, call, hashes, side, continues_after_compaction, tasks)
+        previous = thread.last if thread.count else None
+        if thread.kind == "main" and tasks - session.tasks_seen:
+            session.turns += 1  # a subagent's task packet or a retry is not a new user turn
+        if thread.kind == "main":
             session.tasks_seen |= tasks
+        if not side:
+            thread.long_texts = _long_texts(call)
+            session.delegations.extend(_delegations(call, thread.thread_id))
         placement = Placement(
             session_id=session.session_id, session_source=session.source, thread_id=thread.thread_id,
             thread_kind=thread.kind, seq_in_session=session.count, seq_in_thread=thread.count,
-            previous_in_thread=previous, turn_index=session.turns,
+            previous_in_thread=previous, turn_index=session.turns, parent_thread_id=thread.parent_thread_id,
+            parent_call_id=thread.parent_call_id, thread_rule=thread.rule,
         )
         session.count += 1
         thread.count += 1
@@ -143,42 +174,135 @@ def _auto_session(sessions: dict[str, _Session], call: ModelCall, hashes: list[s
     return best
 
 
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _strings(value, out: list[str]) -> None:
+    if isinstance(value, str):
+        if len(value) >= MIN_PACKET_CHARS:
+            out.append(_norm(value))
+    elif isinstance(value, dict):
+        for v in value.values():
+            _strings(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _strings(v, out)
+
+
+def _delegations(call: ModelCall, thread_id: str) -> list[_Delegation]:
+    """Tool calls whose arguments carry text long enough to be a child's task."""
+    import json
+
+    out = []
+    for tc in call.response.tool_calls:
+        packets: list[str] = []
+        try:
+            _strings(json.loads(tc.arguments), packets)
+        except ValueError:
+            _strings(tc.arguments, packets)
+        if packets:
+            out.append(_Delegation(thread_id, tc.call_id, packets))
+    return out
+
+
+def _user_texts(call: ModelCall) -> list[str]:
+    return [_norm(b.text) for b in call.request.blocks
+            if b.role == "user" and b.kind == "message_text" and b.text.strip()]
+
+
+def _long_texts(call: ModelCall) -> list[str]:
+    return [_norm(b.text) for b in call.request.blocks
+            if b.kind in ("message_text", "tool_result") and len(b.text) >= LONG_TEXT][-50:]
+
+
+def _delegated_by(session: _Session, call: ModelCall) -> _Delegation | None:
+    """The pending delegation call whose arguments hold this request's first user text, if any."""
+    texts = _user_texts(call)
+    if not texts:
+        return None
+    for d in session.delegations:
+        for packet in d.packets:
+            if any(packet in t or (len(t) >= MIN_PACKET_CHARS and t in packet) for t in texts):
+                session.delegations.remove(d)  # one call starts one child
+                return d
+    return None
+
+
+def _flattens(session: _Session, call: ModelCall) -> _Thread | None:
+    """The thread whose history this request carries inside its own text, if any."""
+    joined = "\n".join(_norm(b.text) for b in call.request.blocks if b.kind == "message_text")
+    for t in session.threads:
+        if t.kind == "side" or not t.long_texts:
+            continue
+        carried = sum(1 for x in t.long_texts if x in joined)
+        if carried >= max(2, FLATTENED_FRACTION * len(t.long_texts)):
+            return t
+    return None
+
+
+def _new_thread(session: _Session, kind: str, rule: str, suffix: str | None = None) -> _Thread:
+    n = sum(1 for t in session.threads if t.kind == kind)
+    tid = f"{session.session_id}/{suffix}" if suffix else f"{session.session_id}/{kind}" + (f"-{n + 1}" if n else "")
+    thread = _Thread(tid, kind, -1, [], rule=rule)
+    session.threads.append(thread)
+    return thread
+
+
 def _thread_for(session: _Session, call: ModelCall, hashes: list[str], side: bool,
-                compacted: bool = False) -> _Thread:
+                compacted: bool = False, tasks: set[str] | None = None) -> _Thread:
     if side:
         tid = f"{session.session_id}/side"
         for t in session.threads:
             if t.thread_id == tid:
                 return t
-        thread = _Thread(tid, "side", -1, [])
-        session.threads.append(thread)
-        return thread
+        return _new_thread(session, "side", f"purpose:{call.purpose.purpose}", "side")
     ident = call.identity
-    want_sub = call.purpose.purpose == "subagent" or bool(ident.parent_thread_id)
+    client_says_sub = call.purpose.purpose == "subagent" or bool(ident.parent_thread_id)
     if ident.thread_id:
         tid = f"{session.session_id}/{ident.thread_id}"
         for t in session.threads:
             if t.thread_id == tid:
                 return t
-        kind = "subagent" if want_sub or any(t.kind == "main" for t in session.threads) else "main"
-        thread = _Thread(tid, kind, -1, [])
-        session.threads.append(thread)
-        return thread
-    best, best_score = None, 0.0
-    for t in session.threads:
-        if t.kind == "side" or (want_sub and t.kind == "main"):
-            continue
-        score = containment(t.hashes, hashes)
-        if score > best_score and score >= JOIN_FRACTION:
-            best, best_score = t, score
-    if best is not None:
-        return best
-    mains = [t for t in session.threads if t.kind == "main"]
-    if compacted and mains and not want_sub:
-        return mains[-1]  # a new context generation of the main loop, not a new thread
-    has_main = bool(mains)
-    kind = "subagent" if want_sub or has_main else "main"
-    n = sum(1 for t in session.threads if t.kind == kind)
-    thread = _Thread(f"{session.session_id}/{kind}" + (f"-{n + 1}" if n else ""), kind, -1, [])
-    session.threads.append(thread)
+    else:
+        best, best_score = None, 0.0
+        for t in session.threads:
+            if t.kind == "side" or (client_says_sub and t.kind == "main"):
+                continue
+            score = containment(t.hashes, hashes)
+            if score > best_score and score >= JOIN_FRACTION:
+                best, best_score = t, score
+        if best is not None:
+            return best
+        mains = [t for t in session.threads if t.kind == "main"]
+        if compacted and mains and not client_says_sub:
+            return mains[-1]  # a new context generation of the main loop, not a new thread
+    thread = _classify_new(session, call, client_says_sub, tasks or set())
+    if ident.thread_id:
+        thread.thread_id = f"{session.session_id}/{ident.thread_id}"
     return thread
+
+
+def _classify_new(session: _Session, call: ModelCall, client_says_sub: bool, tasks: set[str]) -> _Thread:
+    """A chain that continues no thread of the session: what started it."""
+    delegation = _delegated_by(session, call)
+    if delegation is not None:
+        thread = _new_thread(session, "subagent", "delegation-call")
+        thread.parent_thread_id, thread.parent_call_id = delegation.thread_id, delegation.call_id
+        return thread
+    if client_says_sub:
+        thread = _new_thread(session, "subagent", "client:" + (call.purpose.rule_id or "parent-thread"))
+        parent = call.identity.parent_thread_id
+        if parent:
+            thread.parent_thread_id = f"{session.session_id}/{parent}"
+        return thread
+    if not any(t.kind == "main" for t in session.threads):
+        return _new_thread(session, "main", "first-chain")
+    flattened = _flattens(session, call)
+    if flattened is not None:
+        thread = _new_thread(session, "flattened", "carries-thread-history")
+        thread.parent_thread_id = flattened.thread_id
+        return thread
+    if tasks and tasks <= session.tasks_seen:
+        return _new_thread(session, "retry", "task-already-seen")
+    return _new_thread(session, "main", "new-task")

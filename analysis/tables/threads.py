@@ -8,7 +8,10 @@ from analysis.tables.base import F64, I64, BuildContext, CallRec, Columns, Row, 
 COLUMNS: Columns = [
     ("session_id", S, "Session."),
     ("thread_id", S, "Thread."),
-    ("thread_kind", S, "`main`, `subagent`, `side`."),
+    ("thread_kind", S, "`main`, `subagent`, `side`, `retry` or `flattened` (see requests.thread_kind)."),
+    ("thread_rule", S, "Why the thread has its kind (see requests.thread_rule)."),
+    ("parent_thread_id", S, "Subagents: the delegating thread."),
+    ("parent_call_id", S, "Subagents: the delegation call in the parent thread."),
     ("client", S, "Client."),
     ("n_requests", I64, "Requests in the thread."),
     ("input_basis", S, "`reported` or `estimated`: which input series the fit uses (failed calls left out)."),
@@ -43,6 +46,8 @@ def _thread_rows(recs: list[CallRec], requests: list[dict]) -> list[dict]:
         idx, inc, median = growth.acceleration(series)
         out.append({
             "session_id": rows[0]["session_id"], "thread_id": thread_id, "thread_kind": rows[0]["thread_kind"],
+            "thread_rule": rows[0]["thread_rule"], "parent_thread_id": rows[0]["parent_thread_id"],
+            "parent_call_id": rows[0]["parent_call_id"],
             "client": rows[0]["client"], "n_requests": n_requests,
             "input_basis": "reported" if reported else "estimated",
             "total_input_tokens": sum(series),
