@@ -43,6 +43,7 @@ class BlockStore:
     _occ_index: dict[tuple, int] = field(default_factory=dict)
     tokens_by_hash: dict[str, int] = field(default_factory=dict)
     tool_call_ids: set[str] = field(default_factory=set)  # call ids seen in tool_call blocks (history)
+    segments: list[dict] = field(default_factory=list)  # every occurrence's segments (one row at least)
     bytes_tokenised: int = 0
     _hashes: list[str] = field(default_factory=list)  # by content id
     _seen: dict[int, tuple] = field(default_factory=dict)  # id(block) -> (block, occ, cid, tool def?)
@@ -98,7 +99,8 @@ class BlockStore:
             self.content_bytes.append(block.bytes)
         if block.kind == "tool_call" and block.call_id:
             self.tool_call_ids.add(block.call_id)
-        key = (block.content_hash, *(getattr(block, f) for f in OCCURRENCE_FIELDS))
+        layout = tuple((g.start, g.end, g.source, g.rule_id) for g in block.segments)
+        key = (block.content_hash, *(getattr(block, f) for f in OCCURRENCE_FIELDS), layout)
         occ = self._occ_index.get(key)
         if occ is None:
             occ = len(self.occurrences)
@@ -106,7 +108,34 @@ class BlockStore:
             row = {f: getattr(block, f) for f in OCCURRENCE_FIELDS}
             row.update(occurrence_id=occ, content_hash=block.content_hash, first_request_id=request_id)
             self.occurrences.append(row)
+            self._add_segments(occ, block)
         return occ, self.content_index[block.content_hash]
+
+    def _add_segments(self, occ: int, block: Block) -> None:
+        """One row per segment of the occurrence; a block without segments is one segment."""
+        parts = block.segments or [None]
+        for i, g in enumerate(parts):
+            src = g if g is not None else block
+            self.segments.append({
+                "occurrence_id": occ, "segment_index": i, "content_hash": block.content_hash,
+                "byte_start": g.start if g else 0, "byte_end": g.end if g else block.bytes,
+                "source": src.source, "authority": src.authority, "scope": src.scope, "lifetime": src.lifetime,
+                "content_type": src.content_type, "rule_id": src.rule_id, "label": g.label if g else "",
+            })
+
+    def segment_tokens(self) -> list[int]:
+        """Token estimate of every segment row: its block's tokens shared out by bytes (after
+        `tokenise`); a block's segments add up to the block's estimate exactly."""
+        out: list[int] = []
+        for row in self.segments:
+            h = row["content_hash"]
+            total, size = self.tokens_by_hash.get(h, 0), self.content[h]["bytes"]
+            if size <= 0:
+                out.append(total if row["segment_index"] == 0 else 0)
+                continue
+            before = total * row["byte_start"] // size
+            out.append(total * row["byte_end"] // size - before)
+        return out
 
     def tokenise(self, encoding: str = tokens.DEFAULT_ENCODING) -> None:
         """Estimate tokens of every distinct content not yet counted (each exactly once)."""

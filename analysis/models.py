@@ -43,11 +43,12 @@ Source = Literal[
     "tool_result",
     "summary",  # summary / compaction
     "unknown",
+    "mixed",  # a block whose segments come from several sources (see Block.segments)
 ]
-Authority = Literal["platform", "project", "user", "data"]
-Scope = Literal["global", "repository", "directory", "session", "turn"]
-Lifetime = Literal["client_version", "project", "session", "turn"]
-ContentType = Literal["instruction", "data"]
+Authority = Literal["platform", "project", "user", "data", "mixed"]
+Scope = Literal["global", "repository", "directory", "session", "turn", "mixed"]
+Lifetime = Literal["client_version", "project", "session", "turn", "mixed"]
+ContentType = Literal["instruction", "data", "mixed"]
 
 Purpose = Literal[
     "main",
@@ -76,6 +77,21 @@ ParseStatus = Literal["ok", "partial", "error", "not_applicable"]
 # --- request side -------------------------------------------------------------
 
 
+class Segment(BaseModel):
+    """A section inside a block's text with attributes of its own (an `# Environment` section, a
+    `<system-reminder>`, a skills list...). A block's segments tile its text."""
+
+    start: int  # UTF-8 byte offset in Block.text
+    end: int
+    source: Source
+    authority: Authority
+    scope: Scope
+    lifetime: Lifetime
+    content_type: ContentType
+    rule_id: str
+    label: str = ""  # the section heading or tag that starts it, if any
+
+
 class Block(BaseModel):
     """One ordered unit of what the model received, with its provenance."""
 
@@ -99,6 +115,8 @@ class Block(BaseModel):
     is_error: bool | None = None  # tool results: the client flagged an error
     # Responses continuations: the response id whose chain supplied this block (None = sent in this body)
     inherited_from: str | None = None
+    # sections with attributes of their own; empty: the block is one segment with the block's attributes
+    segments: list[Segment] = Field(default_factory=list)
 
 
 class Identity(BaseModel):

@@ -1,7 +1,7 @@
 """The content-addressed block tables: each distinct text once, each placement once, requests as runs.
 
 `block_content` holds each distinct block once (text and token estimate); `block_occurrences`
-each distinct placement (path and attributes); `request_block_runs` maps a request's positions
+each distinct placement (path and attributes); `block_segments` the sections of each placement; `request_block_runs` maps a request's positions
 onto ranges of occurrences, so a request that resends its predecessor's history costs one run,
 not one row per block; `request_breakpoints` the cache breakpoints per request. The `blocks`
 view expands the runs.
@@ -45,6 +45,22 @@ REQUEST_BLOCK_RUNS: Columns = [
     ("occurrence_start", I64, "Occurrence id of the first position; position p maps to occurrence_start + (p - position_start)."),
 ]
 
+BLOCK_SEGMENTS: Columns = [
+    ("occurrence_id", I64, "The occurrence (block placement) the segment belongs to."),
+    ("segment_index", I64, "0-based order of the segment in its block."),
+    ("byte_start", I64, "UTF-8 byte offset of the segment in the block's text."),
+    ("byte_end", I64, "End offset (exclusive); a block's segments tile its text."),
+    ("bytes", I64, "byte_end - byte_start."),
+    ("tokens_estimated", I64, "The block's estimate shared out by bytes (a block's segments add up to it)."),
+    ("source", S, "Business source of the segment (as block_occurrences.source, never `mixed`)."),
+    ("authority", S, "Instruction authority."),
+    ("scope", S, "Scope."),
+    ("lifetime", S, "Lifetime."),
+    ("content_type", S, "instruction or data."),
+    ("rule_id", S, "Rule or detector that read the segment (`detect.environment-section`, `kimi.system-prompt`...)."),
+    ("label", S, "The heading or tag that starts the segment, if any (`Environment`, `system-reminder`)."),
+]
+
 REQUEST_BREAKPOINTS: Columns = [
     ("request_id", S, "Request."),
     ("position", I64, "Position of a block carrying a cache_control breakpoint in this request."),
@@ -58,6 +74,13 @@ def _content(ctx: BuildContext) -> list[Row]:
 
 def _occurrences(ctx: BuildContext) -> list[Row]:
     return ctx.store.occurrences
+
+
+def _segments(ctx: BuildContext) -> list[Row]:
+    rows = []
+    for row, tokens in zip(ctx.store.segments, ctx.store.segment_tokens(), strict=True):
+        rows.append({**row, "bytes": row["byte_end"] - row["byte_start"], "tokens_estimated": tokens})
+    return rows
 
 
 def _runs(ctx: BuildContext) -> list[Row]:
@@ -78,6 +101,8 @@ TABLES = [
     Table("block_content", "each distinct block text once, with its token estimate", BLOCK_CONTENT, _content),
     Table("block_occurrences", "each distinct placement of a block (path and six attributes)", BLOCK_OCCURRENCES,
           _occurrences),
+    Table("block_segments", "the segments of each occurrence: sections with attributes of their own",
+          BLOCK_SEGMENTS, _segments),
     Table("request_block_runs", "request positions as runs of occurrences", REQUEST_BLOCK_RUNS, _runs),
     Table("request_breakpoints", "cache breakpoints per request and position", REQUEST_BREAKPOINTS, _breakpoints),
 ]
