@@ -208,3 +208,46 @@ def test_ordinary_prose_has_no_reading() -> None:
              "no more than its new content. It never raises on bad input.")
     assert detect(prose) is None
     assert detect("Use absolute paths such as /home/user/project/file.py in tool calls.") is None
+
+
+# --- segments on blocks -------------------------------------------------------------------
+
+def _text_block(text: str, rule: str, source: str = "platform_rules", role: str = "system"):
+    from analysis.blocks import BlockDraft, finalize
+
+    attrs = {"source": source, "authority": "platform", "scope": "global", "lifetime": "client_version",
+             "content_type": "instruction"}
+    draft = BlockDraft(path="system[0]", kind="instruction_text", role=role, wire={"text": text}, text=text)
+    return finalize(draft, 0, attrs, rule)
+
+
+def test_a_block_with_sections_gets_segments_that_tile_it_and_mixed_attributes() -> None:
+    from analysis.segment_attrs import with_segments
+
+    text = RULES + "\n# Environment\n\nCurrent working directory: /home/dev/rep€\nPlatform: linux\n"
+    block = with_segments(_text_block(text, "newclient.system-prompt"))
+    assert block.source == "mixed" and block.authority == "platform" and block.content_type == "mixed"
+    assert [s.source for s in block.segments] == ["platform_rules", "runtime_environment"]
+    assert [s.rule_id for s in block.segments] == ["newclient.system-prompt", "detect.environment-section"]
+    data = block.text.encode()
+    assert b"".join(data[s.start:s.end] for s in block.segments) == data
+    assert block.segments[0].start == 0 and block.segments[-1].end == block.bytes
+
+
+def test_one_reading_keeps_a_client_rule_but_replaces_a_generic_guess() -> None:
+    from analysis.segment_attrs import with_segments
+
+    context = ("<session_context>\nToday's date is Monday, November 30, 2026.\nMy operating system is: linux\n"
+               "I'm currently working in the directory: /home/dev/repo\n</session_context>")
+    guessed = with_segments(_text_block(context, "generic.first-user-text-task", "user_task", "user"))
+    assert guessed.source == "runtime_environment" and guessed.rule_id.startswith("detect.environment")
+    assert guessed.segments == []
+    known = _text_block(context, "someclient.context-message", "system_reminder", "user")
+    assert with_segments(known) is known
+
+
+def test_plain_text_blocks_are_left_alone() -> None:
+    from analysis.segment_attrs import with_segments
+
+    block = _text_block(RULES, "newclient.system-prompt")
+    assert with_segments(block) is block

@@ -1,0 +1,73 @@
+"""A block's segments and the attributes they give it.
+
+After the rules have read a text block as a whole, the detectors read its sections
+(`analysis.segments.read_pieces`). Sections the detectors recognise get the attributes of
+what they are; the rest keep the block's own. A block whose sections differ gets
+`Block.segments` and attributes that summarise them (`mixed` where they differ); a block
+that the detectors read as one thing keeps its client rule, or — where only a generic
+fallback had labelled it — takes the detectors' reading.
+"""
+
+from __future__ import annotations
+
+from analysis.models import Block, Segment
+from analysis.segments import byte_offsets, read_pieces
+
+SEGMENTED_KINDS = frozenset({"instruction_text", "message_text"})
+MIN_BYTES = 40
+ATTRS = ("source", "authority", "scope", "lifetime", "content_type")
+
+# what each detected source means for the other attributes (the study's presets)
+PRESETS: dict[str, dict[str, str]] = {
+    "runtime_environment": dict(source="runtime_environment", authority="platform", scope="session",
+                                lifetime="session", content_type="data"),
+    "project_instructions": dict(source="project_instructions", authority="project", scope="repository",
+                                 lifetime="project", content_type="instruction"),
+    "system_reminder": dict(source="system_reminder", authority="platform", scope="session", lifetime="turn",
+                            content_type="instruction"),
+    "tool_catalogue": dict(source="tool_catalogue", authority="platform", scope="global",
+                           lifetime="client_version", content_type="instruction"),
+    "plugin_catalogue": dict(source="plugin_catalogue", authority="platform", scope="global", lifetime="session",
+                             content_type="instruction"),
+    "summary": dict(source="summary", authority="data", scope="session", lifetime="session", content_type="data"),
+}
+
+
+def _generic(rule_id: str) -> bool:
+    """A fallback that guessed from position or role, not a rule that knows the client."""
+    return rule_id.startswith("generic.")
+
+
+def with_segments(block: Block) -> Block:
+    """The block with its segments (a new object only when the detectors change something)."""
+    if block.kind not in SEGMENTED_KINDS or block.bytes < MIN_BYTES:
+        return block
+    pieces = read_pieces(block.text)
+    own = {a: getattr(block, a) for a in ATTRS}
+    readings: list[tuple[int, int, dict[str, str], str, str]] = []
+    for p in pieces:
+        attrs = PRESETS[p.source] if p.source in PRESETS else own
+        rule = p.rule_id if p.source in PRESETS else block.rule_id
+        if readings and readings[-1][2] == attrs and readings[-1][3] == rule:
+            start, _, a, r, label = readings[-1]
+            readings[-1] = (start, p.end, a, r, label)
+        else:
+            readings.append((p.start, p.end, attrs, rule, p.label if p.source in PRESETS else ""))
+    if len(readings) == 1:
+        _, _, attrs, rule, _ = readings[0]
+        if rule == block.rule_id or not (_generic(block.rule_id) or block.source == "unknown"):
+            return block  # one reading: the client rule stands
+        return block.model_copy(update={**attrs, "rule_id": rule})
+    offsets = byte_offsets(block.text, [r[0] for r in readings] + [len(block.text)])
+    segments = [Segment(start=offsets[i], end=offsets[i + 1], rule_id=rule, label=label, **attrs)
+                for i, (_, _, attrs, rule, label) in enumerate(readings)]
+    return block.model_copy(update={**_summary(segments), "segments": segments})
+
+
+def _summary(segments: list[Segment]) -> dict[str, str]:
+    """Each attribute the segments share, `mixed` where they differ."""
+    out = {}
+    for a in ATTRS:
+        values = {getattr(s, a) for s in segments}
+        out[a] = values.pop() if len(values) == 1 else "mixed"
+    return out
