@@ -22,10 +22,15 @@ def table_glob(capture_dir: Path, table: str) -> str:
     return str(dataset_dir(capture_dir) / table / "*" / "*.parquet")
 
 
-def connect(capture_dirs: Sequence[Path], database: str = ":memory:") -> duckdb.DuckDBPyConnection:
+def connect(capture_dirs: Sequence[Path], database: str = ":memory:",
+            allow_external: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with `t_<table>` base views and the named views over the datasets.
 
-    The datasets must exist (see `analysis.build.ensure_analysis`).
+    The datasets must exist (see `analysis.build.ensure_analysis`). Unless `allow_external`,
+    the connection can read the captures' datasets and nothing else, and write nowhere:
+    `allowed_directories` is set to them, external access is switched off and the
+    configuration locked, so a query cannot `read_csv('/etc/passwd')`, `COPY ... TO` a file,
+    attach a database or install an extension.
     """
     con = duckdb.connect(database)
     for table in TABLES:
@@ -36,6 +41,11 @@ def connect(capture_dirs: Sequence[Path], database: str = ":memory:") -> duckdb.
         )
     for path in view_files():
         con.execute(path.read_text())
+    if not allow_external:
+        allowed = ", ".join(_sql_str(str(dataset_dir(Path(c)).resolve()) + "/") for c in capture_dirs)
+        con.execute(f"SET allowed_directories = [{allowed}]")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
     return con
 
 

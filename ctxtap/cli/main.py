@@ -298,13 +298,16 @@ def analyze(captures, prices, cache_rules, force) -> None:
 @click.argument("args", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--max-rows", default=200, show_default=True, help="Rows to print in table format (0: all).")
-def sql(args, fmt, max_rows) -> None:
+@click.option("--allow-external", is_flag=True,
+              help="Let the query read and write files outside the captures (COPY ... TO, read_csv, ATTACH).")
+def sql(args, fmt, max_rows, allow_external) -> None:
     """Run SQL over captures: ctxtap sql CAPTURE... "SELECT ...".
 
-    Views: requests, blocks, tool_calls, sessions, prefix, growth, growth_points,
-    layout, client_summary, captures, totals, tokens_by_source,
-    client_tokens_by_source, errors (see docs/analysis-schema.md). Captures are
-    analysed first if needed.
+    Views: requests, blocks, segments, tool_calls, sessions, prefix, growth,
+    growth_points, layout, client_summary, tool_loop, captures, totals,
+    tokens_by_source, client_tokens_by_source, errors (see docs/analysis-schema.md).
+    Captures are analysed first if needed. Queries read the captures' datasets
+    only, unless --allow-external.
     """
     if len(args) < 2:
         raise click.UsageError('give at least one capture and a query: ctxtap sql CAPTURE "SELECT ..."')
@@ -314,7 +317,7 @@ def sql(args, fmt, max_rows) -> None:
             raise click.UsageError(f"{c} is not a capture directory")
     from analysis.db import connect
 
-    con = connect(_ensure(captures, quiet=True))
+    con = connect(_ensure(captures, quiet=True), allow_external=allow_external)
     try:
         rel = con.sql(query)
     except Exception as exc:  # duckdb errors carry the useful message
