@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis import growth, tokens
+from analysis.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
 from analysis.blockstore import BlockStore, RequestBlocks
 from analysis.cachecheck import CacheRules, ReqView, cache_verdict, common_prefix, divergence, expected_reads
 from analysis.db import dataset_dir
@@ -29,6 +30,7 @@ from analysis.memo import ParseMemo
 from analysis.models import ModelCall
 from analysis.parse import parse_exchanges
 from analysis.prices import PriceTable
+from analysis.protocols.registry import replayed_call
 from analysis.schema import SCHEMAS
 from analysis.sessions import Placement, SessionAssigner
 from analysis.toolloop import canonical_arguments, result_status, shell_command, split_compound
@@ -317,11 +319,6 @@ def _combined_status(call: ModelCall) -> str:
 
 
 
-# Blocks the provider consumes before caching: they never break a cached prefix. Claude Code's
-# `x-anthropic-billing-header` line changes on every request, yet Claude Code gets cache hits:
-# the API reads it as billing metadata (our scripted server does the same).
-CACHE_TRANSPARENT_RULES = frozenset({"claude.billing-header"})
-
 
 def _view(rec: CallRec, row: dict, store: BlockStore, content_tokens: list[int]) -> ReqView:
     occ = [store.occurrences[o] for o in rec.blocks.occurrences]
@@ -507,21 +504,16 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
 
 
 def _call_arguments(text: str) -> str | None:
-    """Canonical arguments of a replayed tool-call block (Anthropic input, Gemini args, OpenAI arguments)."""
+    """Canonical arguments of a replayed tool-call block, whichever protocol's shape it has."""
     try:
         wire = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(wire, dict):
+    call = replayed_call(wire)
+    if call is None:
         return None
-    for key in ("args", "input", "arguments"):
-        if key in wire:
-            value = wire[key]
-            return canonical_arguments(value if isinstance(value, str) else json.dumps(value))
-    function = wire.get("function")
-    if isinstance(function, dict) and "arguments" in function:
-        return canonical_arguments(str(function["arguments"]))
-    return None
+    value = call.arguments
+    return canonical_arguments(value if isinstance(value, str) else json.dumps(value))
 
 
 def _replayed_calls(recs: list[CallRec], store: BlockStore, index_of: dict[str, int]) -> dict:

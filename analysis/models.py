@@ -101,7 +101,7 @@ class Block(BaseModel):
     inherited_from: str | None = None
 
 
-class Identity(BaseModel):
+class CallIdentity(BaseModel):
     """Who sent a request and which session/thread it belongs to."""
 
     client: str = "unknown"  # claude-code, codex, kimi-code, kimi-cli, grok-cli, gemini-cli, opencode, ...
@@ -211,7 +211,7 @@ class ModelCall(BaseModel):
     ts_first_byte: float | None = None
     ts_end: float | None = None
     http_status: int | None = None
-    identity: Identity
+    identity: CallIdentity
     purpose: PurposeInfo
     request: ParsedRequest
     response: ParsedResponse

@@ -15,6 +15,7 @@ from analysis.blocks import BlockDraft
 from analysis.canonical import loads
 from analysis.errors import protocol_error
 from analysis.models import ErrorInfo, ParsedResponse, ParseStatus, Role
+from analysis.sequences import identical_prefix
 
 
 @dataclass
@@ -32,6 +33,8 @@ class RequestDraft:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
+    endpoint: str | None = None  # overrides the endpoint the path implies (e.g. a Responses warm-up)
+    complete: bool = True  # False when inherited input (a continuation) could not be fully resolved
 
     def warn(self, message: str) -> None:
         """Record something skipped; a request with warnings is only partially parsed."""
@@ -98,11 +101,12 @@ def text_kind(role: Role) -> str:
     return "instruction_text" if role in ("system", "developer") else "message_text"
 
 
-def looks_like_sse(content_type: str | None, raw: bytes | None) -> bool:
-    if content_type and "event-stream" in content_type.lower():
-        return True
-    head = (raw or b"")[:64].lstrip()
-    return head.startswith((b"event:", b"data:", b":"))
+def frame_json(content: bytes) -> Any:
+    """A WebSocket frame's JSON value (None when it is not JSON)."""
+    try:
+        return loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def each_item(memo: Any, tag: str, items: list[Any], d: RequestDraft, fn: Callable[[Any, int], None],
@@ -165,10 +169,7 @@ def _reuse_prefix(memo: Any, tag: str, start: int, items: list[Any], d: RequestD
     if last is None:
         return 0
     prev_items, (drafts, warnings, names, ends) = last
-    n = min(len(prev_items), len(items))
-    k = 0
-    while k < n and prev_items[k] is items[k]:
-        k += 1
+    k = identical_prefix(prev_items, items)
     if k == 0:
         return 0
     b, w, t = ends[k - 1]
