@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field
 
 # --- vocabularies -----------------------------------------------------------
 
-Api = Literal["messages", "responses", "responses-websocket", "chat-completions", "gemini", "other"]
+# A registered protocol's api name (`analysis.protocols.registry`): "messages", "responses",
+# "responses-websocket", "chat-completions", "gemini", ... — open, so a new protocol needs no edit here.
+Api = str
 Transport = Literal["sse", "json", "websocket", "stream", "none"]
 
 BlockKind = Literal[

@@ -127,7 +127,7 @@ def _parse_http(ex: Exchange, r: ProtocolMatch, state: ParseState, memo: ParseMe
         call_key=ex.flow_id,
         flow_id=ex.flow_id,
         provider=r.provider,
-        api=r.api,  # type: ignore[arg-type]
+        api=r.api,
         transport=body_transport(ex.header("content-type", response=True), ex.response_body),  # type: ignore[arg-type]
         ts_start=ex.ts_start,
         ts_first_byte=ex.ts_first_byte,
@@ -203,7 +203,7 @@ def _ws_call(ex: Exchange, r: ProtocolMatch, state: ParseState, turn: WsTurn, la
         flow_id=ex.flow_id,
         ws_index=message.index,
         provider=r.provider,
-        api=r.api,  # type: ignore[arg-type]
+        api=r.api,
         transport="websocket",
         ts_start=message.ts,
         ts_first_byte=server[0].ts if server else None,
@@ -224,7 +224,7 @@ def _request(r: ProtocolMatch, draft: RequestDraft, identity: CallIdentity, memo
              ) -> ParsedRequest:
     blocks = attribute(draft.blocks, identity.client, r.api, memo)
     return ParsedRequest(
-        api=r.api,  # type: ignore[arg-type]
+        api=r.api,
         endpoint=draft.endpoint or r.endpoint,
         model=draft.model,
         stream=draft.stream,
@@ -271,14 +271,14 @@ def _failed_call(ex: Exchange, r: ProtocolMatch, exc: BaseException, message: Ws
         flow_id=ex.flow_id,
         ws_index=message.index if message else None,
         provider=r.provider,
-        api=r.api,  # type: ignore[arg-type]
+        api=r.api,
         transport="websocket" if message else "none",
         ts_start=message.ts if message else ex.ts_start,
         ts_end=ex.ts_end,
         http_status=ex.status,
         identity=identity,
         purpose=PurposeInfo(purpose="other", rule_id="parse.failed", evidence=[detail]),
-        request=ParsedRequest(api=r.api, endpoint=r.endpoint, parse_status="error", parse_error=detail),  # type: ignore[arg-type]
+        request=ParsedRequest(api=r.api, endpoint=r.endpoint, parse_status="error", parse_error=detail),
         response=ParsedResponse(parse_status="error", parse_error=detail),
         request_bytes=len(message.content) if message else len(ex.request_body or b""),
     )
