@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analysis.blocks import BlockDraft, anthropic_source_text, parts_text, structured_draft
+from analysis.blocks import BlockDraft, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall, Usage
@@ -27,6 +27,8 @@ from analysis.protocols.common import (
     each_item,
     load_response_object,
     norm_role,
+    parts_text,
+    source_text,
     stream_outcome,
     text_kind,
 )
@@ -115,13 +117,13 @@ def _part(part: Any, path: str, role: Role, index: int | None, call_names: dict[
             "image",
             role,
             part,
-            anthropic_source_text("image", p.get("source")),
+            source_text("image", p.get("source")),
             ptype,
             item_index=index,
         )
     if ptype in ("document", "search_result"):
         text = (
-            anthropic_source_text("document", p.get("source"))
+            source_text("document", p.get("source"))
             if ptype == "document"
             else parts_text(p.get("content"))
         )

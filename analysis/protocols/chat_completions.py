@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analysis.blocks import BlockDraft, parts_text, structured_draft
+from analysis.blocks import BlockDraft, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall, Usage
@@ -27,6 +27,7 @@ from analysis.protocols.common import (
     each_item,
     load_response_object,
     norm_role,
+    parts_text,
     stream_outcome,
     text_kind,
 )

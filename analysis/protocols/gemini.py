@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analysis.blocks import BlockDraft, json_text, media_placeholder, structured_draft
+from analysis.blocks import BlockDraft, json_text, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error, protocol_error
 from analysis.models import ParsedResponse, Role, TokenCount, ToolCall, Usage
@@ -23,6 +23,7 @@ from analysis.protocols.common import (
     as_list,
     as_str,
     each_item,
+    media_placeholder,
     norm_role,
     stream_outcome,
     text_kind,

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from analysis.blocks import BlockDraft, json_text, parts_text, structured_draft
+from analysis.blocks import BlockDraft, json_text, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall, Usage
@@ -34,6 +34,7 @@ from analysis.protocols.common import (
     frame_json,
     load_response_object,
     norm_role,
+    parts_text,
     stream_outcome,
     text_kind,
 )
