@@ -42,8 +42,7 @@ def rules(disabled_clients: Iterable[str] = ()) -> list[Rule]:
 
 
 RULE_IDS: frozenset[str] = frozenset(r.id for r in rules())
-# attribution rules whose block asks for a compaction, and blocks providers drop before caching
-COMPACTION_RULES: frozenset[str] = frozenset(r.id for r in rules() if r.compaction_request)
+# blocks providers drop before caching: they never break a cached prefix
 CACHE_TRANSPARENT_RULES: frozenset[str] = frozenset(r.id for r in rules() if r.cache_transparent)
 _FALLBACK = Rule("generic.unknown", "nothing could be inferred", lambda d, _: True, UNKNOWN)
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from analysis.errors import classify_error, parse_json_body
 from analysis.models import ParsedResponse, Usage
-from analysis.protocols.common import RequestDraft, frame_json
+from analysis.protocols.common import RequestDraft
 
 if TYPE_CHECKING:
     from analysis.memo import ParseMemo
@@ -203,11 +203,6 @@ class Protocol:
 def _host_matches(host: str, patterns: tuple[str, ...]) -> bool:
     host = host.lower().rstrip(".")
     return any(host.endswith(p) if p.startswith((".", "-")) else host == p for p in patterns)
-
-
-def frame_object(message: WsMessage) -> Any:
-    """A WebSocket message as JSON (None when it is not)."""
-    return frame_json(message.content)
 
 
 # --- the registry ------------------------------------------------------------------------------

@@ -89,14 +89,13 @@ class _Stream:
 
 
 class _FlowInfo:
-    __slots__ = ("record_full", "is_model", "websocket", "stream_key", "model_frames")
+    __slots__ = ("record_full", "is_model", "websocket", "stream_key")
 
     def __init__(self, record_full: bool, is_model: bool, websocket: bool, stream_key: str) -> None:
         self.record_full = record_full
         self.is_model = is_model
         self.websocket = websocket
         self.stream_key = stream_key
-        self.model_frames = 0
 
 
 class CaptureWriter:
@@ -378,8 +377,6 @@ class CaptureWriter:
             direction = "c" if ev.from_client else "s"
             row["body_id"] = self._store_body(body, f"ws {ev.flow_id} {direction}")
         row["redactions"] = self._counts_delta(before)
-        if info and is_request:
-            info.model_frames += 1
         self.spool.append(row)
         self.stats["ws_messages"] += 1
 
