@@ -14,11 +14,14 @@ from __future__ import annotations
 import email.utils
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.canonical import loads
 from analysis.models import ErrorInfo, ErrorLayer
 from ctxtap.capture.wire import lower_headers
+
+if TYPE_CHECKING:
+    from analysis.protocols.registry import ErrorHints
 
 # Provider error codes / types / statuses -> layer. Lower-case keys.
 ERROR_CODES: dict[str, ErrorLayer] = {
@@ -256,7 +259,7 @@ def classify_error(
     )
 
 
-def protocol_error_hints(error: dict[str, Any], headers: dict[str, str]) -> Any:
+def protocol_error_hints(error: dict[str, Any], headers: dict[str, str]) -> ErrorHints:
     """What the registered protocols read in this error (imported late: protocols import this module)."""
     from analysis.protocols.registry import error_hints
 

@@ -507,7 +507,7 @@ class OpenAIResponses(Protocol):
 
     def parse_request(self, body: Any, ctx: RequestContext) -> RequestDraft:
         previous = as_str(as_dict(body).get("previous_response_id"))
-        inherited, complete = ctx.state.resolve(previous)
+        inherited, complete = _chain(ctx).resolve(previous)
         draft = parse_request(body, inherited, complete, ctx.memo)
         draft.complete = complete
         return draft
@@ -553,7 +553,7 @@ class OpenAIResponses(Protocol):
         previous = as_str(body.get("previous_response_id"))
         if obj.get("type") == "response.append" and previous is None:
             previous = last_response_id
-        inherited, complete = ctx.state.resolve(previous)
+        inherited, complete = _chain(ctx).resolve(previous)
         draft = parse_request(body, inherited, complete, ctx.memo)
         draft.previous_response_id = previous
         draft.complete = complete
@@ -570,6 +570,11 @@ class OpenAIResponses(Protocol):
             else:
                 stream.feed(parsed)
         return stream.result()
+
+
+def _chain(ctx: RequestContext) -> ResponsesChain:
+    """The capture's chain; a request parsed on its own gets an empty one (its continuation stays unresolved)."""
+    return ctx.state if isinstance(ctx.state, ResponsesChain) else ResponsesChain()
 
 
 PROTOCOL = OpenAIResponses()

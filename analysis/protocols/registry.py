@@ -102,6 +102,7 @@ class Protocol:
     history_arrays: tuple[str, ...] = ()  # top-level arrays resent on every call (incremental scanning)
     content_fields: frozenset[str] = frozenset()  # top-level request fields that hold blocks
     tool_results: dict[str, str] = {}  # wire type of a tool-result block -> how results travel, in words
+    cache_breakpoints: bool = False  # per-block cache breakpoints (Anthropic `cache_control`) can be edited
 
     # --- recognition -----------------------------------------------------------------
 
@@ -190,8 +191,6 @@ class Protocol:
             if isinstance(wire.get(key), str | list):
                 return key
         return None
-
-    cache_breakpoints: bool = False  # supports per-block cache breakpoints (Anthropic `cache_control`)
 
     def serialise(self, raw: bytes, edits: Sequence[Edit] = ()) -> bytes:
         """The request body with `edits` applied; everything not edited keeps its bytes."""
