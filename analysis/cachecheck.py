@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.divergence import describe_change
+from analysis.sequences import common_prefix
 
 DEFAULT_RULES = Path(__file__).with_name("cache_rules.toml")
 HIT_FRACTION = 0.9
@@ -70,15 +71,6 @@ class ReqView:
     cache_read: int | None
     cache_write: int | None
     calibration: float | None  # reported / estimated input
-
-
-def common_prefix(a, b) -> int:
-    """Leading positions where two sequences of block keys agree."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def divergence(prev: ReqView, cur: ReqView, text_of) -> tuple[str, str | None]:

@@ -1,10 +1,12 @@
-"""Errors by layer: who can repair the problem (article 11 of the study).
+"""Errors by layer: who can repair the problem.
 
 A 403 needs configuration, an exhausted quota needs the account owner, a 529 needs
 only a retry. The layer comes from the provider's error code when it has one, then
 from the message, then from the HTTP status; `x-should-retry` overrides the
 retryable default; Retry-After comes from `retry-after-ms`, `retry-after`
-(seconds or HTTP date), Gemini `RetryInfo` or OpenAI's "try again in Ns".
+(seconds or HTTP date), then from what a protocol module reads in its own error
+objects (`Protocol.error_hints`, e.g. a structured retry delay), then from a
+"try again in Ns" message.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ from __future__ import annotations
 import email.utils
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.canonical import loads
 from analysis.models import ErrorInfo, ErrorLayer
+from ctxtap.capture.wire import lower_headers
+
+if TYPE_CHECKING:
+    from analysis.protocols.registry import ErrorHints
 
 # Provider error codes / types / statuses -> layer. Lower-case keys.
 ERROR_CODES: dict[str, ErrorLayer] = {
@@ -105,7 +111,6 @@ RETRYABLE_LAYERS: frozenset[str] = frozenset({"rate_limit", "model_service", "pr
 GENERIC_CODES = frozenset({"invalid_request_error", "invalid_argument", "error", "api_error", "unknown"})
 
 _TRY_AGAIN = re.compile(r"try again in\s+([\d.]+)\s*(ms|s|sec|seconds?|m|min|minutes?)\b", re.I)
-_GEMINI_DELAY = re.compile(r"^([\d.]+)s$")
 # RESOURCE_EXHAUSTED is usually a per-minute limit ("check quota" is boilerplate); these mean an allowance is gone
 _HARD_QUOTA = re.compile(r"per ?day|daily|billing|current quota|credits?", re.I)
 
@@ -125,22 +130,12 @@ def status_layer(status: int) -> tuple[ErrorLayer, str]:
     return "validation", "status.4xx"
 
 
-def _lower_headers(headers: Iterable[tuple[str, str]] | Mapping[str, Any] | None) -> dict[str, str]:
-    if headers is None:
-        return {}
-    items = headers.items() if isinstance(headers, Mapping) else headers
-    out: dict[str, str] = {}
-    for k, v in items:
-        out.setdefault(str(k).lower(), str(v))
-    return out
-
-
 def retry_after(
     headers: Iterable[tuple[str, str]] | Mapping[str, Any] | None,
     now: float | None = None,
 ) -> float | None:
     """Seconds to wait, from `retry-after-ms` or `retry-after` (seconds or an HTTP date)."""
-    h = _lower_headers(headers)
+    h = lower_headers(headers)
     ms = h.get("retry-after-ms")
     if ms:
         try:
@@ -171,13 +166,7 @@ def retry_after(
     return max(0.0, when.timestamp() - ref)
 
 
-def _retry_from_body(message: str | None, details: Any) -> float | None:
-    if isinstance(details, list):
-        for d in details:
-            if isinstance(d, dict) and str(d.get("@type", "")).endswith("RetryInfo"):
-                m = _GEMINI_DELAY.match(str(d.get("retryDelay", "")))
-                if m:
-                    return float(m.group(1))
+def _retry_from_message(message: str | None) -> float | None:
     if message:
         m = _TRY_AGAIN.search(message)
         if m:
@@ -190,24 +179,19 @@ def _retry_from_body(message: str | None, details: Any) -> float | None:
     return None
 
 
-def _gemini_daily_quota(details: Any) -> bool:
-    if not isinstance(details, list):
-        return False
-    for d in details:
-        if isinstance(d, dict) and str(d.get("@type", "")).endswith("QuotaFailure"):
-            for v in d.get("violations") or []:
-                if isinstance(v, dict) and "PerDay" in str(v.get("quotaId", "")):
-                    return True
-    return False
+def error_object(body: Any) -> dict | str | None:
+    """The error object of a body: `{"error": {...}}`, `{"error": "text"}` or a bare error object."""
+    if isinstance(body, list) and body:  # streams of JSON arrays may wrap errors in the array
+        body = body[0]
+    if not isinstance(body, dict):
+        return None
+    err = body.get("error", body)
+    return err if isinstance(err, dict | str) else None
 
 
 def error_fields(body: Any) -> tuple[str | None, str | None, Any]:
-    """(code, message, details) from Anthropic, OpenAI, Gemini or bare error shapes."""
-    if isinstance(body, list) and body:  # Gemini streams may wrap errors in an array
-        body = body[0]
-    if not isinstance(body, dict):
-        return None, None, None
-    err = body.get("error", body)
+    """(code, message, details) of the error in a body, whatever the provider's error shape."""
+    err = error_object(body)
     if isinstance(err, str):
         return None, err, None
     if not isinstance(err, dict):
@@ -217,7 +201,7 @@ def error_fields(body: Any) -> tuple[str | None, str | None, Any]:
         value = err.get(key)
         if isinstance(value, str) and value:
             code = value
-            # Anthropic and OpenAI put the specific value in "type"/"code"; prefer a non-generic one
+            # the specific value may sit in "type" or "code" beside a generic one: prefer the specific
             if value.lower() not in GENERIC_CODES:
                 break
     message = err.get("message") if isinstance(err.get("message"), str) else None
@@ -232,14 +216,15 @@ def classify_error(
     rule_prefix: str = "",
 ) -> ErrorInfo:
     """Layer, retryability and Retry-After of one error (HTTP body, stream event or WS frame)."""
-    code, message, details = error_fields(body)
+    code, message, _details = error_fields(body)
+    h = lower_headers(headers)
+    err = error_object(body)
+    hints = protocol_error_hints(err if isinstance(err, dict) else {}, h)
     layer: ErrorLayer | None = None
     rule = ""
     if code and code.lower() in ERROR_CODES:
         layer, rule = ERROR_CODES[code.lower()], f"code.{code.lower()}"
-        if code.lower() == "resource_exhausted" and (
-            _gemini_daily_quota(details) or _HARD_QUOTA.search(message or "")
-        ):
+        if code.lower() == "resource_exhausted" and (hints.quota_exhausted or _HARD_QUOTA.search(message or "")):
             layer, rule = "quota", "code.resource_exhausted-quota"
     if message and (layer is None or code is None or code.lower() in GENERIC_CODES):
         for rule_id, rx, msg_layer in MESSAGE_RULES:
@@ -252,16 +237,17 @@ def classify_error(
         layer, rule = status_layer(status)
     if layer is None:
         layer, rule = "model_service", "fallback.unclassified"
-    h = _lower_headers(headers)
     retryable = layer in RETRYABLE_LAYERS
     should_retry = h.get("x-should-retry")
     if should_retry in ("true", "false"):
         retryable = should_retry == "true"
-    if h.get("anthropic-ratelimit-unified-status") == "rejected":
-        retryable = False
+    if hints.retryable is not None:
+        retryable = hints.retryable
     wait = retry_after(h, now)
     if wait is None:
-        wait = _retry_from_body(message, details)
+        wait = hints.retry_after_s
+    if wait is None:
+        wait = _retry_from_message(message)
     return ErrorInfo(
         layer=layer,
         code=code,
@@ -271,6 +257,13 @@ def classify_error(
         retry_after_s=wait,
         rule_id=rule_prefix + rule,
     )
+
+
+def protocol_error_hints(error: dict[str, Any], headers: dict[str, str]) -> ErrorHints:
+    """What the registered protocols read in this error (imported late: protocols import this module)."""
+    from analysis.protocols.registry import error_hints
+
+    return error_hints(error, headers)
 
 
 def protocol_error(message: str, rule_id: str, status: int | None = None) -> ErrorInfo:

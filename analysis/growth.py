@@ -1,4 +1,4 @@
-"""Token growth of a thread: the quadratic model of resent history, fitted to the input series.
+"""Token growth of a thread: a quadratic model fitted to the input series.
 
 With a stable prefix p and m tokens added per call, call i reads about p + i*m
 tokens and n calls read total(n) = n*p + m*n(n+1)/2: the second term is why

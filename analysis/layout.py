@@ -1,20 +1,16 @@
 """The cross-client layout comparison: where each client puts rules, environment, task and results.
 
-The layout table compares clients side by side, generated from captures rather than written by hand.
+One row per client, read from captures: which block paths hold the rules, the
+environment, the task and the tool results.
 """
 
 from __future__ import annotations
 
 import re
 
+from analysis.protocols.registry import history_arrays, tool_result_shapes
+
 _TOP = re.compile(r"^([A-Za-z_]+)\[(\d+)\]")
-_VIA = {
-    "tool_result": "tool_result blocks in user messages",
-    "function_call_output": "function_call_output input items",
-    "custom_tool_call_output": "custom_tool_call_output input items",
-    "local_shell_call_output": "local_shell_call_output input items",
-    "functionResponse": "functionResponse parts in user contents",
-}
 
 
 def summarise_paths(paths: list[str], roles: list[str]) -> str | None:
@@ -32,9 +28,10 @@ def summarise_paths(paths: list[str], roles: list[str]) -> str | None:
     if not groups:
         return None
     out = []
+    conversation = history_arrays()
     for key, a, b, role in groups[:4]:
         span = f"{key}[{a}]" if a == b else f"{key}[{a}..{b}]"
-        if key in ("messages", "input", "contents"):
+        if key in conversation:
             span += f" ({role})"
         out.append(span)
     if len(groups) > 4:
@@ -45,9 +42,10 @@ def summarise_paths(paths: list[str], roles: list[str]) -> str | None:
 def tool_results_via(pairs: set[tuple[str, str]]) -> str | None:
     """How tool results return, from (wire_type, role) pairs of tool-result blocks."""
     found = []
+    shapes = tool_result_shapes()
     for wire_type, role in sorted(pairs):
-        if wire_type in _VIA:
-            found.append(_VIA[wire_type])
+        if wire_type in shapes:
+            found.append(shapes[wire_type])
         elif role == "tool":
             found.append("tool messages")
         else:

@@ -23,8 +23,8 @@ from typing import Any
 
 from analysis.incremental_json import ScanError, scan
 from analysis.protocols.common import load_json
+from analysis.sequences import identical_prefix
 
-TRACKED_ARRAYS = ("messages", "input", "contents")
 MAX_STREAMS = 64
 MAX_ENTRIES = 500_000
 
@@ -56,13 +56,17 @@ class ParseMemo:
 
     # --- bodies -------------------------------------------------------------------------
 
-    def load_body(self, stream: str, raw: bytes | None) -> tuple[Any, str | None]:
-        """(body, error) like `load_json`, reusing the stream's previous parse."""
+    def load_body(self, stream: str, raw: bytes | None, tracked: tuple[str, ...] = ()) -> tuple[Any, str | None]:
+        """(body, error) like `load_json`, reusing the stream's previous parse.
+
+        `tracked`: the top-level arrays the protocol resends on every call (its
+        history), whose leading elements are taken over one by one.
+        """
         if not raw:
             return load_json(raw)
         self.bytes_seen += len(raw)
         try:
-            scanned = scan(raw, TRACKED_ARRAYS, prev=self._scans.get(stream))
+            scanned = scan(raw, tracked, prev=self._scans.get(stream))
         except (ScanError, UnicodeDecodeError, RecursionError, ValueError):
             self._scans.pop(stream, None)
             self.bytes_scanned += len(raw)
@@ -118,10 +122,7 @@ class ParseMemo:
         if last is None:
             return 0, [], False
         prev_drafts, prev_blocks, prev_seen = last
-        n = min(len(prev_drafts), len(drafts))
-        k = 0
-        while k < n and prev_drafts[k] is drafts[k]:
-            k += 1
+        k = identical_prefix(prev_drafts, drafts)
         return k, prev_blocks[:k], (prev_seen[k - 1] if k else False)
 
     def remember_attributed(self, context: tuple, drafts: list, blocks: list, start: int,
@@ -135,10 +136,7 @@ class ParseMemo:
         if self._last_cwd is None:
             return 0, None
         prev, hit, cwd = self._last_cwd
-        n = min(len(prev), len(drafts))
-        k = 0
-        while k < n and prev[k] is drafts[k]:
-            k += 1
+        k = identical_prefix(prev, drafts)
         if hit is not None and hit < k:
             return k, cwd
         return k, None

@@ -14,7 +14,9 @@ from pydantic import BaseModel, Field
 
 # --- vocabularies -----------------------------------------------------------
 
-Api = Literal["messages", "responses", "responses-websocket", "chat-completions", "gemini", "other"]
+# A registered protocol's api name (`analysis.protocols.registry`): "messages", "responses",
+# "responses-websocket", "chat-completions", "gemini", ... — open, so a new protocol needs no edit here.
+Api = str
 Transport = Literal["sse", "json", "websocket", "stream", "none"]
 
 BlockKind = Literal[
@@ -119,7 +121,7 @@ class Block(BaseModel):
     segments: list[Segment] = Field(default_factory=list)
 
 
-class Identity(BaseModel):
+class CallIdentity(BaseModel):
     """Who sent a request and which session/thread it belongs to."""
 
     client: str = "unknown"  # claude-code, codex, kimi-code, kimi-cli, grok-cli, gemini-cli, opencode, ...
@@ -229,7 +231,7 @@ class ModelCall(BaseModel):
     ts_first_byte: float | None = None
     ts_end: float | None = None
     http_status: int | None = None
-    identity: Identity
+    identity: CallIdentity
     purpose: PurposeInfo
     request: ParsedRequest
     response: ParsedResponse

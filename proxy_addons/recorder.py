@@ -9,9 +9,11 @@ What it does per flow:
 - classifies it at request-headers time (provider, API, model call or not);
 - taps streamed responses (SSE, chunked, no content-length) chunk by chunk:
   each chunk is forwarded the moment it arrives, a reference is kept for the record;
-- hands raw facts to the capture writer thread, which redacts before writing;
-- holds the end of each response until its record is on disk, so a `kill -9`
-  never loses a flow whose client saw the response complete.
+- hands raw facts to the capture writer, a child process by default (`ProcessWriter`),
+  which redacts before writing, so redaction never competes with the proxy's event loop;
+- holds the end of each response until its last record has left the proxy for the
+  writer (which writes everything it was handed even if the proxy dies), so a
+  `kill -9` of the proxy never loses a flow whose client saw the response complete.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from ctxtap.capture.events import (  # noqa: E402
 )
 from ctxtap.capture.ids import new_capture_id  # noqa: E402
 from ctxtap.capture.paths import default_captures_dir, redaction_key  # noqa: E402
+from ctxtap.capture.wire import is_event_stream  # noqa: E402
 from ctxtap.capture.writer_proc import ProcessWriter  # noqa: E402
 from proxy_addons.router import Router  # noqa: E402
 
@@ -74,7 +77,7 @@ def _is_streaming_response(flow: http.HTTPFlow) -> bool:
     assert resp is not None
     if resp.status_code in (101, 204, 304) or flow.request.method == "HEAD":
         return False
-    if "text/event-stream" in resp.headers.get("content-type", "").lower():
+    if is_event_stream(resp.headers.get("content-type")):
         return True
     return "content-length" not in resp.headers
 

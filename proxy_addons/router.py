@@ -17,7 +17,7 @@ from mitmproxy import ctx, exceptions, http
 log = logging.getLogger(__name__)
 
 
-class Route(NamedTuple):
+class UpstreamRoute(NamedTuple):
     host: str
     scheme: str
     target_host: str
@@ -29,23 +29,23 @@ class Route(NamedTuple):
         return f"{self.scheme}://{self.target_host}:{self.port}{self.path_prefix}"
 
 
-def parse_route(spec: str) -> Route:
+def parse_route(spec: str) -> UpstreamRoute:
     """Parse "HOST=URL", e.g. "api.anthropic.com=http://127.0.0.1:8080"."""
     host, sep, url = spec.partition("=")
     parts = urlsplit(url.strip())
     if not sep or not host.strip() or parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"invalid route {spec!r}: expected HOST=http(s)://HOST[:PORT][/PREFIX]")
     port = parts.port or (443 if parts.scheme == "https" else 80)
-    return Route(host.strip().lower(), parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
+    return UpstreamRoute(host.strip().lower(), parts.scheme, parts.hostname, port, parts.path.rstrip("/"))
 
 
-def parse_routes(specs: Sequence[str]) -> dict[str, Route]:
+def parse_routes(specs: Sequence[str]) -> dict[str, UpstreamRoute]:
     return {r.host: r for r in (parse_route(s) for s in specs)}
 
 
 class Router:
     def __init__(self) -> None:
-        self.routes: dict[str, Route] = {}
+        self.routes: dict[str, UpstreamRoute] = {}
 
     def load(self, loader) -> None:
         if "ctxtap_route" not in ctx.options:
@@ -72,7 +72,7 @@ class Router:
                 log.info("routes given: switching connection_strategy to lazy")
                 ctx.options.connection_strategy = "lazy"
 
-    def route_for(self, flow: http.HTTPFlow) -> Route | None:
+    def route_for(self, flow: http.HTTPFlow) -> UpstreamRoute | None:
         return self.routes.get(flow.request.pretty_host.lower())
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:

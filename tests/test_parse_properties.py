@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from analysis.models import ModelCall
-from analysis.parse import ResponsesChain, parse_exchange
+from analysis.parse import ParseState, parse_exchange
 from analysis.sse import parse_sse
 from tests import corpus
 from tests.corpus import FIXTURES, http_exchange, ws_exchange, ws_fixture_frames
@@ -220,7 +220,7 @@ def test_mutated_websocket_frames(data):
         elif roll == 2:
             content = json.dumps(mutate_json(json.loads(content), data)).encode()
         out.append((from_client, content))
-    calls = parse_exchange(ws_exchange(out), ResponsesChain())
+    calls = parse_exchange(ws_exchange(out), ParseState())
     check(calls)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from analysis.parse import ResponsesChain, parse_exchange, parse_exchanges
+from analysis.parse import ParseState, parse_exchange, parse_exchanges
 from tests.corpus import fixture, http_exchange, ws_exchange, ws_fixture_frames
 
 CODEX_HEADERS = [
@@ -133,7 +133,7 @@ def test_compact_endpoint():
 
 def test_websocket_prewarm_continuation_and_wrapped_error():
     ex = ws_exchange(ws_fixture_frames("responses/ws_frames.jsonl"), headers=CODEX_HEADERS[:2])
-    calls = parse_exchange(ex, ResponsesChain())
+    calls = parse_exchange(ex, ParseState())
     assert [c.call_key for c in calls] == [
         "ws-1#0",
         "ws-1#3",

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from analysis.errors import classify_error, retry_after
 from analysis.models import TokenCount
+from analysis.protocols.anthropic import anthropic_usage
+from analysis.protocols.chat_completions import chat_usage
+from analysis.protocols.openai_responses import responses_usage
 from analysis.sse import parse_sse
-from analysis.usage import anthropic_usage, chat_usage, derived, responses_usage
+from analysis.usage import derived
 
 
 def test_sse_framing():

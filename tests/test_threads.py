@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from analysis.blocks import BlockDraft, finalize
-from analysis.models import Block, Identity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo, ToolCall
+from analysis.models import Block, CallIdentity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo, ToolCall
 from analysis.sessions import SessionAssigner
 
 SYSTEM = "You are a coding agent. Use the tools to inspect the repository and answer precisely."
@@ -29,7 +29,7 @@ def _call(n: int, texts: list[tuple[str, str, str]], tool_calls: list[ToolCall] 
     return ModelCall(
         call_key=f"f{n}", flow_id=f"f{n}", provider="anthropic", api="messages", transport="sse",
         ts_start=1000.0 + n, ts_end=1000.5 + n,
-        identity=Identity(client="newcli", session_id="s1", thread_id=thread_id, parent_thread_id=parent),
+        identity=CallIdentity(client="newcli", session_id="s1", thread_id=thread_id, parent_thread_id=parent),
         purpose=PurposeInfo(purpose=purpose, rule_id="test"),
         request=ParsedRequest(api="messages", endpoint="generate", blocks=blocks, n_tools=n_tools),
         response=ParsedResponse(tool_calls=tool_calls or []),

@@ -9,12 +9,13 @@ every `message_delta` (its counts are cumulative).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from analysis.blocks import BlockDraft, anthropic_source_text, parts_text, structured_draft
+from analysis.blocks import BlockDraft, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
-from analysis.models import ParsedResponse, Role, ToolCall
+from analysis.models import ParsedResponse, Role, ToolCall, Usage
 from analysis.protocols.common import (
     RequestDraft,
     as_bool,
@@ -26,11 +27,14 @@ from analysis.protocols.common import (
     each_item,
     load_response_object,
     norm_role,
+    parts_text,
+    source_text,
     stream_outcome,
     text_kind,
 )
+from analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
 from analysis.sse import parse_sse
-from analysis.usage import anthropic_usage
+from analysis.usage import derived, get_path, reported
 
 TOOL_CALL_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 
@@ -113,13 +117,13 @@ def _part(part: Any, path: str, role: Role, index: int | None, call_names: dict[
             "image",
             role,
             part,
-            anthropic_source_text("image", p.get("source")),
+            source_text("image", p.get("source")),
             ptype,
             item_index=index,
         )
     if ptype in ("document", "search_result"):
         text = (
-            anthropic_source_text("document", p.get("source"))
+            source_text("document", p.get("source"))
             if ptype == "document"
             else parts_text(p.get("content"))
         )
@@ -313,3 +317,74 @@ def _parse_stream(raw: bytes | None) -> ParsedResponse:
         elif etype == "error":
             b.error = classify_error(None, obj, rule_prefix="stream:")
     return b.result()
+
+
+# --- usage -----------------------------------------------------------------------------
+
+
+def anthropic_usage(u: Any) -> Usage:
+    """Messages API: input_tokens is the uncached part; cache counters are additive."""
+    if not isinstance(u, dict) or not u:
+        return Usage()
+    uncached = reported(u.get("input_tokens"))
+    read = reported(u.get("cache_read_input_tokens"))
+    write = reported(u.get("cache_creation_input_tokens"))
+    w5 = reported(get_path(u, "cache_creation", "ephemeral_5m_input_tokens"))
+    w1 = reported(get_path(u, "cache_creation", "ephemeral_1h_input_tokens"))
+    return Usage(
+        input_total=derived(uncached, read, write, assume_zero=True),
+        input_uncached=uncached,
+        cache_read=read,
+        cache_write=write,
+        cache_write_5m=w5,
+        cache_write_1h=w1,
+        output=reported(u.get("output_tokens")),
+        reasoning=reported(get_path(u, "output_tokens_details", "thinking_tokens")),
+        cache_semantics="additive",
+        raw=u,
+    )
+
+
+# --- the protocol ------------------------------------------------------------------------
+
+
+class AnthropicMessages(Protocol):
+    api = "messages"
+    title = "Anthropic Messages"
+    order = 10
+    endpoints = (
+        Endpoint(re.compile(r"/messages/count_tokens$"), "count_tokens"),
+        Endpoint(re.compile(r"/messages(/count_tokens)?/?$"), "generate"),
+    )
+    history_arrays = ("messages",)
+    content_fields = frozenset({"messages", "system", "tools"})
+    tool_results = {"tool_result": "tool_result blocks in user messages"}
+    cache_breakpoints = True
+
+    def parse_request(self, body: Any, ctx: RequestContext) -> RequestDraft:
+        return parse_request(body, ctx.memo)
+
+    def parse_response(self, raw: bytes, sse: bool, endpoint: str) -> ParsedResponse:
+        return parse_response(raw, sse, endpoint)
+
+    def usage(self, raw_usage: Any) -> Usage:
+        return anthropic_usage(raw_usage)
+
+    def error_hints(self, error: dict[str, Any], headers: dict[str, str]) -> ErrorHints | None:
+        # a rejected unified rate limit (subscription allowance) does not clear by retrying
+        if headers.get("anthropic-ratelimit-unified-status") == "rejected":
+            return ErrorHints(retryable=False)
+        return None
+
+    def replayed_call(self, wire: dict[str, Any]) -> ReplayedCall | None:
+        if "input" in wire and wire.get("type") in TOOL_CALL_TYPES | {None}:
+            return ReplayedCall(as_str(wire.get("name")), wire["input"])
+        return None
+
+    def text_key(self, wire: dict[str, Any]) -> str | None:
+        if wire.get("type") == "thinking":
+            return "thinking"
+        return super().text_key(wire)
+
+
+PROTOCOL = AnthropicMessages()

@@ -9,9 +9,10 @@ available, never as zero.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from analysis.blocks import BlockDraft, parts_text, structured_draft
+from analysis.blocks import BlockDraft, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall, Usage
@@ -26,11 +27,13 @@ from analysis.protocols.common import (
     each_item,
     load_response_object,
     norm_role,
+    parts_text,
     stream_outcome,
     text_kind,
 )
+from analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
 from analysis.sse import parse_sse
-from analysis.usage import chat_usage
+from analysis.usage import get_path, inclusive, reported
 
 
 def parse_request(body: Any, memo: Any = None) -> RequestDraft:
@@ -305,3 +308,60 @@ def parse_response(raw: bytes | None, sse: bool) -> ParsedResponse:
     if not isinstance(obj.get("choices"), list) and b.error is None:
         b.bad_events += 1
     return b.result(True, True)
+
+
+# --- usage -----------------------------------------------------------------------------
+
+
+def chat_usage(u: Any) -> Usage:
+    """Chat Completions incl. Moonshot top-level cached_tokens and DeepSeek hit/miss counters."""
+    if not isinstance(u, dict) or not u:
+        return Usage()
+    read_value = u.get("cached_tokens")
+    if as_int(read_value) is None:
+        read_value = get_path(u, "prompt_tokens_details", "cached_tokens")
+    if as_int(read_value) is None:
+        read_value = u.get("prompt_cache_hit_tokens")
+    miss = reported(u.get("prompt_cache_miss_tokens"))
+    return inclusive(
+        total=reported(u.get("prompt_tokens")),
+        read=reported(read_value),
+        write=reported(get_path(u, "prompt_tokens_details", "cache_write_tokens")),
+        output=reported(u.get("completion_tokens")),
+        reasoning=reported(get_path(u, "completion_tokens_details", "reasoning_tokens")),
+        raw=u,
+        uncached=miss if miss.value is not None else None,
+    )
+
+
+# --- the protocol ------------------------------------------------------------------------
+
+
+class ChatCompletions(Protocol):
+    api = "chat-completions"
+    title = "Chat Completions"
+    order = 30
+    endpoints = (Endpoint(re.compile(r"/chat/completions/?$"), "generate"),)
+    history_arrays = ("messages",)
+    # `prompt`: the legacy completions field, which compatible servers still accept
+    content_fields = frozenset({"messages", "tools", "functions", "prompt"})
+
+    def parse_request(self, body: Any, ctx: RequestContext) -> RequestDraft:
+        return parse_request(body, ctx.memo)
+
+    def parse_response(self, raw: bytes, sse: bool, endpoint: str) -> ParsedResponse:
+        return parse_response(raw, sse)
+
+    def usage(self, raw_usage: Any) -> Usage:
+        return chat_usage(raw_usage)
+
+    def replayed_call(self, wire: dict[str, Any]) -> ReplayedCall | None:
+        function = wire.get("function")
+        if isinstance(function, dict) and "arguments" in function:
+            return ReplayedCall(as_str(function.get("name")), function["arguments"])
+        if "arguments" in wire:  # a legacy `function_call`
+            return ReplayedCall(as_str(wire.get("name")), wire["arguments"])
+        return None
+
+
+PROTOCOL = ChatCompletions()

@@ -11,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.blocks import BlockDraft
-from analysis.canonical import loads
+from analysis.blocks import BlockDraft, json_text
+from analysis.canonical import base64_size, data_url_placeholder, loads
 from analysis.errors import protocol_error
 from analysis.models import ErrorInfo, ParsedResponse, ParseStatus, Role
+from analysis.sequences import identical_prefix
 
 
 @dataclass
@@ -32,6 +33,8 @@ class RequestDraft:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
+    endpoint: str | None = None  # overrides the endpoint the path implies (e.g. a Responses warm-up)
+    complete: bool = True  # False when inherited input (a continuation) could not be fully resolved
 
     def warn(self, message: str) -> None:
         """Record something skipped; a request with warnings is only partially parsed."""
@@ -98,11 +101,85 @@ def text_kind(role: Role) -> str:
     return "instruction_text" if role in ("system", "developer") else "message_text"
 
 
-def looks_like_sse(content_type: str | None, raw: bytes | None) -> bool:
-    if content_type and "event-stream" in content_type.lower():
-        return True
-    head = (raw or b"")[:64].lstrip()
-    return head.startswith((b"event:", b"data:", b":"))
+# --- content parts ----------------------------------------------------------------------------
+
+
+def media_placeholder(kind: str, media_type: str | None, data: Any) -> str:
+    size = base64_size(data) if isinstance(data, str) else 0
+    return f"[{kind} {media_type or 'application/octet-stream'} {size} bytes]"
+
+
+def source_text(kind: str, source: Any) -> str:
+    """Placeholder (or text) for an image/document `source` object (base64, url, text, file, content)."""
+    if not isinstance(source, dict):
+        return f"[{kind}]"
+    stype = source.get("type")
+    if stype == "base64":
+        return media_placeholder(kind, source.get("media_type"), source.get("data"))
+    if stype == "url":
+        return data_url_placeholder(kind, str(source.get("url", "")))
+    if stype == "text":
+        return str(source.get("data", ""))
+    if stype == "file":
+        return f"[{kind} file {source.get('file_id', '')}]"
+    if stype == "content":
+        return parts_text(source.get("content"))
+    return f"[{kind} {stype}]"
+
+
+def parts_text(content: Any) -> str:
+    """Tokenised text of a content value: a string, or a list of text/media parts joined.
+
+    Tool results may carry parts of any family's shapes (text, image/document
+    sources, image URLs, files), so this one reader serves every protocol.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return json_text(content)
+    out: list[str] = []
+    all_text = True
+    for part in content:
+        if isinstance(part, str):
+            out.append(part)
+            continue
+        if not isinstance(part, dict):
+            all_text = False
+            out.append(json_text(part))
+            continue
+        ptype = part.get("type")
+        if "text" in part and isinstance(part.get("text"), str):
+            out.append(part["text"])
+            continue
+        all_text = False
+        if ptype == "image":
+            out.append(source_text("image", part.get("source")))
+        elif ptype == "document":
+            out.append(source_text("document", part.get("source")))
+        elif ptype in ("input_image", "image_url"):
+            url = part.get("image_url")
+            if isinstance(url, dict):
+                url = url.get("url")
+            if isinstance(url, str):
+                out.append(data_url_placeholder("image", url))
+            else:
+                out.append(f"[image file {part.get('file_id', '')}]")
+        elif ptype == "input_file":
+            out.append(f"[file {part.get('filename') or part.get('file_id') or ''}]")
+        else:
+            out.append(json_text(part))
+    # consecutive text parts reach the tokenizer back to back; placeholders get their own line
+    return "".join(out) if all_text else "\n".join(out)
+
+
+def frame_json(content: bytes) -> Any:
+    """A WebSocket frame's JSON value (None when it is not JSON)."""
+    try:
+        return loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def each_item(memo: Any, tag: str, items: list[Any], d: RequestDraft, fn: Callable[[Any, int], None],
@@ -165,10 +242,7 @@ def _reuse_prefix(memo: Any, tag: str, start: int, items: list[Any], d: RequestD
     if last is None:
         return 0
     prev_items, (drafts, warnings, names, ends) = last
-    n = min(len(prev_items), len(items))
-    k = 0
-    while k < n and prev_items[k] is items[k]:
-        k += 1
+    k = identical_prefix(prev_items, items)
     if k == 0:
         return 0
     b, w, t = ends[k - 1]

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analysis.blocks import BlockDraft, json_text, media_placeholder, structured_draft
+from analysis.blocks import BlockDraft, json_text, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error, protocol_error
-from analysis.models import ParsedResponse, Role, ToolCall
+from analysis.models import ParsedResponse, Role, TokenCount, ToolCall, Usage
 from analysis.protocols.common import (
     RequestDraft,
     as_dict,
@@ -23,23 +23,25 @@ from analysis.protocols.common import (
     as_list,
     as_str,
     each_item,
+    media_placeholder,
     norm_role,
     stream_outcome,
     text_kind,
 )
+from analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
 from analysis.sse import parse_sse
-from analysis.usage import gemini_usage
+from analysis.usage import derived, inclusive, reported
 
 _MODEL_IN_PATH = re.compile(r"models/([^/:?]+)")
 
 
-def unwrap_request(body: dict) -> tuple[dict, bool]:
-    """(inner GenerateContentRequest, wrapped?)."""
+def unwrap_request(body: dict) -> tuple[dict, str | None]:
+    """(inner GenerateContentRequest, the wrapping key or None)."""
     for key in ("request", "generateContentRequest"):
         inner = body.get(key)
         if isinstance(inner, dict):
-            return inner, True
-    return body, False
+            return inner, key
+    return body, None
 
 
 def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
@@ -47,8 +49,8 @@ def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
     if not isinstance(body, dict):
         d.status, d.error = "error", "request body is not a JSON object"
         return d
-    inner, wrapped = unwrap_request(body)
-    d.facts["wrapped"] = wrapped
+    inner, wrapper = unwrap_request(body)
+    d.facts["wrapped"] = wrapper is not None
     d.facts["user_prompt_id"] = as_str(body.get("user_prompt_id"))
     d.facts["session_id"] = as_str(inner.get("session_id")) or as_str(body.get("session_id"))
     model = as_str(body.get("model")) or as_str(inner.get("model"))
@@ -338,3 +340,123 @@ def parse_response(raw: bytes | None, sse: bool, endpoint: str) -> ParsedRespons
         )
     b.chunk(obj, stream=False)
     return b.result(True)
+
+
+# --- usage and errors ---------------------------------------------------------------------
+
+
+def gemini_usage(u: Any) -> Usage:
+    """Gemini usageMetadata: cached inside promptTokenCount; thoughts on top of candidates.
+
+    Gemini omits zero counters, so a missing cachedContentTokenCount or
+    thoughtsTokenCount next to a reported prompt count is an estimated zero.
+    """
+    if not isinstance(u, dict) or not u:
+        return Usage()
+    total = reported(u.get("promptTokenCount"))
+    read = reported(u.get("cachedContentTokenCount"))
+    if read.value is None and total.value is not None:
+        read = TokenCount(value=0, status="estimated")
+    candidates = reported(u.get("candidatesTokenCount"))
+    thoughts = reported(u.get("thoughtsTokenCount"))
+    if thoughts.value is None and candidates.value is not None:
+        thoughts = TokenCount(value=0, status="estimated")
+    output = derived(candidates, thoughts, assume_zero=True) if candidates.value is not None else thoughts
+    return inclusive(
+        total=total,
+        read=read,
+        write=TokenCount(),
+        output=output,
+        reasoning=thoughts,
+        raw=u,
+    )
+
+
+_DELAY = re.compile(r"^([\d.]+)s$")
+
+
+def _retry_delay(details: Any) -> float | None:
+    """`google.rpc.RetryInfo.retryDelay` ("12s") among an error's details."""
+    if isinstance(details, list):
+        for d in details:
+            if isinstance(d, dict) and str(d.get("@type", "")).endswith("RetryInfo"):
+                m = _DELAY.match(str(d.get("retryDelay", "")))
+                if m:
+                    return float(m.group(1))
+    return None
+
+
+def _daily_quota(details: Any) -> bool:
+    """A `google.rpc.QuotaFailure` on a per-day quota: the allowance is gone until tomorrow."""
+    if not isinstance(details, list):
+        return False
+    for d in details:
+        if isinstance(d, dict) and str(d.get("@type", "")).endswith("QuotaFailure"):
+            for v in d.get("violations") or []:
+                if isinstance(v, dict) and "PerDay" in str(v.get("quotaId", "")):
+                    return True
+    return False
+
+
+# --- the protocol ------------------------------------------------------------------------
+
+
+class Gemini(Protocol):
+    """generateContent / streamGenerateContent / countTokens, public and Code Assist (wrapped) forms."""
+
+    api = "gemini"
+    title = "Gemini"
+    order = 40
+    endpoints = (
+        Endpoint(re.compile(r":countTokens$"), "count_tokens"),
+        Endpoint(re.compile(r":(stream)?[gG]enerateContent$"), "generate"),
+    )
+    history_arrays = ("contents",)
+    content_fields = frozenset({"contents", "tools", "systemInstruction", "system_instruction"})
+    tool_results = {"functionResponse": "functionResponse parts in user contents"}
+
+    def parse_request(self, body: Any, ctx: RequestContext) -> RequestDraft:
+        return parse_request(body, ctx.path, ctx.memo)
+
+    def parse_response(self, raw: bytes, sse: bool, endpoint: str) -> ParsedResponse:
+        return parse_response(raw, sse, endpoint)
+
+    def usage(self, raw_usage: Any) -> Usage:
+        return gemini_usage(raw_usage)
+
+    def error_hints(self, error: dict[str, Any], headers: dict[str, str]) -> ErrorHints | None:
+        details = error.get("details")
+        retry, daily = _retry_delay(details), _daily_quota(details)
+        if retry is None and not daily:
+            return None
+        return ErrorHints(retry_after_s=retry, quota_exhausted=daily)
+
+    def replayed_call(self, wire: dict[str, Any]) -> ReplayedCall | None:
+        if isinstance(wire.get("functionCall"), dict):
+            wire = wire["functionCall"]
+        if "args" in wire:
+            return ReplayedCall(as_str(wire.get("name")), wire["args"])
+        return None
+
+    def wire_path(self, body: Any, path: str) -> list[str | int]:
+        """Block paths name the inner request; Code Assist wraps it, and snake_case keys are accepted."""
+        steps = super().wire_path(body, path)
+        inner, wrapper = unwrap_request(body) if isinstance(body, dict) else (body, None)
+        prefix: list[str | int] = [wrapper] if wrapper else []
+        value: Any = inner
+        for i, step in enumerate(steps):
+            if isinstance(step, str) and isinstance(value, dict) and step not in value:
+                snake = re.sub(r"(?<!^)([A-Z])", r"_\1", step).lower()  # systemInstruction -> system_instruction
+                if snake in value:
+                    steps[i] = step = snake
+            value = _child(value, step)
+        return prefix + steps
+
+
+def _child(value: Any, step: str | int) -> Any:
+    if isinstance(step, str):
+        return value.get(step) if isinstance(value, dict) else None
+    return value[step] if isinstance(value, list) and 0 <= step < len(value) else None
+
+
+PROTOCOL = Gemini()

@@ -14,13 +14,14 @@ incomplete | failed` event supplies usage and status.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from analysis.blocks import BlockDraft, json_text, parts_text, structured_draft
+from analysis.blocks import BlockDraft, json_text, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
-from analysis.models import ParsedResponse, Role, ToolCall
+from analysis.models import ParsedResponse, Role, ToolCall, Usage
 from analysis.protocols.common import (
     RequestDraft,
     as_bool,
@@ -30,13 +31,20 @@ from analysis.protocols.common import (
     as_str,
     call_names_replay,
     each_item,
+    frame_json,
     load_response_object,
     norm_role,
+    parts_text,
     stream_outcome,
     text_kind,
 )
+from analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext, WsTurn
+from analysis.protocols.responses_chain import ResponsesChain
 from analysis.sse import parse_sse
-from analysis.usage import responses_usage
+from analysis.usage import get_path, inclusive, reported
+from ctxtap.capture.exchange import WsMessage
+
+WS_REQUEST_TYPES = ("response.create", "response.append")
 
 CALL_TYPES = frozenset(
     {
@@ -453,3 +461,120 @@ def parse_response(raw: bytes | None, sse: bool) -> ParsedResponse:
     stream.final = obj
     stream.events = 1
     return stream.result()
+
+
+# --- usage -----------------------------------------------------------------------------
+
+
+def responses_usage(u: Any) -> Usage:
+    """OpenAI Responses: cached_tokens (and cache_write_tokens) are inside input_tokens."""
+    if not isinstance(u, dict) or not u:
+        return Usage()
+    return inclusive(
+        total=reported(u.get("input_tokens")),
+        read=reported(get_path(u, "input_tokens_details", "cached_tokens")),
+        write=reported(get_path(u, "input_tokens_details", "cache_write_tokens")),
+        output=reported(u.get("output_tokens")),
+        reasoning=reported(get_path(u, "output_tokens_details", "reasoning_tokens")),
+        raw=u,
+    )
+
+
+# --- the protocol ------------------------------------------------------------------------
+
+
+class OpenAIResponses(Protocol):
+    """Responses over HTTP and WebSocket; continuations resolve through a per-capture `ResponsesChain`."""
+
+    api = "responses"
+    ws_api = "responses-websocket"
+    title = "OpenAI Responses"
+    order = 20
+    endpoints = (
+        Endpoint(re.compile(r"/responses/compact/?$"), "compact"),
+        Endpoint(re.compile(r"/responses/?$"), "generate"),
+    )
+    history_arrays = ("input",)
+    content_fields = frozenset({"tools", "instructions", "input"})
+    tool_results = {
+        "function_call_output": "function_call_output input items",
+        "custom_tool_call_output": "custom_tool_call_output input items",
+        "local_shell_call_output": "local_shell_call_output input items",
+    }
+
+    def new_state(self) -> ResponsesChain:
+        return ResponsesChain()
+
+    def parse_request(self, body: Any, ctx: RequestContext) -> RequestDraft:
+        previous = as_str(as_dict(body).get("previous_response_id"))
+        inherited, complete = _chain(ctx).resolve(previous)
+        draft = parse_request(body, inherited, complete, ctx.memo)
+        draft.complete = complete
+        return draft
+
+    def remember(self, state: ResponsesChain, body: Any, draft: RequestDraft, response: ParsedResponse) -> None:
+        """Keep what a later `previous_response_id` continuation needs to rebuild its full input."""
+        if response.response_id and body is not None:
+            state.record(response.response_id, draft.previous_response_id, input_items(body),
+                         response.output_items, draft.complete)
+
+    def parse_response(self, raw: bytes, sse: bool, endpoint: str) -> ParsedResponse:
+        return parse_response(raw, sse)
+
+    def usage(self, raw_usage: Any) -> Usage:
+        return responses_usage(raw_usage)
+
+    def replayed_call(self, wire: dict[str, Any]) -> ReplayedCall | None:
+        for key in ("input", "arguments"):  # custom tools carry free-form input, functions JSON arguments
+            if key in wire:
+                return ReplayedCall(as_str(wire.get("name")), wire[key])
+        return None
+
+    # --- WebSocket: `response.create` / `response.append` frames, events back --------------
+
+    def ws_turns(self, messages: Sequence[WsMessage]) -> list[WsTurn]:
+        turns: list[WsTurn] = []
+        for message in sorted(messages, key=lambda m: m.index):
+            if message.from_client:
+                obj = frame_json(message.content)
+                kind = obj.get("type") if isinstance(obj, dict) else None
+                if kind in WS_REQUEST_TYPES:
+                    turns.append(WsTurn(message, obj, []))
+                elif obj is None and b"response.create" in message.content[:4096]:
+                    turns.append(WsTurn(message, None, []))  # a request frame we cannot read
+            elif turns:
+                turns[-1].server.append(message)
+        return turns
+
+    def parse_ws_request(self, obj: Any, ctx: RequestContext, last_response_id: str | None) -> tuple[Any, RequestDraft]:
+        if obj is None:
+            return None, RequestDraft(status="error", error="request frame is not valid JSON")
+        body = {k: v for k, v in obj.items() if k != "type"}
+        previous = as_str(body.get("previous_response_id"))
+        if obj.get("type") == "response.append" and previous is None:
+            previous = last_response_id
+        inherited, complete = _chain(ctx).resolve(previous)
+        draft = parse_request(body, inherited, complete, ctx.memo)
+        draft.previous_response_id = previous
+        draft.complete = complete
+        if draft.facts.get("generate") is False:
+            draft.endpoint = "warmup"  # a prewarm: the client asks the server to load the context only
+        return body, draft
+
+    def parse_ws_response(self, frames: Sequence[WsMessage]) -> ParsedResponse:
+        stream = ResponsesStream()
+        for frame in frames:
+            parsed = frame_json(frame.content)
+            if parsed is None:
+                stream.bad_events += 1
+            else:
+                stream.feed(parsed)
+        return stream.result()
+
+
+def _chain(ctx: RequestContext) -> ResponsesChain:
+    """The capture's chain; a request parsed on its own gets an empty one (its continuation stays unresolved)."""
+    return ctx.state if isinstance(ctx.state, ResponsesChain) else ResponsesChain()
+
+
+PROTOCOL = OpenAIResponses()

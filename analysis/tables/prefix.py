@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from analysis.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
 from analysis.blockstore import BlockStore
 from analysis.cachecheck import CacheRules, ReqView, cache_verdict, common_prefix, divergence, expected_reads
 from analysis.divergence import divergence_label, prefix_changed
@@ -30,12 +31,6 @@ COLUMNS: Columns = [
     ("miss_cause", S, "`cold_start`, `prefix_change`, `ttl_expired`, `below_minimum`, `unexplained` (null on a hit)."),
     ("miss_explanation", S, "The cause in words (e.g. `TTL expired after a 6 min gap (5 min TTL)`)."),
 ]
-
-# Blocks the provider consumes before caching: they never break a cached prefix. Claude Code's
-# `x-anthropic-billing-header` line changes on every request, yet Claude Code gets cache hits:
-# the API reads it as billing metadata (our scripted server does the same).
-CACHE_TRANSPARENT_RULES = frozenset({"claude.billing-header"})
-
 
 def build(ctx: BuildContext) -> list[Row]:
     return _prefix_rows(ctx.recs, ctx.store, ctx.content_tokens, ctx.rules, ctx.tables["requests"])

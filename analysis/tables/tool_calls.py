@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 
 from analysis.blockstore import BlockStore
+from analysis.protocols.registry import replayed_call
 from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
 from analysis.toolloop import canonical_arguments, result_status, shell_command, split_compound
 
@@ -148,21 +149,16 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
 
 
 def _call_arguments(text: str) -> str | None:
-    """Canonical arguments of a replayed tool-call block (Anthropic input, Gemini args, OpenAI arguments)."""
+    """Canonical arguments of a replayed tool-call block, whichever protocol's shape it has."""
     try:
         wire = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(wire, dict):
+    call = replayed_call(wire)
+    if call is None:
         return None
-    for key in ("args", "input", "arguments"):
-        if key in wire:
-            value = wire[key]
-            return canonical_arguments(value if isinstance(value, str) else json.dumps(value))
-    function = wire.get("function")
-    if isinstance(function, dict) and "arguments" in function:
-        return canonical_arguments(str(function["arguments"]))
-    return None
+    value = call.arguments
+    return canonical_arguments(value if isinstance(value, str) else json.dumps(value))
 
 
 def _replayed_calls(recs: list[CallRec], store: BlockStore, index_of: dict[str, int]) -> dict:

@@ -1,8 +1,12 @@
-"""Classify a flow: is it a model call, which provider, API and client sent it.
+"""Classify a flow at record time: is it model traffic, which provider, API and client sent it.
 
 Pure functions over host, path, headers and (optionally) the first bytes of a
-request body. The recording proxy uses them to decide what to record in full;
-the analyzer uses the same rules so both agree on what a model request is.
+request body. This is the one place that knows provider hosts and client user
+agents: the recording proxy uses it to decide what to record in full (it must not
+import the analyzer), and the analyzer asks it whether a host carries model
+traffic. Which protocol a recorded flow speaks is the analyzer's protocol
+registry's call (`analysis.protocols.registry`); the `api` label here is only the
+record-time guess stored with the flow.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from ctxtap.capture.wire import Headers, header_value, lower_headers
 
 # Known model-API hosts -> provider. Suffix match ("x.example.com" matches "example.com" entries
 # written with a leading dot).
@@ -56,8 +62,22 @@ _API_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/completions/?$|/embeddings/?$"), "other"),
 ]
 
+# A POST to a model host whose path names a model operation, though no known API matches it:
+# recorded in full, so a protocol the analyzer learns later can still be read from the capture.
+_MODEL_LOOKING = re.compile(
+    r"(?:^|[/:._-])(?:generate|generation|completions?|complete|chat|messages|responses|converse|"
+    r"conversations?|infer|inference|predict|invoke|prompt|sample|realtime)(?:$|[/:._?-])",
+    re.I,
+)
+
 # Headers that carry a client's session/thread id: requests sharing one extend each other's bodies.
 SESSION_HEADERS = ("x-claude-code-session-id", "session-id", "session_id", "thread-id", "x-session-id")
+
+
+def stream_key(host: str, path: str, headers: Headers) -> str:
+    """Requests of one conversation share a stream: host, bare path and session header."""
+    session = next((v for name in SESSION_HEADERS if (v := header_value(headers, name))), "")
+    return f"{host}{path.split('?', 1)[0]} {session}"
 
 # Hosts whose non-model paths we know are side traffic (telemetry, settings).
 _CODEX_BACKEND = re.compile(r"^/backend-api/codex/")
@@ -85,6 +105,14 @@ def provider_for_host(host: str, extra_hosts: Mapping[str, str] | None = None) -
     return None
 
 
+def model_host(host: str, path: str, extra_hosts: Mapping[str, str] | None = None) -> str | None:
+    """The provider when this host (and, for shared hosts, this path) can carry model calls, else None."""
+    provider = provider_for_host(host, extra_hosts)
+    if provider is not None and host.lower() == "chatgpt.com" and not _CODEX_BACKEND.match(path.split("?", 1)[0]):
+        return None  # chatgpt.com serves the web app too: only the Codex backend is model traffic
+    return provider
+
+
 def classify_flow(
     host: str,
     path: str,
@@ -105,12 +133,14 @@ def classify_flow(
             break
     if provider is None:
         return FlowClass(False, "unknown", "other", "other")
-    if host.lower() == "chatgpt.com" and not _CODEX_BACKEND.match(bare):
+    if model_host(host, bare, extra_hosts) is None:
         return FlowClass(False, provider, "other", "other")
     if api is None:
-        # A user-added host is recorded in full whatever the path; a known host's
-        # other paths (telemetry, settings, model lists) are side traffic.
-        return FlowClass(user_host, provider, "other", "other")
+        # A user-added host is recorded in full whatever the path, and so is a POST to a
+        # known host whose path names a model operation (an API this table does not know
+        # yet); a known host's other paths (telemetry, settings, model lists) are side traffic.
+        unknown_api = method.upper() == "POST" and bool(_MODEL_LOOKING.search(bare))
+        return FlowClass(user_host or unknown_api, provider, "other", "other")
     endpoint = "generate"
     if bare.endswith("/count_tokens") or bare.endswith(":countTokens"):
         endpoint = "count_tokens"
@@ -156,16 +186,9 @@ class ClientClass:
     rule: str
 
 
-def _headers_dict(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, value in headers:
-        out.setdefault(key.lower(), value)
-    return out
-
-
 def classify_client(headers: Iterable[tuple[str, str]], body_head: bytes | None = None) -> ClientClass:
     """Identify the client from its headers, falling back to body markers."""
-    h = _headers_dict(headers)
+    h = lower_headers(headers)
     ua = h.get("user-agent", "")
     originator = h.get("originator")
     for name, pattern in _UA_RULES:

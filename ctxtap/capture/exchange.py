@@ -10,6 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ctxtap.capture.wire import header_value
+
 
 class WsMessage(BaseModel):
     index: int  # position in the socket's message sequence (both directions)
@@ -46,8 +48,4 @@ class Exchange(BaseModel):
 
     def header(self, name: str, response: bool = False) -> str | None:
         """First value of a header, case-insensitive."""
-        name = name.lower()
-        for key, value in self.response_headers if response else self.request_headers:
-            if key.lower() == name:
-                return value
-        return None
+        return header_value(self.response_headers if response else self.request_headers, name)

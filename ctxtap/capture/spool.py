@@ -35,7 +35,6 @@ class SpoolFile:
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / SPOOL_NAME
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self.bytes_written = 0
 
     def append(self, header: dict, payload: bytes = b"") -> None:
         frame = encode_frame(header, payload)
@@ -43,7 +42,6 @@ class SpoolFile:
         while view:
             n = os.write(self._fd, view)
             view = view[n:]
-        self.bytes_written += len(frame)
 
     def sync(self) -> None:
         os.fsync(self._fd)

@@ -1,6 +1,7 @@
 """The capture writer: redacts, decodes, compresses and spools flows off the event loop.
 
-The proxy submits raw events from its hooks and gets a future back; the writer
+Raw events arrive from the proxy's hooks (through `writer_proc` when the writer runs
+in its own child process, the default) and each gets a future back; the writer's
 thread turns each event into spool records. Nothing unredacted is ever written:
 headers, URLs and decoded bodies pass through the redactor first, and bodies
 whose encoding cannot be undone are still scanned byte-wise.
@@ -22,7 +23,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ctxtap.capture.bodies import BodyEncoder
-from ctxtap.capture.classify import SESSION_HEADERS, classify_client
+from ctxtap.capture.classify import classify_client, stream_key
 from ctxtap.capture.decode import decode_body
 from ctxtap.capture.events import (
     Barrier,
@@ -38,6 +39,7 @@ from ctxtap.capture.events import (
 )
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.spool import SpoolFile
+from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
 from redaction.layered import capture_redactor, ruleset_version
 from redaction.streams import Released, SseRedactor, StreamRedactor
 
@@ -47,28 +49,6 @@ LOCK_NAME = "writer.lock"
 
 def _sha(data: bytes | None) -> str | None:
     return None if data is None else hashlib.sha256(data).hexdigest()
-
-
-def _header(headers: list[tuple[str, str]], name: str) -> str | None:
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return None
-
-
-def transport_for(status: int | None, content_type: str | None, streamed: bool, websocket: bool) -> str:
-    if websocket and status == 101:
-        return "websocket"
-    if status is None:
-        return "none"
-    ctype = (content_type or "").lower()
-    if "text/event-stream" in ctype:
-        return "sse"
-    if streamed:
-        return "stream"
-    if "json" in ctype:
-        return "json"
-    return "none" if not ctype else "json" if ctype.startswith("application/") else "none"
 
 
 SEGMENT_BYTES = 64 * 1024
@@ -94,8 +74,7 @@ class _Stream:
         self.parts: list[bytes] = []
         self.encoding = encoding
         self.incremental = not encoding or encoding.lower() == "identity"
-        self.sse = SseRedactor(redactor) if self.incremental and "text/event-stream" in (
-            content_type or "").lower() else None
+        self.sse = SseRedactor(redactor) if self.incremental and is_event_stream(content_type) else None
         self.raw: list[bytes] = []
         self.redactions: Counter[str] = Counter()
         self._redactor = redactor
@@ -134,14 +113,13 @@ class _Stream:
 
 
 class _FlowInfo:
-    __slots__ = ("record_full", "is_model", "websocket", "stream_key", "model_frames", "frames")
+    __slots__ = ("record_full", "is_model", "websocket", "stream_key", "frames")
 
     def __init__(self, record_full: bool, is_model: bool, websocket: bool, stream_key: str) -> None:
         self.record_full = record_full
         self.is_model = is_model
         self.websocket = websocket
         self.stream_key = stream_key
-        self.model_frames = 0
         self.frames: StreamRedactor | None = None  # WebSocket messages held until a split secret is settled
 
 
@@ -297,28 +275,26 @@ class CaptureWriter:
             "request_sha256_client": _sha(raw),
             "request_sha256_upstream": _sha(raw) if ev.body_out is ev.body_in else _sha(ev.body_out or b""),
         }
-        session = next((v for k in SESSION_HEADERS if (v := _header(ev.headers, k))), "")
-        bare = path.split("?", 1)[0]
-        stream_key = f"req {ev.host}{bare} {session}"
+        body_stream = "req " + stream_key(ev.host, path, ev.headers)
         if ev.record_full:
             headers = self.redactor.redact_headers(ev.headers)
-            encoding = _header(ev.headers, "content-encoding")
+            encoding = header_value(ev.headers, "content-encoding")
             decoded, status = decode_body(raw, None if ev.body_is_decoded else encoding)
             body = self.redactor.redact_bytes(decoded)
             client = classify_client(headers, body[:65536])
             row.update(
                 request_headers=json.dumps(headers),
                 request_content_encoding=encoding,
-                request_content_type=_header(ev.headers, "content-type"),
+                request_content_type=header_value(ev.headers, "content-type"),
                 request_decode_status=status,
                 request_bytes=len(decoded),
-                request_body_id=self._store_body(body, stream_key),
+                request_body_id=self._store_body(body, body_stream),
             )
         else:
             client = classify_client(ev.headers)
         row.update(client=client.client, client_version=client.version, client_rule=client.rule)
         row["redactions"] = self._counts_delta(before)
-        self._inflight[ev.flow_id] = _FlowInfo(ev.record_full, ev.is_model, ev.websocket, stream_key)
+        self._inflight[ev.flow_id] = _FlowInfo(ev.record_full, ev.is_model, ev.websocket, body_stream)
         self.spool.append(row)
         self.stats["requests"] += 1
 
@@ -329,7 +305,7 @@ class CaptureWriter:
             return self._streamed_row(ev, info, stream, before)
         raw_in = ev.body_in or b""
         raw_out = raw_in if ev.body_out is ev.body_in else (ev.body_out or b"")
-        ctype = _header(ev.headers, "content-type")
+        ctype = header_value(ev.headers, "content-type")
         row: dict = {
             "flow_id": ev.flow_id, "status": ev.status, "reason": ev.reason,
             "response_http_version": ev.http_version,
@@ -340,11 +316,11 @@ class CaptureWriter:
             "streamed": ev.streamed,
             "ts_response_headers": ev.ts_headers, "ts_first_byte": ev.ts_first_byte,
             "ts_response_end": ev.ts_end,
-            "transport": transport_for(ev.status, ctype, ev.streamed, bool(info and info.websocket)),
+            "transport": flow_transport(ev.status, ctype, ev.streamed, bool(info and info.websocket)),
         }
         if info is None or info.record_full:
             headers = self.redactor.redact_headers(ev.headers)
-            encoding = _header(ev.headers, "content-encoding")
+            encoding = header_value(ev.headers, "content-encoding")
             decoded, status = decode_body(raw_in, None if ev.body_is_decoded else encoding)
             body = self.redactor.redact_bytes(decoded)
             key = "resp " + (info.stream_key[4:] if info else ev.flow_id)
@@ -361,7 +337,7 @@ class CaptureWriter:
     def _streamed_row(self, ev: ResponseEvent, info: _FlowInfo | None, stream: _Stream,
                       before: Counter[str]) -> dict:
         """The row of a response whose body arrived as chunks (forwarded unchanged, so in == out)."""
-        ctype = _header(ev.headers, "content-type")
+        ctype = header_value(ev.headers, "content-type")
         digest = stream.sha.hexdigest()
         row: dict = {
             "flow_id": ev.flow_id, "status": ev.status, "reason": ev.reason,
@@ -371,7 +347,7 @@ class CaptureWriter:
             "streamed": True,
             "ts_response_headers": ev.ts_headers, "ts_first_byte": ev.ts_first_byte,
             "ts_response_end": ev.ts_end,
-            "transport": transport_for(ev.status, ctype, True, bool(info and info.websocket)),
+            "transport": flow_transport(ev.status, ctype, True, bool(info and info.websocket)),
         }
         if info is None or info.record_full:
             if stream.incremental:
@@ -421,8 +397,6 @@ class CaptureWriter:
             "ts": ev.ts, "opcode": "text" if ev.is_text else "binary", "size": len(ev.content),
             "msg_type": msg_type, "is_model_request": is_request,
         }
-        if info and is_request:
-            info.model_frames += 1
         self.stats["ws_messages"] += 1
         if not (ev.record_full and (info is None or info.record_full)):
             row["redactions"] = {}

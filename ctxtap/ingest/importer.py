@@ -25,6 +25,7 @@ from ctxtap.capture.events import (
 )
 from ctxtap.capture.finalize import finalize
 from ctxtap.capture.manifest import Manifest, new_capture_id
+from ctxtap.capture.wire import header_value
 from ctxtap.capture.writer import CaptureWriter
 
 
@@ -108,8 +109,7 @@ def har_events(entry: dict, seq: int, flow_id: str, model_hosts: dict[str, str],
     host, _, port = netloc.partition(":")
     path = "/" + path
     headers = [(h["name"], h["value"]) for h in request.get("headers", [])]
-    websocket = any(k.lower() == "upgrade" and v.lower() == "websocket" for k, v in headers) or (
-        "_webSocketMessages" in entry)
+    websocket = (header_value(headers, "upgrade") or "").lower() == "websocket" or "_webSocketMessages" in entry
     method = request.get("method", "GET")
     is_model, full, provider, api, endpoint = _classify(host, path, method, websocket, model_hosts, record_all)
     start = _har_time(entry["startedDateTime"]) if entry.get("startedDateTime") else 0.0

@@ -16,8 +16,8 @@ from .cache import CacheResult, PromptCache
 from .engine import Engine
 from .faults import INJECT_HEADER, Fault
 from .records import Received, Sent
-from .reply import Answer, Event, Exchange, Reply
-from .script import BUILTIN_SCRIPTS, Script, Step, ToolCall
+from .reply import Answer, Event, Reply, ServedExchange
+from .script import BUILTIN_SCRIPTS, Script, ScriptedCall, Step
 from .server import ModelServer
 
 __all__ = [
@@ -27,7 +27,7 @@ __all__ = [
     "CacheResult",
     "Engine",
     "Event",
-    "Exchange",
+    "ServedExchange",
     "Fault",
     "ModelServer",
     "PromptCache",
@@ -36,5 +36,5 @@ __all__ = [
     "Script",
     "Sent",
     "Step",
-    "ToolCall",
+    "ScriptedCall",
 ]

@@ -16,7 +16,7 @@ import brotli
 import zstandard
 
 
-class DecodeError(ValueError):
+class CodecError(ValueError):
     """The body does not match its Content-Encoding."""
 
 
@@ -50,11 +50,11 @@ def decode_body(data: bytes, content_encoding: str | None) -> bytes:
     for coding in reversed([c.strip().lower() for c in content_encoding.split(",") if c.strip()]):
         decoder = _DECODERS.get(coding)
         if decoder is None:
-            raise DecodeError(f"unsupported content-encoding {coding!r}")
+            raise CodecError(f"unsupported content-encoding {coding!r}")
         try:
             data = decoder(data)
         except Exception as exc:  # every codec has its own error type
-            raise DecodeError(f"body is not valid {coding}: {exc}") from exc
+            raise CodecError(f"body is not valid {coding}: {exc}") from exc
     return data
 
 

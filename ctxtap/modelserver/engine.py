@@ -22,7 +22,7 @@ from .cache import CacheResult, PromptCache
 from .conversation import Conversation, read_conversation, session_key, shape_problem
 from .faults import INJECT_HEADER, Fault, error_body, error_headers, parse_inject, stream_error_event
 from .prefix import build_prefix
-from .reply import Answer, Event, Exchange, RenderContext, Reply, new_id, split_text
+from .reply import Answer, Event, RenderContext, Reply, ServedExchange, new_id, split_text
 from .routes import Route, guess_family, match_route
 from .script import BUILTIN_SCRIPTS, DEFAULT_SCRIPT, Script, Step
 from .tools import shape_call
@@ -111,7 +111,7 @@ class Engine:
         self._lock = threading.RLock()
         self._seq = 0
         self._faults: list[Fault] = list(faults)
-        self._exchanges: list[Exchange] = []
+        self._exchanges: list[ServedExchange] = []
         self._responses: OrderedDict[str, list[Any]] = OrderedDict()
         self.cache = PromptCache(ttl_s=cache_ttl_s, min_tokens=min_cache_tokens, bytes_per_token=bytes_per_token,
                                  block_tokens=cache_block_tokens, clock=self.now)
@@ -131,7 +131,7 @@ class Engine:
             self._faults.clear()
 
     @property
-    def exchanges(self) -> list[Exchange]:
+    def exchanges(self) -> list[ServedExchange]:
         """Every model call so far, in arrival order (a snapshot copy)."""
         with self._lock:
             return list(self._exchanges)
@@ -162,7 +162,7 @@ class Engine:
                     return fault
         return None
 
-    def _record(self, exchange: Exchange) -> None:
+    def _record(self, exchange: ServedExchange) -> None:
         with self._lock:
             self._exchanges.append(exchange)
 
@@ -193,7 +193,7 @@ class Engine:
         if route.api == "models":
             return self._models_reply()
         seq = self._next_seq()
-        exchange = Exchange(seq=seq, api=route.api, transport=transport, path=path)
+        exchange = ServedExchange(seq=seq, api=route.api, transport=transport, path=path)
         data, problem = (None, body_error) if body_error else self._parse(body)
         if data is None:
             return self._fail(exchange, route.family, 400, hdrs, problem)
@@ -220,7 +220,7 @@ class Engine:
         if kind != "response.create":
             return self._ws_error(None, 400, hdrs, f"Unsupported message type: {kind!r}")
         seq = self._next_seq()
-        exchange = Exchange(seq=seq, api="responses", transport="ws", path=path, request=data, stream=True)
+        exchange = ServedExchange(seq=seq, api="responses", transport="ws", path=path, request=data, stream=True)
         meta = data.get("client_metadata") if isinstance(data.get("client_metadata"), dict) else {}
         fault = self._take_fault(seq, path, "responses", meta.get(INJECT_HEADER))
         if fault is not None and fault.status:
@@ -231,7 +231,7 @@ class Engine:
     # -- generation -------------------------------------------------------------------------
 
     def _answer(self, route: Route, data: dict[str, Any], hdrs: dict[str, str], client_host: str,
-                exchange: Exchange, fault: Fault | None) -> Reply:
+                exchange: ServedExchange, fault: Fault | None) -> Reply:
         family = route.family
         inner = data.get("request") if route.wrapped and isinstance(data.get("request"), dict) else data
         assert isinstance(inner, dict)
@@ -371,13 +371,13 @@ class Engine:
             return render.gemini.usage(ctx)
         return render.responses.usage(ctx)
 
-    def _log_usage(self, exchange: Exchange, usage: CacheResult, ctx: RenderContext, provider: dict[str, Any]) -> None:
+    def _log_usage(self, exchange: ServedExchange, usage: CacheResult, ctx: RenderContext, provider: dict[str, Any]) -> None:
         exchange.usage = {"input": usage.total, "cache_read": usage.read, "cache_write": usage.write,
                           "output": ctx.output_tokens}
         exchange.provider_usage = provider
         self._record(exchange)
 
-    def _apply_stream_fault(self, reply: Reply, fault: Fault, family: str, ctx: RenderContext, exchange: Exchange) -> None:
+    def _apply_stream_fault(self, reply: Reply, fault: Fault, family: str, ctx: RenderContext, exchange: ServedExchange) -> None:
         exchange.fault = fault.describe()
         if fault.cut_after is not None:
             reply.cut_after = fault.cut_after
@@ -403,7 +403,7 @@ class Engine:
             return None, "Request body must be a JSON object."
         return data, ""
 
-    def _finish(self, reply: Reply, family: str, exchange: Exchange, hdrs: dict[str, str] | None = None) -> Reply:
+    def _finish(self, reply: Reply, family: str, exchange: ServedExchange, hdrs: dict[str, str] | None = None) -> Reply:
         rid = new_id("req_")
         reply.headers.append(("x-request-id", rid))
         if family == "anthropic":
@@ -433,7 +433,7 @@ class Engine:
             headers.append(("request-id", rid))
         return Reply(status=status, headers=headers, body=body)
 
-    def _fail(self, exchange: Exchange, family: str, status: int, hdrs: dict[str, str], message: str | None,
+    def _fail(self, exchange: ServedExchange, family: str, status: int, hdrs: dict[str, str], message: str | None,
               fault: Fault | None = None) -> Reply:
         reply = self._error_reply(family, status, hdrs, message or None, fault)
         exchange.status, exchange.kind = status, "error"
@@ -443,7 +443,7 @@ class Engine:
         reply.exchange = exchange
         return reply
 
-    def _ws_error(self, exchange: Exchange | None, status: int, hdrs: dict[str, str], message: str | None,
+    def _ws_error(self, exchange: ServedExchange | None, status: int, hdrs: dict[str, str], message: str | None,
                   fault: Fault | None = None, code: str | None = None) -> Reply:
         retry = fault.retry_after_s if fault and fault.retry_after_s is not None else self.retry_after_s
         err = error_body("responses", status, message=message, retry_after_s=retry)["error"]

@@ -52,7 +52,7 @@ class Sent:
     complete: bool = True  # False when the stream was cut on purpose
 
 
-class Recorder:
+class TrafficLog:
     """Thread-safe append-only logs of received requests and sent responses."""
 
     def __init__(self) -> None:

@@ -61,7 +61,7 @@ class RenderContext:
 
 
 @dataclass
-class Exchange:
+class ServedExchange:
     """One logical model call (an HTTP request or a WebSocket response.create frame)."""
 
     seq: int
@@ -89,7 +89,7 @@ class Reply:
     events: list[Event] | None = None  # stream events
     cut_after: int | None = None  # close the connection after this many events
     delay_s: float | None = None  # per-request pacing override
-    exchange: Exchange | None = None
+    exchange: ServedExchange | None = None
     output: list[dict[str, Any]] | None = None  # Responses output items (for previous_response_id)
 
     @property

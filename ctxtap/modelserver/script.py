@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 
-class ToolCall(BaseModel):
+class ScriptedCall(BaseModel):
     """One shell-like call. The engine shapes it to the tool the client offers."""
 
     command: str
@@ -28,7 +28,7 @@ class ToolCall(BaseModel):
 class Step(BaseModel):
     """Either a set of (parallel) tool calls, optionally with preamble text, or final text."""
 
-    calls: list[ToolCall] = Field(default_factory=list)
+    calls: list[ScriptedCall] = Field(default_factory=list)
     text: str | None = None
     # Big-stream knobs (throughput benchmarks): N text deltas of M bytes each.
     events: int | None = None
@@ -103,7 +103,7 @@ BUILTIN_SCRIPTS: dict[str, Script] = {
         steps=[
             Step(
                 text="I'll list the directory.",
-                calls=[ToolCall(command="pwd", description=_desc("pwd")), ToolCall(command="ls", description=_desc("ls"))],
+                calls=[ScriptedCall(command="pwd", description=_desc("pwd")), ScriptedCall(command="ls", description=_desc("ls"))],
             ),
             Step(text="I listed the first level of the current directory: see the tool output above. No files were modified."),
         ]
@@ -111,20 +111,20 @@ BUILTIN_SCRIPTS: dict[str, Script] = {
     # The "long" scenario: six steps that pull file contents into the context.
     "long": Script(
         steps=[
-            Step(calls=[ToolCall(command="pwd"), ToolCall(command="ls")]),
-            Step(calls=[ToolCall(command="cat README.md")]),
-            Step(calls=[ToolCall(command="cat config/settings.env")]),
-            Step(calls=[ToolCall(command="wc -l data.csv")]),
-            Step(calls=[ToolCall(command="ls src docs")]),
+            Step(calls=[ScriptedCall(command="pwd"), ScriptedCall(command="ls")]),
+            Step(calls=[ScriptedCall(command="cat README.md")]),
+            Step(calls=[ScriptedCall(command="cat config/settings.env")]),
+            Step(calls=[ScriptedCall(command="wc -l data.csv")]),
+            Step(calls=[ScriptedCall(command="ls src docs")]),
             Step(text="This is a small Python project: README.md, data.csv, config/, src/ and docs/. Nothing was changed."),
         ]
     ),
     # Loop quirks an analyzer must survive: a repeated identical call and a failing call.
     "quirks": Script(
         steps=[
-            Step(calls=[ToolCall(command="ls")]),
-            Step(calls=[ToolCall(command="ls")]),
-            Step(calls=[ToolCall(command="cat missing.txt")]),
+            Step(calls=[ScriptedCall(command="ls")]),
+            Step(calls=[ScriptedCall(command="ls")]),
+            Step(calls=[ScriptedCall(command="cat missing.txt")]),
             Step(text="The file missing.txt does not exist; the listing is above."),
         ]
     ),

@@ -18,11 +18,11 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .codec import DecodeError, decode_body, sse_frame
+from .codec import CodecError, decode_body, sse_frame
 from .engine import Engine
 from .faults import INJECT_HEADER, Fault, parse_inject
-from .records import Received, Recorder, Sent
-from .reply import Exchange, Reply
+from .records import Received, Sent, TrafficLog
+from .reply import Reply, ServedExchange
 from .routes import guess_family, is_websocket_path
 from .script import Script
 from .websocket import serve_websocket
@@ -92,7 +92,7 @@ class _Handler(BaseHTTPRequestHandler):
         problem = None
         try:
             body = decode_body(raw, self.headers.get("Content-Encoding"))
-        except DecodeError as exc:
+        except CodecError as exc:
             body, problem = raw, str(exc)
         rec = self._record(raw, body)
         try:
@@ -261,7 +261,7 @@ class ModelServer:
                              bytes_per_token=bytes_per_token, cache_block_tokens=cache_block_tokens, clock=clock,
                              chat_usage_style=chat_usage_style, delta_chars=delta_chars,
                              retry_after_s=retry_after_s, faults=faults)
-        self.recorder = Recorder()
+        self.recorder = TrafficLog()
         self.chunk_delay_s = chunk_delay_s
         self.websocket = websocket
         self.verbose = verbose
@@ -326,7 +326,7 @@ class ModelServer:
         return self.recorder.sent()
 
     @property
-    def exchanges(self) -> list[Exchange]:
+    def exchanges(self) -> list[ServedExchange]:
         """Every model call with its decision and usage (WebSocket frames included)."""
         return self.engine.exchanges
 

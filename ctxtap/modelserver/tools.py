@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .conversation import ToolSpec
-from .script import ToolCall
+from .script import ScriptedCall
 
 SHELL_TOOL_NAMES = (
     "Bash",
@@ -64,7 +64,7 @@ def _code_mode_source(command: str) -> str:
     return f"const r = await tools.exec_command({{cmd: {json.dumps(command)}}}); text(r.output ?? r);"
 
 
-def _arguments_for(tool: ToolSpec, call: ToolCall) -> dict[str, Any]:
+def _arguments_for(tool: ToolSpec, call: ScriptedCall) -> dict[str, Any]:
     props: dict[str, Any] = (tool.schema or {}).get("properties") or {}
     command = call.command
     if tool.name == "shell" or (props.get("command") or {}).get("type") == "array":
@@ -81,7 +81,7 @@ def _arguments_for(tool: ToolSpec, call: ToolCall) -> dict[str, Any]:
     return args
 
 
-def shape_call(call: ToolCall, tools: list[ToolSpec]) -> ShapedCall:
+def shape_call(call: ScriptedCall, tools: list[ToolSpec]) -> ShapedCall:
     """Render one scripted call for the offered tools (the call's own tool/arguments win)."""
     by_name = {t.name: t for t in tools}
     tool = by_name.get(call.tool) if call.tool else pick_shell_tool(tools)

@@ -32,14 +32,10 @@ from typing import Any
 import duckdb
 
 from analysis.db import fetch_rows
+from analysis.protocols.registry import content_fields, replayed_call
 from ctxtap.capture.store import Capture
 
 FORMAT = "ctxtap-attachment/1"
-# Request-body fields that hold the blocks themselves (shown as blocks, not as parameters).
-CONTENT_FIELDS = frozenset(
-    {"messages", "system", "tools", "input", "instructions", "contents", "systemInstruction",
-     "system_instruction", "functions", "prompt"}
-)
 # Transport headers that say nothing about context assembly.
 DROPPED_HEADERS = frozenset(
     {"content-length", "connection", "sec-websocket-key", "sec-websocket-accept", "transfer-encoding",
@@ -222,13 +218,8 @@ def call_entry(obj: Any, tool_name: str | None, call_id: str | None) -> dict[str
     """A tool call as name, call id and arguments (parsed when they are JSON text)."""
     if not isinstance(obj, dict):
         return {"name": tool_name, "call_id": call_id, "arguments": obj}
-    fn = obj.get("function") if isinstance(obj.get("function"), dict) else obj.get("functionCall")
-    fn = fn if isinstance(fn, dict) else obj
-    arguments: Any = None
-    for key in ("input", "arguments", "args"):
-        if key in fn:
-            arguments = fn[key]
-            break
+    call = replayed_call(obj)
+    arguments: Any = call.arguments if call is not None else None
     if isinstance(arguments, str):
         try:
             parsed = json.loads(arguments)
@@ -236,7 +227,8 @@ def call_entry(obj: Any, tool_name: str | None, call_id: str | None) -> dict[str
                 arguments = parsed
         except ValueError:
             pass
-    entry = {"name": fn.get("name") or obj.get("name") or tool_name, "call_id": call_id, "arguments": arguments}
+    entry = {"name": (call.name if call else None) or obj.get("name") or tool_name, "call_id": call_id,
+             "arguments": arguments}
     if obj.get("type"):
         entry["type"] = obj["type"]
     return entry
@@ -398,7 +390,8 @@ class AttachmentBuilder:
                 raw = None
             if isinstance(raw, dict):
                 # Only the non-content fields are cleaned (and counted): the blocks are cleaned as blocks.
-                others = json.dumps({k: v for k, v in raw.items() if k not in CONTENT_FIELDS}, ensure_ascii=False)
+                blocks = content_fields()  # request-body fields that hold the blocks, for every protocol
+                others = json.dumps({k: v for k, v in raw.items() if k not in blocks}, ensure_ascii=False)
                 parsed = self.cleaner.json(others)
                 fields = parsed if isinstance(parsed, dict) else {}
         self._fields_cache[r["request_id"]] = fields

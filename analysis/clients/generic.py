@@ -1,0 +1,229 @@
+"""Client-independent rules: what a block's kind or text says whoever sent it.
+
+They give an unseen client a sensible layout: structured blocks by their kind,
+then text fallbacks (reminders, project files, environment facts, system text,
+the user's task), and `generic.unknown` only when nothing can be inferred.
+"""
+
+from __future__ import annotations
+
+from analysis.blocks import BlockDraft
+from analysis.clients.registry import Client
+from analysis.clients.rules import (
+    ASSISTANT,
+    COMPACT_ENDPOINT,
+    COMPACTION_TEXT,
+    COUNT_ENDPOINT,
+    ENVIRONMENT,
+    GENERIC_PROBE,
+    KIND,
+    KIND_PLUGIN,
+    PLATFORM,
+    PLUGINS,
+    REMINDER,
+    SHAPE,
+    SIDE_CALL,
+    STRUCTURED_OUTPUT,
+    SUMMARY,
+    TEXT_GENERIC,
+    TITLE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TOOLS,
+    UNKNOWN,
+    USER_MEDIA,
+    USER_TASK,
+    Context,
+    Facts,
+    IdentityContext,
+    IdentityStage,
+    IdentityStep,
+    PurposeRule,
+    Rule,
+    first_user_text,
+    info,
+    is_date_reminder,
+    is_reminder,
+    kind_is,
+    looks_like_environment,
+    max_tokens_evidence,
+    mentions_project_file,
+    project_attrs,
+    system_text,
+    tools_evidence,
+    user_text,
+)
+from analysis.models import ParsedRequest, PurposeInfo
+
+# --- attribution -----------------------------------------------------------------------------
+
+
+def is_mcp_tool(d: BlockDraft, _: Context) -> bool:
+    return d.kind == "tool_definition" and (d.tool_name or "").startswith("mcp__")
+
+
+RULES = (
+    Rule("generic.mcp-tool", "MCP tool definitions come from a plugin/server catalogue", is_mcp_tool, PLUGINS,
+         stage=KIND_PLUGIN),
+    Rule("generic.tool-definition", "tool definitions are the client's tool catalogue", kind_is("tool_definition"),
+         TOOLS, stage=KIND),
+    Rule("generic.tool-call", "a call the model made, replayed as history", kind_is("tool_call"), TOOL_CALL,
+         stage=KIND),
+    Rule("generic.tool-result", "tool output is data, never an instruction", kind_is("tool_result"), TOOL_RESULT,
+         stage=KIND),
+    Rule("generic.reasoning", "replayed reasoning is the model's own output", kind_is("reasoning"), ASSISTANT,
+         stage=KIND),
+    Rule("generic.compaction-item", "provider compaction items summarise history", kind_is("compaction"),
+         SUMMARY, stage=KIND),
+    Rule("generic.date-reminder", "date-only `<system-reminder>`", is_date_reminder, ENVIRONMENT,
+         stage=TEXT_GENERIC),
+    Rule("generic.system-reminder", "`<system-reminder>` text", is_reminder, REMINDER, stage=TEXT_GENERIC),
+    Rule("generic.project-file", "text quoting AGENTS.md / CLAUDE.md / GEMINI.md", mentions_project_file,
+         project_attrs, stage=TEXT_GENERIC),
+    Rule("generic.environment", "short text with cwd / OS / shell / date / git facts", looks_like_environment,
+         ENVIRONMENT, stage=TEXT_GENERIC),
+    Rule("generic.system-text", "system / developer text is platform rules", system_text, PLATFORM,
+         stage=TEXT_GENERIC),
+    Rule("generic.assistant-text", "assistant text is model output", lambda d, _: d.role == "assistant",
+         ASSISTANT, stage=TEXT_GENERIC),
+    Rule("generic.first-user-text-task", "the first plain user text is the typed task", first_user_text,
+         USER_TASK, stage=TEXT_GENERIC),
+    Rule("generic.user-text-task", "later plain user text: a follow-up task", user_text, USER_TASK,
+         stage=TEXT_GENERIC),
+    Rule("generic.user-media", "images / documents in user messages are attachments",
+         lambda d, _: d.role == "user" and d.kind in ("image", "document"), USER_MEDIA, stage=TEXT_GENERIC),
+    Rule("generic.unknown", "nothing could be inferred", lambda d, _: True, UNKNOWN, stage=TEXT_GENERIC),
+)
+
+# --- purpose -----------------------------------------------------------------------------------
+
+
+def count_tokens(f: Facts) -> PurposeInfo | None:
+    if f.endpoint == "count_tokens":
+        return info("count_tokens", "endpoint.count-tokens", "endpoint=count_tokens")
+    return None
+
+
+def compact_endpoint(f: Facts) -> PurposeInfo | None:
+    if f.endpoint == "compact":
+        return info("compaction", "endpoint.compact", "endpoint=/responses/compact")
+    return None
+
+
+def compaction_text(f: Facts) -> PurposeInfo | None:
+    for block in f.request.blocks:
+        if block.rule_id in f.compaction_rules:
+            return info("compaction", "text.compaction", f"{block.path} matched {block.rule_id}")
+    return None
+
+
+def max_tokens_1(f: Facts) -> PurposeInfo | None:
+    if f.request.max_output_tokens == 1:
+        return info("probe", "generic.max-tokens-1", "max_tokens=1")
+    return None
+
+
+def title(f: Facts) -> PurposeInfo | None:
+    for block in instructions_and_last_user(f.request):
+        if block.kind != "instruction_text" and f.request.n_tools:
+            continue  # a user asking for a title in a tool-using turn is a main turn
+        head = block.text[:600].lower()
+        for marker in f.title_markers:
+            if marker.lower() in head:
+                return info("title", "text.title", f"{block.path} contains {marker!r}", tools_evidence(f))
+    return None
+
+
+def side_call(f: Facts) -> PurposeInfo | None:
+    for block in instructions_and_last_user(f.request):
+        head = block.text[:600]
+        for marker in f.side_markers:
+            if marker in head:
+                return info("structured_side", "text.side-call", f"{block.path} contains {marker!r}")
+    return None
+
+
+def structured_output(f: Facts) -> PurposeInfo | None:
+    if f.body_facts.get("json_schema_output") and not f.request.n_tools:
+        return info("structured_side", "generic.json-schema-no-tools", "JSON schema output", "tools=0")
+    return None
+
+
+def tools_present(f: Facts) -> PurposeInfo | None:
+    if f.request.n_tools:
+        return info("main", "generic.tools-present", tools_evidence(f), max_tokens_evidence(f))
+    return None
+
+
+def user_task_no_tools(f: Facts) -> PurposeInfo | None:
+    has_task = any(b.source == "user_task" for b in f.request.blocks)
+    big = f.request.max_output_tokens is None or f.request.max_output_tokens > 1024
+    if has_task and big:
+        return info("main", "generic.user-task-no-tools", "tools=0", "user task present", max_tokens_evidence(f))
+    return None
+
+
+def instructions_and_last_user(request: ParsedRequest) -> list:
+    blocks = [b for b in request.blocks if b.kind == "instruction_text"][:4]
+    users = [b for b in request.blocks if b.kind == "message_text" and b.role == "user"]
+    if users:
+        blocks.append(users[-1])
+    return blocks
+
+
+PURPOSES = (
+    PurposeRule(COUNT_ENDPOINT, count_tokens),
+    PurposeRule(COMPACT_ENDPOINT, compact_endpoint),
+    PurposeRule(COMPACTION_TEXT, compaction_text),
+    PurposeRule(GENERIC_PROBE, max_tokens_1),
+    PurposeRule(TITLE, title),
+    PurposeRule(SIDE_CALL, side_call),
+    PurposeRule(STRUCTURED_OUTPUT, structured_output),
+    PurposeRule(SHAPE, tools_present),
+    PurposeRule(SHAPE, user_task_no_tools),
+)
+
+# --- identity ----------------------------------------------------------------------------------
+
+
+def recorded_client(c: IdentityContext) -> None:
+    """Headers name no client, but the recorder did (e.g. from the body): keep the recorder's."""
+    ident, recorded = c.ident, c.recorded_client
+    if ident.client.startswith("unknown") and recorded and not recorded.startswith("unknown"):
+        ident.client, ident.client_version, ident.client_rule = recorded, c.recorded_version, "recorded"
+
+
+def session_header(c: IdentityContext) -> None:
+    c.put("session_id", c.headers.get("x-session-id"), "header.x-session-id")
+
+
+def thread_headers(c: IdentityContext) -> None:
+    for name in ("thread-id", "thread_id"):
+        c.put("thread_id", c.headers.get(name), f"header.{name}")
+
+
+def prompt_cache_key(c: IdentityContext) -> None:
+    c.put("prompt_cache_key", c.facts.get("prompt_cache_key"), "body.prompt_cache_key")
+
+
+def body_user(c: IdentityContext) -> None:
+    c.put("user_id", c.facts.get("user"), "body.user")
+
+
+IDENTITY_STEPS = (
+    IdentityStep(IdentityStage.CLIENT, recorded_client),
+    IdentityStep(IdentityStage.SESSION_GENERIC, session_header),
+    IdentityStep(IdentityStage.THREAD_GENERIC, thread_headers),
+    IdentityStep(IdentityStage.CACHE_KEY, prompt_cache_key),
+    IdentityStep(IdentityStage.USER_GENERIC, body_user),
+)
+
+CLIENT = Client(
+    name="generic",
+    ids=frozenset(),
+    order=0,
+    rules=RULES,
+    purposes=PURPOSES,
+    identity=IDENTITY_STEPS,
+    title_markers=("Generate a concise title", "generate a short title", "Generate a title for this conversation"),
+)
