@@ -6,7 +6,15 @@ from __future__ import annotations
 import json
 
 from analysis.blocks import BlockDraft, finalize
-from analysis.models import Block, CallIdentity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo, ToolCall
+from analysis.models import (
+    Block,
+    CallIdentity,
+    ModelCall,
+    ParsedRequest,
+    ParsedResponse,
+    PurposeInfo,
+    ToolCall,
+)
 from analysis.sessions import SessionAssigner
 
 SYSTEM = "You are a coding agent. Use the tools to inspect the repository and answer precisely."
