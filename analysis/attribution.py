@@ -22,6 +22,7 @@ from analysis.blocks import BlockDraft, finalize
 from analysis.clients import registry
 from analysis.clients.rules import UNKNOWN, Context, Rule, is_text
 from analysis.models import Block
+from analysis.segment_attrs import with_segments
 
 _tables: dict[tuple[int, frozenset[str]], list[Rule]] = {}
 
@@ -117,9 +118,10 @@ def attribute(drafts: list[BlockDraft], client: str, api: str, memo: Any = None,
                 break
         else:  # only when the generic rules are switched off: generic.unknown always matches
             rule, attrs = _FALLBACK, UNKNOWN
-        if attrs.source == "user_task" and draft.kind == "message_text":
+        block = with_segments(finalize(draft, position, attrs.as_dict(), rule.id))
+        if draft.kind == "message_text" and (block.source == "user_task" or any(
+                s.source == "user_task" for s in block.segments)):
             ctx.user_task_seen = True
-        block = finalize(draft, position, attrs.as_dict(), rule.id)
         if memo is not None:
             memo.put_attributed(key, draft, (block, ctx.user_task_seen))
         blocks.append(block)

@@ -57,7 +57,7 @@ ENV_SECTION = re.compile(r"(?i)^(?:env|environment(?:[ _]?(?:context|info|detail
                          r"|context[ _]?info|gitstatus|git[ _]status|directory[ _](?:structure|listing)|os|working[ _]directory"
                          r"|date(?:[ _]and[ _]time)?|current[ _]date|time)$")
 PROJECT_SECTION = re.compile(r"(?i)^(?:project[ _](?:information|instructions|context|rules|guidelines|memory)"
-                             r"|user[ _]instructions|instructions|memory|agents\.md.*|claude\.md.*|gemini\.md.*)$")
+                             r"|user[ _]instructions|agents\.md.*|claude\.md.*|gemini\.md.*)$")
 CATALOGUE_SECTION = re.compile(r"(?i)^(?:available[ _])?(?:skills?|plugins?|agents?|agent[ _]types|subagents?|tools"
                                r"|deferred[ _]tools|commands|slash[ _]commands|mcp(?:[ _]servers)?|extensions)"
                                r"(?:[ _](?:instructions|list|catalog(?:ue)?))?$")

@@ -49,6 +49,7 @@ class ParseState:
     """Per-capture state of each protocol (e.g. the Responses chain), created on first use."""
 
     states: dict[str, Any] = field(default_factory=dict)
+    disabled_clients: frozenset[str] = frozenset()  # clients whose own rules are switched off (benchmarks)
 
     def of(self, protocol: Protocol) -> Any:
         if protocol.api not in self.states:
@@ -72,12 +73,15 @@ def route(ex: Exchange) -> ProtocolMatch | None:
     return ProtocolMatch(protocol, provider, protocol.api_for(websocket), endpoint)
 
 
-def parse_exchanges(exchanges: Iterable[Exchange], memo: ParseMemo | None = None) -> Iterator[ModelCall]:
+def parse_exchanges(exchanges: Iterable[Exchange], memo: ParseMemo | None = None,
+                    disabled_clients: Iterable[str] = ()) -> Iterator[ModelCall]:
     """Parse exchanges in capture order, carrying protocol state (Responses continuations) across flows.
 
-    With a `ParseMemo`, history resent by later requests is parsed only once.
+    With a `ParseMemo`, history resent by later requests is parsed only once. `disabled_clients`
+    switches those clients' own rules off (attribution, purpose, identity), leaving the
+    client-independent ones: how ctxtap reads a client it has never seen.
     """
-    state = ParseState()
+    state = ParseState(disabled_clients=frozenset(disabled_clients))
     for ex in exchanges:
         yield from parse_exchange(ex, state, memo)
 
@@ -118,10 +122,10 @@ def _parse_http(ex: Exchange, r: ProtocolMatch, state: ParseState, memo: ParseMe
     else:
         draft = protocol.parse_request(body, RequestContext(ex.path, pstate, memo))
     headers = list(ex.request_headers)
-    identity = identify(headers, raw, draft.facts, ex.client, ex.client_version)
-    request = _request(r, draft, identity, memo)
+    identity = identify(headers, raw, draft.facts, ex.client, ex.client_version, state.disabled_clients)
+    request = _request(r, draft, identity, memo, state.disabled_clients)
     response = _http_response(ex, r)
-    purpose = _purpose(r, request, identity, lower_headers(headers), draft)
+    purpose = _purpose(r, request, identity, lower_headers(headers), draft, state.disabled_clients)
     protocol.remember(pstate, body, draft, response)
     return ModelCall(
         call_key=ex.flow_id,
@@ -190,13 +194,13 @@ def _ws_call(ex: Exchange, r: ProtocolMatch, state: ParseState, turn: WsTurn, la
     protocol, message, server = r.protocol, turn.request, turn.server
     pstate = state.of(protocol)
     body, draft = protocol.parse_ws_request(turn.obj, RequestContext(ex.path, pstate, memo), last_response)
-    headers = extra_request_headers(draft.facts) + list(ex.request_headers)
-    identity = identify(headers, message.content, draft.facts, ex.client, ex.client_version)
-    request = _request(r, draft, identity, memo)
+    headers = extra_request_headers(draft.facts, state.disabled_clients) + list(ex.request_headers)
+    identity = identify(headers, message.content, draft.facts, ex.client, ex.client_version, state.disabled_clients)
+    request = _request(r, draft, identity, memo, state.disabled_clients)
     response = protocol.parse_ws_response(server)
     if not server and ex.error:
         response.parse_error = ex.error
-    purpose = _purpose(r, request, identity, lower_headers(headers), draft)
+    purpose = _purpose(r, request, identity, lower_headers(headers), draft, state.disabled_clients)
     protocol.remember(pstate, body, draft, response)
     return ModelCall(
         call_key=f"{ex.flow_id}#{message.index}",
@@ -220,9 +224,9 @@ def _ws_call(ex: Exchange, r: ProtocolMatch, state: ParseState, turn: WsTurn, la
 # --- shared -------------------------------------------------------------------------
 
 
-def _request(r: ProtocolMatch, draft: RequestDraft, identity: CallIdentity, memo: ParseMemo | None = None
-             ) -> ParsedRequest:
-    blocks = attribute(draft.blocks, identity.client, r.api, memo)
+def _request(r: ProtocolMatch, draft: RequestDraft, identity: CallIdentity, memo: ParseMemo | None = None,
+             disabled_clients: frozenset[str] = frozenset()) -> ParsedRequest:
+    blocks = attribute(draft.blocks, identity.client, r.api, memo, disabled_clients)
     return ParsedRequest(
         api=r.api,
         endpoint=draft.endpoint or r.endpoint,
@@ -242,7 +246,8 @@ def _request(r: ProtocolMatch, draft: RequestDraft, identity: CallIdentity, memo
 
 
 def _purpose(
-    r: ProtocolMatch, request: ParsedRequest, identity: CallIdentity, headers: dict[str, str], draft: RequestDraft
+    r: ProtocolMatch, request: ParsedRequest, identity: CallIdentity, headers: dict[str, str], draft: RequestDraft,
+    disabled_clients: frozenset[str] = frozenset(),
 ) -> PurposeInfo:
     facts = Facts(
         endpoint=request.endpoint,
@@ -252,7 +257,7 @@ def _purpose(
         request=request,
         body_facts=draft.facts,
     )
-    return classify_purpose(facts)
+    return classify_purpose(facts, disabled_clients)
 
 
 def _failed_call(ex: Exchange, r: ProtocolMatch, exc: BaseException, message: WsMessage | None = None) -> ModelCall:

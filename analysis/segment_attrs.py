@@ -55,8 +55,9 @@ def with_segments(block: Block) -> Block:
             readings.append((p.start, p.end, attrs, rule, p.label if p.source in PRESETS else ""))
     if len(readings) == 1:
         _, _, attrs, rule, _ = readings[0]
-        if rule == block.rule_id or not (_generic(block.rule_id) or block.source == "unknown"):
-            return block  # one reading: the client rule stands
+        if rule == block.rule_id or attrs["source"] == block.source or not (
+                _generic(block.rule_id) or block.source == "unknown"):
+            return block  # one reading: the client rule (or a generic rule that agrees) stands
         return block.model_copy(update={**attrs, "rule_id": rule})
     offsets = byte_offsets(block.text, [r[0] for r in readings] + [len(block.text)])
     segments = [Segment(start=offsets[i], end=offsets[i + 1], rule_id=rule, label=label, **attrs)

@@ -59,7 +59,7 @@ def test_every_call_parsed_one_session_one_main_thread(captures, run, n_main, n_
 
 def test_claude_layout_and_its_per_request_hash(captures):
     con = connect([captures["long/claude"]])
-    env = q(con, "SELECT DISTINCT path, role, source FROM blocks WHERE source = 'runtime_environment'")
+    env = q(con, "SELECT DISTINCT path, role, source FROM segments WHERE source = 'runtime_environment'")
     assert {"path": "messages[1].content", "role": "system", "source": "runtime_environment"} in env
     divergences = q(con, "SELECT * FROM prefix WHERE divergence_kind = 'changed'")
     assert len(divergences) == 5
@@ -102,6 +102,11 @@ def test_cross_client_layout_comparison(captures):
     assert layout["kimi-code"]["tool_results_via"] == "tool messages"
     assert layout["codex"]["tool_results_via"] == "custom_tool_call_output input items"
     assert layout["grok-cli"]["tool_results_via"] == "tool messages"
-    assert layout["kimi-code"]["rules_location"].startswith("messages[0] (system)")
+    # Kimi's system message holds its rules, then its environment, the AGENTS.md slot and the skills list
+    assert layout["kimi-code"]["rules_location"].startswith("messages[0] (system, part)")
+    assert layout["kimi-code"]["environment_location"].startswith("messages[0] (system, part)")
+    assert layout["kimi-code"]["project_instructions_location"] == "messages[0] (system, part)"
+    # Grok's working directory at the end of its system prompt
+    assert layout["grok-cli"]["environment_location"] == "messages[0] (system, part)"
     for row in layout.values():
         assert row["n_tools"] > 0 and row["system_tokens"] > 0 and row["task_location"]

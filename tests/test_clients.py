@@ -86,10 +86,13 @@ def test_a_client_can_be_switched_off():
     # only Codex's own rules gave way, to generic ones (and the task seen first moved with them)
     assert {old for old, _ in changed} - {"generic.first-user-text-task"} == {
         r for r in ids.values() if r.startswith("codex.")}
-    assert all(new.startswith("generic.") for _, new in changed)
-    # what the generic rules make of Codex's environment message: the gap issue 11's detectors close
+    assert all(new.startswith(("generic.", "detect.")) for _, new in changed)
+    # Codex's environment message, read without Codex's rules: the client-independent detectors see it
     env = next(b for b in without if b.text.startswith("<environment_context>"))
-    assert (ids[env.path], env.rule_id) == ("codex.environment-context", "generic.first-user-text-task")
+    assert ids[env.path] == "codex.environment-context"
+    assert (env.source, env.rule_id.split("-")[0]) == ("runtime_environment", "detect.environment")
+    task = next(b for b in without if b.source == "user_task")
+    assert task.kind == "message_text" and not task.text.startswith("<")
     # and the table for the full set is untouched
     assert [r.id for r in rules()] == ATTRIBUTION_ORDER
 

@@ -33,7 +33,7 @@ def test_block_layout():
     assert layout == [
         ("tools[0]", "tool_definition", "system", "tool_catalogue", "generic.tool-definition"),
         ("tools[1]", "tool_definition", "system", "tool_catalogue", "generic.tool-definition"),
-        ("messages[0].content", "instruction_text", "system", "platform_rules", "kimi.system-prompt"),
+        ("messages[0].content", "instruction_text", "system", "mixed", "kimi.system-prompt"),
         ("messages[1].content", "message_text", "user", "user_task", "generic.first-user-text-task"),
         ("messages[2].content", "message_text", "user", "runtime_environment", "kimi.date-reminder"),
         ("messages[3].reasoning_content", "reasoning", "assistant", "assistant_output", "generic.reasoning"),
@@ -46,6 +46,10 @@ def test_block_layout():
         ("messages[6].content[2]", "image", "user", "user_task", "generic.user-media"),
     ]
     blocks = {b.path: b for b in call.request.blocks}
+    prompt = blocks["messages[0].content"]  # the rules, then the working directory at the end
+    assert [(g.source, g.rule_id) for g in prompt.segments] == [
+        ("platform_rules", "kimi.system-prompt"), ("runtime_environment", "detect.environment")]
+    assert prompt.text.encode()[prompt.segments[1].start:].strip().startswith(b"The current working directory is")
     assert blocks["messages[5]"].text == "On branch main\nnothing to commit"
     assert [(b.call_id, b.tool_name) for b in call.request.blocks if b.kind == "tool_result"] == [
         ("Shell_0", "Shell"),

@@ -108,12 +108,17 @@ def test_claude_code_layout(run):
         assert [b.source for b in blocks[:12]] == ["tool_catalogue"] * 12
         assert blocks[12].rule_id == "claude.billing-header"
         (env,) = [b for b in blocks if b.text.startswith("# Environment")]
-        assert (env.role, env.source, env.rule_id, env.content_type) == (
-            "system",
-            "runtime_environment",
-            "claude.env-message",
-            "data",
-        )
+        # the role:"system" message after the task: its environment, its catalogues and its guidance apart
+        assert (env.role, env.source, env.rule_id) == ("system", "mixed", "claude.env-message")
+        by_source = {}
+        for seg in env.segments:
+            by_source[seg.source] = by_source.get(seg.source, 0) + seg.end - seg.start
+        assert set(by_source) >= {"runtime_environment", "tool_catalogue", "plugin_catalogue"}
+        catalogues = by_source["tool_catalogue"] + by_source["plugin_catalogue"]
+        assert catalogues > 0.75 * env.bytes  # most of it is catalogues, not environment
+        first = env.segments[0]
+        assert first.source == "runtime_environment" and b"Primary working directory" in env.text.encode()[
+            first.start:first.end]
         git = [b for b in blocks if "# gitStatus" in b.text]
         assert git and git[0].source == "runtime_environment"
         (task,) = sources(call, "user_task")
@@ -211,7 +216,13 @@ def test_kimi_history_grows_with_tool_results():
 def test_grok_single_system_message():
     for call in calls("basic/grok"):
         system = [b for b in call.request.blocks if b.role == "system" and b.kind == "instruction_text"]
-        assert [(b.source, b.rule_id) for b in system] == [("platform_rules", "grok.system-prompt")]
+        assert [(b.source, b.rule_id) for b in system] == [("mixed", "grok.system-prompt")]
+        (prompt,) = system
+        data = prompt.text.encode()
+        last = prompt.segments[-1]
+        assert last.source == "runtime_environment"
+        assert data[last.start:last.end].strip().startswith(b"Current working directory: /home/alice/work/demo-repo")
+        assert prompt.segments[0].source == "platform_rules"
         assert call.request.n_tools == 7
         assert call.purpose.purpose == "main"
         assert call.transport == "json"

@@ -34,6 +34,12 @@ def _layout_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
         if rec.placement.thread_kind == "main":
             by_client.setdefault(rec.call.identity.client, []).append(i)
     prefix_by_id = {p["request_id"]: p for p in prefix}
+    seg_sources: dict[int, set[str]] = {}
+    seg_tokens: dict[tuple[int, str], int] = {}
+    for row, n in zip(store.segments, store.segment_tokens(), strict=True):
+        seg_sources.setdefault(row["occurrence_id"], set()).add(row["source"])
+        key = (row["occurrence_id"], row["source"])
+        seg_tokens[key] = seg_tokens.get(key, 0) + n
     out = []
     for client, indexes in sorted(by_client.items()):
         # the richest early request: the second main request if there is one (it carries tool results)
@@ -41,8 +47,16 @@ def _layout_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
         occ = [store.occurrences[o] for o in sample.blocks.occurrences]
 
         def where(source: str, occ=occ) -> str | None:
-            picked = [o for o in occ if o["source"] == source]
-            return summarise_paths([o["path"] for o in picked], [o["role"] for o in picked])
+            """Blocks of that source, and blocks with a segment of it (marked as a part)."""
+            paths, roles = [], []
+            for o in occ:
+                if o["source"] == source:
+                    paths.append(o["path"])
+                    roles.append(o["role"])
+                elif o["source"] == "mixed" and source in seg_sources.get(o["occurrence_id"], ()):
+                    paths.append(o["path"])
+                    roles.append(f"{o['role']}, part")
+            return summarise_paths(paths, roles)
 
         via = set()
         for i in indexes:
@@ -59,8 +73,7 @@ def _layout_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
         sessions = {recs[i].placement.session_id for i in indexes}
         tool_tokens = sum(content_tokens[store.content_index[o["content_hash"]]] for o in occ
                           if o["kind"] == "tool_definition")
-        system_tokens = sum(content_tokens[store.content_index[o["content_hash"]]] for o in occ
-                            if o["source"] == "platform_rules")
+        system_tokens = sum(seg_tokens.get((o["occurrence_id"], "platform_rules"), 0) for o in occ)
         out.append({
             "client": client, "api": sample.call.api, "n_sessions": len(sessions),
             "rules_location": where("platform_rules"),
