@@ -74,7 +74,8 @@ def version() -> int:
 
 
 def clients(disabled: Iterable[str] = ()) -> list[Client]:
-    """Registered clients in order, without those named in `disabled`."""
+    """Registered clients in order, without those named in `disabled` (by module name or client id)."""
     _load_builtins()
     off = set(disabled)
-    return sorted((c for c in _registered.values() if c.name not in off), key=lambda c: (c.order, c.name))
+    return sorted((c for c in _registered.values() if c.name not in off and off.isdisjoint(c.ids)),
+                  key=lambda c: (c.order, c.name))

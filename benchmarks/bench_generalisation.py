@@ -1,0 +1,169 @@
+"""Leave-one-client-out: does ctxtap read a client it has no rules for?
+
+For every client with a hand-checked reference layout (`benchmarks/reference_layouts/`), parse
+its recording twice — with every rule, and with that client's own rules switched off — and
+score against the reference: the token-weighted share of the request's context whose source
+(per segment) agrees, the side requests found, and the thread assignment. Targets: >= 90 % of
+tokens keep their source with the client's rules off; every side request and thread found.
+
+    .venv/bin/python benchmarks/bench_generalisation.py [--client NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from analysis import tokens  # noqa: E402
+from analysis.models import ModelCall  # noqa: E402
+from analysis.parse import parse_exchanges  # noqa: E402
+from analysis.sessions import SIDE_PURPOSES, SessionAssigner  # noqa: E402
+
+REFERENCES = ROOT / "benchmarks" / "reference_layouts"
+FIXTURES = ROOT / "tests" / "fixtures" / "realcli"
+KIND_SOURCE = {"tool_definition": "tool_catalogue", "tool_call": "tool_call", "tool_result": "tool_result",
+               "reasoning": "assistant_output"}
+
+
+@dataclass
+class Score:
+    name: str
+    client: str
+    tokens: int = 0
+    agree: int = 0
+    side_expected: int = 0
+    side_found: int = 0
+    side_extra: int = 0
+    threads_expected: int = 0
+    threads_right: int = 0
+    error: str = ""
+
+    @property
+    def share(self) -> float:
+        return self.agree / self.tokens if self.tokens else 0.0
+
+
+def load_recording(spec: str):
+    """Exchanges of `corpus:<run>` (../shared/real-clients) or `fixture:<dir>` (tests/fixtures/realcli)."""
+    kind, _, name = spec.partition(":")
+    if kind == "corpus":
+        from tests import corpus
+
+        if not corpus.available():
+            return None
+        return list(corpus.load_run(name))
+    from tests.realcli_fixtures import load_fixture
+
+    return load_fixture(FIXTURES / name)
+
+
+def _expected_regions(ref: dict, block) -> list[tuple[int, str]]:
+    """(byte offset, source) regions of a block from the reference (or the source of its kind)."""
+    entry = next((b for b in ref.get("block", []) if b["path"] == block.path), None)
+    if entry is None:
+        if block.kind in KIND_SOURCE:
+            return [(0, KIND_SOURCE[block.kind])]
+        if block.role == "assistant":
+            return [(0, "assistant_output")]
+        return [(0, "unlisted")]
+    text, out, at = block.text, [], 0
+    for anchor, source in entry["regions"]:
+        found = text.find(anchor, at) if anchor else 0
+        if found < 0:
+            raise ValueError(f"{ref['name']}: anchor {anchor!r} not found in {block.path}")
+        out.append((len(text[:found].encode("utf-8", "surrogatepass")), source))
+        at = found
+    return out
+
+
+def _predicted(block) -> list[tuple[int, int, str]]:
+    if block.segments:
+        return [(s.start, s.end, s.source) for s in block.segments]
+    return [(0, block.bytes, block.source)]
+
+
+def _agreement(block, regions: list[tuple[int, str]]) -> tuple[int, int]:
+    """(tokens, agreeing tokens) of one block: bytes that agree, weighted by the block's tokens."""
+    total_tokens = tokens.count([block.text])[0]
+    if block.bytes == 0:
+        return 0, 0
+    bounds = [r[0] for r in regions] + [block.bytes]
+    agree_bytes = 0
+    for (start, source), end in zip(regions, bounds[1:], strict=True):
+        for p_start, p_end, p_source in _predicted(block):
+            if p_source == source:
+                agree_bytes += max(0, min(end, p_end) - max(start, p_start))
+    return total_tokens, total_tokens * agree_bytes // block.bytes
+
+
+def score(ref: dict, calls: list[ModelCall]) -> Score:
+    s = Score(ref["name"], ref["client"])
+    call = calls[ref["request"]]
+    for block in call.request.blocks:
+        n, ok = _agreement(block, _expected_regions(ref, block))
+        s.tokens += n
+        s.agree += ok
+    expected_side = set(ref.get("side", []))
+    found_side = {i for i, c in enumerate(calls) if c.purpose.purpose in SIDE_PURPOSES}
+    s.side_expected, s.side_found = len(expected_side), len(expected_side & found_side)
+    s.side_extra = len(found_side - expected_side)
+    assigner = SessionAssigner()
+    placements = [assigner.place(c, [b.content_hash for b in c.request.blocks if b.kind != "tool_definition"])
+                  for c in calls]
+    groups = ref.get("threads", {})
+    thread_ids = {}
+    for name, members in groups.items():
+        s.threads_expected += 1
+        ids = {placements[i].thread_id for i in members}
+        kinds = {placements[i].thread_kind for i in members}
+        ok = len(ids) == 1 and (name != "main" or kinds == {"main"}) and ids.isdisjoint(thread_ids.values())
+        thread_ids[name] = next(iter(ids))
+        s.threads_right += ok
+    return s
+
+
+def run(name: str, ref: dict, disabled: tuple[str, ...]) -> Score:
+    exchanges = load_recording(ref["recording"])
+    if exchanges is None:
+        return Score(name, ref["client"], error="recording not available")
+    calls = list(parse_exchanges(exchanges, disabled_clients=disabled))
+    return score({**ref, "name": name}, calls)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--client", action="append", help="only these reference names")
+    args = parser.parse_args()
+    rows = []
+    for path in sorted(REFERENCES.glob("*.toml")):
+        ref = tomllib.loads(path.read_text())
+        name = ref.get("name", path.stem)
+        if args.client and name not in args.client:
+            continue
+        own = (ref["client"],)
+        rows.append((run(name, ref, ()), run(name, ref, own)))
+    print(f"{'client':<14}{'tokens':>9}{'all rules':>11}{'rules off':>11}{'side found':>12}{'threads':>10}")
+    for full, off in rows:
+        if full.error:
+            print(f"{full.name:<14}  skipped: {full.error}")
+            continue
+        side = f"{off.side_found}/{off.side_expected}" + (f" +{off.side_extra}" if off.side_extra else "")
+        threads = f"{off.threads_right}/{off.threads_expected}"
+        print(f"{full.name:<14}{full.tokens:>9,}{full.share:>10.1%}{off.share:>11.1%}{side:>12}{threads:>10}")
+    scored = [(f, o) for f, o in rows if not f.error]
+    if scored:
+        tok = sum(o.tokens for _, o in scored)
+        print(f"{'all':<14}{tok:>9,}{sum(f.agree for f, _ in scored) / tok:>10.1%}"
+              f"{sum(o.agree for _, o in scored) / tok:>11.1%}")
+    print("targets: rules off >= 90 % of tokens per client; all side requests and threads found")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
