@@ -20,7 +20,7 @@ from typing import Any
 
 from analysis.blocks import BlockDraft, finalize
 from analysis.clients import registry
-from analysis.clients.rules import UNKNOWN, Context, Rule, is_text
+from analysis.clients.rules import UNKNOWN, Context, Rule, is_text, leading_user_parts
 from analysis.models import Block
 from analysis.segment_attrs import with_segments
 
@@ -93,7 +93,7 @@ def attribute(drafts: list[BlockDraft], client: str, api: str, memo: Any = None,
     """
     disabled = frozenset(disabled_clients)
     table = rules(disabled)
-    ctx = Context(client=client, api=api, cwd=find_cwd(drafts, memo))
+    ctx = Context(client=client, api=api, cwd=find_cwd(drafts, memo), leading_parts=leading_user_parts(drafts))
     blocks: list[Block] = []
     start = 0
     context = (client, api, ctx.cwd, disabled) if disabled else (client, api, ctx.cwd)

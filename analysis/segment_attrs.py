@@ -33,6 +33,14 @@ PRESETS: dict[str, dict[str, str]] = {
 }
 
 
+# generic rules that judged a whole block by a part of its content: the rest of such a block is
+# what its role says (rules in a system or developer message)
+CONTENT_GUESSES = frozenset({"generic.environment", "generic.project-file", "generic.date-reminder"})
+ROLE_DEFAULTS: dict[str, tuple[dict[str, str], str]] = {
+    role: (dict(source="platform_rules", authority="platform", scope="global", lifetime="client_version",
+                content_type="instruction"), "generic.system-text") for role in ("system", "developer")}
+
+
 def _generic(rule_id: str) -> bool:
     """A fallback that guessed from position or role, not a rule that knows the client."""
     return rule_id.startswith("generic.")
@@ -44,15 +52,20 @@ def with_segments(block: Block) -> Block:
         return block
     pieces = read_pieces(block.text)
     own = {a: getattr(block, a) for a in ATTRS}
+    own_rule = block.rule_id
+    if block.rule_id in CONTENT_GUESSES and block.role in ROLE_DEFAULTS and len(pieces) > 1:
+        own, own_rule = ROLE_DEFAULTS[block.role]
     readings: list[tuple[int, int, dict[str, str], str, str]] = []
     for p in pieces:
-        attrs = PRESETS[p.source] if p.source in PRESETS else own
-        rule = p.rule_id if p.source in PRESETS else block.rule_id
+        # a section read as what the rule already said keeps the rule's attributes (it knows the scope)
+        detected = p.source in PRESETS and p.source != own["source"]
+        attrs = PRESETS[p.source] if detected else own
+        rule = p.rule_id if detected else own_rule
         if readings and readings[-1][2] == attrs and readings[-1][3] == rule:
             start, _, a, r, label = readings[-1]
             readings[-1] = (start, p.end, a, r, label)
         else:
-            readings.append((p.start, p.end, attrs, rule, p.label if p.source in PRESETS else ""))
+            readings.append((p.start, p.end, attrs, rule, p.label if detected else ""))
     if len(readings) == 1:
         _, _, attrs, rule, _ = readings[0]
         if rule == block.rule_id or attrs["source"] == block.source or not (

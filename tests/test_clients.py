@@ -29,12 +29,12 @@ ATTRIBUTION_ORDER = [
     "grok.system-prompt", "gemini.system-prompt", "gemini.session-context", "gemini.compression-request",
     "gemini.state-snapshot", "opencode.system-prompt", "opencode.env", "generic.date-reminder",
     "generic.system-reminder", "generic.project-file", "generic.environment", "generic.system-text",
-    "generic.assistant-text", "generic.first-user-text-task", "generic.user-text-task", "generic.user-media",
+    "generic.assistant-text", "generic.user-context-part", "generic.first-user-text-task", "generic.user-text-task", "generic.user-media",
     "generic.unknown",
 ]
 PURPOSE_ORDER = [
     "count_tokens", "warmup", "compact_endpoint", "subagent_header", "turn_metadata_kind", "compaction_text",
-    "probe", "max_tokens_1", "title", "side_call", "request_class", "structured_output", "turn",
+    "probe", "max_tokens_1", "title", "side_call", "request_class", "structured_output", "side_shape", "turn",
     "tools_present", "user_task_no_tools",
 ]
 IDENTITY_ORDER = [

@@ -7,6 +7,8 @@ the user's task), and `generic.unknown` only when nothing can be inferred.
 
 from __future__ import annotations
 
+import re
+
 from analysis.blocks import BlockDraft
 from analysis.clients.registry import Client
 from analysis.clients.rules import (
@@ -51,6 +53,7 @@ from analysis.clients.rules import (
     project_attrs,
     system_text,
     tools_evidence,
+    user_context_part,
     user_text,
 )
 from analysis.models import ParsedRequest, PurposeInfo
@@ -86,6 +89,9 @@ RULES = (
          stage=TEXT_GENERIC),
     Rule("generic.assistant-text", "assistant text is model output", lambda d, _: d.role == "assistant",
          ASSISTANT, stage=TEXT_GENERIC),
+    Rule("generic.user-context-part", "before the task, a tag-wrapped user text or an earlier part of a message "
+         "with several parts is context the client added: unknown unless a detector reads it",
+         user_context_part, UNKNOWN, stage=TEXT_GENERIC),
     Rule("generic.first-user-text-task", "the first plain user text is the typed task", first_user_text,
          USER_TASK, stage=TEXT_GENERIC),
     Rule("generic.user-text-task", "later plain user text: a follow-up task", user_text, USER_TASK,
@@ -143,6 +149,35 @@ def side_call(f: Facts) -> PurposeInfo | None:
     return None
 
 
+_SIDE_WORDS = re.compile(
+    r"(?i)\b(?:(?P<title>title|headline|name (?:the|this) (?:conversation|session|chat|thread)|short (?:label|name)"
+    r"|topic)|summar(?:y|ise|ize)|classif(?:y|ier|ication)|categor(?:y|ise|ize)|route|router|routing"
+    r"|rephrase|rewrite the (?:query|question)|commit message|next speaker|which (?:agent|tool|model))\b")
+SIDE_BUDGET = 1024  # output tokens: a side call answers in a line, not a tool loop
+SIDE_INSTRUCTION_CHARS = 2000
+
+
+def side_shape(f: Facts) -> PurposeInfo | None:
+    """No tools, a small output budget or a short instruction, and a single purpose named in it:
+    a title, summary, router or classifier call, whichever client sends it."""
+    if f.request.n_tools:
+        return None
+    instructions = [b for b in f.request.blocks if b.kind == "instruction_text"]
+    text = "\n".join(b.text for b in instructions)
+    small = f.request.max_output_tokens is not None and f.request.max_output_tokens <= SIDE_BUDGET
+    short = bool(instructions) and len(text) <= SIDE_INSTRUCTION_CHARS
+    if not (small or short):
+        return None
+    users = [b for b in f.request.blocks if b.kind == "message_text" and b.role == "user"]
+    where = text if instructions else (users[-1].text[:SIDE_INSTRUCTION_CHARS] if users else "")
+    match = _SIDE_WORDS.search(where)
+    if not match:
+        return None
+    purpose = "title" if match.group("title") else "structured_side"
+    budget = max_tokens_evidence(f) if small else f"instructions {len(text)} chars"
+    return info(purpose, "generic.side-shape", f"no tools; {budget}; names {match.group(0)!r}")
+
+
 def structured_output(f: Facts) -> PurposeInfo | None:
     if f.body_facts.get("json_schema_output") and not f.request.n_tools:
         return info("structured_side", "generic.json-schema-no-tools", "JSON schema output", "tools=0")
@@ -179,6 +214,7 @@ PURPOSES = (
     PurposeRule(TITLE, title),
     PurposeRule(SIDE_CALL, side_call),
     PurposeRule(STRUCTURED_OUTPUT, structured_output),
+    PurposeRule(STRUCTURED_OUTPUT, side_shape),
     PurposeRule(SHAPE, tools_present),
     PurposeRule(SHAPE, user_task_no_tools),
 )

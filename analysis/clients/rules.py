@@ -79,6 +79,8 @@ class Context:
     api: str
     cwd: str | None = None
     user_task_seen: bool = False
+    # user text parts that share their message with a later text part: context, not the task
+    leading_parts: frozenset[int] = frozenset()
 
 
 Match = Callable[[BlockDraft, Context], bool]
@@ -209,6 +211,30 @@ def project_attrs(d: BlockDraft, ctx: Context) -> Attrs:
     if ctx.cwd and directory.startswith(ctx.cwd.rstrip("/") + "/"):
         return PROJECT.with_(scope="directory")
     return PROJECT
+
+
+_WRAPPED = re.compile(r"^\s*<([A-Za-z][\w.:-]*)[^<>]*>.*</\1>\s*$", re.S)
+
+
+def wrapped_in_tag(text: str) -> bool:
+    """`<something>...</something>` and nothing else: text a client wrapped, not what a user typed."""
+    return bool(_WRAPPED.match(text))
+
+
+def leading_user_parts(drafts: list[BlockDraft]) -> frozenset[int]:
+    """Ids of user text parts followed by another text part of the same message."""
+    last: dict[int, int] = {}
+    for d in drafts:
+        if d.kind == "message_text" and d.role == "user" and d.item_index is not None:
+            last[d.item_index] = id(d)
+    return frozenset(id(d) for d in drafts if d.kind == "message_text" and d.role == "user"
+                     and d.item_index is not None and last[d.item_index] != id(d))
+
+
+def user_context_part(d: BlockDraft, ctx: Context) -> bool:
+    """Before the task: a tag-wrapped user text, or a part that comes before the message's last text part."""
+    return (d.kind == "message_text" and d.role == "user" and not ctx.user_task_seen
+            and (id(d) in ctx.leading_parts or wrapped_in_tag(d.text)))
 
 
 def first_user_text(d: BlockDraft, ctx: Context) -> bool:
