@@ -89,6 +89,19 @@ def link_problems(calls: list[ModelCall], min_calls: int) -> tuple[list[str], li
     return problems, linked
 
 
+def title_problems(calls: list[ModelCall], title_model: str) -> list[str]:
+    """The CLI's title side request is recorded: TITLE_MODEL, no tools, answered, besides a tool-bearing main model."""
+    titles = [c for c in calls if c.request.model == title_model and c.request.n_tools == 0]
+    problems = []
+    if not titles:
+        problems.append(f"no request to {title_model} without tools (requests: "
+                        f"{[(c.request.model, c.request.n_tools) for c in calls]})")
+    if not any(c.request.model != title_model and c.request.n_tools > 0 for c in calls):
+        problems.append("no tool-bearing request to another model than the title model")
+    problems += [f"title call {c.call_key} has no answer text" for c in titles if not c.response.text]
+    return problems
+
+
 def repo_problems(before: dict[str, bytes], after: dict[str, bytes], state_dirs: tuple[str, ...]) -> list[str]:
     """The fixture repository is unchanged, except for the CLI's own state directory (grok's `.grok/`)."""
     problems = [f"modified: {p}" for p in before if p in after and after[p] != before[p]]

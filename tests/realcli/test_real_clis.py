@@ -71,7 +71,7 @@ def test_real_cli_tool_loop_is_recorded(cli: str, realcli_tools: Toolbox, ctxtap
     spec = CLIS[cli]
     result, capture, setup, repo_changes = _run(spec, realcli_tools, ctxtap_config, tmp_path)
     realcli_timings.runs[cli] = result.seconds
-    context = f"{cli} ({spec.npm_spec}), work dir {tmp_path}\n{result.describe()}"
+    context = f"{cli} ({spec.install_spec}), work dir {tmp_path}\n{result.describe()}"
 
     assert result.returncode == 0, context
     assert FINAL_TEXT in result.stdout, f"the CLI did not print the scripted final text\n{context}"
@@ -94,6 +94,8 @@ def test_real_cli_tool_loop_is_recorded(cli: str, realcli_tools: Toolbox, ctxtap
     assert any("pyproject.toml" in b.text and "data.csv" in b.text for b in results), [b.text for b in results]
     main_calls = [c for c in calls if c.purpose.purpose == "main"]
     assert main_calls and main_calls[-1].response.text == FINAL_TEXT, [c.response.text for c in main_calls]
+    if spec.title_model:
+        assert not checks.title_problems(calls, spec.title_model), checks.title_problems(calls, spec.title_model)
 
     leaks = checks.leaked_secrets(all_stored_bytes(capture), setup.secrets)
     assert not leaks, leaks
