@@ -163,8 +163,10 @@ def install_node22(root: Path | None = None) -> tuple[Installed, Path]:
     bindir = installed.prefix / "bin"
     bindir.mkdir(exist_ok=True)
     link = bindir / "node"
-    if not link.exists():
-        link.symlink_to(binary)
+    target = os.path.relpath(binary, bindir)  # relative: the cache may be shown elsewhere (sandbox.FIXED_AGENTS)
+    if not link.is_symlink() or os.readlink(link) != target:
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
     return installed, bindir
 
 

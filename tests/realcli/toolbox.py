@@ -54,14 +54,21 @@ class Toolbox:
     bins: dict[str, Path]
     errors: dict[str, str]
 
-    def command_for(self, spec: CliSpec) -> tuple[Path, list[Path]]:
-        """The CLI's executable and the PATH directories to run it with, or skip saying why not."""
+    def command_for(self, spec: CliSpec) -> tuple[list[Path], list[Path]]:
+        """The CLI's command (executable first) and the PATH directories to run it with, or skip saying why not.
+
+        A pip-installed CLI runs as `VENV/bin/python VENV/bin/SCRIPT`: Python finds its
+        virtualenv from the interpreter's path, so the CLI sees the virtualenv wherever
+        the cache is shown (its shebang would name the cache's real path).
+        """
         if spec.node22 and self.node22_bin is None:
             pytest.skip(f"{spec.name} needs Node 22, which could not be installed: {self.node22_error}")
         name = install_name(spec)
         if name not in self.bins:
             pytest.skip(f"{spec.name}: {self.errors.get(name, 'not installed')}")
-        return self.bins[name], [d for d in (self.node22_bin,) if d is not None]
+        binary = self.bins[name]
+        command = [binary.parent / "python", binary] if spec.installer == "pip" else [binary]
+        return command, [d for d in (self.node22_bin,) if d is not None]
 
 
 def install_all(specs: Iterable[CliSpec], timings: Timings) -> Toolbox:
