@@ -102,6 +102,29 @@ def title_problems(calls: list[ModelCall], title_model: str) -> list[str]:
     return problems
 
 
+def loop_problems(calls: list[ModelCall], client: str, final_text: str, scripted_calls: int,
+                  title_model: str | None = None) -> list[str]:
+    """Everything the analysis must see in one recorded basic loop, live or imported from a fixture.
+
+    Every call parses and is CLIENT's; every proposed tool call comes back as a result;
+    the `ls` result really lists the fixture repository; the last main call answers
+    FINAL_TEXT; TITLE_MODEL's title side request is there.
+    """
+    if len(calls) < 2:
+        return [f"only {len(calls)} model calls"]
+    problems = parse_problems(calls, client)
+    links, results = link_problems(calls, scripted_calls)
+    problems += links
+    if not any("pyproject.toml" in b.text and "data.csv" in b.text for b in results):
+        problems.append(f"no tool result lists the fixture repository: {[b.text[:80] for b in results]}")
+    main_calls = [c for c in calls if c.purpose.purpose == "main"]
+    if not main_calls or main_calls[-1].response.text != final_text:
+        problems.append(f"the last main call does not answer the final text: {[c.response.text for c in main_calls]}")
+    if title_model:
+        problems += title_problems(calls, title_model)
+    return problems
+
+
 def repo_problems(before: dict[str, bytes], after: dict[str, bytes], state_dirs: tuple[str, ...]) -> list[str]:
     """The fixture repository is unchanged, except for the CLI's own state directory (grok's `.grok/`)."""
     problems = [f"modified: {p}" for p in before if p in after and after[p] != before[p]]

@@ -6,14 +6,19 @@ recording is exactly what the test run records.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxtap.modelserver.script import Script
 from tests.realcli import checks, install, workspace
 from tests.realcli.clis import CliSpec, Setup
 from tests.realcli.sandbox import FIXED_AGENTS, FIXED_HOME, RunResult, base_env, namespace, run_in_netns
 
 SCRIPT = "basic"
+_basic = Script.load(SCRIPT)
+FINAL_TEXT = next(step.text for step in _basic.steps if step.is_final)
+SCRIPTED_CALLS = sum(len(step.calls) for step in _basic.steps)  # pwd and ls, in parallel
 
 
 @dataclass
@@ -24,6 +29,7 @@ class CliRun:
     repo_changes: list[str]  # the fixture repository must be unchanged
     home: Path  # HOME as the CLI saw it (FIXED_HOME where the namespace allows)
     argv: list[str]  # the command line as the CLI saw it
+    env: dict[str, str]  # its environment, before `ctxtap record` adds the proxy and CA variables
     hidden: tuple[str, ...]  # real paths the CLI could not see: none may appear in the capture
 
 
@@ -73,4 +79,6 @@ def run_cli(spec: CliSpec, command: list[Path], path_dirs: list[Path], config: P
                           script=script, show=show)
     repo_changes = checks.repo_problems(before, workspace.snapshot(real_repo), spec.state_dirs)
     hidden = tuple(str(p) for p in show) if show else ()
-    return CliRun(result, out, setup, repo_changes, home, argv, hidden)
+    if show and sys.prefix != sys.base_prefix:  # ctxtap's virtualenv: its bin is on the CLI's PATH
+        hidden += (sys.prefix,)
+    return CliRun(result, out, setup, repo_changes, home, argv, env, hidden)

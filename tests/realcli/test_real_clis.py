@@ -19,18 +19,13 @@ import pytest
 from analysis.models import ModelCall
 from analysis.parse import parse_exchanges
 from ctxtap.capture.store import Capture
-from ctxtap.modelserver.script import Script
 from tests.proxyharness import all_stored_bytes, run_ctxtap
 from tests.realcli import checks
 from tests.realcli.clis import CLIS
-from tests.realcli.runs import SCRIPT, run_cli
+from tests.realcli.runs import FINAL_TEXT, SCRIPTED_CALLS, run_cli
 from tests.realcli.toolbox import Timings, Toolbox
 
 pytestmark = pytest.mark.realcli
-
-_basic = Script.load(SCRIPT)
-FINAL_TEXT = next(step.text for step in _basic.steps if step.is_final)
-SCRIPTED_CALLS = sum(len(step.calls) for step in _basic.steps)  # pwd and ls, in parallel
 
 
 def _model_calls(capture: Path) -> list[ModelCall]:
@@ -60,16 +55,8 @@ def test_real_cli_tool_loop_is_recorded(cli: str, realcli_tools: Toolbox, ctxtap
     assert info["redactions"], f"no credential was redacted: was the dummy key ever sent?\n{summary}"
 
     calls = _model_calls(capture)
-    assert len(calls) >= 2, summary
-    assert not checks.parse_problems(calls, spec.client), checks.parse_problems(calls, spec.client)
-    link_problems, results = checks.link_problems(calls, SCRIPTED_CALLS)
-    assert not link_problems, link_problems
-    # The results are real: the CLI ran `ls` in the fixture repository and sent the output back.
-    assert any("pyproject.toml" in b.text and "data.csv" in b.text for b in results), [b.text for b in results]
-    main_calls = [c for c in calls if c.purpose.purpose == "main"]
-    assert main_calls and main_calls[-1].response.text == FINAL_TEXT, [c.response.text for c in main_calls]
-    if spec.title_model:
-        assert not checks.title_problems(calls, spec.title_model), checks.title_problems(calls, spec.title_model)
+    problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model)
+    assert not problems, "\n".join(problems)
 
     stored = all_stored_bytes(capture)
     leaks = checks.leaked_secrets(stored, setup.secrets)
