@@ -33,13 +33,13 @@ class CliRun:
     hidden: tuple[str, ...]  # real paths the CLI could not see: none may appear in the capture
 
 
-def _prepare(spec: CliSpec, root: Path, home: Path) -> tuple[Path, Path, Setup]:
+def _prepare(spec: CliSpec, root: Path, home: Path, instructions: bool) -> tuple[Path, Path, Setup]:
     """The real HOME with the CLI's config files, and the fixture repository inside it (like the corpus).
 
     HOME is where the CLI will see it: the Setup's variables name paths there.
     """
     real_home = workspace.make_home(root / "home")
-    repo = workspace.make_fixture_repo(real_home / "work" / "demo-repo")
+    repo = workspace.make_fixture_repo(real_home / "work" / "demo-repo", instructions)
     setup = spec.setup(home)
     for rel, text in setup.files.items():
         path = real_home / rel
@@ -50,8 +50,10 @@ def _prepare(spec: CliSpec, root: Path, home: Path) -> tuple[Path, Path, Setup]:
 
 
 def run_cli(spec: CliSpec, command: list[Path], path_dirs: list[Path], config: Path, root: Path,
-            script: str = SCRIPT) -> CliRun:
+            script: str = SCRIPT, instructions: bool = False) -> CliRun:
     """Run the CLI once under `ctxtap record` in the namespace; also report repository changes.
+
+    INSTRUCTIONS puts AGENTS.md, CLAUDE.md and GEMINI.md in the fixture repository.
 
     Where the namespace allows, the CLI sees HOME at FIXED_HOME and the install cache
     at FIXED_AGENTS, so its requests name no path of this machine.
@@ -60,7 +62,7 @@ def run_cli(spec: CliSpec, command: list[Path], path_dirs: list[Path], config: P
     cache = install.cache_root().resolve()
     real_home = root / "home"
     home = FIXED_HOME if fixed else real_home
-    real_home, real_repo, setup = _prepare(spec, root, home)
+    real_home, real_repo, setup = _prepare(spec, root, home, instructions)
     repo = home / real_repo.relative_to(real_home)
 
     def seen(path: Path) -> str:
