@@ -2,8 +2,8 @@
 
 Both servers must live in the same namespace as the CLI, because the namespace has
 nothing but `lo`: that is the guarantee that a real CLI can never reach a real
-provider, whatever it tries. Stdlib only, executed by path (`python netns_driver.py`)
-so that the working directory can be the fixture repository the CLI works in.
+provider, whatever it tries. Stdlib only, executed by path (`python netns_driver.py`);
+`--chdir` puts the CLI in the fixture repository (as the CLI sees its path).
 
 With `--show REAL=FAKE` (the namespace then also has its own mounts and host name)
 the throwaway HOME and the install cache are bind-mounted at fixed, generic paths
