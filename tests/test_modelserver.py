@@ -200,13 +200,28 @@ def test_side_request_without_tools_gets_text_and_does_not_advance(srv: ModelSer
         "model": "claude-haiku-4-5",
         "max_tokens": 64,
         "stream": False,
-        "system": "You are naming a coding session so the user can pick it out of a long list of sessions.",
+        "system": "You are naming a coding session so the user can pick it out of a long list of sessions. "
+                  "Reply with JSON {\"title\": \"...\"} only.",
         "messages": [{"role": "user", "content": "<session>list files</session>"}],
     }
     status, _, raw = post(srv, "/v1/messages", body)
     assert status == 200
     text = json.loads(raw)["content"][0]["text"]
     assert json.loads(text)["title"]
+    assert srv.exchanges[-1].kind == "side"
+
+
+def test_title_request_that_does_not_ask_for_json_gets_a_bare_title(srv: ModelServer) -> None:
+    """opencode's title generator: "You output ONLY a thread title"; it shows the answer verbatim."""
+    body = {
+        "model": "claude-haiku-4-5", "max_tokens": 48000, "stream": False,
+        "system": [{"type": "text", "text": "You are a title generator. You output ONLY a thread title.\n"
+                                            "<examples>\"look at @config.json\" → Config review</examples>"}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Generate a title for this conversation:"},
+                                                  {"type": "text", "text": "list files"}]}],
+    }
+    text = json.loads(post(srv, "/v1/messages", body)[2])["content"][0]["text"]
+    assert text and "\n" not in text and not text.lstrip().startswith("{")
     assert srv.exchanges[-1].kind == "side"
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -25,6 +26,7 @@ from .prefix import build_prefix
 from .reply import Answer, Event, RenderContext, Reply, ServedExchange, new_id, split_text
 from .routes import Route, guess_family, match_route
 from .script import BUILTIN_SCRIPTS, DEFAULT_SCRIPT, Script, Step
+from .structured import example_for, requested_schema
 from .tools import shape_call
 
 HeadersLike = Mapping[str, str] | Iterable[tuple[str, str]]
@@ -44,7 +46,9 @@ _RENDERERS = {
 _DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "responses": "gpt-5.1-codex", "chat": "kimi-for-coding",
                    "gemini": "gemini-2.5-pro"}
 _FILLER = "The quick brown fox jumps over the lazy dog. "
-_TITLE_TEXT = '{"title": "Explore the demo repository"}'
+_TITLE = "Explore the demo repository"
+_TITLE_JSON = json.dumps({"title": _TITLE})
+_ASKS_JSON = re.compile(r"(?<![.\w])json\b")  # "reply with JSON", not a file name like config.json
 _SUMMARY_TEXT = (
     "<analysis>The user asked for a read-only look at the repository.</analysis>\n<summary>\n"
     "1. Primary request: list the working directory without modifying files.\n"
@@ -327,15 +331,20 @@ class Engine:
         """Canned answers for recognisable side requests (compaction, titles, JSON checks).
 
         Compaction prompts get a summary even when the client keeps its tools
-        (Claude Code does); the others are recognised only without tools.
+        (Claude Code does); the others are recognised only without tools. A forced
+        JSON schema (a router, a classifier) gets a value that satisfies it; a title
+        is JSON only when the request asks for JSON (opencode wants the bare line).
         """
         asks = (conv.last_user_text + "\n" + conv.system_text).lower()
         if any(marker in asks for marker in _COMPACTION_MARKERS):
             return _SUMMARY_TEXT
         if conv.tools:
             return None
+        schema = requested_schema(family, body)
+        if schema is not None:
+            return json.dumps(example_for(schema))
         if any(marker in asks for marker in _TITLE_MARKERS):
-            return _TITLE_TEXT
+            return _TITLE_JSON if _ASKS_JSON.search(asks) else _TITLE
         config = body.get("generationConfig") if family == "gemini" else None
         if isinstance(config, dict) and config.get("responseMimeType") == "application/json":
             return _NEXT_SPEAKER_TEXT

@@ -89,6 +89,42 @@ def link_problems(calls: list[ModelCall], min_calls: int) -> tuple[list[str], li
     return problems, linked
 
 
+def title_problems(calls: list[ModelCall], title_model: str) -> list[str]:
+    """The CLI's title side request is recorded: TITLE_MODEL, no tools, answered, besides a tool-bearing main model."""
+    titles = [c for c in calls if c.request.model == title_model and c.request.n_tools == 0]
+    problems = []
+    if not titles:
+        problems.append(f"no request to {title_model} without tools (requests: "
+                        f"{[(c.request.model, c.request.n_tools) for c in calls]})")
+    if not any(c.request.model != title_model and c.request.n_tools > 0 for c in calls):
+        problems.append("no tool-bearing request to another model than the title model")
+    problems += [f"title call {c.call_key} has no answer text" for c in titles if not c.response.text]
+    return problems
+
+
+def loop_problems(calls: list[ModelCall], client: str, final_text: str, scripted_calls: int,
+                  title_model: str | None = None) -> list[str]:
+    """Everything the analysis must see in one recorded basic loop, live or imported from a fixture.
+
+    Every call parses and is CLIENT's; every proposed tool call comes back as a result;
+    the `ls` result really lists the fixture repository; the last main call answers
+    FINAL_TEXT; TITLE_MODEL's title side request is there.
+    """
+    if len(calls) < 2:
+        return [f"only {len(calls)} model calls"]
+    problems = parse_problems(calls, client)
+    links, results = link_problems(calls, scripted_calls)
+    problems += links
+    if not any("pyproject.toml" in b.text and "data.csv" in b.text for b in results):
+        problems.append(f"no tool result lists the fixture repository: {[b.text[:80] for b in results]}")
+    main_calls = [c for c in calls if c.purpose.purpose == "main"]
+    if not main_calls or main_calls[-1].response.text != final_text:
+        problems.append(f"the last main call does not answer the final text: {[c.response.text for c in main_calls]}")
+    if title_model:
+        problems += title_problems(calls, title_model)
+    return problems
+
+
 def repo_problems(before: dict[str, bytes], after: dict[str, bytes], state_dirs: tuple[str, ...]) -> list[str]:
     """The fixture repository is unchanged, except for the CLI's own state directory (grok's `.grok/`)."""
     problems = [f"modified: {p}" for p in before if p in after and after[p] != before[p]]

@@ -3,11 +3,13 @@
 Pins, command lines and settings follow ../shared/real-clients/README.md, which recorded
 these exact versions against the same fake model server; keeping them equal means a
 failure here is a ctxtap regression, not a CLI upgrade. Override a pin with
-`CTXTAP_REALCLI_<NAME>=<npm spec>` (e.g. CTXTAP_REALCLI_CODEX=@openai/codex@latest).
+`CTXTAP_REALCLI_<NAME>=<npm spec or pip requirement>` (e.g.
+CTXTAP_REALCLI_CODEX=@openai/codex@0.172.0); bump pins on purpose, never to "latest" in CI.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import string
@@ -58,8 +60,8 @@ class Setup:
 @dataclass(frozen=True)
 class CliSpec:
     name: str  # test id and cache sub-directory
-    package: str  # default npm spec (pinned)
-    command: str  # the bin the package provides
+    package: str  # default npm spec, or pip requirement when installer == "pip" (pinned)
+    command: str  # the bin (npm) or console script (pip) the package provides
     args: Callable[[Path], list[str]]  # given the repo directory
     setup: Callable[[Path], Setup]  # given HOME
     client: str  # the client id ctxtap must assign
@@ -68,9 +70,12 @@ class CliSpec:
     websocket: bool = True  # False: the model server refuses WebSocket upgrades (426)
     node22: bool = False  # needs Node >= 22 (engines field / NODE_USE_ENV_PROXY); others run on any Node
     state_dirs: tuple[str, ...] = ()  # directories the CLI itself creates in the repository
+    installer: str = "npm"  # "npm", or "pip" (a virtualenv made by Python `python`)
+    python: str | None = None  # the Python minor version a pip-installed CLI needs, e.g. "3.13"
+    title_model: str | None = None  # the CLI also asks this (smaller) model for a title, with no tools
 
     @property
-    def npm_spec(self) -> str:
+    def install_spec(self) -> str:
         return os.environ.get(f"CTXTAP_REALCLI_{self.name.upper().replace('-', '_')}", self.package)
 
 
@@ -112,6 +117,48 @@ def _gemini(home: Path) -> Setup:
     key = google_key()
     return Setup(env={"GEMINI_API_KEY": key, "GEMINI_CLI_TRUST_WORKSPACE": "true", "GEMINI_CLI_NO_RELAUNCH": "true"},
                  secrets=(key,))
+
+
+def _opencode(home: Path) -> Setup:
+    """Anthropic Messages through opencode's own config: key from the environment, nothing fetched.
+
+    The models catalogue comes from the snapshot inside the binary (no models.dev fetch),
+    the default plugins (installed from npm at start) are off, and so are autoupdate and
+    sharing. `small_model` pins the title model so the side request is deterministic.
+    """
+    key = anthropic_key()
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "model": "anthropic/claude-sonnet-4-5",
+        "small_model": "anthropic/claude-haiku-4-5",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {"anthropic": {"options": {"apiKey": "{env:ANTHROPIC_API_KEY}"}}},
+    }
+    env = {"ANTHROPIC_API_KEY": key, "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+           "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1"}
+    return Setup(env=env, files={".config/opencode/opencode.json": json.dumps(config, indent=2) + "\n"},
+                 secrets=(key,))
+
+
+def _kimi_cli(home: Path) -> Setup:
+    """The legacy Python kimi-cli: kimi-code's provider config in ~/.kimi/, yolo, no telemetry or updates."""
+    key = moonshot_key()
+    config = f"""default_model = "kimi-for-coding"
+default_yolo = true
+telemetry = false
+
+[providers.kimi-for-coding]
+type = "kimi"
+base_url = "https://api.kimi.com/coding/v1"
+api_key = "{key}"
+
+[models.kimi-for-coding]
+provider = "kimi-for-coding"
+model = "kimi-for-coding"
+max_context_size = 262144
+"""
+    return Setup(env={"KIMI_CLI_NO_AUTO_UPDATE": "1"}, files={".kimi/config.toml": config}, secrets=(key,))
 
 
 def _codex_args(repo: Path) -> list[str]:
@@ -156,10 +203,25 @@ CLIS: dict[str, CliSpec] = {
             args=lambda repo: ["-p", TASK, "--yolo", "--output-format", "json"],
             setup=_gemini, client="gemini-cli", api="gemini", hosts=("generativelanguage.googleapis.com",),
         ),
+        CliSpec(
+            name="opencode", package="opencode-ai@1.18.33", command="opencode",  # a Bun binary
+            args=lambda repo: ["run", "--model", "anthropic/claude-sonnet-4-5", TASK],
+            setup=_opencode, client="opencode", api="messages", hosts=("api.anthropic.com",),
+            title_model="claude-haiku-4-5",
+        ),
+        CliSpec(
+            # 1.50.0 is the last real release: 1.51 and 1.52 only download a remote install script.
+            # It needs Python 3.13 (it crashed on 3.12.1). stream-json: the text output wraps lines.
+            name="kimi-cli", package="kimi-cli==1.50.0", command="kimi", installer="pip", python="3.13",
+            args=lambda repo: ["--print", "--yolo", "--output-format", "stream-json", "-p", TASK],
+            setup=_kimi_cli, client="kimi-cli", api="chat-completions", hosts=("api.kimi.com",),
+        ),
     )
 }
 
 
 def install_name(spec: CliSpec) -> str:
     """Cache sub-directory: codex and codex-sse share one install."""
-    return spec.npm_spec.rsplit("@", 1)[0].lstrip("@").replace("/", "__")
+    if spec.installer == "pip":
+        return "pypi__" + spec.install_spec.split("==")[0].split("[")[0].strip()
+    return spec.install_spec.rsplit("@", 1)[0].lstrip("@").replace("/", "__")

@@ -1,13 +1,14 @@
-"""Install the real CLIs (and a Node 22 runtime) from npm into a reusable cache directory.
+"""Install the real CLIs (a Node 22 runtime, npm packages, PyPI packages) into a reusable cache.
 
-Installs are slow (hundreds of MB) and need the registry, so each package gets its own
-npm prefix under the cache with a stamp file naming exactly what was installed: a later
-run reuses it offline, a changed pin reinstalls only that package, and one failed
-install never spoils the others.
+Installs are slow (hundreds of MB) and need a registry, so each package gets its own
+npm prefix or virtualenv under the cache with a stamp file naming exactly what was
+installed: a later run reuses it offline, a changed pin reinstalls only that package,
+and one failed install never spoils the others.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import platform
 import shutil
@@ -162,6 +163,99 @@ def install_node22(root: Path | None = None) -> tuple[Installed, Path]:
     bindir = installed.prefix / "bin"
     bindir.mkdir(exist_ok=True)
     link = bindir / "node"
-    if not link.exists():
-        link.symlink_to(binary)
+    target = os.path.relpath(binary, bindir)  # relative: the cache may be shown elsewhere (sandbox.FIXED_AGENTS)
+    if not link.is_symlink() or os.readlink(link) != target:
+        link.unlink(missing_ok=True)
+        link.symlink_to(target)
     return installed, bindir
+
+
+# --- PyPI packages, each in its own virtualenv (kimi-cli) -------------------------------------
+
+PIP_FAST_FAIL = ("--retries", "1", "--timeout", "20")
+
+
+def find_python(minor: str) -> Path | None:
+    """An interpreter of Python MINOR (e.g. "3.13") that really runs, or None.
+
+    `$CTXTAP_REALCLI_PYTHON<MAJOR><MINOR>` first, then pyenv's versions (the newest
+    patch release), then `pythonX.Y` on PATH (which may be a pyenv shim that is not
+    enabled: that is why every candidate is run once).
+    """
+    candidates: list[str] = []
+    override = os.environ.get(f"CTXTAP_REALCLI_PYTHON{minor.replace('.', '')}")
+    if override:
+        candidates.append(override)
+    pyenv_root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    versions = glob.glob(str(pyenv_root / "versions" / f"{minor}.*" / "bin" / f"python{minor}"))
+    candidates += sorted(versions, key=_version_key, reverse=True)
+    on_path = shutil.which(f"python{minor}")
+    if on_path:
+        candidates.append(on_path)
+    for candidate in candidates:
+        try:
+            result = subprocess.run([candidate, "-c", "import sys, venv; print('%d.%d' % sys.version_info[:2])"],
+                                    capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if result.returncode == 0 and result.stdout.strip() == minor:
+            return Path(candidate)
+    return None
+
+
+def _version_key(path: str) -> tuple[int, ...]:
+    version = Path(path).parents[1].name  # .../versions/3.13.0/bin/python3.13
+    return tuple(int(p) if p.isdigit() else -1 for p in version.split("."))
+
+
+def pip_install(name: str, spec: str, python: Path, root: Path | None = None) -> Installed:
+    """A virtualenv ROOT/NAME made by PYTHON with `pip install SPEC`, unless its stamp names both.
+
+    The stamp holds the requirement and the interpreter, so a different pin or Python
+    rebuilds the environment. pip runs with the machine's pip configuration (its index
+    and mirrors), like npm with the user's.
+    """
+    stamp_text = pip_stamp(spec, python)
+    prefix = (root or cache_root()) / name
+    if is_cached(name, stamp_text, root):
+        return Installed(prefix, spec, cached=True, seconds=0.0)
+    if prefix.exists():
+        shutil.rmtree(prefix)
+    prefix.mkdir(parents=True)
+    started = time.monotonic()
+    venv = prefix / "venv"
+    steps = ([str(python), "-m", "venv", str(venv)],
+             [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+              "--no-input", *PIP_FAST_FAIL, spec])
+    for cmd in steps:
+        try:
+            result = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S,
+                                    stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired as exc:
+            shutil.rmtree(prefix, ignore_errors=True)
+            raise InstallError(f"{' '.join(cmd[-2:])} timed out after {INSTALL_TIMEOUT_S:.0f}s") from exc
+        if result.returncode != 0:
+            shutil.rmtree(prefix, ignore_errors=True)
+            raise InstallError(f"pip install {spec} with {python} failed ({result.returncode}): "
+                               f"{pip_error(result.stderr or result.stdout)}")
+    (prefix / STAMP).write_text(stamp_text + "\n")
+    return Installed(prefix, spec, cached=False, seconds=time.monotonic() - started)
+
+
+def pip_stamp(spec: str, python: Path) -> str:
+    return f"{spec} python={python}"
+
+
+def pip_error(output: str) -> str:
+    """pip's ERROR lines (its mirror warnings are noise), on one line."""
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("ERROR")] or [ln for ln in lines if not ln.startswith("WARNING")]
+    return "; ".join(errors[-3:]) or "no output"
+
+
+def venv_bin(installed: Installed, command: str) -> Path:
+    """The console script COMMAND in the package's virtualenv, or an InstallError saying it is missing."""
+    path = installed.prefix / "venv" / "bin" / command
+    if not path.exists():
+        raise InstallError(f"{installed.spec} installed but provides no `{command}` in {path.parent}")
+    return path

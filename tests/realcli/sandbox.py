@@ -4,6 +4,11 @@ The outer side (this module) prepares a minimal environment, starts
 `unshare -n` (as root) or `unshare -rn` (as a user, mapping to root) around
 `netns_driver.py`, enforces the timeout on the whole process group, and keeps
 stdout/stderr for the failure message.
+
+Where the namespace can also have its own mounts and host name (`-m -u`), the CLI
+sees its throwaway HOME at FIXED_HOME, the install cache at FIXED_AGENTS, on host
+FIXED_HOSTNAME (the corpus's layout): its requests then name no path or host of this
+machine, so recordings can be committed as fixtures.
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from pathlib import Path
 DRIVER = Path(__file__).with_name("netns_driver.py")
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = float(os.environ.get("CTXTAP_REALCLI_TIMEOUT", "180"))
+FIXED_HOME = Path("/home/alice")  # HOME of the corpus runs (../shared/real-clients)
+FIXED_AGENTS = Path("/opt/agents")  # where the corpus runs had their CLIs installed
+FIXED_HOSTNAME = "alice-laptop"
 
 
 @functools.cache
@@ -44,6 +52,30 @@ def unshare_prefix() -> tuple[list[str] | None, str]:
             return prefix, ""
         errors.append(f"unshare {' '.join(prefix[1:])}: {result.stderr.strip() or result.returncode}")
     return None, "cannot create a network namespace (" + "; ".join(errors) + ")"
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """How to enter a loopback-only namespace here, and whether it can show HOME at FIXED_HOME."""
+
+    prefix: list[str] | None
+    reason: str  # why there is no prefix
+    fixed_paths: bool  # own mounts and host name: FIXED_HOME, FIXED_AGENTS, FIXED_HOSTNAME
+
+
+@functools.cache
+def namespace() -> Namespace:
+    """The network namespace, widened by a mount and UTS namespace when the probe says they work."""
+    prefix, reason = unshare_prefix()
+    if prefix is None:
+        return Namespace(None, reason, False)
+    wider = [prefix[0], prefix[1] + "mu"]  # -n -> -nmu, -rn -> -rnmu
+    try:
+        probe = subprocess.run([*wider, sys.executable, str(DRIVER), "--probe-mounts", str(FIXED_HOME),
+                                str(FIXED_AGENTS)], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return Namespace(prefix, "", False)
+    return Namespace(wider, "", True) if probe.returncode == 0 else Namespace(prefix, "", False)
 
 
 def base_env(home: Path, path_dirs: list[Path], config_dir: Path) -> dict[str, str]:
@@ -87,14 +119,25 @@ def _tail(text: str, lines: int = 40) -> str:
 
 
 def run_in_netns(command: list[str], *, cwd: Path, env: dict[str, str], out: Path, hosts: tuple[str, ...],
-                 websocket: bool, work: Path, script: str = "basic", timeout: float = RUN_TIMEOUT_S) -> RunResult:
-    """`ctxtap record --route HOST=<model server>` around COMMAND, all inside one offline namespace."""
-    prefix, reason = unshare_prefix()
-    if prefix is None:
-        raise RuntimeError(reason)
+                 websocket: bool, work: Path, script: str = "basic", timeout: float = RUN_TIMEOUT_S,
+                 show: dict[Path, Path] | None = None) -> RunResult:
+    """`ctxtap record --route HOST=<model server>` around COMMAND, all inside one offline namespace.
+
+    SHOW maps real directories to the fixed paths the CLI sees them at (and sets the
+    host name); CWD, COMMAND and ENV then name paths as the CLI sees them. Needs
+    `namespace().fixed_paths`.
+    """
+    ns = namespace()
+    if ns.prefix is None:
+        raise RuntimeError(ns.reason)
+    if show and not ns.fixed_paths:
+        raise RuntimeError("this namespace cannot have its own mounts: nothing can be shown at a fixed path")
     server_log = work / "modelserver.log"
-    argv = [*prefix, sys.executable, str(DRIVER), "--out", str(out), "--server-log", str(server_log),
-            "--script", script]
+    argv = [*ns.prefix, sys.executable, str(DRIVER), "--out", str(out), "--server-log", str(server_log),
+            "--script", script, "--chdir", str(cwd)]
+    if show:
+        argv += [arg for real, fake in show.items() for arg in ("--show", f"{real}={fake}")]
+        argv += ["--hostname", FIXED_HOSTNAME]
     for host in hosts:
         argv += ["--route-host", host]
     if not websocket:
@@ -104,7 +147,7 @@ def run_in_netns(command: list[str], *, cwd: Path, env: dict[str, str], out: Pat
     started = time.monotonic()
     with stdout_path.open("wb") as so, stderr_path.open("wb") as se:
         # Files, not pipes: a chatty CLI can never block, and output survives a timeout.
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=so, stderr=se, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(argv, cwd=work, env=env, stdout=so, stderr=se, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
         try:
             code: int | None = proc.wait(timeout)

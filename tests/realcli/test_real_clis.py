@@ -19,46 +19,13 @@ import pytest
 from analysis.models import ModelCall
 from analysis.parse import parse_exchanges
 from ctxtap.capture.store import Capture
-from ctxtap.modelserver.script import Script
 from tests.proxyharness import all_stored_bytes, run_ctxtap
-from tests.realcli import checks, workspace
-from tests.realcli.clis import CLIS, CliSpec, Setup
-from tests.realcli.sandbox import RunResult, base_env, run_in_netns
+from tests.realcli import checks
+from tests.realcli.clis import CLIS
+from tests.realcli.runs import FINAL_TEXT, SCRIPTED_CALLS, run_cli
 from tests.realcli.toolbox import Timings, Toolbox
 
 pytestmark = pytest.mark.realcli
-
-SCRIPT = "basic"
-_basic = Script.load(SCRIPT)
-FINAL_TEXT = next(step.text for step in _basic.steps if step.is_final)
-SCRIPTED_CALLS = sum(len(step.calls) for step in _basic.steps)  # pwd and ls, in parallel
-
-
-def _prepare(spec: CliSpec, root: Path) -> tuple[Path, Path, Setup]:
-    """HOME with the CLI's config files, and the fixture repository inside it (like the corpus)."""
-    home = workspace.make_home(root / "home")
-    repo = workspace.make_fixture_repo(home / "work" / "demo-repo")
-    setup = spec.setup(home)
-    for rel, text in setup.files.items():
-        path = home / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        path.chmod(0o600)
-    return home, repo, setup
-
-
-def _run(spec: CliSpec, tools: Toolbox, config: Path, root: Path) -> tuple[RunResult, Path, Setup, list[str]]:
-    """Run the CLI once under `ctxtap record` in the namespace; also report repository changes."""
-    binary, path_dirs = tools.command_for(spec)
-    home, repo, setup = _prepare(spec, root)
-    before = workspace.snapshot(repo)
-    env = base_env(home, path_dirs, config)
-    env.update(setup.env)
-    out = root / "capture"
-    result = run_in_netns([str(binary), *spec.args(repo)], cwd=repo, env=env, out=out, hosts=spec.hosts,
-                          websocket=spec.websocket, work=root, script=SCRIPT)
-    repo_changes = checks.repo_problems(before, workspace.snapshot(repo), spec.state_dirs)
-    return result, out, setup, repo_changes
 
 
 def _model_calls(capture: Path) -> list[ModelCall]:
@@ -69,9 +36,11 @@ def _model_calls(capture: Path) -> list[ModelCall]:
 def test_real_cli_tool_loop_is_recorded(cli: str, realcli_tools: Toolbox, ctxtap_config: Path,
                                         tmp_path: Path, realcli_timings: Timings) -> None:
     spec = CLIS[cli]
-    result, capture, setup, repo_changes = _run(spec, realcli_tools, ctxtap_config, tmp_path)
+    command, path_dirs = realcli_tools.command_for(spec)
+    run = run_cli(spec, command, path_dirs, ctxtap_config, tmp_path)
+    result, capture, setup, repo_changes = run.result, run.capture, run.setup, run.repo_changes
     realcli_timings.runs[cli] = result.seconds
-    context = f"{cli} ({spec.npm_spec}), work dir {tmp_path}\n{result.describe()}"
+    context = f"{cli} ({spec.install_spec}), work dir {tmp_path}\n{result.describe()}"
 
     assert result.returncode == 0, context
     assert FINAL_TEXT in result.stdout, f"the CLI did not print the scripted final text\n{context}"
@@ -86,14 +55,12 @@ def test_real_cli_tool_loop_is_recorded(cli: str, realcli_tools: Toolbox, ctxtap
     assert info["redactions"], f"no credential was redacted: was the dummy key ever sent?\n{summary}"
 
     calls = _model_calls(capture)
-    assert len(calls) >= 2, summary
-    assert not checks.parse_problems(calls, spec.client), checks.parse_problems(calls, spec.client)
-    link_problems, results = checks.link_problems(calls, SCRIPTED_CALLS)
-    assert not link_problems, link_problems
-    # The results are real: the CLI ran `ls` in the fixture repository and sent the output back.
-    assert any("pyproject.toml" in b.text and "data.csv" in b.text for b in results), [b.text for b in results]
-    main_calls = [c for c in calls if c.purpose.purpose == "main"]
-    assert main_calls and main_calls[-1].response.text == FINAL_TEXT, [c.response.text for c in main_calls]
+    problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model)
+    assert not problems, "\n".join(problems)
 
-    leaks = checks.leaked_secrets(all_stored_bytes(capture), setup.secrets)
+    stored = all_stored_bytes(capture)
+    leaks = checks.leaked_secrets(stored, setup.secrets)
+    assert not leaks, leaks
+    # With fixed paths the CLI saw /home/alice and /opt/agents: no path of this machine is recorded.
+    leaks = checks.leaked_secrets(stored, run.hidden)
     assert not leaks, leaks

@@ -54,19 +54,28 @@ class Toolbox:
     bins: dict[str, Path]
     errors: dict[str, str]
 
-    def command_for(self, spec: CliSpec) -> tuple[Path, list[Path]]:
-        """The CLI's executable and the PATH directories to run it with, or skip saying why not."""
+    def command_for(self, spec: CliSpec) -> tuple[list[Path], list[Path]]:
+        """The CLI's command (executable first) and the PATH directories to run it with, or skip saying why not.
+
+        A pip-installed CLI runs as `VENV/bin/python VENV/bin/SCRIPT`: Python finds its
+        virtualenv from the interpreter's path, so the CLI sees the virtualenv wherever
+        the cache is shown (its shebang would name the cache's real path).
+        """
         if spec.node22 and self.node22_bin is None:
             pytest.skip(f"{spec.name} needs Node 22, which could not be installed: {self.node22_error}")
         name = install_name(spec)
         if name not in self.bins:
             pytest.skip(f"{spec.name}: {self.errors.get(name, 'not installed')}")
-        return self.bins[name], [d for d in (self.node22_bin,) if d is not None]
+        binary = self.bins[name]
+        command = [binary.parent / "python", binary] if spec.installer == "pip" else [binary]
+        return command, [d for d in (self.node22_bin,) if d is not None]
 
 
 def install_all(specs: Iterable[CliSpec], timings: Timings) -> Toolbox:
-    """Node 22 and every CLI in SPECS, in parallel (npm is mostly waiting on the network).
+    """Node 22 and every CLI in SPECS, in parallel (installs are mostly waiting on the network).
 
+    npm packages get an npm prefix, PyPI packages a virtualenv made by the Python
+    version they need (found on this machine; none found is that CLI's skip reason).
     A failed install (no registry, a broken postinstall) becomes that CLI's skip
     reason, so one unavailable CLI never hides the results of the others.
     """
@@ -78,15 +87,23 @@ def install_all(specs: Iterable[CliSpec], timings: Timings) -> Toolbox:
         node_spec = install.node22_spec()
     except install.InstallError as exc:
         node_problem = str(exc)
-    downloads = [n for n, s in wanted.items() if not install.is_cached(n, s.npm_spec)]
+    pythons = {s.python: install.find_python(s.python) for s in wanted.values() if s.installer == "pip" and s.python}
+
+    def cached(name: str, spec: CliSpec) -> bool:
+        if spec.installer != "pip":
+            return install.is_cached(name, spec.install_spec)
+        python = pythons.get(spec.python or "")
+        return python is not None and install.is_cached(name, install.pip_stamp(spec.install_spec, python))
+
+    npm_downloads = [n for n, s in wanted.items() if s.installer == "npm" and not cached(n, s)]
     if node_spec and not install.is_cached(install.NODE22_NAME, node_spec):
-        downloads.append(install.NODE22_NAME)
-    offline = install.registry_problem() if downloads else None
+        npm_downloads.append(install.NODE22_NAME)
+    offline = install.registry_problem() if npm_downloads else None
 
     def node22() -> tuple[Path | None, str | None]:
         if node_spec is None:
             return None, node_problem
-        if offline and install.NODE22_NAME in downloads:
+        if offline and install.NODE22_NAME in npm_downloads:
             return None, offline
         try:
             installed, bindir = install.install_node22()
@@ -98,11 +115,19 @@ def install_all(specs: Iterable[CliSpec], timings: Timings) -> Toolbox:
 
     def one(name: str) -> tuple[str, Path | str]:
         spec = wanted[name]
-        if offline and name in downloads:
-            return name, f"cannot install {spec.npm_spec}: {offline}"
         try:
-            installed = install.npm_install(name, spec.npm_spec)
-            path = install.npm_bin(installed, spec.command)
+            if spec.installer == "pip":
+                python = pythons.get(spec.python or "")
+                if python is None:
+                    return name, f"needs Python {spec.python}, and none was found (pyenv versions, " \
+                                 f"python{spec.python} on PATH or $CTXTAP_REALCLI_PYTHON{(spec.python or '').replace('.', '')})"
+                installed = install.pip_install(name, spec.install_spec, python)
+                path = install.venv_bin(installed, spec.command)
+            else:
+                if offline and name in npm_downloads:
+                    return name, f"cannot install {spec.install_spec}: {offline}"
+                installed = install.npm_install(name, spec.install_spec)
+                path = install.npm_bin(installed, spec.command)
         except install.InstallError as exc:
             return name, str(exc)
         timings.install[name], timings.install_cached[name] = installed.seconds, installed.cached
@@ -118,7 +143,7 @@ def install_all(specs: Iterable[CliSpec], timings: Timings) -> Toolbox:
 
 
 def selected_specs(items: Iterable[pytest.Item]) -> list[CliSpec]:
-    """CLIs whose tests were selected (so `-k claude` does not install the other four)."""
+    """CLIs whose tests were selected (so `-k claude` does not install the others)."""
     names = {item.callspec.params["cli"] for item in items
              if isinstance(item, pytest.Function) and hasattr(item, "callspec") and "cli" in item.callspec.params}
     return [CLIS[n] for n in sorted(names) if n in CLIS]

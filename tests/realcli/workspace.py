@@ -29,6 +29,13 @@ FILES: dict[str, str] = {
     "config/defaults.toml": '[app]\ndata = "data.csv"\n',
     ".gitignore": "config/settings.env\n__pycache__/\n",
 }
+# Project instructions, one file per convention, each saying something different so a reader of the
+# requests can tell which file landed where (the "instructions" fixture variant only).
+INSTRUCTION_FILES: dict[str, str] = {
+    "AGENTS.md": "# Agent notes for demo-repo\n\n- Run the app with `python -m src.app`.\n- Keep data.csv sorted by item.\n",
+    "CLAUDE.md": "# Claude notes for demo-repo\n\n- Prefer small, reviewable diffs.\n",
+    "GEMINI.md": "# Gemini notes for demo-repo\n\n- Explain each shell command before running it.\n",
+}
 # Git-ignored, credential-like (all synthetic): agents that read it must not leak it into a capture unredacted.
 SETTINGS_ENV = "DATABASE_URL=postgres://demo:Tr0ub4dor-synthetic@db.example.com/demo\nDEBUG=0\n"
 
@@ -50,8 +57,11 @@ def _git(repo: Path, *args: str, date: str) -> None:
     subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
 
 
-def make_fixture_repo(repo: Path) -> Path:
-    """README.md, pyproject.toml, src/app.py, data.csv, docs/, config/ in git: 2 commits and a remote."""
+def make_fixture_repo(repo: Path, instructions: bool = False) -> Path:
+    """README.md, pyproject.toml, src/app.py, data.csv, docs/, config/ in git: 2 commits and a remote.
+
+    INSTRUCTIONS adds AGENTS.md, CLAUDE.md and GEMINI.md in a third commit.
+    """
     repo.mkdir(parents=True)
     _git(repo, "init", "-q", "-b", "main", date="2026-01-05T10:00:00+00:00")
     for rel in ("README.md", "pyproject.toml", "src/__init__.py", "src/app.py", ".gitignore"):
@@ -62,6 +72,11 @@ def make_fixture_repo(repo: Path) -> Path:
         _write(repo / rel, FILES[rel])
     _git(repo, "add", "-A", date="2026-01-06T09:30:00+00:00")
     _git(repo, "commit", "-q", "-m", "Add sample data, docs and config", date="2026-01-06T09:30:00+00:00")
+    if instructions:
+        for rel, text in INSTRUCTION_FILES.items():
+            _write(repo / rel, text)
+        _git(repo, "add", "-A", date="2026-01-07T08:15:00+00:00")
+        _git(repo, "commit", "-q", "-m", "Add notes for coding agents", date="2026-01-07T08:15:00+00:00")
     _git(repo, "remote", "add", "origin", "https://github.com/alice-liddell/demo-repo.git",
          date="2026-01-06T09:30:00+00:00")
     _write(repo / "config" / "settings.env", SETTINGS_ENV)
