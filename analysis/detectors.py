@@ -29,6 +29,8 @@ _ENV_PHRASE = re.compile(
     r"|today'?s date is|the (?:current )?date is|the current time is|is a git repository|git status"
     r"|current branch|recent commits|sandbox_mode|sandbox mode|approval policy|approval_policy|permission mode"
     r"|network access is (?:enabled|disabled|restricted)|running on \*{0,2}(?:linux|macos|darwin|windows)"
+    r"|(?:running|operating) (?:outside|inside) (?:of )?a sandbox|sandbox container|not (?:running )?in a sandbox"
+    r"|(?:directory|folder) is (?:being managed by|under) (?:a )?git|is a git repo(?:sitory)?"
     r"|operating system is|the os is|directory listing|directory structure|folder structure|file tree)\b")
 _DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d(?!\d)|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? "
                    r"(?:\d{1,2} )?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d")
@@ -47,18 +49,22 @@ _SUMMARY = re.compile(r"(?i)this session is being continued from a previous conv
 _CATALOGUE_WORD = re.compile(r"(?i)\b(skills?|plugins?|slash commands?|commands|agents?|subagents?|sub-agents?"
                              r"|agent types|tools?|mcp servers?|mcp tools?|extensions?|prompts?)\b")
 _PLUGIN_WORD = re.compile(r"(?i)\b(skills?|plugins?|slash commands?|commands|extensions?|prompts?)\b")
-# a catalogue entry names something: `- name: what it does`, `1. name — ...`, `name (...)` or a bare name
-_ITEM = re.compile(r"^\s*(?:(?:[-*•+]|\d{1,3}[.)])\s+)?[`*]{0,2}[A-Za-z@/][\w.:/@-]{1,63}[`*]{0,2}"
-                   r"\s*(?:$|[:—–(]|-\s)")
+# a catalogue entry names something: `- name: what it does`, `- name (...)` or a bare name; numbered
+# steps and bold `**Word:**` bullets are how rules are written, not catalogues
+_ITEM = re.compile(r"^\s*(?:[-*•+]\s+)?`?(?!\*)[A-Za-z@/][\w.:/@-]{1,63}`?\s*(?:$|[:—–(]|-\s)")
 _ITEM_CONT = re.compile(r"^\s{2,}\S")  # a wrapped or indented continuation of the item above
 
 ENV_SECTION = re.compile(r"(?i)^(?:env|environment(?:[ _]?(?:context|info|details|information))?|session[ _]context"
+                         r"|(?:working|runtime|execution|current|your)[ _]environment|operating[ _]system"
+                         r"|(?:outside|inside)[ _]of[ _](?:a[ _])?sandbox|sandbox(?:[ _](?:mode|status))?"
+                         r"|git[ _]repository|repository[ _]status"
                          r"|system[ _]?info(?:rmation)?|workspace(?:[ _]info)?|runtime(?:[ _]context)?|machine"
                          r"|context[ _]?info|gitstatus|git[ _]status|directory[ _](?:structure|listing)|os|working[ _]directory"
                          r"|date(?:[ _]and[ _]time)?|current[ _]date|time)$")
 PROJECT_SECTION = re.compile(r"(?i)^(?:project[ _](?:information|instructions|context|rules|guidelines|memory)"
                              r"|user[ _]instructions|agents\.md.*|claude\.md.*|gemini\.md.*)$")
-CATALOGUE_SECTION = re.compile(r"(?i)^(?:available[ _])?(?:skills?|plugins?|agents?|agent[ _]types|subagents?|tools"
+CATALOGUE_SECTION = re.compile(r"(?i)^(?:available[ _])?(?:(?:agent[ _])?skills?|plugins?|agents?|agent[ _]types"
+                               r"|sub[ _]?agents?|tools"
                                r"|deferred[ _]tools|commands|slash[ _]commands|mcp(?:[ _]servers)?|extensions)"
                                r"(?:[ _](?:instructions|list|catalog(?:ue)?))?$")
 FILE_TAG = re.compile(r"(?i)^(?:file|document|attachment|file_content|source_file|repository_file)$")
@@ -142,7 +148,7 @@ def catalogue(text: str, label: str = "") -> Detection | None:
     word = _CATALOGUE_WORD.search(intro) or (_CATALOGUE_WORD.search(clean) if clean else None)
     if not word:
         return None
-    kind = "plugin_catalogue" if _PLUGIN_WORD.search(word.group(0)) else "tool_catalogue"
+    kind = "plugin_catalogue" if _PLUGIN_WORD.search(intro) or _PLUGIN_WORD.search(clean) else "tool_catalogue"
     return Detection(kind, "detect.catalogue-list", word.group(0))
 
 

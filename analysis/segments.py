@@ -30,6 +30,7 @@ class Unit:
     label: str = ""  # heading text or tag name
     level: int = 0  # heading level (1-6); 0 for other units
     section: str = ""  # the nearest heading above the unit (its own text for a heading)
+    outer: tuple[str, ...] = ()  # the headings that enclose that one, innermost first
 
 
 def _lines(text: str) -> list[tuple[int, int]]:
@@ -66,11 +67,16 @@ def split_units(text: str) -> list[Unit]:
     units: list[Unit] = []
     section, i, n = "", 0, len(lines)
     para_start: int | None = None
+    stack: list[tuple[int, str]] = []  # enclosing headings, outermost first
+
+    def outer() -> tuple[str, ...]:
+        return tuple(label for _, label in reversed(stack[:-1]))
 
     def flush(upto: int) -> None:
         nonlocal para_start
         if para_start is not None:
-            units.append(Unit(spans[para_start][0], spans[upto - 1][1], "paragraph", section=section))
+            units.append(Unit(spans[para_start][0], spans[upto - 1][1], "paragraph", section=section,
+                              outer=outer()))
             para_start = None
 
     while i < n:
@@ -80,28 +86,33 @@ def split_units(text: str) -> list[Unit]:
             j = i
             while j < n and not lines[j].strip():
                 j += 1
-            units.append(Unit(spans[i][0], spans[j - 1][1], "blank", section=section))
+            units.append(Unit(spans[i][0], spans[j - 1][1], "blank", section=section, outer=outer()))
             i = j
             continue
         heading = _HEADING.match(line)
         if heading:
             flush(i)
-            section = heading.group(2).strip()
-            units.append(Unit(spans[i][0], spans[i][1], "heading", section, len(heading.group(1)), section))
+            section, level = heading.group(2).strip(), len(heading.group(1))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, section))
+            units.append(Unit(spans[i][0], spans[i][1], "heading", section, level, section, outer()))
             i += 1
             continue
         fence = _FENCE.match(line)
         if fence:
             flush(i)
             j = _fence_end(lines, i, fence.group(1))
-            units.append(Unit(spans[i][0], spans[j][1], "fence", section=section))
+            units.append(Unit(spans[i][0], spans[j][1], "fence", section=section, outer=outer()))
             i = j + 1
             continue
         tag = _OPEN_TAG.match(line)
-        if tag and para_start is None:
+        if tag:
             j = _closing(lines, i, tag.group(1))
-            if j is not None:
-                units.append(Unit(spans[i][0], spans[j][1], "tag", tag.group(1), section=section))
+            # a tag block starts a unit; inside a paragraph only a block over several lines does
+            if j is not None and (para_start is None or j > i):
+                flush(i)
+                units.append(Unit(spans[i][0], spans[j][1], "tag", tag.group(1), section=section, outer=outer()))
                 i = j + 1
                 continue
         if para_start is None:
@@ -145,13 +156,34 @@ class Piece:
 
 
 def _reading(text: str, unit: Unit, before: str = "") -> Detection | None:
-    if unit.kind == "fence":
-        return detect(text[unit.start:unit.end], label=unit.section, intro=before)
-    if unit.kind == "tag":
-        return detect(inner_text(text, unit), label=unit.section, tag=unit.label)
-    if unit.kind == "heading":
-        return detect("", label=unit.label)
-    return detect(text[unit.start:unit.end], label=unit.section)
+    """What the detectors make of a unit: under its own heading first, then under the enclosing ones."""
+    for label in (unit.section, *unit.outer):
+        if unit.kind == "fence":
+            found = detect(text[unit.start:unit.end], label=label, intro=before)
+        elif unit.kind == "tag":
+            found = detect(inner_text(text, unit), label=label, tag=unit.label)
+        elif unit.kind == "heading":
+            found = detect("", label=label)
+        else:
+            found = detect(text[unit.start:unit.end], label=label)
+        if found is not None:
+            return found
+    return None
+
+
+def _environment_sections(units: list[Unit], readings: list) -> None:
+    """Commentary that follows the environment inside its section is environment too (`The tree only
+    shows the first two levels...` after a directory listing); anything else breaks the run."""
+    previous = None
+    for i, unit in enumerate(units):
+        if unit.kind == "blank":
+            continue
+        if unit.kind == "heading":
+            previous = readings[i]
+            continue
+        if readings[i] is None and previous is not None and previous.rule_id == "detect.environment-section":
+            readings[i] = previous
+        previous = readings[i]
 
 
 def read_pieces(text: str) -> list[Piece]:
@@ -169,6 +201,10 @@ def read_pieces(text: str) -> list[Piece]:
         if u.kind != "blank":
             before = text[u.start:u.end].strip().splitlines()[-1]
     content = [i for i, u in enumerate(units) if u.kind != "blank"]
+    for k in range(len(content) - 2, -1, -1):  # headings take what follows them, nested ones too
+        i, nxt = content[k], content[k + 1]
+        if units[i].kind == "heading" and readings[i] is None and readings[nxt] is not None:
+            readings[i] = readings[nxt]
     for k, i in enumerate(content[:-1]):
         nxt = content[k + 1]
         body = text[units[i].start:units[i].end].rstrip()
@@ -183,6 +219,7 @@ def read_pieces(text: str) -> list[Piece]:
         if (intro or units[i].kind == "heading") and readings[nxt] is not None:
             if readings[i] is None or (intro and readings[nxt].source != readings[i].source):
                 readings[i] = readings[nxt]
+    _environment_sections(units, readings)
     pieces: list[Piece] = []
     for unit, found in zip(units, readings, strict=True):
         if unit.kind == "blank" and pieces:

@@ -27,6 +27,7 @@ JOIN_FRACTION = 0.6
 MIN_PACKET_CHARS = 20  # a delegation argument shorter than this cannot identify a child's task
 FLATTENED_FRACTION = 0.5  # share of a thread's long texts a flattened request repeats inside its own text
 LONG_TEXT = 40
+SIDE_LEAD_S = 120  # how long before its main loop a client's opening side call may come
 
 
 @dataclass
@@ -171,6 +172,12 @@ def _auto_session(sessions: dict[str, _Session], call: ModelCall, hashes: list[s
         score = containment(s.auto_hashes, hashes)
         if score > best_score and score >= JOIN_FRACTION:
             best, best_score = s, score
+    if best is None:
+        # a session that so far holds only side requests (a router or title call sent first)
+        # is the one the main loop that follows it belongs to
+        opening = [s for s in candidates if not s.auto_hashes and call.ts_start - s.last_ts <= SIDE_LEAD_S]
+        if opening:
+            best = max(opening, key=lambda s: s.last_ts)
     return best
 
 

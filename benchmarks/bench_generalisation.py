@@ -125,6 +125,12 @@ def score(ref: dict, calls: list[ModelCall]) -> Score:
         ok = len(ids) == 1 and (name != "main" or kinds == {"main"}) and ids.isdisjoint(thread_ids.values())
         thread_ids[name] = next(iter(ids))
         s.threads_right += ok
+    main = groups.get("main", [])
+    if main and expected_side:  # side requests belong to their main loop's session, in a thread apart
+        s.threads_expected += 1
+        session = placements[main[0]].session_id
+        s.threads_right += all(placements[i].session_id == session and placements[i].thread_kind == "side"
+                               for i in expected_side)
     return s
 
 

@@ -199,10 +199,13 @@ def user_task_no_tools(f: Facts) -> PurposeInfo | None:
 
 
 def instructions_and_last_user(request: ParsedRequest) -> list:
+    """The instructions and every text part of the last user message (a title request may put its
+    instruction in one part and the conversation in the next)."""
     blocks = [b for b in request.blocks if b.kind == "instruction_text"][:4]
     users = [b for b in request.blocks if b.kind == "message_text" and b.role == "user"]
     if users:
-        blocks.append(users[-1])
+        message = users[-1].path.split(".content", 1)[0]
+        blocks.extend(b for b in users if b.path.split(".content", 1)[0] == message)
     return blocks
 
 
