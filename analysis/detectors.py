@@ -40,6 +40,10 @@ _ABS_PATH = re.compile(r"(?<![\w.$])(?:/home/|/Users/|/root/|/tmp/|/workspace|/m
 
 _PROJECT_FILE = re.compile(r"(?i)\b(?:AGENTS|CLAUDE|GEMINI|QWEN|CRUSH|CONVENTIONS|COPILOT)\.md\b|\.cursorrules\b"
                            r"|copilot-instructions\.md|\.windsurfrules|\.clinerules")
+# a line that introduces a quoted instruction file: what follows it is that file
+_PROJECT_INTRO = re.compile(r"(?im)^\s*(?:-{2,}\s*)?(?:contents? of|context from|instructions from|from|loaded from"
+                            r"|project instructions from)\s*:?\s*\S*(?:AGENTS|CLAUDE|GEMINI|QWEN|CRUSH|CONVENTIONS"
+                            r"|COPILOT)\.md\b.*$")
 _PROJECT_PHRASE = re.compile(r"(?i)\b(?:project instructions|repository guidelines|project guidelines|project rules"
                              r"|instructions for this (?:project|repository|repo)|project memory|project context"
                              r"|contents of [^\n]*\.md)\b")
@@ -122,10 +126,22 @@ def environment(text: str, label: str = "") -> Detection | None:
     return None
 
 
+def project_intro(text: str) -> Detection | None:
+    """A line that introduces a quoted instruction file (`Contents of .../CLAUDE.md ...:`, `--- Context
+    from: GEMINI.md ---`, `Instructions from: .../AGENTS.md`): the text from it on is that file."""
+    match = _PROJECT_INTRO.search(text)
+    if match and len(match.group(0)) < 240:
+        return Detection("project_instructions", "detect.project-file", match.group(0).strip()[:80])
+    return None
+
+
 def project_instructions(text: str, label: str = "") -> Detection | None:
     """Project instructions: a quoted AGENTS.md / CLAUDE.md / GEMINI.md or a project-rules section."""
     if label and PROJECT_SECTION.match(label.strip()):
         return Detection("project_instructions", "detect.project-section", f"section {label!r}")
+    intro = project_intro("\n".join(text.lstrip().splitlines()[:1]))
+    if intro is not None:
+        return intro
     lines = text.lstrip().splitlines()
     first = lines[0] if lines else ""
     if len(first) > 200:  # a long sentence that mentions AGENTS.md in passing quotes nothing
@@ -200,7 +216,10 @@ def detect(text: str, label: str = "", tag: str = "", intro: str = "") -> Detect
     if pasted is not None:
         return pasted
     found = reminder(tag)
-    if found is not None:  # a reminder that carries the environment (git status, date) is environment
+    if found is not None:  # a reminder that quotes an instruction file, or carries the environment
+        quoted = project_intro(text)
+        if quoted is not None:
+            return quoted
         score, first = _env_score(text)
         return Detection("runtime_environment", "detect.environment", first) if score >= 2 else found
     return (summary(text, name) or project_instructions(text, name) or catalogue(text, name)

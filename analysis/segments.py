@@ -186,7 +186,50 @@ def _environment_sections(units: list[Unit], readings: list) -> None:
         previous = readings[i]
 
 
-def read_pieces(text: str) -> list[Piece]:
+def _quoted_files(units: list[Unit], readings: list) -> None:
+    """After a line that introduces a quoted instruction file, the file runs on (its own headings
+    included) until something else is recognised."""
+    quoting = None
+    for i, unit in enumerate(units):
+        if unit.kind == "blank":
+            continue
+        found = readings[i]
+        if found is not None and found.rule_id == "detect.project-file" and unit.kind != "tag":
+            quoting = found
+        elif found is None and quoting is not None:
+            readings[i] = quoting
+        elif found is not None:
+            quoting = None
+
+
+MAX_DEPTH = 3  # tags inside tags read this deep
+
+
+def _nested(text: str, unit: Unit, found: Detection | None, depth: int) -> list[tuple[int, int, Detection | None]]:
+    """A tag block's own sections when it holds some (`<session_context>` ending in a quoted
+    `<project_context>`); otherwise the unit as one reading. Sections read as nothing take the tag's."""
+    whole = [(unit.start, unit.end, found)]
+    if unit.kind != "tag" or depth >= MAX_DEPTH:
+        return whole
+    open_end = text.find("\n", unit.start, unit.end) + 1
+    close = text.rfind(f"</{unit.label}>", unit.start, unit.end)
+    if open_end <= 0 or close < open_end or text[unit.start:open_end].strip().endswith(f"</{unit.label}>"):
+        return whole
+    inner = text[open_end:close]
+    if "<" not in inner and "#" not in inner and "from" not in inner.lower():
+        return whole
+    parts = read_pieces(inner, depth + 1)
+    if all(p.source is None for p in parts):
+        return whole
+    out = [(unit.start, open_end, found)]
+    for p in parts:
+        reading = Detection(p.source, p.rule_id, p.evidence) if p.source else found
+        out.append((open_end + p.start, open_end + p.end, reading))
+    out.append((close, unit.end, found))
+    return out
+
+
+def read_pieces(text: str, depth: int = 0) -> list[Piece]:
     """The text's units, each read by the detectors, merged into runs of the same reading.
 
     Blank runs join the piece before them; a short intro line ending in `:` joins the piece it
@@ -220,20 +263,22 @@ def read_pieces(text: str) -> list[Piece]:
             if readings[i] is None or (intro and readings[nxt].source != readings[i].source):
                 readings[i] = readings[nxt]
     _environment_sections(units, readings)
+    _quoted_files(units, readings)
     pieces: list[Piece] = []
     for unit, found in zip(units, readings, strict=True):
         if unit.kind == "blank" and pieces:
             last = pieces[-1]
             pieces[-1] = Piece(last.start, unit.end, last.source, last.rule_id, last.evidence, last.label)
             continue
-        source = found.source if found else None
-        rule = found.rule_id if found else None
         label = unit.label if unit.kind in ("tag", "heading") else unit.section
-        if pieces and pieces[-1].source == source and pieces[-1].rule_id == rule:
-            last = pieces[-1]
-            pieces[-1] = Piece(last.start, unit.end, source, rule, last.evidence, last.label)
-        else:
-            pieces.append(Piece(unit.start, unit.end, source, rule, found.evidence if found else "", label))
+        for start, end, reading in _nested(text, unit, found, depth):
+            source = reading.source if reading else None
+            rule = reading.rule_id if reading else None
+            if pieces and pieces[-1].source == source and pieces[-1].rule_id == rule:
+                last = pieces[-1]
+                pieces[-1] = Piece(last.start, end, source, rule, last.evidence, last.label)
+            else:
+                pieces.append(Piece(start, end, source, rule, reading.evidence if reading else "", label))
     if pieces and pieces[0].start > 0:  # a leading blank run
         first = pieces[0]
         pieces[0] = Piece(0, first.end, first.source, first.rule_id, first.evidence, first.label)

@@ -1,0 +1,59 @@
+"""Every client's hand-checked reference layout is read right — with its own rules and without them —
+and the project instructions each CLI sends are found, by segment."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_generalisation as bench  # noqa: E402
+
+from analysis.parse import parse_exchanges  # noqa: E402
+from tests.realcli_fixtures import FIXTURES, load_fixture  # noqa: E402
+
+REFERENCES = sorted(bench.REFERENCES.glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", REFERENCES, ids=[p.stem for p in REFERENCES])
+def test_reference_layout_with_and_without_the_clients_rules(path: Path) -> None:
+    ref = tomllib.loads(path.read_text())
+    name = ref.get("name", path.stem)
+    full = bench.run(name, ref, ())
+    if full.error:
+        pytest.skip(full.error)
+    off = bench.run(name, ref, (ref["client"],))
+    assert full.share >= 0.95, f"{name}: {full.share:.1%} of tokens keep their source with every rule"
+    assert off.share >= 0.90, f"{name}: {off.share:.1%} of tokens keep their source without {ref['client']}'s rules"
+    assert off.side_found == off.side_expected and off.side_extra == 0
+    assert off.threads_right == off.threads_expected
+
+
+INSTRUCTED = [p.parent.name for p in sorted(FIXTURES.glob("*/instructions.json"))
+              if json.loads(p.read_text())["instructions_seen"]]
+
+
+@pytest.mark.parametrize("cli", INSTRUCTED)
+def test_project_instructions_are_found_by_segment(cli: str) -> None:
+    meta = json.loads((FIXTURES / cli / "instructions.json").read_text())
+    calls = list(parse_exchanges(load_fixture(FIXTURES / cli, "instructions")))
+    main = [c for c in calls if c.purpose.purpose == "main"]
+    for disabled in ((), (meta["client"],)):
+        calls = list(parse_exchanges(load_fixture(FIXTURES / cli, "instructions"), disabled_clients=disabled))
+        main = [c for c in calls if c.purpose.purpose == "main"]
+        found = []
+        for block in main[0].request.blocks:
+            parts = block.segments or [block]
+            data = block.text.encode()
+            for part in parts:
+                if part.source == "project_instructions":
+                    found.append(data[getattr(part, "start", 0):getattr(part, "end", len(data))])
+        assert found, f"{cli}: no project instructions found (rules off: {disabled})"
+        joined = b"".join(found)
+        assert any(name.encode() in joined or b"INSTRUCTIONS" in joined or len(joined) > 40
+                   for name in meta["instructions_seen"])
