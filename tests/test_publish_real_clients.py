@@ -124,3 +124,18 @@ def test_same_value_same_placeholder_across_headers_and_blocks(published) -> Non
     assert att["threads"][0]["session"] == f"kimi-code:{session}"
     codex = json.loads(next(published["basic/codex"][1].glob("*.json")).read_text())
     assert "git@github.com:<account-1>/demo-repo.git" in json.dumps(codex)
+
+
+def test_packed_blocks_publish_their_sections(published) -> None:
+    """Kimi's system message holds rules, environment, the AGENTS.md slot and skills: the attachment says so."""
+    _, target = published["basic/kimi-code"]
+    (att,) = [json.loads(p.read_text()) for p in target.glob("*.json")]
+    first = att["threads"][0]["requests"][0]
+    (system,) = [b for b in first["blocks"] if b["path"] == "messages[0].content"]
+    sources = [g["source"] for g in system["segments"]]
+    assert system["source"] == "mixed"
+    assert sources[0] == "platform_rules" and {"runtime_environment", "project_instructions",
+                                                "plugin_catalogue"} <= set(sources)
+    assert sum(g["bytes"] for g in system["segments"]) == system["bytes"]
+    markdown = next(target.glob("*.md")).read_text()
+    assert "Sections, in order: platform_rules" in markdown

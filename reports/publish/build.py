@@ -119,6 +119,17 @@ def load_capture(capture_dir: Path, con: duckdb.DuckDBPyConnection) -> CaptureDa
     for row in _rows(con, f"SELECT {_columns(con, 'blocks', _BLOCK_COLUMNS)} FROM blocks "
                           "ORDER BY request_id, position"):
         blocks.setdefault(row["request_id"], []).append(row)
+    try:  # a block's sections (several sources in one block), in order
+        for rid, position, source, label, nbytes, tokens in con.execute(
+                "SELECT request_id, position, source, label, bytes, tokens_estimated FROM segments "
+                "WHERE occurrence_id IN (SELECT occurrence_id FROM t_block_segments GROUP BY occurrence_id "
+                "HAVING count(*) > 1) ORDER BY request_id, position, segment_index").fetchall():
+            for b in blocks.get(rid, []):
+                if b["position"] == position:
+                    b.setdefault("segments", []).append(
+                        {"source": source, "label": label or None, "bytes": nbytes, "tokens_estimated": tokens})
+    except duckdb.Error:
+        pass  # an analysis from before segments
     texts = {h: t or "" for h, t in con.execute("SELECT content_hash, text FROM t_block_content").fetchall()}
     divergence: dict[str, dict[str, Any]] = {}
     try:
@@ -423,6 +434,9 @@ class AttachmentBuilder:
             "tokens_estimated": b["tokens_estimated"],
             "new": before.get(b["position"]) != b["content_hash"],
         }
+        if b.get("segments"):  # sources inside the block, in order (sizes of the original text)
+            entry["segments"] = [{k: (self.cleaner.text(v) if k == "label" and v else v) for k, v in g.items()
+                                  if v is not None} for g in b["segments"]]
         if b["cache_breakpoint"]:
             entry["cache_breakpoint"] = b["cache_breakpoint"]
         if b["tool_name"]:
