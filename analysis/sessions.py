@@ -55,7 +55,7 @@ class _Thread:
     parent_thread_id: str | None = None
     parent_call_id: str | None = None
     rule: str = ""
-    long_texts: list[str] = field(default_factory=list)  # the last request's long texts (flattening check)
+    last_blocks: list = field(default_factory=list)  # the last request's blocks (read only to spot flattening)
 
 
 @dataclass
@@ -141,7 +141,7 @@ class SessionAssigner:
         if thread.kind == "main":
             session.tasks_seen |= tasks
         if not side:
-            thread.long_texts = _long_texts(call)
+            thread.last_blocks = call.request.blocks  # kept as is: texts are normalised only if ever needed
             session.delegations.extend(_delegations(call, thread.thread_id))
         placement = Placement(
             session_id=session.session_id, session_source=session.source, thread_id=thread.thread_id,
@@ -218,9 +218,8 @@ def _user_texts(call: ModelCall) -> list[str]:
             if b.role == "user" and b.kind == "message_text" and b.text.strip()]
 
 
-def _long_texts(call: ModelCall) -> list[str]:
-    return [_norm(b.text) for b in call.request.blocks
-            if b.kind in ("message_text", "tool_result") and len(b.text) >= LONG_TEXT][-50:]
+def _long_texts(blocks: list) -> list[str]:
+    return [_norm(b.text) for b in blocks if b.kind in ("message_text", "tool_result") and len(b.text) >= LONG_TEXT][-50:]
 
 
 def _delegated_by(session: _Session, call: ModelCall) -> _Delegation | None:
@@ -240,10 +239,11 @@ def _flattens(session: _Session, call: ModelCall) -> _Thread | None:
     """The thread whose history this request carries inside its own text, if any."""
     joined = "\n".join(_norm(b.text) for b in call.request.blocks if b.kind == "message_text")
     for t in session.threads:
-        if t.kind == "side" or not t.long_texts:
+        texts = _long_texts(t.last_blocks) if t.kind != "side" else []
+        if not texts:
             continue
-        carried = sum(1 for x in t.long_texts if x in joined)
-        if carried >= max(2, FLATTENED_FRACTION * len(t.long_texts)):
+        carried = sum(1 for x in texts if x in joined)
+        if carried >= max(2, FLATTENED_FRACTION * len(texts)):
             return t
     return None
 
