@@ -43,6 +43,7 @@ OCC_BYTES = 34  # about what one embedded occurrence costs in the columns
 ROW_BYTES = 90  # about what one ribbon row costs besides its ops
 TEXT_ENTRY_BYTES = 16  # an embedded text's brackets, size and empty hash, besides its characters
 LEFT_OUT_ENTRY_BYTES = 5  # a left-out text: `0,` and `"",`
+TEXT_ENTRY_MIN_BYTES = 75  # at least, besides its characters, a text of a full report: brackets, size, hash
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-FULL_MIN_BYTES_PER_REQUEST = 1_200  # a full report costs at least this per request: beyond, don't try it
+FULL_MIN_BYTES_PER_REQUEST = 800  # a full report costs at least this per request (a table row, hover titles)
 ITEM_BYTES = 1_800  # about what one shown request costs in tables, charts and hover titles
 PAGE_SHARE = 0.5  # an aggregated report's page (all but the block texts) aims at this share of the budget
 RIBBON_SHARE = 0.2  # of the budget, for the ribbons' rows and the blocks they draw
@@ -82,9 +82,11 @@ class Detail:
         return 1 if share is None or n <= share else math.ceil(n / share)
 
 
-def first_detail(total: int, max_bytes: int) -> Detail:
-    """Full detail unless the report cannot fit request by request (then the first aggregated plan)."""
-    if total * FULL_MIN_BYTES_PER_REQUEST > max_bytes:
+def first_detail(total: int, max_bytes: int, min_text_bytes: int = 0) -> Detail:
+    """Full detail unless the report cannot fit request by request, its texts at their smallest cap
+    included (then the first aggregated plan). The estimate is a floor: a report it lets through may
+    still not fit, and is then rendered again, aggregated."""
+    if total * FULL_MIN_BYTES_PER_REQUEST + min_text_bytes > max_bytes:
         return Detail.aggregated(total, max_bytes)
     return Detail.full(total, max_bytes)
 

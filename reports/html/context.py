@@ -14,7 +14,7 @@ from pathlib import Path
 
 import duckdb
 
-from reports.html.blockdata import BlockData
+from reports.html.blockdata import MIN_CAP_BYTES, TEXT_ENTRY_MIN_BYTES, BlockData
 from reports.html.budget import Detail, ctxtap_sql
 from reports.html.comparison import build_comparison
 from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
@@ -32,11 +32,18 @@ def capture_info(path: Path, con: duckdb.DuckDBPyConnection) -> CaptureInfo:
                        started_at=started_at, ended_at=ended_at, n_requests=n)
 
 
-def count_requests(captures: Sequence[Path]) -> int:
-    """The model requests a report of these captures draws (to plan its detail before building it)."""
+def plan_inputs(captures: Sequence[Path]) -> tuple[int, int]:
+    """(model requests, bytes the distinct block texts take at least) of a report of these captures,
+    to plan its detail before building it."""
     from analysis.db import connect
 
-    return sum(connect([Path(p)]).execute("SELECT count(*) FROM requests").fetchone()[0] for p in captures)
+    con = connect([Path(p) for p in captures])
+    requests = con.execute("SELECT count(*) FROM requests").fetchone()[0]
+    (texts,) = con.execute(f"""
+        SELECT coalesce(sum(least(bytes, {MIN_CAP_BYTES}) + {TEXT_ENTRY_MIN_BYTES}), 0) FROM (
+            SELECT DISTINCT c.content_hash, c.bytes FROM t_block_occurrences o
+            JOIN t_block_content c ON c.capture_id = o.capture_id AND c.content_hash = o.content_hash)""").fetchone()
+    return requests, int(texts)
 
 
 def build_context(captures: Sequence[Path], title: str | None = None, detail: Detail | None = None) -> ReportContext:

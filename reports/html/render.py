@@ -28,7 +28,7 @@ from markupsafe import Markup, escape
 from ctxtap import __version__
 from reports.html import palette
 from reports.html.budget import PAGE_SHARE, Detail, first_detail
-from reports.html.context import LARGE_TABLE, ReportContext, build_context, count_requests
+from reports.html.context import LARGE_TABLE, ReportContext, build_context, plan_inputs
 from reports.html.formatting import FILTERS, num, size
 from reports.html.output import default_output
 
@@ -75,8 +75,8 @@ def render_html(ctx: ReportContext, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     return _render(ctx, max_bytes)[0]
 
 
-def _render(ctx: ReportContext, max_bytes: int) -> tuple[str, int]:
-    """(the HTML, the bytes of everything but the block texts)."""
+def _render(ctx: ReportContext, max_bytes: int, extra_notes: Sequence[str] = ()) -> tuple[str, int, list[str]]:
+    """(the HTML, the bytes of everything but the block texts, the notes it shows)."""
     template = environment().get_template("report.html.j2")
     # Slots filled after measuring the rest of the page; random, so no captured text can imitate them.
     token = secrets.token_hex(16)
@@ -92,10 +92,9 @@ def _render(ctx: ReportContext, max_bytes: int) -> tuple[str, int]:
         texts = ctx.blocks.texts_json(max(MIN_TEXT_BUDGET, max_bytes - rest - SAFETY))
     else:
         texts = ctx.blocks.texts_json(max(0, max_bytes - rest - SAFETY))
-    notes = [*ctx.notes, *_text_notes(ctx)]
+    notes = [*extra_notes, *ctx.notes, *_text_notes(ctx)]
     notes_html = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
-    ctx.notes[:] = notes
-    return skeleton.replace(texts_slot, texts, 1).replace(notes_slot, notes_html, 1), rest
+    return skeleton.replace(texts_slot, texts, 1).replace(notes_slot, notes_html, 1), rest, notes
 
 
 def _text_notes(ctx: ReportContext) -> list[str]:
@@ -128,11 +127,12 @@ def render_report(captures: Sequence[Path], out: Path, *, title: str | None = No
     if analyse:
         for path in paths:
             ensure_analysis(path)
-    total = count_requests(paths)
-    detail = first_detail(total, max_bytes)
+    total, min_text_bytes = plan_inputs(paths)
+    detail = first_detail(total, max_bytes, min_text_bytes)
+    previous_page = None
     for plans in range(1, MAX_PLANS + 1):  # noqa: B007 (the count is reported)
         ctx = build_context(paths, title, detail)
-        html, page = _render(ctx, max_bytes)
+        html, page, notes = _render(ctx, max_bytes)
         size_ = len(html.encode("utf-8", "replace"))
         target = PAGE_SHARE * max_bytes
         if detail.is_full:
@@ -142,7 +142,15 @@ def render_report(captures: Sequence[Path], out: Path, *, title: str | None = No
             continue
         if detail.smallest or (size_ <= max_bytes and page <= target * PAGE_SLACK):
             break
+        if previous_page is not None and page > previous_page * 0.9:
+            break  # a smaller plan no longer shrinks the page: what is left does not depend on it
+        previous_page = page
         detail = detail.scaled(min(target / page * 0.95, 0.9))
+    if size_ > max_bytes:  # even the smallest plan: what does not shrink with it (many sessions) is too much
+        html, page, notes = _render(ctx, max_bytes, [
+            f"This report is {size(size_)}, over its bound of {size(max_bytes)} even with every session "
+            f"aggregated: its {num(len(ctx.sessions))} sessions' headers, cards and charts take room whatever the "
+            "plan. Report fewer captures at once, or raise --max-size."])
     data = html.encode("utf-8", "replace")  # a lone surrogate in a table cell: "?"
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -153,7 +161,7 @@ def render_report(captures: Sequence[Path], out: Path, *, title: str | None = No
                         requests=sum(len(s.requests) for s in ctx.sessions), texts=len(ctx.blocks.text_sizes),
                         truncated_texts=ctx.blocks.truncated, seconds=time.perf_counter() - start,
                         aggregated=not ctx.detail.is_full, left_out_texts=ctx.blocks.left_out_texts,
-                        notes=list(ctx.notes), plans=plans)
+                        notes=notes, plans=plans)
 
 
 def render_capture_report(captures: Sequence[Path], out: Path | None = None) -> Path:

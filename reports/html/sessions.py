@@ -153,6 +153,15 @@ def _place(rows: list[Row], ribbon: Ribbon, where: list[tuple[int | None, bool]]
         r["ribbon"], r["row"], r["merged"] = ribbon.rid, row, merged
 
 
+def _unbinned_requests(requests: list[Row], detail: Detail) -> list[str]:
+    """The requests of the threads a plan draws request by request."""
+    by_thread: dict[str, list[str]] = defaultdict(list)
+    for r in requests:
+        if r.get("thread_kind") != "side":
+            by_thread[r.get("thread_id") or ""].append(r["request_id"])
+    return [rid for ids in by_thread.values() if detail.bin_size(len(ids)) == 1 for rid in ids]
+
+
 def _binned_thread(con: duckdb.DuckDBPyConnection, thread_id: str, k: int
                    ) -> tuple[list[Row], dict[str, dict[str, float]]]:
     """The `thread_bins` rows of a thread, and the mean tokens by source per bin (keyed like bins' `key`)."""
@@ -181,7 +190,12 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
     totals = {r["session_id"]: r for r in fetch(con, "SELECT * FROM sessions")}
     growth = {g["thread_id"]: g for g in fetch(con, "SELECT * FROM growth")}
     by_source: dict[str, dict[str, int]] = defaultdict(dict)
-    for rid, source, tokens in con.execute("SELECT request_id, source, tokens_estimated FROM tokens_by_source").fetchall():
+    sql, params = "SELECT request_id, source, tokens_estimated FROM tokens_by_source", []
+    if not detail.is_full:  # binned threads read thread_bin_sources instead
+        sql += " WHERE request_id IN (SELECT unnest(?::VARCHAR[]))"
+        params = [_unbinned_requests(requests, detail)]
+    rows_by_source = con.execute(sql, params).fetchall() if not params or params[0] else []
+    for rid, source, tokens in rows_by_source:
         by_source[rid][source] = int(tokens or 0)
     calls_by_session: dict[str, list[Row]] = defaultdict(list)
     for c in fetch(con, "SELECT * FROM tool_calls ORDER BY session_id, request_id, call_index"):
