@@ -236,7 +236,8 @@ class BlockData:
 
     def add_ribbon(self, ribbon: Ribbon, merge: bool = False, max_bytes: int | None = None,
                    gap_command: str = "") -> list[tuple[int | None, bool]]:
-        """Lay out a ribbon's rows: per request row, (index of the drawn row, merged into a later one's row).
+        """Lay out a ribbon's rows; per request row, return (the index of the row that draws it, None when
+        left out; whether that row draws several requests).
 
         `merge`: neighbouring requests of a thread that only appended to their predecessor, unmarked,
         share the row of the last of them. `max_bytes`: beyond it the middle rows are left out, as one

@@ -111,9 +111,9 @@ def _text_notes(ctx: ReportContext) -> list[str]:
     if b.truncated:
         words += f" ({num(b.truncated)} of them longer than {size(b.cap_bytes)}, as head and tail with their exact size)"
     if b.left_out_texts:
-        words += (f" and {num(b.left_out_texts)} are left out to stay within {size(ctx.detail.max_bytes)}, those "
-                  "carried by the fewest requests first; the block viewer says so for each and gives the ctxtap "
-                  "sql query that reads it")
+        words += (f" and {num(b.left_out_texts)} are left out to stay within {size(ctx.detail.max_bytes)} (first "
+                  "those of the fewest requests, counting each drawn row as the requests it stands for); the block "
+                  "viewer says so for each and gives the ctxtap sql query that reads it")
     return [words + "."]
 
 
