@@ -138,11 +138,11 @@ def _ribbon_note(ribbon: Ribbon, what: str) -> str:
     parts = []
     if ribbon.n_merged:
         parts.append(f"{num(ribbon.n_merged)} requests that only appended blocks to their predecessor are drawn "
-                     "in the row of the last of them (the row says ×count; open it for the blocks of any of them "
-                     "from the requests table)")
+                     "in the row of the last of them (the row says ×count; the requests table opens each one's own "
+                     "blocks)")
     if ribbon.n_left_out:
-        parts.append(f"{num(ribbon.n_left_out)} requests in the middle are left out (one row says which, with "
-                     "the query that lists their blocks)")
+        parts.append(f"{num(ribbon.n_left_out)} requests are left out (a row in their place says "
+                     "which, with the query that lists their blocks)")
     if not parts:
         return ""
     return f"{what}: {num(len(ribbon.rows))} requests in {num(ribbon.n_rows)} rows; " + "; ".join(parts)
@@ -261,7 +261,7 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
         main_ribbon.note = _ribbon_note(main_ribbon, "The context layout")
         if side_ribbon:
             side_ribbon.note = _ribbon_note(side_ribbon, "The side requests' context layout")
-        notes.extend(_session_notes(client, sid, len(rows), threads, toolloop, view_tables, main_ribbon, side_ribbon,
+        notes.extend(_session_notes(sid, len(rows), threads, toolloop, view_tables, main_ribbon, side_ribbon,
                                     detail))
         ts = [r["ts_start"] for r in rows if r.get("ts_start")] + [r["ts_end"] for r in rows if r.get("ts_end")]
         out.append(SessionView(
@@ -282,7 +282,7 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
     return out
 
 
-def _session_notes(client: str, session_id: str, n: int, threads: list[ThreadView], toolloop: ToolLoop,
+def _session_notes(session_id: str, n: int, threads: list[ThreadView], toolloop: ToolLoop,
                    tables: dict[str, Shown], ribbon: Ribbon, side_ribbon: Ribbon | None, detail: Detail) -> list[str]:
     """What a session's sections aggregated or left out, in words (none under full detail)."""
     said = []
@@ -302,7 +302,7 @@ def _session_notes(client: str, session_id: str, n: int, threads: list[ThreadVie
                         f"of {num(table.total)} rows")
     if not said:
         return []
-    return [f"Session {client} {short_id(session_id, 40)} has {num(n)} requests, more than a report of "
+    return [f"Session {short_id(session_id, 48)} has {num(n)} requests, more than a report of "
             f"{detail.max_bytes / 1e6:.2f} MB shows one by one: " + "; ".join(said)
             + ". Each table says how many rows it leaves out and gives the ctxtap sql query that lists them."]
 
