@@ -59,6 +59,27 @@ def synth1000(tmp_path_factory, ctxtap_config) -> Path:
     return synthetic_capture(tmp_path_factory.getbasetemp() / "report-s1000", 1000)
 
 
+HUGE_REQUESTS = 10_000
+HUGE_COMPACT_EVERY = 20  # resends less history than the benchmark's session: ~1 min to build, not ~2
+
+
+@pytest.fixture(scope="session")
+def synth10k(tmp_path_factory, ctxtap_config) -> Path:
+    """A 10,000-request session (about a minute to generate, import and analyse on two cores)."""
+    from tests.test_report_synthetic import synthetic_capture
+
+    return synthetic_capture(tmp_path_factory.getbasetemp() / "report-s10000", HUGE_REQUESTS,
+                             compact_every=HUGE_COMPACT_EVERY)
+
+
+@pytest.fixture(scope="session")
+def huge_report(synth10k, tmp_path_factory):
+    """The 10,000-request session's report at the default bound, rendered once for both test tiers."""
+    from reports.html.render import render_report
+
+    return render_report([synth10k], tmp_path_factory.mktemp("huge-report") / "report.html")
+
+
 @pytest.fixture(scope="session")
 def corpus_captures(tmp_path_factory, ctxtap_config) -> list[Path]:
     from tests import corpus

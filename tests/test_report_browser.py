@@ -196,6 +196,54 @@ def test_1000_request_session_opens_fast(browser, synth1000: Path, tmp_path: Pat
         opened.assert_clean()
 
 
+def test_10000_request_session_report_opens_and_its_merged_rows_open(browser, huge_report, synth10k: Path) -> None:
+    """The aggregated report of a 10,000-request session: clean, its numbers, a merged ribbon row in the
+    viewer (clicked on the canvas), a left-out gap row's query, a merged request's own blocks."""
+    from analysis.db import connect
+
+    assert huge_report.aggregated
+    con = connect([synth10k])
+    html = huge_report.path.read_text()
+    start = html.index('id="ctx-data">') + len('id="ctx-data">')
+    rows = json.loads(html[start:html.index("</script>", start)])["ribbons"]["s1-main"]["rows"]
+    with open_report(browser, huge_report.path) as opened:
+        page = opened.page
+        (n,) = con.execute("SELECT count(*) FROM requests").fetchone()
+        assert page.inner_text('[data-key="requests"]') == f"{n:,}"
+        assert painted_pixels(page, '[data-ribbon="s1-main"] canvas') > 10_000
+        # Click the first merged row on the canvas: the viewer lists the blocks of the last request it draws.
+        i = next(k for k, r in enumerate(rows) if r.get("n"))
+        geom = page.evaluate("() => document.querySelector('[data-ribbon=\"s1-main\"]')._geom")
+        canvas = page.locator('[data-ribbon="s1-main"] canvas')
+        canvas.click(position={"x": 8, "y": geom["ys"][i] + 1})
+        viewer = page.locator('[data-viewer="s1-main"]')
+        assert viewer.locator(".vh strong").inner_text() == f"Request {rows[i]['l']}"
+        assert f"{rows[i]['n']} requests drawn as one row" in viewer.locator(".merged-note").inner_text()
+        (n_blocks,) = con.execute("SELECT n_blocks FROM requests WHERE request_id = ?", [rows[i]["id"]]).fetchone()
+        assert viewer.locator("tr[data-pos]").count() == n_blocks
+        last = viewer.locator("tr[data-pos]").last
+        last.locator("button.show-text").click()
+        text = viewer.locator("tr.text-row").inner_text()
+        assert "Full text" in text or "Preview" in text or ("Left out" in text and "ctxtap sql" in text)
+        screenshot(page, "report-10000-merged-row.png")
+        # A left-out gap row says how many requests it stands for and gives the query.
+        gap = next(k for k, r in enumerate(rows) if r.get("gap"))
+        page.evaluate("([r, i]) => window.ctxtapReport.openViewer(r, i, -1)", ["s1-main", gap])
+        assert viewer.locator("code.query").inner_text() == rows[gap]["q"]
+        # From the requests table, a merged request opens its own blocks: a prefix of its row's.
+        button = page.locator("table.requests button[data-upto]").nth(3)
+        button.evaluate("b => b.closest('details').open = true")
+        button.dispatch_event("click")  # no pointer: ribbons drawn as the table scrolls in move it
+        upto = int(button.get_attribute("data-upto"))
+        num = int(button.get_attribute("data-label").split()[0].lstrip("#"))
+        paths = [p for (p,) in con.execute(
+            "SELECT b.path FROM blocks b JOIN requests r USING (request_id) WHERE r.seq_in_session + 1 = ? "
+            "ORDER BY b.position", [num]).fetchall()]
+        assert len(paths) == upto and viewer.locator("tr[data-pos] td:nth-child(2)").all_inner_texts() == paths
+        assert "This request's blocks are the first" in viewer.locator(".merged-note").inner_text()
+        opened.assert_clean()
+
+
 def test_real_corpus_comparison_report(browser, corpus_captures: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "corpus.html"
     render_report(corpus_captures, out)

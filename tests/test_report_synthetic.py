@@ -62,8 +62,9 @@ def _result_text(rng: random.Random, request: int, call: int, command: str) -> t
 class _Session:
     """Builds the main thread request by request, with Anthropic-style simulated cache usage."""
 
-    def __init__(self, n: int, seed: int) -> None:
+    def __init__(self, n: int, seed: int, compact_every: int = COMPACT_EVERY) -> None:
         self.n = n
+        self.compact_every = compact_every
         self.rng = random.Random(seed)
         self.tools = _tools()
         self.messages: list[dict[str, Any]] = []
@@ -73,7 +74,7 @@ class _Session:
         self.stamp: str | None = None
         self.prev_tokens = 0
         self.prev_prefix_ok = False
-        self.big_at = min(n - 2, COMPACT_EVERY - 3) if n > 10 else -1
+        self.big_at = min(n - 2, compact_every - 3) if n > 10 else -1
         self.last_command = ""
 
     # -- request shaping -------------------------------------------------------------------------
@@ -220,7 +221,7 @@ class _Session:
             if i == self.n // 2 and self.n >= 6:
                 self.t += 360  # past the 5-minute TTL
                 self.prev_prefix_ok = False
-            if i and i % COMPACT_EVERY == 0:
+            if i and i % self.compact_every == 0:
                 self.compact(i)
             self.main_request(i)
             if i == 1:
@@ -230,13 +231,14 @@ class _Session:
         return self.entries
 
 
-def synthetic_har(n_requests: int, seed: int = 7) -> dict[str, Any]:
-    """A HAR 1.2 document with `n_requests` main-loop requests (plus a title, compactions and one 429)."""
-    entries = _Session(n_requests, seed).build()
+def synthetic_har(n_requests: int, seed: int = 7, compact_every: int = COMPACT_EVERY) -> dict[str, Any]:
+    """A HAR 1.2 document with `n_requests` main-loop requests (plus a title, compactions and one 429);
+    a smaller `compact_every` keeps the resent history, and so the bytes per request, shorter."""
+    entries = _Session(n_requests, seed, compact_every).build()
     return {"log": {"version": "1.2", "creator": {"name": "ctxtap-synthetic", "version": "1"}, "entries": entries}}
 
 
-def synthetic_capture(directory: Path, n_requests: int) -> Path:
+def synthetic_capture(directory: Path, n_requests: int, compact_every: int = COMPACT_EVERY) -> Path:
     """Generate, import and analyse a synthetic session into `directory/capture` (reused when present).
 
     Needs CTXTAP_CONFIG_DIR pointing at a private config dir (the import uses its redaction key).
@@ -249,7 +251,7 @@ def synthetic_capture(directory: Path, n_requests: int) -> Path:
     if not (capture / "manifest.json").exists():
         directory.mkdir(parents=True, exist_ok=True)
         har = directory / "session.har"
-        har.write_text(json.dumps(synthetic_har(n_requests)))
+        har.write_text(json.dumps(synthetic_har(n_requests, compact_every=compact_every)))
         import_files([har], capture, redaction_key())
         har.unlink()
     ensure_analysis(capture)

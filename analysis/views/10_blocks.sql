@@ -2,17 +2,21 @@
 -- Expands request_block_runs (positions -> ranges of occurrences) against
 -- block_occurrences and block_content; cache breakpoints are per request.
 CREATE OR REPLACE VIEW blocks AS
-WITH expanded AS (
+WITH positions AS (
+    -- one row per position: a run of n positions maps onto n consecutive occurrence ids
+    SELECT capture_id, request_id, position_start, occurrence_start, unnest(range(n)) AS k
+    FROM t_request_block_runs
+),
+expanded AS (
     SELECT
         r.capture_id,
         r.request_id,
-        r.position_start + (o.occurrence_id - r.occurrence_start) AS position,
+        r.position_start + r.k AS position,
         o.*
-    FROM t_request_block_runs r
+    FROM positions r
     JOIN t_block_occurrences o
       ON o.capture_id = r.capture_id
-     AND o.occurrence_id >= r.occurrence_start
-     AND o.occurrence_id < r.occurrence_start + r.n
+     AND o.occurrence_id = r.occurrence_start + r.k
 )
 SELECT
     e.capture_id, e.request_id, e.position,

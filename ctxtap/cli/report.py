@@ -18,7 +18,9 @@ from reports.html.output import COMPARISON_DEFAULT, default_output
 @click.option("--title", help="Title of the report (default: the clients it covers).")
 @click.option("--max-size", "max_mb", type=click.FloatRange(min=0.5), default=5.0, show_default=True,
               help="Size bound in MB: distinct block texts are embedded once and truncated (head and tail, "
-                   "exact size noted) so the file stays within it.")
+                   "exact size noted) so the file stays within it; a session too long to show request by request "
+                   "is aggregated (merged ribbon rows, binned charts, first and last table rows, texts left out), "
+                   "and the report's notes say what and give the ctxtap sql queries for the rest.")
 def report(captures: tuple[Path, ...], output: Path | None, title: str | None, max_mb: float) -> None:
     """Render captures into one self-contained HTML report.
 
@@ -45,6 +47,9 @@ def report(captures: tuple[Path, ...], output: Path | None, title: str | None, m
     except CaptureError as exc:
         raise click.ClickException(str(exc)) from exc
     note = f", {result.truncated_texts} long texts truncated" if result.truncated_texts else ""
+    if result.aggregated:
+        note += (f", aggregated to fit: {result.left_out_texts} texts left out, see the notes at the top"
+                 if result.left_out_texts else ", aggregated to fit: see the notes at the top")
     click.echo(f"wrote {result.path} ({result.bytes / 1e6:.2f} MB: {result.sessions} sessions, "
                f"{result.requests} requests, {result.texts} distinct block texts{note}) in {result.seconds:.1f} s")
 

@@ -2,7 +2,10 @@
 
 Bars of one series are one <path> (a sub-path per bar), so a 1000-request
 thread costs a few paths, not thousands of elements; each request gets one
-transparent hover column whose <title> says the numbers in words.
+transparent hover column whose <title> says the numbers in words. A thread too
+long for that is drawn from its `thread_bins` rows (`bin_size` requests per
+column, means per request) and the timeline from `timeline_bins` rows; the
+charts say so in their titles.
 """
 
 from __future__ import annotations
@@ -57,29 +60,44 @@ def _hover_columns(n: int, x: Scale, frame: Frame, titles: Sequence[str]) -> str
 # --- token growth -------------------------------------------------------------------------------
 
 
-def growth_chart(rows: Sequence[Row], by_source: Mapping[str, Mapping[str, int]], fit: Row | None,
-                 label: str) -> Markup:
+def _binned_title(title: str, bin_size: int, n_requests: int) -> str:
+    return title if bin_size <= 1 else f"{title} (binned: one column per {bin_size} requests of {n_requests:,})"
+
+
+def _bin_span(b: Row) -> str:
+    """'requests #1–#21 (session #1–#22)' for a thread_bins row."""
+    return (f"requests #{b['first_seq_in_thread'] + 1}–#{b['last_seq_in_thread'] + 1} ({b['n_requests']}; session "
+            f"#{b['first_seq_in_session'] + 1}–#{b['last_seq_in_session'] + 1})")
+
+
+def growth_chart(rows: Sequence[Row], by_source: Mapping[str, Mapping[str, float]], fit: Row | None,
+                 label: str, bin_size: int = 1) -> Markup:
     """Per-request input stacked by source (estimated) with reported input on top; below, the
-    cumulative input with the analyzer's fitted n*p + m*n(n+1)/2."""
+    cumulative input with the analyzer's fitted n*p + m*n(n+1)/2. With `bin_size` > 1 the rows are
+    `thread_bins` rows (by_source keyed by their `key`): one column per bin, means per request."""
+    binned = bin_size > 1
+    key = "key" if binned else "request_id"
     n = len(rows)
+    n_requests = sum(r["n_requests"] for r in rows) if binned else n
     top = Frame(height=230, bottom=26)
     bottom_h = 170
     width, height = top.width, top.height + bottom_h
-    est = [sum(by_source.get(r["request_id"], {}).values()) for r in rows]
-    reported = [r.get("input_tokens_reported") for r in rows]
+    est = [sum(by_source.get(r[key], {}).values()) for r in rows]
+    reported = [r.get("mean_input_tokens_reported" if binned else "input_tokens_reported") for r in rows]
     ymax = nice_max(max([*est, *[v or 0 for v in reported], 1]))
     x, bw = _band(n, top)
     y = Scale(0, ymax, top.y0, top.y1)
-    present = [s for s in palette.SOURCES if any(by_source.get(r["request_id"], {}).get(s.name) for r in rows)]
+    present = [s for s in palette.SOURCES if any(by_source.get(r[key], {}).get(s.name) for r in rows)]
     frame_all = Frame(width=width, height=height)
-    out = [open_svg(frame_all, f"Token growth: {label}")]
-    out.append(y_axis(top, y, nice_ticks(0, ymax), "input tokens / request"))
+    out = [open_svg(frame_all, _binned_title(f"Token growth: {label}", bin_size, n_requests))]
+    out.append(y_axis(top, y, nice_ticks(0, ymax), "mean input tokens / request" if binned
+                      else "input tokens / request"))
     # stacked estimated bars, one path per source
     stack = [0.0] * n
     for style in present:
         bars = []
         for i, r in enumerate(rows):
-            v = by_source.get(r["request_id"], {}).get(style.name, 0)
+            v = by_source.get(r[key], {}).get(style.name, 0)
             if v:
                 y_top = y(stack[i] + v)
                 bars.append((x(i + 1) - bw / 2, y_top, bw, y(stack[i]) - y_top))
@@ -91,8 +109,8 @@ def growth_chart(rows: Sequence[Row], by_source: Mapping[str, Mapping[str, int]]
     if n <= 120:
         out.append("".join(f'<circle cx="{f(px)}" cy="{f(py)}" r="2.6" fill="{palette.REPORTED}"/>' for px, py in pts))
     accel = fit.get("accel_seq") if fit else None
-    if accel is not None and 0 <= accel < n:
-        ax = x(accel + 1)
+    if accel is not None and 0 <= accel // bin_size < n:
+        ax = x(accel // bin_size + 1)
         right_half = ax > (top.x0 + top.x1) / 2
         out.append(f'<line class="marker" x1="{f(ax)}" x2="{f(ax)}" y1="{f(top.y1)}" y2="{f(top.y0)}"/>'
                    f'<text class="note" x="{f(ax - 4 if right_half else ax + 4)}" y="{f(top.y1 + 10)}" '
@@ -108,16 +126,26 @@ def growth_chart(rows: Sequence[Row], by_source: Mapping[str, Mapping[str, int]]
     cmax = nice_max(max([*cum, *fit_vals, 1]))
     cy = Scale(0, cmax, low.y0, low.y1)
     out.append(y_axis(low, cy, nice_ticks(0, cmax, 4), "cumulative tokens"))
-    out.append(x_axis(low, x, int_ticks(n), "request in thread (#)"))
+    if binned:
+        out.append(x_axis(low, Scale(0.5, n_requests + 0.5, low.x0, low.x1), int_ticks(n_requests),
+                          f"request in thread (#), {bin_size} per column"))
+    else:
+        out.append(x_axis(low, x, int_ticks(n), "request in thread (#)"))
     out.append(polyline([(x(i + 1), cy(v)) for i, v in enumerate(cum)], "cumulative", palette.REPORTED))
     if fit_vals:
         fit_pts = [(x(i + 1), cy(v)) for i, v in enumerate(fit_vals)]
         out.append(polyline(fit_pts, "fit", palette.FIT, dash=True))
     titles = []
     for i, r in enumerate(rows):
-        parts = sorted(by_source.get(r["request_id"], {}).items(), key=lambda kv: -kv[1])
-        shown = ", ".join(f"{k.replace('_', ' ')} {num(v)}" for k, v in parts[:MAX_TITLE_SOURCES])
+        parts = sorted(by_source.get(r[key], {}).items(), key=lambda kv: -kv[1])
+        shown = ", ".join(f"{k.replace('_', ' ')} {num(round(v))}" for k, v in parts[:MAX_TITLE_SOURCES])
         more = f", +{len(parts) - MAX_TITLE_SOURCES} more" if len(parts) > MAX_TITLE_SOURCES else ""
+        if binned:
+            titles.append(f"{_bin_span(r)}: estimated {num(round(est[i]))} tokens per request on average "
+                          f"({shown}{more}), at most {num(r.get('max_input_tokens_estimated'))}; reported "
+                          f"{num(round(reported[i]) if reported[i] is not None else None)} on average; cumulative "
+                          f"{num(cum[i])} at its last" + (f"; fit {num(round(fit_vals[i]))}" if fit_vals else ""))
+            continue
         titles.append(f"request #{i + 1} (session #{r['num']}): estimated {num(est[i])} tokens ({shown}{more}); "
                       f"reported {num(reported[i])}; cumulative {num(cum[i])}"
                       + (f"; fit {num(round(fit_vals[i]))}" if fit_vals else ""))
@@ -125,7 +153,7 @@ def growth_chart(rows: Sequence[Row], by_source: Mapping[str, Mapping[str, int]]
     out.append(_hover_columns(n, x, whole, titles))
     out.append("</svg>")
     legend = [(palette.source_fill(s.name), s.label, "box") for s in present]
-    legend += [(palette.REPORTED, "reported input (provider)", "line"),
+    legend += [(palette.REPORTED, "reported input (provider)" + (", mean per request" if binned else ""), "line"),
                (palette.REPORTED, "cumulative input", "line")]
     if fit_vals:
         legend.append((palette.FIT, "fitted n·p + m·n(n+1)/2", "dash"))
@@ -138,8 +166,11 @@ MISS_SHORT = {"cold_start": "cold", "prefix_change": "prefix", "ttl_expired": "T
               "unexplained": "?"}
 
 
-def cache_chart(rows: Sequence[Row], label: str) -> Markup:
-    """Cache read / cache write / uncached input per request, with divergence and miss markers."""
+def cache_chart(rows: Sequence[Row], label: str, bin_size: int = 1) -> Markup:
+    """Cache read / cache write / uncached input per request, with divergence and miss markers. With
+    `bin_size` > 1 the rows are `thread_bins` rows: one column per bin, means per request."""
+    if bin_size > 1:
+        return _binned_cache_chart(rows, label, bin_size)
     n = len(rows)
     frame = Frame(height=260, top=34)
     totals = [(r.get("cache_read_tokens") or 0) + (r.get("cache_write_tokens") or 0)
@@ -200,18 +231,91 @@ def cache_chart(rows: Sequence[Row], label: str) -> Markup:
         titles.append("; ".join(words))
     out.append(_hover_columns(n, x, frame, titles))
     out.append("</svg>")
-    legend = [(palette.CACHE_READ, "cache read", "box"), (palette.CACHE_WRITE, "cache write", "box"),
-              (palette.UNCACHED, "uncached input", "box"), (palette.BLUE, "▼ prefix changed", "dot"),
-              (palette.VERMILLION, "× cache miss (cause above)", "dot"), (palette.ERROR, "| failed request", "line")]
-    return Markup("".join(out)) + legend_html(legend)
+    return Markup("".join(out)) + legend_html(_CACHE_LEGEND)
+
+
+_CACHE_LEGEND = [(palette.CACHE_READ, "cache read", "box"), (palette.CACHE_WRITE, "cache write", "box"),
+                 (palette.UNCACHED, "uncached input", "box"), (palette.BLUE, "▼ prefix changed", "dot"),
+                 (palette.VERMILLION, "× cache miss (cause above)", "dot"), (palette.ERROR, "| failed request", "line")]
+
+
+def _binned_cache_chart(bins: Sequence[Row], label: str, bin_size: int) -> Markup:
+    """The cache chart over `thread_bins` rows: mean read / write / uncached per request of each bin;
+    a bin is marked when any of its requests changed the prefix, missed the cache or failed."""
+    n = len(bins)
+    n_requests = sum(b["n_requests"] for b in bins)
+    frame = Frame(height=260, top=34)
+    series = (("mean_cache_read_tokens", palette.CACHE_READ), ("mean_cache_write_tokens", palette.CACHE_WRITE),
+              ("mean_input_uncached_tokens", palette.UNCACHED))
+    totals = [sum(b.get(c) or 0 for c, _ in series) for b in bins]
+    ymax = nice_max(max([*totals, 1]))
+    x, bw = _band(n, frame)
+    y = Scale(0, ymax, frame.y0, frame.y1)
+    out = [open_svg(frame, _binned_title(f"Prompt cache per request: {label}", bin_size, n_requests))]
+    out.append(y_axis(frame, y, nice_ticks(0, ymax), "mean input tokens / request (reported)"))
+    out.append(x_axis(frame, Scale(0.5, n_requests + 0.5, frame.x0, frame.x1), int_ticks(n_requests),
+                      f"request in thread (#), {bin_size} per column"))
+    stack = [0.0] * n
+    for column, color in series:
+        bars = []
+        for i, b in enumerate(bins):
+            v = b.get(column) or 0
+            if v:
+                y_top = y(stack[i] + v)
+                bars.append((x(i + 1) - bw / 2, y_top, bw, y(stack[i]) - y_top))
+                stack[i] += v
+        out.append(f'<path fill="{color}" d="{_bar_path(bars)}"/>')
+    div = "".join(f"M{f(x(i + 1) - 4)},{f(frame.y1 - 22)}h8l-4,7z" for i, b in enumerate(bins) if b["n_prefix_changed"])
+    if div:
+        out.append(f'<path class="div-mark" fill="{palette.BLUE}" d="{div}"/>')
+    miss = "".join(f"M{f(x(i + 1) - 3.5)},{f(frame.y1 - 10)}l7,7m0,-7l-7,7" for i, b in enumerate(bins) if b["n_misses"])
+    if miss:
+        out.append(f'<path class="miss-mark" stroke="{palette.VERMILLION}" stroke-width="2" d="{miss}"/>')
+    err = "".join(f"M{f(x(i + 1))},{f(frame.y0)}v-10" for i, b in enumerate(bins) if b["n_errors"])
+    if err:
+        out.append(f'<path class="err-mark" stroke="{palette.ERROR}" stroke-width="3" d="{err}"/>')
+    titles = []
+    for b in bins:
+        words = [f"{_bin_span(b)}: mean read {num(_round(b.get('mean_cache_read_tokens')))}, write "
+                 f"{num(_round(b.get('mean_cache_write_tokens')))}, uncached "
+                 f"{num(_round(b.get('mean_input_uncached_tokens')))} per request ({b['n_with_usage']} reported usage)"]
+        if b["n_prefix_changed"]:
+            words.append(f"prefix changed in {b['n_prefix_changed']}")
+        if b["n_misses"]:
+            words.append(f"cache missed in {b['n_misses']} ({(b.get('miss_causes') or '').replace('_', ' ')})")
+        if b["n_errors"]:
+            words.append(f"{b['n_errors']} failed")
+        titles.append("; ".join(words))
+    out.append(_hover_columns(n, x, frame, titles))
+    out.append("</svg>")
+    return Markup("".join(out)) + legend_html(_CACHE_LEGEND)
+
+
+def _round(value: float | None) -> int | None:
+    return None if value is None else round(value)
 
 
 # --- tool loop timeline --------------------------------------------------------------------------
 
 
-def timeline_chart(requests: Sequence[Row], calls: Sequence[Row], label: str) -> Markup:
+def _merged(bars: Sequence[tuple[float, float, float, float]]) -> list[tuple[float, float, float, float]]:
+    """Bars of one lane and colour merged where they touch at half a pixel: at most one per pixel."""
+    out: list[list[float]] = []
+    for a, yy, w, h in sorted(bars, key=lambda b: (b[1], b[0])):
+        if out and out[-1][1] == yy and a <= out[-1][0] + out[-1][2] + 0.5:
+            out[-1][2] = max(out[-1][2], a + w - out[-1][0])
+        else:
+            out.append([a, yy, w, h])
+    return [(a, yy, w, h) for a, yy, w, h in out]
+
+
+def timeline_chart(requests: Sequence[Row], calls: Sequence[Row], label: str,
+                   bins: Sequence[Row] | None = None, bin_s: float | None = None) -> Markup:
     """Model requests and tool calls on one time axis: parallel calls stack in lanes, results coloured
-    by status, repeats outlined, the gap from response to result request visible as the call's bar."""
+    by status, repeats outlined, the gap from response to result request visible as the call's bar.
+    With `bins` (`timeline_bins` rows of `bin_s` seconds) the bars are merged where they touch and
+    each bin has one hover column saying its counts."""
+    binned = bins is not None and bin_s is not None
     requests = [r for r in requests if r.get("ts_start") is not None]
     if not requests:
         return Markup("")
@@ -223,7 +327,10 @@ def timeline_chart(requests: Sequence[Row], calls: Sequence[Row], label: str) ->
     frame = Frame(height=40 + 26 + lanes * lane_h + 30, top=12, left=110)
     span = max(t_end - t0, 0.001)
     x = Scale(0, span, frame.x0, frame.x1)
-    out = [open_svg(frame, f"Tool-loop timeline: {label}")]
+    title = f"Tool-loop timeline: {label}"
+    if binned:
+        title += f" (binned: one hover column per {seconds(bin_s)}, touching bars merged)"
+    out = [open_svg(frame, title)]
     ticks = nice_ticks(0, span, 8)
     out.append(x_axis(frame, x, ticks, "seconds since the session's first request", fmt=lambda v: compact(v)))
     model_y = frame.y1 + 4
@@ -241,7 +348,7 @@ def timeline_chart(requests: Sequence[Row], calls: Sequence[Row], label: str) ->
                        + (f", HTTP {r.get('status')} {r.get('error_layer')}" if r.get("error_layer") else "")
                        + (f", {r.get('n_tool_calls')} tool call(s)" if r.get("n_tool_calls") else "")))
     for color, bars in by_color.items():
-        out.append(f'<path fill="{color}" d="{_bar_path(bars)}"/>')
+        out.append(f'<path fill="{color}" d="{_bar_path(_merged(bars) if binned else bars)}"/>')
     lane0 = model_y + 26
     for k in range(lanes):
         out.append(f'<text class="lane" x="{frame.x0 - 6}" y="{f(lane0 + k * lane_h + 11)}" text-anchor="end">'
@@ -272,19 +379,44 @@ def timeline_chart(requests: Sequence[Row], calls: Sequence[Row], label: str) ->
                        + (", repeat of an earlier call" if c.get("repeat_of") else "")
                        + (", stuck on an error" if c.get("stuck_on_error") else "")))
     for status, bars in call_bars.items():
-        out.append(f'<path fill="{palette.RESULT_STATUS.get(status, palette.GREY)}" d="{_bar_path(bars)}"/>')
+        out.append(f'<path fill="{palette.RESULT_STATUS.get(status, palette.GREY)}" '
+                   f'd="{_bar_path(_merged(bars) if binned else bars)}"/>')
     if repeat_outlines:
-        d = "".join(f"M{f(a)},{f(yy)}h{f(w)}v{f(h)}h{f(-w)}z" for a, yy, w, h in repeat_outlines)
+        d = "".join(f"M{f(a)},{f(yy)}h{f(w)}v{f(h)}h{f(-w)}z"
+                    for a, yy, w, h in (_merged(repeat_outlines) if binned else repeat_outlines))
         out.append(f'<path fill="none" stroke="{palette.BLACK}" stroke-dasharray="2 2" d="{d}"/>')
     out.append('<g class="hover">')
-    for a, w, yy, title in titles:
-        out.append(f'<rect x="{f(a)}" y="{f(yy)}" width="{f(w)}" height="16"><title>{esc(title)}</title></rect>')
+    if binned:
+        lanes_h = lane0 + lanes * lane_h - model_y
+        for b in bins or []:
+            a, z = x(b["start_s"]), x(min(b["end_s"], span))
+            out.append(f'<rect x="{f(a)}" y="{f(model_y)}" width="{f(max(z - a, 1.0))}" height="{f(lanes_h)}">'
+                       f'<title>{esc(_timeline_bin_title(b))}</title></rect>')
+    else:
+        for a, w, yy, title in titles:
+            out.append(f'<rect x="{f(a)}" y="{f(yy)}" width="{f(w)}" height="16"><title>{esc(title)}</title></rect>')
     out.append("</g></svg>")
     legend = [(palette.MAIN, "main-thread request", "box"), (palette.SUBAGENT, "subagent request", "box"),
               (palette.SIDE, "side request", "box"), (palette.ERROR, "failed request", "box")]
     legend += [(palette.RESULT_STATUS[s], f"call → result {s}", "box") for s in ("ok", "error", "denied", "missing")]
     legend.append((palette.BLACK, "repeat (dashed outline)", "dash"))
     return Markup("".join(out)) + legend_html(legend)
+
+
+def _timeline_bin_title(b: Row) -> str:
+    words = [f"+{seconds(b['start_s'])} to +{seconds(b['end_s'])}"]
+    if b["n_requests"]:
+        kinds = ", ".join(f"{b[k]} {name}" for k, name in (("n_main", "main"), ("n_subagent", "subagent"),
+                                                           ("n_side", "side")) if b[k])
+        failed = f"; {b['n_failed']} failed" if b["n_failed"] else ""
+        words.append(f"{b['n_requests']} requests #{b['first_seq_in_session'] + 1}–#{b['last_seq_in_session'] + 1} "
+                     f"({kinds}{failed}), model busy {seconds(b['busy_s'])}")
+    if b["n_calls"]:
+        statuses = ", ".join(f"{b['n_calls_' + s]} {s}" for s in ("ok", "error", "denied", "missing")
+                             if b["n_calls_" + s])
+        words.append(f"{b['n_calls']} tool calls ({statuses})"
+                     + (f", {b['n_repeats']} repeats" if b["n_repeats"] else ""))
+    return "; ".join(words)
 
 
 def _short(value: str | None, limit: int) -> str:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import duckdb
 
-from reports.html.blockdata import BlockData
+from reports.html.blockdata import MIN_CAP_BYTES, TEXT_ENTRY_MIN_BYTES, BlockData
+from reports.html.budget import Detail, ctxtap_sql
 from reports.html.comparison import build_comparison
 from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
 from reports.html.overview import build_overview
@@ -31,18 +32,36 @@ def capture_info(path: Path, con: duckdb.DuckDBPyConnection) -> CaptureInfo:
                        started_at=started_at, ended_at=ended_at, n_requests=n)
 
 
-def build_context(captures: Sequence[Path], title: str | None = None) -> ReportContext:
-    """Read every capture's analysis dataset (which must exist) into one report context."""
+def plan_inputs(captures: Sequence[Path]) -> tuple[int, int]:
+    """(model requests, bytes the distinct block texts take at least) of a report of these captures,
+    to plan its detail before building it."""
     from analysis.db import connect
 
+    con = connect([Path(p) for p in captures])
+    requests = con.execute("SELECT count(*) FROM requests").fetchone()[0]
+    (texts,) = con.execute(f"""
+        SELECT coalesce(sum(least(bytes, {MIN_CAP_BYTES}) + {TEXT_ENTRY_MIN_BYTES}), 0) FROM (
+            SELECT DISTINCT c.content_hash, c.bytes FROM t_block_occurrences o
+            JOIN t_block_content c ON c.capture_id = o.capture_id AND c.content_hash = o.content_hash)""").fetchone()
+    return requests, int(texts)
+
+
+def build_context(captures: Sequence[Path], title: str | None = None, detail: Detail | None = None) -> ReportContext:
+    """Read every capture's analysis dataset (which must exist) into one report context, as detailed
+    as `detail` allows (default: every request)."""
+    from analysis.db import connect
+
+    detail = detail or Detail.full()
     blocks = BlockData()
+    blocks.compact = not detail.is_full
     per_capture = []
     sessions: list[SessionView] = []
+    notes: list[str] = []
     for path in captures:
         con = connect([Path(path)])
         cap = capture_info(Path(path), con)
-        blocks.add_capture(con, cap.capture_id)
-        mine = build_sessions(cap, con, blocks, len(sessions))
+        blocks.add_capture(con, cap.capture_id, ctxtap_sql(cap.path))
+        mine = build_sessions(cap, con, blocks, len(sessions), detail, notes)
         sessions.extend(mine)
         per_capture.append((cap, con, mine))
     comparison = build_comparison(per_capture, blocks)
@@ -52,4 +71,4 @@ def build_context(captures: Sequence[Path], title: str | None = None) -> ReportC
         title = f"ctxtap report — {', '.join(clients) or 'no model traffic'}"
     overview = build_overview(connect([Path(p) for p in captures]))
     return ReportContext(title=title, captures=infos, overview=overview, sessions=sessions,
-                         comparison=comparison, blocks=blocks)
+                         comparison=comparison, blocks=blocks, notes=notes, detail=detail)

@@ -15,6 +15,7 @@ from markupsafe import Markup
 
 from analysis.db import fetch_rows
 from reports.html.blockdata import BlockData, Ribbon
+from reports.html.budget import Detail
 
 Row = dict[str, Any]
 
@@ -23,7 +24,8 @@ ROW_EXTRAS = {
     "num": "a request's 1-based number in its session (also set on tool calls: the proposing request's)",
     "result_num": "on tool calls: the number of the request that carried the result",
     "ribbon": "id of the ribbon that draws the request",
-    "row": "the request's row in that ribbon",
+    "row": "the request's row in that ribbon (None: the ribbon leaves it out)",
+    "merged": "the request shares its ribbon row with neighbours that only appended blocks (the row draws the last)",
 }
 LARGE_TABLE = 60  # tables longer than this start collapsed
 
@@ -46,6 +48,29 @@ SELECT r.request_id, r.session_id, r.session_source, r.thread_id, r.thread_kind,
 FROM requests r LEFT JOIN prefix p USING (request_id) LEFT JOIN growth_points g USING (request_id)
 ORDER BY r.session_id, r.seq_in_session, r.ts_start
 """
+
+
+@dataclass
+class LeftOut:
+    """The rows a long table leaves out between its first and last ones, and how to list them."""
+
+    count: int
+    first: str  # what the first left-out row is, e.g. "#201"
+    last: str
+    command: str  # the exact `ctxtap sql CAPTURE "SELECT ..."` that lists them
+
+
+@dataclass
+class Shown:
+    """A table's rows as shown: all of them, or the first and last with the rest left out."""
+
+    head: list
+    tail: list
+    left_out: LeftOut | None = None
+
+    @property
+    def total(self) -> int:
+        return len(self.head) + len(self.tail) + (self.left_out.count if self.left_out else 0)
 
 
 @dataclass
@@ -82,6 +107,7 @@ class ThreadView:
     events: list[CacheEvent]
     has_usage: bool
     open: bool = True  # the first threads start expanded; many subagent threads start collapsed
+    bin_size: int = 1  # requests per chart column (1: one column per request)
 
 
 @dataclass
@@ -90,6 +116,8 @@ class ToolLoop:
     calls: list[Row]
     stats: Row  # the tool_loop view row of the session (counts, gaps)
     by_name: list[tuple[str, int, int]]  # (tool, calls, errors), most used first
+    table: Shown = field(default_factory=lambda: Shown([], []))  # the calls the table shows
+    bin_s: float | None = None  # the timeline's bin width in seconds (None: one bar per request and call)
 
 
 @dataclass
@@ -113,6 +141,9 @@ class SessionView:
     ribbon: Ribbon
     side_ribbon: Ribbon | None
     purposes: list[tuple[str, int]]
+    requests_table: Shown  # the rows of the requests table (all, or the first and last)
+    side_table: Shown
+    errors_table: Shown
 
 
 @dataclass
@@ -169,7 +200,8 @@ class ReportContext:
     sessions: list[SessionView]
     comparison: Comparison | None
     blocks: BlockData
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the report aggregated or left out, in words
+    detail: Detail = field(default_factory=Detail.full)
 
 
 # --- per capture ------------------------------------------------------------------------------------

@@ -1,9 +1,15 @@
 """Render captures into one self-contained HTML file within a byte budget.
 
-The page is rendered once with placeholders where the block texts go; what
-remains of the budget after everything else becomes the texts' budget, so the
-file never exceeds it because of texts (each distinct text is embedded once,
-long ones truncated head+tail with their exact size kept).
+The page is rendered with placeholders where the block texts go; what remains
+of the budget after everything else becomes the texts' budget, so the file never
+exceeds it because of texts (each distinct text is embedded once, long ones
+truncated head+tail with their exact size kept).
+
+A report that cannot fit request by request (its page alone, or its texts even
+at the smallest cap, would pass the budget) is rendered again under an
+aggregated plan (`reports.html.budget`): fewer per-request elements, until the
+page takes about PAGE_SHARE of the budget; the texts get the rest, and those
+that do not fit are left out. The notes at the top say what was aggregated.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import os
 import secrets
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
@@ -21,13 +27,16 @@ from markupsafe import Markup, escape
 
 from ctxtap import __version__
 from reports.html import palette
-from reports.html.context import LARGE_TABLE, ReportContext, build_context
-from reports.html.formatting import FILTERS, size
+from reports.html.budget import PAGE_SHARE, Detail, first_detail
+from reports.html.context import LARGE_TABLE, ReportContext, build_context, plan_inputs
+from reports.html.formatting import FILTERS, num, size
 from reports.html.output import default_output
 
 DEFAULT_MAX_BYTES = 5_000_000
 MIN_TEXT_BUDGET = 50_000
 SAFETY = 20_000  # bytes kept free for the notes added after measuring
+PAGE_SLACK = 1.15  # an aggregated page may come out this much above its share
+MAX_PLANS = 6
 
 
 @dataclass
@@ -39,6 +48,10 @@ class RenderResult:
     texts: int
     truncated_texts: int
     seconds: float
+    aggregated: bool = False  # the report could not show every request one by one
+    left_out_texts: int = 0
+    notes: list[str] = field(default_factory=list)
+    plans: int = 1  # renderings it took to fit (see the module docstring)
 
 
 def _static(name: str) -> str:
@@ -59,6 +72,11 @@ def environment() -> jinja2.Environment:
 
 def render_html(ctx: ReportContext, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
     """The report as one HTML string, at most about `max_bytes` bytes (see the module docstring)."""
+    return _render(ctx, max_bytes)[0]
+
+
+def _render(ctx: ReportContext, max_bytes: int, extra_notes: Sequence[str] = ()) -> tuple[str, int, list[str]]:
+    """(the HTML, the bytes of everything but the block texts, the notes it shows)."""
     template = environment().get_template("report.html.j2")
     # Slots filled after measuring the rest of the page; random, so no captured text can imitate them.
     token = secrets.token_hex(16)
@@ -70,16 +88,33 @@ def render_html(ctx: ReportContext, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
         version=__version__, large=LARGE_TABLE,
     )
     rest = len(skeleton.encode("utf-8", "replace")) - len(texts_slot)
-    budget = max(MIN_TEXT_BUDGET, max_bytes - rest - SAFETY)
-    texts = ctx.blocks.texts_json(budget)
-    notes = []
-    if ctx.blocks.truncated:
-        notes.append(
-            f"{ctx.blocks.truncated} of {len(ctx.blocks.text_sizes)} distinct block texts are longer than "
-            f"{size(ctx.blocks.cap_bytes)} and are embedded as head and tail only (each says its exact size); "
-            "the capture holds them in full.")
+    if ctx.detail.is_full:
+        texts = ctx.blocks.texts_json(max(MIN_TEXT_BUDGET, max_bytes - rest - SAFETY))
+    else:
+        texts = ctx.blocks.texts_json(max(0, max_bytes - rest - SAFETY))
+    notes = [*extra_notes, *ctx.notes, *_text_notes(ctx)]
     notes_html = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
-    return skeleton.replace(texts_slot, texts, 1).replace(notes_slot, notes_html, 1)
+    return skeleton.replace(texts_slot, texts, 1).replace(notes_slot, notes_html, 1), rest, notes
+
+
+def _text_notes(ctx: ReportContext) -> list[str]:
+    b = ctx.blocks
+    if ctx.detail.is_full:
+        if not b.truncated:
+            return []
+        return [f"{b.truncated} of {len(b.text_sizes)} distinct block texts are longer than "
+                f"{size(b.cap_bytes)} and are embedded as head and tail only (each says its exact size); "
+                "the capture holds them in full."]
+    drawn = b.embedded_texts + b.left_out_texts
+    words = (f"Block texts: the rows drawn carry {num(drawn)} of the report's {num(len(b.text_sizes))} distinct "
+             f"block texts; {num(b.embedded_texts)} are embedded")
+    if b.truncated:
+        words += f" ({num(b.truncated)} of them longer than {size(b.cap_bytes)}, as head and tail with their exact size)"
+    if b.left_out_texts:
+        words += (f" and {num(b.left_out_texts)} are left out to stay within {size(ctx.detail.max_bytes)} (first "
+                  "those of the fewest requests, counting each drawn row as the requests it stands for); the block "
+                  "viewer says so for each and gives the ctxtap sql query that reads it")
+    return [words + "."]
 
 
 def render_report(captures: Sequence[Path], out: Path, *, title: str | None = None,
@@ -92,8 +127,31 @@ def render_report(captures: Sequence[Path], out: Path, *, title: str | None = No
     if analyse:
         for path in paths:
             ensure_analysis(path)
-    ctx = build_context(paths, title)
-    data = render_html(ctx, max_bytes).encode("utf-8", "replace")  # a lone surrogate in a table cell: "?"
+    total, min_text_bytes = plan_inputs(paths)
+    detail = first_detail(total, max_bytes, min_text_bytes)
+    previous_page = None
+    for plans in range(1, MAX_PLANS + 1):  # noqa: B007 (the count is reported)
+        ctx = build_context(paths, title, detail)
+        html, page, notes = _render(ctx, max_bytes)
+        size_ = len(html.encode("utf-8", "replace"))
+        target = PAGE_SHARE * max_bytes
+        if detail.is_full:
+            if size_ <= max_bytes:
+                break
+            detail = Detail.aggregated(total, max_bytes)
+            continue
+        if detail.smallest or (size_ <= max_bytes and page <= target * PAGE_SLACK):
+            break
+        if previous_page is not None and page > previous_page * 0.9:
+            break  # a smaller plan no longer shrinks the page: what is left does not depend on it
+        previous_page = page
+        detail = detail.scaled(min(target / page * 0.95, 0.9))
+    if size_ > max_bytes:  # even the smallest plan: what does not shrink with it (many sessions) is too much
+        html, page, notes = _render(ctx, max_bytes, [
+            f"This report is {size(size_)}, over its bound of {size(max_bytes)} even with every session "
+            f"aggregated: its {num(len(ctx.sessions))} sessions' headers, cards and charts take room whatever the "
+            "plan. Report fewer captures at once, or raise --max-size."])
+    data = html.encode("utf-8", "replace")  # a lone surrogate in a table cell: "?"
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -101,7 +159,9 @@ def render_report(captures: Sequence[Path], out: Path, *, title: str | None = No
     tmp.replace(out)
     return RenderResult(path=out, bytes=len(data), sessions=len(ctx.sessions),
                         requests=sum(len(s.requests) for s in ctx.sessions), texts=len(ctx.blocks.text_sizes),
-                        truncated_texts=ctx.blocks.truncated, seconds=time.perf_counter() - start)
+                        truncated_texts=ctx.blocks.truncated, seconds=time.perf_counter() - start,
+                        aggregated=not ctx.detail.is_full, left_out_texts=ctx.blocks.left_out_texts,
+                        notes=notes, plans=plans)
 
 
 def render_capture_report(captures: Sequence[Path], out: Path | None = None) -> Path:

@@ -1,6 +1,8 @@
 /* ctxtap report: context-layout ribbons (canvas) and the lazy block viewer.
  * Data lives in two <script type="application/json"> elements, parsed on first use.
- * Block texts are untrusted: they are only ever assigned with textContent. */
+ * Block texts are untrusted: they are only ever assigned with textContent.
+ * An aggregated report's ribbons have merged rows (n: requests drawn as the last of them) and
+ * left-out rows (gap: how many, q: the query that lists them); a left-out text is 0. */
 (function () {
   "use strict";
   var COPY = -1, PREVIEW_CHARS = 1200;
@@ -38,7 +40,7 @@
   function rowOcc(rib, i) {
     rib._dec = rib._dec || [];
     if (rib._dec[i]) { return rib._dec[i]; }
-    var row = rib.rows[i], base = row.base >= 0 ? rowOcc(rib, row.base) : [], out = [], ops = row.ops;
+    var row = rib.rows[i], base = row.base >= 0 ? rowOcc(rib, row.base) : [], out = [], ops = row.ops || [];
     for (var k = 0; k < ops.length; k += 2) {
       var a = ops[k], n = ops[k + 1];
       if (a === COPY) { var p = out.length; for (var j = 0; j < n; j++) { out.push(base[p + j]); } }
@@ -80,9 +82,13 @@
     var n = rib.rows.length;
     var rh = n <= 30 ? 18 : Math.max(2, Math.min(10, Math.floor(720 / n)));
     var labels = rh >= 12;
-    var lw = labels ? 190 : 56, right = 40;
+    var ranges = rib.rows.some(function (r) { return r.n > 1 || r.gap; });
+    var lw = labels ? 190 : (ranges ? 84 : 56), right = 40;
     var scale = rib.max > 0 ? (cssW - lw - right) / rib.max : 0;
-    var height = n * rh + 4, dpr = window.devicePixelRatio || 1;
+    var ys = [], top = 2;
+    for (var r = 0; r < n; r++) { ys.push(top); top += rib.rows[r].gap ? Math.max(rh, GAP_H) : rh; }
+    ys.push(top);
+    var height = top + 2, dpr = window.devicePixelRatio || 1;
     canvas.style.width = cssW + "px"; canvas.style.height = height + "px";
     canvas.width = Math.round(cssW * dpr); canvas.height = Math.round(height * dpr);
     var g = canvas.getContext("2d");
@@ -92,7 +98,8 @@
     var gapLine = rh >= 6 ? 1 : 0, every = Math.max(1, Math.ceil(14 / rh));
     g.font = "11px system-ui, sans-serif"; g.textBaseline = "middle";
     for (var i = 0; i < n; i++) {
-      var occ = rowOcc(rib, i), y = 2 + i * rh, hgt = rh - gapLine, x = lw;
+      if (rib.rows[i].gap) { drawGap(g, rib.rows[i], ys[i], ys[i + 1] - ys[i] - gapLine, cssW, lw); continue; }
+      var occ = rowOcc(rib, i), y = ys[i], hgt = rh - gapLine, x = lw;
       var pendX = 0, pendW = 0, pendS = -1;
       for (var k = 0; k < occ.length; k++) {
         var o = occ[k], w = tok[o] * scale, s = src[o];
@@ -120,18 +127,37 @@
           else { g.fillRect(x + 3 + c * 5, y, 4, Math.max(hgt, 1)); }
         }
       }
+      if (row.n > 1 && rh >= 10) {
+        g.fillStyle = "#6b7280";
+        g.fillText("×" + fmt(row.n), x + 4 + (row.m ? row.m.length * 10 + 4 : 0), y + hgt / 2);
+      }
     }
-    el._geom = { lw: lw, rh: rh, scale: scale, n: n };
+    el._geom = { lw: lw, rh: rh, scale: scale, n: n, ys: ys };
+  }
+
+  var GAP_H = 14;
+  function drawGap(g, row, y, hgt, cssW, lw) {
+    g.fillStyle = "#eceef1"; g.fillRect(0, y, cssW, hgt);
+    g.strokeStyle = "#9aa0a6"; g.setLineDash([4, 3]); g.lineWidth = 1;
+    g.beginPath(); g.moveTo(0, y + 0.5); g.lineTo(cssW, y + 0.5); g.moveTo(0, y + hgt - 0.5); g.lineTo(cssW, y + hgt - 0.5);
+    g.stroke(); g.setLineDash([]);
+    g.fillStyle = "#374151";
+    g.fillText(row.l + " — click for the query that lists them", lw, y + hgt / 2);
+    for (var c = 0; c < (row.m || "").length; c++) {
+      g.fillStyle = MARK_COLOURS[row.m[c]] || "#000"; g.fillText(row.m[c], 4 + c * 10, y + hgt / 2);
+    }
   }
 
   function locate(el, ev) {
     var geom = el._geom, canvas = el.querySelector("canvas");
     if (!geom) { return null; }
     var r = canvas.getBoundingClientRect(), x = ev.clientX - r.left, y = ev.clientY - r.top;
-    var i = Math.floor((y - 2) / geom.rh);
-    if (i < 0 || i >= geom.n) { return null; }
+    var ys = geom.ys, lo_ = 0, hi_ = geom.n - 1;
+    if (y < ys[0] || y >= ys[geom.n]) { return null; }
+    while (lo_ < hi_) { var m_ = (lo_ + hi_ + 1) >> 1; if (ys[m_] <= y) { lo_ = m_; } else { hi_ = m_ - 1; } }
+    var i = lo_;
     var rib = data().ribbons[el.getAttribute("data-ribbon")];
-    if (x < geom.lw || !geom.scale) { return { rib: rib, row: i, pos: -1 }; }
+    if (x < geom.lw || !geom.scale || rib.rows[i].gap) { return { rib: rib, row: i, pos: -1 }; }
     var t = (x - geom.lw) / geom.scale, pre = rowPrefix(rib, i);
     if (t > pre[pre.length - 1]) { return { rib: rib, row: i, pos: -1 }; }
     var lo = 0, hi = pre.length - 2;
@@ -163,13 +189,28 @@
   /* -- block viewer ---------------------------------------------------------------------------- */
   function textOf(o) {
     var t = texts(), idx = data().occ.txt[o];
-    var entry = t.texts[idx] || ["", "", 0];
+    var entry = t.texts[idx];
+    if (entry === 0) { return { left: true, bytes: data().occ.b[o] }; }
+    entry = entry || ["", "", 0];
     return { head: entry[0], tail: entry[1], bytes: entry[2], hash: t.hashes[idx] || "", cap: t.cap };
   }
+  function shellSql(cmd, sql) {
+    return (cmd || "ctxtap sql CAPTURE") + ' "' + sql.replace(/([\\"$`])/g, "\\$1") + '"';
+  }
+  function sqlStr(v) { return "'" + String(v).replace(/'/g, "''") + "'"; }
 
-  function showText(cell, o) {
+  function showText(cell, o, where) {
     cell.textContent = "";
-    var t = textOf(o), truncated = t.tail !== "";
+    var t = textOf(o);
+    if (t.left) {
+      cell.appendChild(h("div", { "class": "size-note" }, "Left out: this report's size bound has no room for this " +
+        "text (" + fmt(t.bytes) + " bytes). Read it from the capture with:"));
+      cell.appendChild(h("code", { "class": "query" }, shellSql(where.cmd, "SELECT text FROM t_block_content WHERE " +
+        "content_hash = (SELECT content_hash FROM blocks WHERE request_id = " + sqlStr(where.id) +
+        " AND position = " + where.pos + ")")));
+      return;
+    }
+    var truncated = t.tail !== "";
     var note = h("div", { "class": "size-note" });
     var pre = h("pre", { "class": "text" });
     var preview = t.head.length > PREVIEW_CHARS;
@@ -201,27 +242,59 @@
       "t_block_content WHERE content_hash = '" + t.hash + "'\"";
   }
 
-  function openViewer(ribId, rowIndex, selPos) {
+  function closeButton(viewer) {
+    var close = h("button", { type: "button" }, "Close");
+    close.addEventListener("click", function () { viewer.hidden = true; });
+    return close;
+  }
+
+  function openGap(viewer, rib, row) {
+    var head = h("div", { "class": "vh" });
+    head.appendChild(h("strong", null, row.l.replace(/^… /, "")));
+    head.appendChild(closeButton(viewer));
+    viewer.appendChild(head);
+    viewer.appendChild(h("p", { "class": "size-note" }, "These rows are left out to keep the report within its " +
+      "size bound. Their blocks, in order, are listed by:"));
+    viewer.appendChild(h("code", { "class": "query" }, row.q));
+    viewer.scrollIntoView({ block: "nearest" });
+  }
+
+  /* opts.upto: show only the first n blocks (a request merged into a later one's row); opts.label: its name */
+  function openViewer(ribId, rowIndex, selPos, opts) {
     var viewer = document.querySelector('[data-viewer="' + ribId + '"]');
     var rib = data().ribbons[ribId];
     if (!viewer || !rib || !rib.rows[rowIndex]) { return; }
+    opts = opts || {};
     viewer.hidden = false;
     viewer.textContent = "";
-    var row = rib.rows[rowIndex], occ = rowOcc(rib, rowIndex);
+    var row = rib.rows[rowIndex];
+    if (row.gap) { openGap(viewer, rib, row); return; }
+    var occ = rowOcc(rib, rowIndex), tokens = row.t;
+    if (opts.upto != null && opts.upto < occ.length) {
+      occ = occ.slice(0, opts.upto);
+      tokens = occ.reduce(function (a, o) { return a + data().occ.tok[o]; }, 0);
+    }
     var base = row.base >= 0 ? rowOcc(rib, row.base) : [];
     var head = h("div", { "class": "vh" });
-    head.appendChild(h("strong", null, "Request " + row.l));
-    head.appendChild(h("span", null, fmt(occ.length) + " blocks · " + fmt(row.t) + " tokens (estimated)"));
-    head.appendChild(h("code", null, row.id));
+    head.appendChild(h("strong", null, "Request " + (opts.label || row.l)));
+    head.appendChild(h("span", null, fmt(occ.length) + " blocks · " + fmt(tokens) + " tokens (estimated)"));
+    if (!opts.label) { head.appendChild(h("code", null, row.id)); }
     var onlyNew = h("label", null);
     var box = h("input", { type: "checkbox" });
     onlyNew.appendChild(box);
-    onlyNew.appendChild(document.createTextNode(" only blocks that differ from the thread's previous request"));
+    onlyNew.appendChild(document.createTextNode(row.n > 1 ? " only blocks that differ from the thread's previous row"
+      : " only blocks that differ from the thread's previous request"));
     head.appendChild(onlyNew);
-    var close = h("button", { type: "button" }, "Close");
-    close.addEventListener("click", function () { viewer.hidden = true; });
-    head.appendChild(close);
+    head.appendChild(closeButton(viewer));
     viewer.appendChild(head);
+    if (row.n > 1) {
+      viewer.appendChild(h("p", { "class": "size-note merged-note" }, opts.label
+        ? "Drawn in the row " + row.l + ": " + fmt(row.n) + " requests that each resent the one before unchanged and " +
+          "appended blocks. This request's blocks are the first " + fmt(occ.length) + " of that row."
+        : fmt(row.n) + " requests drawn as one row: each resent the one before unchanged and appended blocks, so " +
+          "each is a prefix of the last, whose blocks are listed. The requests table opens each one's own blocks."));
+    }
+    var where = { id: row.id, cmd: row.c || rib.c };
     var table = h("table", { "class": "blocks" });
     var thead = h("tr");
     ["#", "path", "source", "kind", "role · authority · scope · lifetime · type", "rule", "tokens", "bytes", "cache", "text"]
@@ -250,7 +323,7 @@
       tr.appendChild(h("td", null, marks[pos] ? "breakpoint " + marks[pos] : ""));
       var btnCell = h("td");
       var btn = h("button", { type: "button", "class": "show-text", "aria-expanded": "false" }, "show");
-      btn.addEventListener("click", function () { toggleText(tr, o, btn); });
+      btn.addEventListener("click", function () { toggleText(tr, o, btn, { id: where.id, cmd: where.cmd, pos: pos }); });
       btnCell.appendChild(btn);
       tr.appendChild(btnCell);
       table.appendChild(tr);
@@ -268,13 +341,14 @@
     scroller.appendChild(table);
     viewer.appendChild(scroller);
     if (selected) {
-      toggleText(selected, occ[selPos], selected.querySelector("button.show-text"));
+      toggleText(selected, occ[selPos], selected.querySelector("button.show-text"),
+                 { id: where.id, cmd: where.cmd, pos: selPos });
       selected.scrollIntoView({ block: "nearest" });
     }
     viewer.scrollIntoView({ block: "nearest" });
   }
 
-  function toggleText(tr, o, btn) {
+  function toggleText(tr, o, btn, where) {
     var next = tr.nextElementSibling;
     if (next && next.classList.contains("text-row")) {
       next.remove();
@@ -285,7 +359,7 @@
     var cell = h("td", { colspan: "10" });
     textRow.appendChild(cell);
     tr.parentNode.insertBefore(textRow, tr.nextSibling);
-    showText(cell, o);
+    showText(cell, o, where);
     btn.textContent = "hide"; btn.setAttribute("aria-expanded", "true");
   }
 
@@ -297,7 +371,9 @@
       var hit = locate(el, ev);
       if (!hit) { hideTip(); return; }
       var row = hit.rib.rows[hit.row];
-      var text = "Request " + row.l + " — " + fmt(row.t) + " tokens";
+      if (row.gap) { showTip(ev, row.l + "\nclick for the query that lists their blocks"); return; }
+      var text = (row.n > 1 ? "Requests " + row.l + " (drawn as the last)" : "Request " + row.l) + " — " +
+        fmt(row.t) + " tokens";
       if (hit.pos >= 0) { text += "\nblock " + hit.pos + ": " + describe(rowOcc(hit.rib, hit.row)[hit.pos]); }
       else { text += "\nclick to list its blocks"; }
       showTip(ev, text);
@@ -329,7 +405,9 @@
       var target = ev.target.closest ? ev.target.closest("[data-open]") : null;
       if (!target) { return; }
       ev.preventDefault();
-      openViewer(target.getAttribute("data-open"), Number(target.getAttribute("data-row")), -1);
+      var upto = target.getAttribute("data-upto");
+      openViewer(target.getAttribute("data-open"), Number(target.getAttribute("data-row")), -1,
+                 upto == null ? null : { upto: Number(upto), label: target.getAttribute("data-label") });
     });
     document.addEventListener("toggle", function (ev) {
       if (ev.target.open) {
