@@ -270,10 +270,20 @@ def test_corpus_comparison_report(corpus_captures: list[Path], tmp_path: Path) -
         assert f'data-client="{client}"' in html
     layout = html.split('<table class="layout">', 1)[1].split("</table>", 1)[0]
     assert layout.count("<tr>") == len(corpus.RUNS) + 1
-    for location in ("system[0..3]", "input[1..4] (developer)", "messages[0] (system)"):
+    for location in ("system[0..3]", "input[1..4] (developer)", "messages[0] (system, part)"):
         assert location in layout
     assert "tool_result blocks in user messages" in layout
     assert "system[0] changed: a per-request hash" in html
+    # blocks with sections of several sources carry them, for the ribbon's sub-stripes
+    data = embedded(html, "ctx-data")
+    names = [p["name"] for p in data["palette"]]
+    mixed = [k for k, src in enumerate(data["occ"]["src"]) if names[src] == "mixed"]
+    assert mixed, "no packed block in the corpus (Kimi's and Grok's system prompts are)"
+    for k in mixed:
+        sections = data["occ"]["seg"][k]
+        assert len(sections) >= 4 and sum(sections[1::2]) == data["occ"]["tok"][k]
+        assert {names[i] for i in sections[0::2]} >= {"platform_rules", "runtime_environment"} or \
+            len(set(sections[0::2])) >= 2
 
 
 # --- command line ---------------------------------------------------------------------------------

@@ -142,7 +142,7 @@ class BlockData:
         self.offsets: dict[str, int] = {}
         self.cons: dict[str, duckdb.DuckDBPyConnection] = {}
         self.cols: dict[str, list] = {k: [] for k in
-                                      ("src", "tok", "b", "path", "kind", "attrs", "rule", "tool", "err", "txt")}
+                                      ("src", "tok", "b", "path", "kind", "attrs", "rule", "tool", "err", "txt", "seg")}
         self.text_index: dict[str, int] = {}
         self.text_sizes: list[int] = []
         self.text_hashes: list[str] = []
@@ -176,6 +176,15 @@ class BlockData:
             FROM t_block_occurrences o
             JOIN t_block_content c ON c.content_hash = o.content_hash
             ORDER BY o.occurrence_id""").fetchall()
+        sections: dict[int, list[int]] = {}  # occurrence -> flat [source index, tokens, ...] of its segments
+        try:
+            for occ_id, sources, tokens in con.execute("""
+                    SELECT occurrence_id, list(source ORDER BY segment_index), list(tokens_estimated ORDER BY segment_index)
+                    FROM t_block_segments GROUP BY occurrence_id HAVING count(*) > 1""").fetchall():
+                sections[occ_id] = [v for src, n in zip(sources, tokens, strict=True)
+                                    for v in (source_index(src), int(n or 0))]
+        except duckdb.Error:  # datasets from before segments
+            pass
         s, cols = self.strings, self.cols
         base = self.offsets[capture_id] = len(cols["src"])
         for (occ, source, tok, nbytes, path, kind, role, wire, authority, scope, lifetime, ctype, rule,
@@ -198,6 +207,7 @@ class BlockData:
             cols["tool"].append(s(tool))
             cols["err"].append(1 if is_error else 0)
             cols["txt"].append(txt)
+            cols["seg"].append(sections.get(occ, 0))
 
     def _append_blank(self) -> None:
         for name, col in self.cols.items():

@@ -44,6 +44,7 @@ SOURCES: tuple[SourceStyle, ...] = (
     SourceStyle("tool_call", "tool call", ORANGE, BLACK, "tool calls the model proposed"),
     SourceStyle("tool_result", "tool result", ORANGE, None, "tool output returned to the model"),
     SourceStyle("unknown", "unknown", GREY, None, "not attributed by any rule"),
+    SourceStyle("mixed", "several sources", GREY, BLACK, "a block holding sections of several sources (drawn as sub-stripes)"),
 )
 SOURCE_INDEX = {s.name: i for i, s in enumerate(SOURCES)}
 UNKNOWN = SOURCE_INDEX["unknown"]

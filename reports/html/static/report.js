@@ -94,7 +94,7 @@
     var g = canvas.getContext("2d");
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, cssW, height);
-    var f = fills(g), tok = data().occ.tok, src = data().occ.src;
+    var f = fills(g), tok = data().occ.tok, src = data().occ.src, seg = data().occ.seg;
     var gapLine = rh >= 6 ? 1 : 0, every = Math.max(1, Math.ceil(14 / rh));
     g.font = "11px system-ui, sans-serif"; g.textBaseline = "middle";
     for (var i = 0; i < n; i++) {
@@ -102,10 +102,19 @@
       var occ = rowOcc(rib, i), y = ys[i], hgt = rh - gapLine, x = lw;
       var pendX = 0, pendW = 0, pendS = -1;
       for (var k = 0; k < occ.length; k++) {
-        var o = occ[k], w = tok[o] * scale, s = src[o];
+        var o = occ[k], w = tok[o] * scale, s = src[o], parts = seg ? seg[o] : 0;
         if (w >= 2) {
           if (pendW > 0) { g.fillStyle = f[pendS]; g.fillRect(pendX, y, pendW, hgt); pendW = 0; }
-          g.fillStyle = f[s]; g.fillRect(x, y, Math.max(w - 0.6, 1), hgt);
+          if (parts && parts.length && tok[o] > 0) {
+            /* a block with sections of several sources: one sub-stripe per section */
+            var sx = x, inner = Math.max(w - 0.6, 1);
+            for (var q = 0; q < parts.length; q += 2) {
+              var sw = inner * parts[q + 1] / tok[o];
+              g.fillStyle = f[parts[q]]; g.fillRect(sx, y, Math.max(sw, 0.5), hgt); sx += sw;
+            }
+          } else {
+            g.fillStyle = f[s]; g.fillRect(x, y, Math.max(w - 0.6, 1), hgt);
+          }
         } else {
           if (pendW > 0 && s !== pendS && pendW >= 1) { g.fillStyle = f[pendS]; g.fillRect(pendX, y, pendW, hgt); pendW = 0; }
           if (pendW === 0) { pendX = x; pendS = s; }
@@ -171,6 +180,15 @@
                  fmt(occ.tok[o]) + " tokens · " + fmtBytes(occ.b[o]), str(occ.attrs[o])];
     if (occ.tool[o]) { parts.push("tool " + str(occ.tool[o]) + (occ.err[o] ? " (error)" : "")); }
     if (occ.rule[o]) { parts.push("rule " + str(occ.rule[o])); }
+    var sections = occ.seg ? occ.seg[o] : 0;
+    if (sections && sections.length) {
+      var names = [];
+      for (var q = 0; q < sections.length; q += 2) {
+        var sp = d.palette[sections[q]];
+        names.push((sp ? sp.label : "?") + " " + fmt(sections[q + 1]));
+      }
+      parts.push("sections: " + names.join(", "));
+    }
     return parts.join("\n");
   }
 
