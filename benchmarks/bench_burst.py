@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -50,6 +51,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) jiffies of all cores since boot, from /proc/stat."""
+    values = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return sum(values) - idle, sum(values)
+
+
+def own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def children(pid: int) -> list[int]:
     out = []
     for task in Path(f"/proc/{pid}/task").glob("*/children"):
@@ -63,18 +76,24 @@ def one_round(name: str, tmp: Path, confdir: Path, clients: int, seconds: float)
              else Ctx(confdir, url, tmp / f"burst-{time.monotonic_ns()}"))
     helpers = children(proxy.pid)
     try:
-        before = cpu_seconds(proxy.pid), sum(cpu_seconds(p) for p in helpers)
+        def sample():
+            return (cpu_seconds(proxy.pid), sum(cpu_seconds(p) for p in helpers), cpu_seconds(server.pid),
+                    own_cpu(), *machine_busy())
+
+        before = sample()
         result = run_burst(proxy.port, str(confdir / "ca" / "ctxtap-ca-bundle.pem"), clients=clients,
                            seconds=seconds)
-        after = cpu_seconds(proxy.pid), sum(cpu_seconds(p) for p in helpers)
+        after = sample()
     finally:
         proxy.stop()
         server.send_signal(signal.SIGTERM)
         server.wait(30)
     done = max(result.ok, 1)
+    ms = [(a - b) * 1000 / done for a, b in zip(after[:4], before[:4], strict=True)]
     return {"rate": result.rate, "ok": result.ok, "errors": result.errors,
             "early": sum(1 for t in result.first_error_at if t < 1.0),
-            "proxy_ms": (after[0] - before[0]) * 1000 / done, "writer_ms": (after[1] - before[1]) * 1000 / done}
+            "proxy_ms": ms[0], "writer_ms": ms[1], "server_ms": ms[2], "client_ms": ms[3],
+            "busy": (after[4] - before[4]) / max(after[5] - before[5], 1)}
 
 
 def main() -> None:
@@ -103,7 +122,9 @@ def main() -> None:
                 errs = ", ".join(f"{n}x {m[:80]}" for m, n in row["errors"].most_common()) or "none"
                 print(f"  round {i + 1} {name:<7} {row['rate']:7.1f} req/s  {row['ok']:6d} ok  errors: {errs}  "
                       f"cpu/request: proxy {row['proxy_ms']:.2f} ms"
-                      + (f", writer {row['writer_ms']:.2f} ms" if name == "ctxtap" else ""), flush=True)
+                      + (f", writer {row['writer_ms']:.2f} ms" if name == "ctxtap" else "")
+                      + f", server {row['server_ms']:.2f} ms, clients {row['client_ms']:.2f} ms;  "
+                      f"machine {row['busy'] * 100:.0f}% busy", flush=True)
         print()
         for name in ("bare", "ctxtap"):
             errors: Counter = sum((r["errors"] for r in rows[name]), Counter())
