@@ -137,7 +137,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
 
         ctxtap record -- claude -p "list the files here"
     """
-    from ctxtap.failures import capture_dir_problem, command_problem, loopback_problem
+    from ctxtap.failures import capture_dir_problem, command_problem, listen_problem, loopback_problem
     from ctxtap.proxy_runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
 
     not_runnable = command_problem(command[0])
@@ -146,7 +146,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
         sys.exit(not_runnable[1])
     _check_routes(routes)
     out = out or default_captures_dir() / new_capture_id()
-    _fail_if(capture_dir_problem(out) or loopback_problem())
+    _fail_if(loopback_problem() or listen_problem(listen_host, 0) or capture_dir_problem(out))
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
                          record_all=record_all, offline=offline, redact=list(redact), command=list(command))
     try:

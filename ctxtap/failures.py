@@ -45,13 +45,12 @@ def loopback_problem() -> str | None:
 
 
 def listen_problem(host: str, port: int) -> str | None:
-    """Why the proxy could not listen on host:port, or None if it probably can."""
-    if port == 0:
-        return None
+    """Why the proxy could not listen on host:port (port 0: any free port), or None if it probably can."""
+    where = f"{host}:{port}" if port else host
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        return f"cannot listen on {host}:{port}: unknown address ({exc.strerror}). Check --listen-host."
+        return f"cannot listen on {where}: unknown address ({exc.strerror}). Check --listen-host."
     family, _, _, _, address = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as mitmproxy does
@@ -59,15 +58,15 @@ def listen_problem(host: str, port: int) -> str | None:
             sock.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                return (f"cannot listen on {host}:{port}: the port is already in use by another program. "
+                return (f"cannot listen on {where}: the port is already in use by another program. "
                         f"Stop that program, pick another --port, or use --port 0 for any free port.")
             if exc.errno == errno.EACCES:
-                return (f"cannot listen on {host}:{port}: permission denied (ports below 1024 need "
+                return (f"cannot listen on {where}: permission denied (ports below 1024 need "
                         f"privileges). Pick a --port above 1024, or --port 0 for any free port.")
             if exc.errno == errno.EADDRNOTAVAIL:
-                return (f"cannot listen on {host}:{port}: {host} is not an address of this machine. "
+                return (f"cannot listen on {where}: {host} is not an address of this machine. "
                         f"Check --listen-host (the default 127.0.0.1 always works).")
-            return f"cannot listen on {host}:{port}: {exc.strerror or exc}. Pick another --port or --listen-host."
+            return f"cannot listen on {where}: {exc.strerror or exc}. Pick another --port or --listen-host."
     return None
 
 

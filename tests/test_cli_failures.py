@@ -122,6 +122,11 @@ def test_proxy_on_a_port_in_use(tmp_path, ctxtap_config):
     assert f"127.0.0.1:{port}" in err and "already in use" in err and "--port 0" in err
 
 
+def test_record_on_an_address_this_machine_does_not_have(tmp_path, ctxtap_config):
+    err = fails(["record", "--listen-host", "192.0.2.1", "--out", str(tmp_path / "r"), "--", "true"], ctxtap_config)
+    assert "192.0.2.1 is not an address of this machine" in err and "--listen-host" in err
+
+
 def test_proxy_with_a_bad_route(tmp_path, ctxtap_config):
     err = fails(["proxy", "--port", "0", "--out", str(tmp_path / "p"), "--route", "api.anthropic.com"],
                 ctxtap_config, code=2)
