@@ -306,11 +306,29 @@ def _analysis_options(f):
     return f
 
 
+def _check_tables(prices, cache_rules) -> None:
+    """A --prices or --cache-rules file that cannot be used fails before any analysis starts."""
+    from analysis.cachecheck import CacheRules
+    from analysis.prices import PriceTable
+
+    for option, path, loader, example in (("--prices", prices, PriceTable, "analysis/prices.toml"),
+                                          ("--cache-rules", cache_rules, CacheRules, "analysis/cache_rules.toml")):
+        if path is None:
+            continue
+        try:
+            loader.load(path)
+        except (ValueError, KeyError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+            what = "not valid TOML" if type(exc).__name__ == "TOMLDecodeError" else "has an entry that cannot be used"
+            raise click.ClickException(f"{path} ({option}) is {what}: {exc!s}. See {example} for the format, "
+                                       f"or leave {option} out to use the built-in table.") from None
+
+
 def _ensure(captures, prices=None, cache_rules=None, force=False, quiet=False) -> list[Path]:
     """Analyse captures whose dataset is missing or stale, with a progress bar on long ones."""
     from analysis.build import AnalyzeOptions, ensure_analysis
     from ctxtap.capture.store import CaptureError
 
+    _check_tables(prices, cache_rules)
     options = AnalyzeOptions(prices=prices, cache_rules=cache_rules, force=force)
     dirs = []
     for capture in captures:

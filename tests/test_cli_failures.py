@@ -202,6 +202,20 @@ def test_sql_with_an_unknown_column(capture, ctxtap_config):
     assert "no_such_column" in err and "docs/analysis-schema.md" in err
 
 
+def test_analyze_with_a_price_table_that_is_not_toml(capture, tmp_path, ctxtap_config):
+    prices = tmp_path / "prices.toml"
+    prices.write_text("[[model]\nmatch = ")
+    err = fails(["analyze", "--prices", str(prices), str(capture)], ctxtap_config)
+    assert f"{prices} (--prices) is not valid TOML" in err and "analysis/prices.toml" in err
+
+
+def test_analyze_with_a_price_entry_missing_a_field(capture, tmp_path, ctxtap_config):
+    prices = tmp_path / "prices.toml"
+    prices.write_text('[[model]]\nmatch = "claude-*"\ninput = 1.0\n')
+    err = fails(["analyze", "--prices", str(prices), str(capture)], ctxtap_config)
+    assert "has an entry that cannot be used" in err and "'output'" in err
+
+
 # --- writing outputs -----------------------------------------------------------------------
 
 
