@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxtap-installed
 
-.PHONY: demo test test-realcli lint bench clean
+.PHONY: demo test test-realcli test-mitm12 lint bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,29 @@ test: $(STAMP)
 test-realcli: $(STAMP)
 	$(BIN)/python -m pytest -q -rs -m realcli tests/realcli
 
+# The suite again with mitmproxy 12, which needs Python >= 3.12, in a second virtualenv.
+# PYTHON12=/path/to/python3.x picks the interpreter; otherwise the newest >= 3.12 on PATH or
+# in pyenv. Skipped, with a message, when the machine has none.
+VENV12 ?= .venv-mitm12
+STAMP12 := $(VENV12)/.ctxtap-installed
+
+$(STAMP12): pyproject.toml
+	test -x $(VENV12)/bin/python || $(PYTHON12) -m venv $(VENV12)
+	$(VENV12)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV12)/bin/python -m pip install --quiet -e ".[test]" "mitmproxy>=12,<13"
+	$(VENV12)/bin/python -c "import mitmproxy.version as v; assert v.VERSION.startswith('12.'), v.VERSION"
+	touch $(STAMP12)
+
+test-mitm12:
+	@py="$${PYTHON12:-$$(.ci/find-python 3.12)}"; \
+	if [ -z "$$py" ]; then \
+	  echo "test-mitm12: skipped: no Python >= 3.12 on PATH or in pyenv (mitmproxy 12 needs one); set PYTHON12=..."; \
+	  exit 0; \
+	fi; \
+	echo "test-mitm12: $$($$py --version) with mitmproxy 12 in $(VENV12)"; \
+	$(MAKE) --no-print-directory $(STAMP12) PYTHON12="$$py" && \
+	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
@@ -30,4 +53,4 @@ bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache test-artifacts
+	rm -rf $(VENV) $(VENV12) .pytest_cache .ruff_cache test-artifacts

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import certifi
+from mitmproxy import exceptions
+from mitmproxy.master import Master
 from mitmproxy.options import Options
-from mitmproxy.tools.dump import DumpMaster
 
 from ctxtap.capture.paths import ca_dir
 from proxy_addons.recorder import Recorder, make_addons
@@ -21,6 +22,10 @@ log = logging.getLogger(__name__)
 
 CA_CERT_NAME = "mitmproxy-ca-cert.pem"
 CA_BUNDLE_NAME = "ctxtap-ca-bundle.pem"
+
+
+class ProxyStartError(RuntimeError):
+    """The proxy could not start; the message says why (e.g. the port is taken)."""
 
 
 @dataclass
@@ -37,12 +42,45 @@ class ProxyConfig:
     confdir: Path | None = None  # where the CA lives (default: the user's config dir)
 
 
-def _master(config: ProxyConfig) -> tuple[DumpMaster, Recorder]:
+def proxy_core_addons() -> list:
+    """The mitmproxy addons a recording proxy needs, and no others.
+
+    mitmdump's defaults add some twenty more (playback, map/modify rules, sticky cookies,
+    onboarding, HAR/flow saving, ...) that ctxtap never configures; each is still called on
+    every hook of every flow, which costs about a tenth of the proxy's CPU under load.
+    Kept: options and commands, listening, protocol detection, TLS and certificates, the
+    guard against clients from public addresses (--listen-host 0.0.0.0), stripping h2c
+    upgrades, DNS resolution and the startup error check.
+    """
+    from mitmproxy.addons import (
+        block,
+        core,
+        disable_h2c,
+        dns_resolver,
+        errorcheck,
+        next_layer,
+        proxyserver,
+        tlsconfig,
+    )
+
+    return [core.Core(), block.Block(), disable_h2c.DisableH2C(), proxyserver.Proxyserver(),
+            dns_resolver.DnsResolver(), next_layer.NextLayer(), tlsconfig.TlsConfig(), errorcheck.ErrorCheck()]
+
+
+def _master(config: ProxyConfig) -> tuple[Master, Recorder]:
     confdir = config.confdir or ca_dir()
     opts = Options(listen_host=config.listen_host, listen_port=config.port)
-    master = DumpMaster(opts, with_termlog=False, with_dumper=False)
+    master = Master(opts, with_termlog=False)
     addons = make_addons()
-    master.addons.add(*addons)
+    master.addons.add(*proxy_core_addons(), *addons)
+    try:
+        _configure(opts, config, confdir)
+    except exceptions.OptionsError as exc:
+        raise ProxyStartError(f"invalid proxy option: {exc}") from None
+    return master, addons[0]
+
+
+def _configure(opts: Options, config: ProxyConfig, confdir: Path) -> None:
     opts.update(
         confdir=str(confdir),
         connection_strategy="lazy",  # never connect upstream before --route has been applied
@@ -55,7 +93,6 @@ def _master(config: ProxyConfig) -> tuple[DumpMaster, Recorder]:
         ctxtap_redact=list(config.redact),
         ctxtap_command=json.dumps(config.command) if config.command else "",
     )
-    return master, addons[0]
 
 
 def ca_files(confdir: Path | None = None) -> tuple[Path, Path]:
@@ -99,14 +136,40 @@ def client_env(port: int, host: str = "127.0.0.1", confdir: Path | None = None) 
     return env
 
 
-async def _wait_listening(master: DumpMaster) -> tuple[str, int]:
+def _startup_errors(master: Master) -> str:
+    """What mitmproxy logged as errors while starting (its errorcheck addon keeps them)."""
+    check = master.addons.get("errorcheck")
+    records = getattr(getattr(check, "logger", None), "has_errored", None) or []
+    return "; ".join(record.getMessage() for record in records)
+
+
+async def _run_master(master: Master) -> None:
+    """master.run(), with a startup failure as ProxyStartError instead of mitmproxy's sys.exit()."""
+    try:
+        await master.run()
+    except SystemExit as exc:
+        raise ProxyStartError(_startup_errors(master) or f"mitmproxy exited while starting (status {exc.code})") \
+            from None
+
+
+async def _wait_listening(master: Master, task: asyncio.Task) -> tuple[str, int]:
     server = master.addons.get("proxyserver")
-    for _ in range(500):
+    for _ in range(3000):
         addrs = server.listen_addrs()
         if addrs:
             return addrs[0][0], addrs[0][1]
+        if task.done():
+            task.result()  # raises why it stopped
+            raise ProxyStartError("mitmproxy stopped before it listened")
         await asyncio.sleep(0.01)
-    raise RuntimeError("mitmproxy did not start listening")
+    raise ProxyStartError(_startup_errors(master) or "mitmproxy did not start listening within 30 s")
+
+
+def _start_writer(recorder: Recorder):
+    try:
+        return recorder._ensure_writer()
+    except (OSError, RuntimeError) as exc:
+        raise ProxyStartError(f"cannot start recording: {exc}") from exc
 
 
 class BackgroundProxy:
@@ -120,13 +183,15 @@ class BackgroundProxy:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._master: DumpMaster | None = None
+        self._master: Master | None = None
         self._thread = threading.Thread(target=self._run, name="ctxtap-proxy", daemon=True)
 
     def start(self, timeout: float = 30) -> BackgroundProxy:
         self._thread.start()
         if not self._ready.wait(timeout) or self._error:
-            raise RuntimeError(f"proxy failed to start: {self._error}")
+            if isinstance(self._error, ProxyStartError):
+                raise self._error
+            raise ProxyStartError(f"the proxy failed to start: {self._error or 'timed out'}")
         return self
 
     def _run(self) -> None:
@@ -134,16 +199,19 @@ class BackgroundProxy:
             self._loop = asyncio.get_running_loop()
             master, recorder = _master(self.config)
             self._master = master
-            task = asyncio.create_task(master.run())
+            task = asyncio.create_task(_run_master(master))
             try:
-                self.host, self.port = await _wait_listening(master)
+                self.host, self.port = await _wait_listening(master, task)
+                _start_writer(recorder)
             except BaseException as exc:
                 self._error = exc
                 self._ready.set()
                 master.shutdown()
-                await task
+                try:
+                    await task
+                except BaseException:  # already reported through self._error
+                    pass
                 return
-            recorder._ensure_writer()
             self.capture_dir = recorder.capture_dir
             _secure_ca(self.config.confdir or ca_dir())
             self._ready.set()
@@ -176,9 +244,17 @@ def run_foreground(config: ProxyConfig, on_ready) -> Path | None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, master.shutdown)
-        task = asyncio.create_task(master.run())
-        host, port = await _wait_listening(master)
-        recorder._ensure_writer()
+        task = asyncio.create_task(_run_master(master))
+        try:
+            host, port = await _wait_listening(master, task)
+            _start_writer(recorder)
+        except BaseException:
+            master.shutdown()
+            try:
+                await task
+            except BaseException:  # the first error is the one to report
+                pass
+            raise
         _secure_ca(config.confdir or ca_dir())
         on_ready(host, port, recorder.capture_dir)
         await task

@@ -93,7 +93,12 @@ class Capture:
         directory = Path(path)
         if not (directory / MANIFEST_NAME).exists():
             raise CaptureError(f"{directory} is not a ctxtap capture (no {MANIFEST_NAME})")
-        manifest = Manifest.load(directory)
+        try:
+            manifest = Manifest.load(directory)
+        except (OSError, ValueError) as exc:  # bad JSON, or JSON that is not a manifest (pydantic)
+            reason = ": ".join(line.strip() for line in str(exc).splitlines()[:2])
+            raise CaptureError(f"{directory / MANIFEST_NAME} is damaged ({reason}). Restore it from a copy, "
+                               f"or record or import the traffic again.") from None
         if manifest.status == "finalized":
             return cls(directory, manifest)
         if writer_alive(directory) and not _wait_for_orphaned_writer(directory, manifest):
@@ -119,19 +124,29 @@ class Capture:
         self._ws = _table(ws_rows, WS_SCHEMA)
         self._bodies = bodies
 
+    def _read(self, name: str, **kwargs) -> pa.Table:
+        try:
+            return pq.read_table(self.directory / name, **kwargs)
+        except (OSError, pa.ArrowException) as exc:
+            reason = str(exc).rstrip(".").rsplit("': ", 1)[-1]  # pyarrow repeats the path first
+            raise CaptureError(
+                f"cannot read {self.directory / name}: {reason}. The capture is damaged: restore the file from "
+                f"a copy, or record or import the traffic again (`ctxtap info` still shows its manifest)."
+            ) from None
+
     def flows(self) -> pa.Table:
         if self._flows is None:
-            self._flows = pq.read_table(self.directory / FLOWS_FILE)
+            self._flows = self._read(FLOWS_FILE)
         return self._flows
 
     def ws_messages(self) -> pa.Table:
         if self._ws is None:
-            self._ws = pq.read_table(self.directory / WS_FILE)
+            self._ws = self._read(WS_FILE)
         return self._ws
 
     def _lookup(self, body_id: int) -> tuple[str, int | None, bytes]:
         if self._bodies is None:
-            table = pq.read_table(self.directory / BODIES_FILE, columns=["body_id", "codec", "base_id", "data"])
+            table = self._read(BODIES_FILE, columns=["body_id", "codec", "base_id", "data"])
             self._bodies = {
                 r["body_id"]: (r["codec"], r["base_id"], r["data"]) for r in table.to_pylist()
             }

@@ -72,16 +72,23 @@ def demo(out: Path | None, turns: int) -> None:
     one cache miss caused by a timestamp early in its prompt, a side request and
     one rate-limit error.
     """
+    from ctxtap.cli.failures import capture_dir_problem, loopback_problem
+
     out = out or default_captures_dir() / time.strftime("demo-%Y%m%d-%H%M%S")
-    if (out / "manifest.json").exists():
-        raise click.ClickException(f"{out} already holds a capture; choose another --out")
+    problem = capture_dir_problem(out) or loopback_problem()
+    if problem:
+        raise click.ClickException(f"the demo cannot run: {problem}")
     info = run_demo(out, turns)
     failed = [n for n, s in info["results"].items() if not s.ok]
+    if len(failed) == len(info["results"]):
+        raise click.ClickException(
+            f"demo agents failed: {', '.join(failed)}; every agent failed, see the reason after each above "
+            f"(the capture at {out} holds what reached the proxy). Rerun with CTXTAP_DEBUG=1 for details.")
     report = analyse_and_render(out)
     click.echo(f"\ncapture:  {out}")
     click.echo(f"analysis: {out / 'analysis'}  (try: ctxtap sql {out} \"SELECT * FROM prefix\")")
     if report is not None:
         click.echo(f"report:   {report}")
     if failed:
-        click.echo(f"demo agents failed: {', '.join(failed)}", err=True)
+        click.echo(f"demo agents failed: {', '.join(failed)} (the reason is after each agent above)", err=True)
         sys.exit(1)

@@ -19,6 +19,22 @@ from ctxtap.capture.paths import default_captures_dir, redaction_key
 # commands that need them: the proxy process should carry as little as possible.
 
 
+def _fail_if(problem: str | None) -> None:
+    """Stop before doing anything when a precondition check found a problem."""
+    if problem:
+        raise click.ClickException(problem)
+
+
+def _check_routes(routes) -> None:
+    from proxy_addons.router import parse_route
+
+    for spec in routes:
+        try:
+            parse_route(spec)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--route") from None
+
+
 def _open(path: str):
     from ctxtap.capture.store import Capture, CaptureError
 
@@ -83,6 +99,20 @@ class _Commands(click.Group):
             command = getattr(importlib.import_module(self.PLUGINS[name]), name)
         return command
 
+    def invoke(self, ctx: click.Context):
+        """Any error a command did not anticipate still ends in one line that names its cause
+        (a traceback only with CTXTAP_DEBUG=1)."""
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            from ctxtap.cli.failures import DEBUG_ENV, explain, unexpected
+
+            if os.environ.get(DEBUG_ENV):
+                raise
+            raise click.ClickException(explain(exc) or unexpected(ctx.invoked_subcommand, exc)) from exc
+
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ctxtap")
@@ -107,12 +137,22 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
 
         ctxtap record -- claude -p "list the files here"
     """
-    from proxy_addons.runner import BackgroundProxy, ProxyConfig, client_env
+    from ctxtap.cli.failures import capture_dir_problem, command_problem, listen_problem, loopback_problem
+    from proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
 
+    not_runnable = command_problem(command[0])
+    if not_runnable:
+        click.echo(f"ctxtap: {not_runnable[0]}", err=True)
+        sys.exit(not_runnable[1])
+    _check_routes(routes)
     out = out or default_captures_dir() / new_capture_id()
+    _fail_if(loopback_problem() or listen_problem(listen_host, 0) or capture_dir_problem(out))
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
                          record_all=record_all, offline=offline, redact=list(redact), command=list(command))
-    proxy = BackgroundProxy(config).start()
+    try:
+        proxy = BackgroundProxy(config).start()
+    except ProxyStartError as exc:
+        raise click.ClickException(str(exc)) from exc
     env = dict(os.environ)
     env.update(client_env(proxy.port, "127.0.0.1" if listen_host in ("0.0.0.0", "::") else listen_host))
     click.echo(f"ctxtap: recording {shlex.join(command)} via 127.0.0.1:{proxy.port} -> {out}", err=True)
@@ -120,7 +160,10 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     try:
         code = subprocess.call(list(command), env=env)
     except FileNotFoundError:
-        click.echo(f"ctxtap: command not found: {command[0]}", err=True)
+        click.echo(f"ctxtap: command not found: {command[0]}. Check the spelling or give its full path.", err=True)
+    except PermissionError:
+        code = 126
+        click.echo(f"ctxtap: cannot run {command[0]}: permission denied. Check that it is executable.", err=True)
     except KeyboardInterrupt:
         code = 130
     finally:
@@ -140,9 +183,12 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
     Prints the environment variables a client needs; export them in another
     shell (or prefix a command with them) to record that command.
     """
-    from proxy_addons.runner import ProxyConfig, client_env, run_foreground
+    from ctxtap.cli.failures import capture_dir_problem, listen_problem
+    from proxy_addons.runner import ProxyConfig, ProxyStartError, client_env, run_foreground
 
+    _check_routes(routes)
     out = out or default_captures_dir() / new_capture_id()
+    _fail_if(listen_problem(listen_host, port) or capture_dir_problem(out))
     config = ProxyConfig(listen_host=listen_host, port=port, out=out, routes=list(routes),
                          model_hosts=list(model_hosts), record_all=record_all, offline=offline,
                          redact=list(redact))
@@ -154,7 +200,10 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
             click.echo(f"export {key}={shlex.quote(value)}")
         sys.stdout.flush()
 
-    capture_dir = run_foreground(config, ready)
+    try:
+        capture_dir = run_foreground(config, ready)
+    except ProxyStartError as exc:
+        raise click.ClickException(str(exc)) from exc
     if capture_dir is not None:
         for line in _summary_lines(_open(str(capture_dir))):
             click.echo(line, err=True)
@@ -171,16 +220,23 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
               help="Also pseudonymise personal data before writing. Credentials are always redacted.")
 def import_(files, out, model_hosts, record_all, redact) -> None:
     """Import mitmproxy flow files and HAR into a capture (redacted like live traffic)."""
+    import shutil
+
+    from ctxtap.cli.failures import capture_dir_problem
     from ctxtap.ingest.importer import ImportError_, import_files
     from proxy_addons.recorder import parse_model_hosts
 
     out = out or default_captures_dir() / new_capture_id()
-    if (out / "manifest.json").exists():
-        raise click.ClickException(f"{out} already holds a capture")
+    _fail_if(capture_dir_problem(out))
+    existed = out.exists()
     try:
         import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all, redact)
-    except ImportError_ as exc:
-        raise click.ClickException(str(exc)) from exc
+    except BaseException as exc:
+        if not existed:  # a half-made capture would only block the next attempt
+            shutil.rmtree(out, ignore_errors=True)
+        if isinstance(exc, ImportError_):
+            raise click.ClickException(f"{exc}. Nothing was imported.") from exc
+        raise
     for line in _summary_lines(_open(str(out))):
         click.echo(line)
 
@@ -232,7 +288,9 @@ def info(capture, as_json) -> None:
 def export(capture, har_path) -> None:
     """Export a capture as HAR 1.2, bodies exactly as stored (decoded and redacted)."""
     from ctxtap.capture.har import export_har
+    from ctxtap.cli.failures import writable_dir_problem
 
+    _fail_if(writable_dir_problem(har_path.parent, "--har"))
     n = export_har(_open(capture), har_path)
     click.echo(f"wrote {n} entries to {har_path}")
 
@@ -248,11 +306,29 @@ def _analysis_options(f):
     return f
 
 
+def _check_tables(prices, cache_rules) -> None:
+    """A --prices or --cache-rules file that cannot be used fails before any analysis starts."""
+    from analysis.cachecheck import CacheRules
+    from analysis.prices import PriceTable
+
+    for option, path, loader, example in (("--prices", prices, PriceTable, "analysis/prices.toml"),
+                                          ("--cache-rules", cache_rules, CacheRules, "analysis/cache_rules.toml")):
+        if path is None:
+            continue
+        try:
+            loader.load(path)
+        except (ValueError, KeyError, TypeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+            what = "not valid TOML" if type(exc).__name__ == "TOMLDecodeError" else "has an entry that cannot be used"
+            raise click.ClickException(f"{path} ({option}) is {what}: {exc!s}. See {example} for the format, "
+                                       f"or leave {option} out to use the built-in table.") from None
+
+
 def _ensure(captures, prices=None, cache_rules=None, force=False, quiet=False) -> list[Path]:
     """Analyse captures whose dataset is missing or stale, with a progress bar on long ones."""
     from analysis.build import AnalyzeOptions, ensure_analysis
     from ctxtap.capture.store import CaptureError
 
+    _check_tables(prices, cache_rules)
     options = AnalyzeOptions(prices=prices, cache_rules=cache_rules, force=force)
     dirs = []
     for capture in captures:
@@ -320,8 +396,13 @@ def sql(args, fmt, max_rows, allow_external) -> None:
     con = connect(_ensure(captures, quiet=True), allow_external=allow_external)
     try:
         rel = con.sql(query)
-    except Exception as exc:  # duckdb errors carry the useful message
-        raise click.ClickException(str(exc)) from exc
+    except Exception as exc:  # duckdb errors carry the useful message; add where to look next
+        views = ", ".join(r[0] for r in con.sql(
+            "SELECT view_name FROM duckdb_views() WHERE NOT internal AND view_name NOT LIKE 't\\_%' ESCAPE '\\' "
+            "ORDER BY view_name").fetchall())
+        raise click.ClickException(
+            f"the query failed: {exc}\nViews: {views}. Columns: docs/analysis-schema.md, or "
+            f'ctxtap sql CAPTURE "DESCRIBE requests".') from exc
     if rel is None:
         return
     _print_relation(rel, fmt, max_rows)

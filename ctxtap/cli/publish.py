@@ -52,8 +52,13 @@ def publish(capture: Path, clients: tuple[str, ...], out_dir: Path | None, elide
 
     Example: ctxtap publish captures/20261129-101500-ab12cd --client codex -o codex-attachment
     """
-    from reports.publish.publisher import PublishError, PublishOptions
+    from ctxtap.cli.failures import writable_dir_problem
+    from reports.publish.publisher import PublishError, PublishOptions, default_out_dir
     from reports.publish.publisher import publish as run
+
+    problem = writable_dir_problem((out_dir or default_out_dir(capture)).parent, "-o")
+    if problem:
+        raise click.ClickException(problem)
 
     options = PublishOptions(
         clients=tuple(clients), force=force, elide_tool_results=elide_tool_results or structure_only,

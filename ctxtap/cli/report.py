@@ -38,10 +38,14 @@ def report(captures: tuple[Path, ...], output: Path | None, title: str | None, m
         ctxtap report captures/20260727-101500-ab12cd
     """
     from ctxtap.capture.store import CaptureError
+    from ctxtap.cli.failures import writable_dir_problem
     from reports.html.render import render_report
 
     paths = list(captures)
     out = output or default_output(paths)
+    problem = writable_dir_problem(out.parent, "-o")
+    if problem:
+        raise click.ClickException(problem)
     try:
         result = render_report(paths, out, title=title, max_bytes=int(max_mb * 1_000_000))
     except CaptureError as exc:

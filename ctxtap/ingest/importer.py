@@ -146,7 +146,10 @@ def har_events(entry: dict, seq: int, flow_id: str, model_hosts: dict[str, str],
 
 
 def read_har(path: Path) -> list[dict]:
-    data = json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise ImportError_(f"{path}: not valid HAR JSON ({exc}); the file is truncated or not a HAR") from None
     try:
         return list(data["log"]["entries"])
     except (KeyError, TypeError):
@@ -191,7 +194,8 @@ def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
                 except Exception as exc:  # mitmproxy's reader raises on non-flow files
                     if seq == 0:
                         raise ImportError_(f"{path}: not a mitmproxy flow file or HAR ({exc})") from exc
-                    raise
+                    raise ImportError_(f"{path}: unreadable after {seq} flows ({exc}); the file is truncated "
+                                       f"or damaged") from exc
     finally:
         writer.flush()
         writer.close()

@@ -35,15 +35,16 @@ def main(argv: list[str] | None = None) -> int:
                          websocket=not args.no_websocket, cache_ttl_s=args.cache_ttl,
                          min_cache_tokens=args.min_cache_tokens, chat_usage_style=args.chat_usage_style,
                          verbose=args.verbose)
-    server.start()
-    print(server.url, flush=True)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
+    # Handlers before the URL is printed: a caller may signal as soon as it has the URL.
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
+    server.start()
+    print(server.url, flush=True)
     while not stop.wait(0.2):
         pass
     server.stop()
