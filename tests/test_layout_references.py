@@ -57,3 +57,11 @@ def test_project_instructions_are_found_by_segment(cli: str) -> None:
         joined = b"".join(found)
         assert any(name.encode() in joined or b"INSTRUCTIONS" in joined or len(joined) > 40
                    for name in meta["instructions_seen"])
+
+
+@pytest.mark.parametrize("cli", sorted(p.name for p in FIXTURES.iterdir() if (p / "basic.har.gz").exists()))
+def test_the_tiers_own_recordings_match_the_references(cli: str) -> None:
+    from tests.layout_check import layout_problems
+
+    problems = layout_problems(cli, list(parse_exchanges(load_fixture(FIXTURES / cli))))
+    assert not problems, "\n".join(problems)

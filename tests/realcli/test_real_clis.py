@@ -19,6 +19,7 @@ import pytest
 from analysis.models import ModelCall
 from analysis.parse import parse_exchanges
 from ctxtap.capture.store import Capture
+from tests.layout_check import layout_problems
 from tests.proxyharness import all_stored_bytes, run_ctxtap
 from tests.realcli import checks
 from tests.realcli.clis import CLIS
@@ -56,6 +57,9 @@ def test_real_cli_tool_loop_is_recorded(cli: str, realcli_tools: Toolbox, ctxtap
 
     calls = _model_calls(capture)
     problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model)
+    assert not problems, "\n".join(problems)
+    # where rules, environment, task, instructions and tool results sit (by segment), side requests, threads
+    problems = layout_problems(cli, calls)
     assert not problems, "\n".join(problems)
 
     stored = all_stored_bytes(capture)

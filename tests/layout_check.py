@@ -1,0 +1,38 @@
+"""Score a recorded run of a real CLI against its hand-checked reference layout
+(benchmarks/reference_layouts/), shared by the real-CLI tier and the tests on its recordings."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_generalisation as bench  # noqa: E402
+
+# real-CLI tier name -> reference layout
+REFERENCE_OF = {"claude": "claude-code", "codex": "codex", "codex-sse": "codex-sse", "kimi-code": "kimi-code",
+                "grok": "grok-cli", "gemini": "gemini-cli", "opencode": "opencode", "kimi-cli": "kimi-cli"}
+
+
+def layout_problems(cli: str, calls: list) -> list[str]:
+    """What the recorded calls get wrong against the CLI's reference: sources by segment (tokens),
+    side requests, threads. Empty when ctxtap reads the run as a person checked it."""
+    ref = tomllib.loads((bench.REFERENCES / f"{REFERENCE_OF[cli]}.toml").read_text())
+    ref["name"] = REFERENCE_OF[cli]
+    if len(calls) <= ref["request"]:
+        return [f"{cli}: {len(calls)} model calls, the reference scores request {ref['request']}"]
+    try:
+        score = bench.score(ref, calls)
+    except ValueError as exc:  # an anchor of the reference is no longer in the request
+        return [str(exc)]
+    problems = []
+    if score.share < 0.95:
+        problems.append(f"{cli}: only {score.share:.1%} of the request's tokens have the reference's source")
+    if score.side_found != score.side_expected or score.side_extra:
+        problems.append(f"{cli}: side requests found {score.side_found}/{score.side_expected}, "
+                        f"{score.side_extra} more than the reference")
+    if score.threads_right != score.threads_expected:
+        problems.append(f"{cli}: threads right {score.threads_right}/{score.threads_expected}")
+    return problems
