@@ -46,10 +46,30 @@ def _generic(rule_id: str) -> bool:
     return rule_id.startswith("generic.")
 
 
+_CACHE: dict[tuple, dict | None] = {}
+CACHE_SIZE = 4096  # distinct (text, rule, role) readings remembered: system prompts repeat on every request
+
+
 def with_segments(block: Block) -> Block:
-    """The block with its segments (a new object only when the detectors change something)."""
+    """The block with its segments (a new object only when the detectors change something).
+
+    Reading a block depends only on its text, role and what the rule said, so the reading of
+    a text seen before (the same system prompt on every request) is reused."""
     if block.kind not in SEGMENTED_KINDS or block.bytes < MIN_BYTES:
         return block
+    key = (block.content_hash, block.role, block.rule_id, *(getattr(block, a) for a in ATTRS))
+    if key in _CACHE:
+        update = _CACHE[key]
+    else:
+        update = _reading(block)
+        if len(_CACHE) >= CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+        _CACHE[key] = update
+    return block if update is None else block.model_copy(update=update)
+
+
+def _reading(block: Block) -> dict | None:
+    """The attribute changes the block's sections call for, or None."""
     pieces = read_pieces(block.text)
     own = {a: getattr(block, a) for a in ATTRS}
     own_rule = block.rule_id
@@ -70,12 +90,12 @@ def with_segments(block: Block) -> Block:
         _, _, attrs, rule, _ = readings[0]
         if rule == block.rule_id or attrs["source"] == block.source or not (
                 _generic(block.rule_id) or block.source == "unknown"):
-            return block  # one reading: the client rule (or a generic rule that agrees) stands
-        return block.model_copy(update={**attrs, "rule_id": rule})
+            return None  # one reading: the client rule (or a generic rule that agrees) stands
+        return {**attrs, "rule_id": rule}
     offsets = byte_offsets(block.text, [r[0] for r in readings] + [len(block.text)])
     segments = [Segment(start=offsets[i], end=offsets[i + 1], rule_id=rule, label=label, **attrs)
                 for i, (_, _, attrs, rule, label) in enumerate(readings)]
-    return block.model_copy(update={**_summary(segments), "segments": segments})
+    return {**_summary(segments), "segments": segments}
 
 
 def _summary(segments: list[Segment]) -> dict[str, str]:
