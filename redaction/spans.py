@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # Lower wins when two findings overlap: a key recognised by its format says
-# more than "the value of something called *_TOKEN".
+# more than "the value of something called *_TOKEN". ctxtap's own format
+# kinds come before gitleaks' (existing placeholders keep their kinds), and
+# gitleaks' `name = value` rules after ctxtap's name rules.
 PRIORITY_FORMAT = 0
-PRIORITY_CONTEXT = 1
-PRIORITY_ASSIGNMENT = 2
+PRIORITY_GITLEAKS = 1
+PRIORITY_CONTEXT = 2
+PRIORITY_ASSIGNMENT = 3
+PRIORITY_GENERIC = 4
 
 
 class Span(NamedTuple):
