@@ -52,16 +52,42 @@ _ASSIGN_RES = tuple(
     for kw in _KEYWORD_PATTERNS
 )
 # The same without lookaheads, for the engine; the Python regex confirms each hit.
-ASSIGNMENT_TRIGGERS: tuple[Trigger, ...] = tuple(
-    Trigger(
-        kw + rb"(?:\\*[\"'`])?[ \t]*(?::=|=>|=|:)",
-        literals=(re.sub(rb"\(\?:.*|s\?$", b"", kw),),
-        window=40,
-        som=True,
-        caseless=True,
-    )
-    for kw in _KEYWORD_PATTERNS
+# A keyword that is weak as a whole name (`"key": "status"` is in every telemetry
+# attribute list) has two triggers: after a name character (`api_key`, `apiKey`:
+# any value may follow) and alone, where only a value that can look random
+# (16 characters of a token alphabet) is worth a look.
+_SEP = rb"(?:\\*[\"'`])?[ \t]*(?::=|=>|=|:)"
+_NAME_CHAR = rb"[A-Za-z0-9_.\-]"
+_RANDOM_VALUE = (
+    rb"[ \t]*(?:[bBrRuUfF]{1,2})?(?:\\*[\"'`])?(?:(?:bearer|basic|token|bot)[ \t]+)?[A-Za-z0-9+/=_.~:%\-]{16}"
 )
+
+
+def _triggers() -> list[tuple[int, Trigger]]:
+    out: list[tuple[int, Trigger]] = []
+
+    def add(index: int, pattern: bytes, literal: bytes) -> None:
+        out.append((index, Trigger(pattern, literals=(literal,), window=60, som=True, caseless=True)))
+
+    def split(index: int, kw: bytes) -> None:
+        add(index, _NAME_CHAR + kw + _SEP, kw)
+        add(index, rb"(?:^|[^A-Za-z0-9_.\-])" + kw + _SEP + _RANDOM_VALUE, kw)
+
+    split(0, b"key")
+    split(1, b"token")
+    add(2, b"secret" + _SEP, b"secret")
+    add(3, rb"pass(?:word|wd|phrase)" + _SEP, b"pass")
+    split(3, b"pass")
+    split(4, b"pwd")
+    add(5, b"authorization" + _SEP, b"authorization")
+    split(5, b"auth")
+    split(6, rb"credentials?")
+    split(7, b"signature")
+    return out
+
+
+_TRIGGER_TABLE = _triggers()
+ASSIGNMENT_TRIGGERS: tuple[Trigger, ...] = tuple(t for _, t in _TRIGGER_TABLE)
 ASSIGNMENT_KINDS: tuple[str, ...] = (
     "generic-secret",
     "password",
@@ -219,6 +245,10 @@ def _name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> 
     return "generic-secret", False  # auth, credential(s): values must look random
 
 
+_DIGIT_CHARS = b"0123456789"
+_LETTER_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
 def looks_random(value: bytes) -> bool:
     """A weak name's value must look like a credential, not a word, path or id.
 
@@ -229,8 +259,8 @@ def looks_random(value: bytes) -> bool:
         return False
     if _UUID_RE.fullmatch(value):
         return True
-    digits = sum(c in b"0123456789" for c in value)
-    letters = sum(c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" for c in value)
+    digits = len(value) - len(value.translate(None, _DIGIT_CHARS))
+    letters = len(value) - len(value.translate(None, _LETTER_CHARS))
     if letters < 4:
         return False
     if digits >= 2:
@@ -302,21 +332,43 @@ def find_assignment_spans(
     sees the same values as the first (idempotence). Assignments are read
     last to first so later findings are known stops.
     """
-    found: list[re.Match[bytes]] = []
-    for regex, starts in zip(_ASSIGN_RES, hits, strict=True):
+    by_start: dict[int, re.Match[bytes]] = {}
+    for (index, _), starts in zip(_TRIGGER_TABLE, hits, strict=True):
+        regex = _ASSIGN_RES[index]
         for start, _ in starts:
-            m = regex.match(data, start)
-            if m is not None:
-                found.append(m)
-    if not found:
+            # The trigger may start one byte early (the name character or delimiter before).
+            m = regex.match(data, start) or regex.match(data, start + 1)
+            if m is not None and m.start() not in by_start:
+                by_start[m.start()] = m
+    if not by_start:
         return
+    found = list(by_start.values())
     found.sort(key=lambda m: m.start(), reverse=True)
     sorted_stops = sorted(stops or ())
+    n = len(data)
     for m in found:
+        # Bodies repeat the same lines (`"key": "status",` in every telemetry attribute):
+        # a rejection decided entirely inside a window of text is remembered for that text.
+        lo = max(0, m.start() - _MAX_NAME - 2)
+        hi = min(n, m.end() + _REJECT_TAIL)
+        tail = data[m.end() : hi]
+        cacheable = (hi == n or b"\n" in tail or b"\\" in tail) and _next_stop(sorted_stops, m.end(), hi) == hi
+        key = (data[lo:hi], m.start() - lo, m.re.pattern) if cacheable else None
+        if key is not None and key in _REJECTED:
+            continue
         span = _assignment_value(data, m, sorted_stops)
         if span is not None:
             out.append(span)
             bisect.insort(sorted_stops, span.start)
+        elif key is not None:
+            if len(_REJECTED) >= _REJECT_LIMIT:
+                _REJECTED.clear()
+            _REJECTED.add(key)
+
+
+_REJECT_TAIL = 320
+_REJECT_LIMIT = 16384
+_REJECTED: set[tuple[bytes, int, bytes]] = set()
 
 
 _NAME_BYTES = frozenset(_NAME_CHARS | frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
@@ -397,12 +449,12 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         quoted = False
         tight = tight and v_start == pos and nxt not in (b",", b")")
     value = data[v_start:v_end]
+    if not strong and not looks_random(value):
+        return None  # the common case (`"key": "status"`), decided before the slower checks
     if b" " in value:
         if _is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not _passphrase(value):
             return None
     elif _is_non_secret(value, quoted, kw, code_context=not tight):
-        return None
-    if not strong and not looks_random(value):
         return None
     scheme = head.group("scheme")
     if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":

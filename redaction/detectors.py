@@ -176,13 +176,26 @@ def token_triggers() -> list[Trigger]:
     out = []
     for f in TOKEN_FORMATS:
         if f.prefixes:
-            literals = f.prefixes
+            out.append(Trigger(_trigger_pattern(f.pattern), literals=f.prefixes, window=160, som=True))
         elif f.kind == "telegram-bot-token":
-            literals = (b":AA",)
+            out.append(Trigger(_trigger_pattern(f.pattern), literals=(b":AA",), window=40, som=True))
         else:
-            literals = ()  # discord: no literal; the fallback runs its regex over the body
-        out.append(Trigger(_trigger_pattern(f.pattern), literals=literals, window=160, som=True))
+            # discord: a leading `[MNO]` + 23 alphanumerics is everywhere in base64, so the
+            # trigger is the dotted tail; `token_starts` walks back to the token's start.
+            out.append(Trigger(_DISCORD_TAIL, window=0, som=True))
     return out
+
+
+_DISCORD_TAIL = rb"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}"
+_DISCORD = next(i for i, f in enumerate(TOKEN_FORMATS) if f.kind == "discord-token")
+
+
+def token_starts(data: bytes, hits: list[list[tuple[int, int]]]) -> list[int]:
+    """Where tokens may start, from the token triggers' hits (`hits[i]` for `TOKEN_FORMATS[i]`)."""
+    starts = [s for i, found in enumerate(hits) if i != _DISCORD for s, _ in found]
+    for dot, _ in hits[_DISCORD]:
+        starts.extend(t for t in range(max(0, dot - 27), dot - 23) if data[t] in b"MNO")
+    return starts
 
 
 def escape_before(data: bytes, start: int) -> bool:

@@ -189,6 +189,11 @@ def hyperscan_available() -> bool:
     return _hs is not None
 
 
+def hyperscan_module():  # noqa: ANN201 - the optional module itself
+    """The `hyperscan` module, or None where its wheel is not installed."""
+    return _hs
+
+
 def build_engine(triggers: Sequence[Trigger], backend: str | None = None) -> HyperscanEngine | PythonEngine:
     """The fastest engine available (or the one `backend` / `CTXTAP_REDACTION_ENGINE` asks for)."""
     wanted = backend or os.environ.get("CTXTAP_REDACTION_ENGINE", "auto")

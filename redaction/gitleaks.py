@@ -26,15 +26,19 @@ Placeholder kinds are the rule ids.
 
 from __future__ import annotations
 
+import bisect
 import re
 import tomllib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from redaction.assignments import NOT_SECRET_NAMES, is_non_secret_value, looks_random
-from redaction.engine import Trigger
+from redaction.engine import Trigger, hyperscan_module
 from redaction.entropy import shannon_entropy
 from redaction.spans import PRIORITY_GENERIC, PRIORITY_GITLEAKS, Span
+
+_hs = hyperscan_module()
 
 RULES_FILE = Path(__file__).with_name("rules") / "gitleaks.toml"
 MAX_WIDTH = 4096  # how far back from a trigger's end a match may start
@@ -65,6 +69,31 @@ _POSIX = {
 }
 
 
+_stopword_dbs: dict[int, object] = {}
+
+
+def _has_stopword(words: tuple[bytes, ...], text: bytes) -> bool:
+    """Does `text` contain one of `words`? (1,446 stopwords for the generic rule: one Hyperscan pass.)"""
+    if _hs is None or len(words) < 32:
+        return any(w in text for w in words)
+    db = _stopword_dbs.get(id(words))
+    if db is None:
+        db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+        db.compile(expressions=[re.escape(w) for w in words], ids=list(range(len(words))), elements=len(words))
+        _stopword_dbs[id(words)] = db
+    found: list[int] = []
+
+    def on_match(*_: object) -> bool:
+        found.append(1)
+        return True  # stop at the first
+
+    try:
+        db.scan(text, match_event_handler=on_match)  # type: ignore[attr-defined]
+    except _hs.ScanTerminated:
+        pass
+    return bool(found)
+
+
 class TranslationError(ValueError):
     """An RE2 construct this translator does not handle."""
 
@@ -82,8 +111,7 @@ class Allowlist:
     def allows(self, secret: bytes, match: bytes, line: bytes) -> bool:
         target = {"match": match, "line": line}.get(self.target, secret)
         regex_ok = any(r.search(target) for r in self.regexes) if target else False
-        lowered = secret.lower()
-        stop_ok = any(w in lowered for w in self.stopwords) if secret else False
+        stop_ok = _has_stopword(self.stopwords, secret.lower()) if secret and self.stopwords else False
         if self.and_condition:
             if self.has_paths:
                 return False  # needs a file path, which a body does not have
@@ -119,7 +147,8 @@ class RuleSet:
 
 # Rules whose regex alone matches ordinary content (a bare 40-hex alternative
 # is every git SHA): only tried where one of their keywords is.
-_KEYWORD_GATED = frozenset({"sourcegraph-access-token"})
+# `kubernetes-secret-yaml` (gitleaks applies it to *.yaml files only) matches every SSE `data:` line.
+_KEYWORD_GATED = frozenset({"sourcegraph-access-token", "kubernetes-secret-yaml"})
 _UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -305,6 +334,8 @@ def load_rules(path: Path = RULES_FILE) -> RuleSet:
         if not source:
             ruleset.skipped.append((rule_id, "no regex: the rule matches file paths only"))
             continue
+        if rule_id == _GENERIC:
+            source = _tighten_generic(source)
         try:
             python = translate_re2(source)
             verifier = re.compile(_adapt(python, for_python=True).encode())
@@ -339,11 +370,78 @@ class Finding:
     match_start: int
 
 
-def verify(rule: Rule, data: bytes, lo: int, hi: int, global_allowlist: Allowlist | None) -> list[Finding]:
-    """The rule's findings with a match inside `data[lo:hi]` (a match cut at `hi` is not one)."""
+def verify(
+    rule: Rule,
+    data: bytes,
+    lo: int,
+    hi: int,
+    global_allowlist: Allowlist | None,
+    ends: list[int] | None = None,
+) -> list[Finding]:
+    r"""The rule's findings with a match inside `data[lo:hi]` (a match cut at `hi` is not one).
+
+    The regex is tried first where a keyword starts (anchored `match`, cheap:
+    gitleaks' semi-generic regexes start with a lazy `[\w.-]{0,50}?` that makes
+    a free search cost fifty steps per byte); a window none of whose keyword
+    positions yields a match is searched in full. `ends` (where the trigger
+    matched, when known) limit the keyword positions tried to those close enough
+    before an end.
+    """
+    if rule.keywords and not rule.gated:
+        matches = [m for m in _anchored(rule, data, lo, hi, ends) if m.end() < hi or hi == len(data)]
+        if matches or rule.contextual:
+            # A `name = value` rule's regex starts at its keyword: nothing to find elsewhere.
+            return _findings(rule, data, matches, hi, global_allowlist)
+    needed = _NEEDS_ALL.get(rule.id)
+    if needed is not None:
+        window = data[lo:hi].lower()
+        if not all(w in window for w in needed):
+            return []
+    return _findings(rule, data, rule.verifier.finditer(data, lo, hi), hi, global_allowlist)
+
+
+# Literals a keyword-gated rule's match always contains (its regex is slow to search in Python).
+_NEEDS_ALL = {"kubernetes-secret-yaml": (b"kind:", b"data:")}
+
+
+_ANCHOR_REACH = 320  # how far before a trigger's end its keyword may be (name, operator, a long value)
+
+
+def _anchored(
+    rule: Rule, data: bytes, lo: int, hi: int, ends: list[int] | None
+) -> Iterator[re.Match[bytes]]:
+    lowered = data[lo:hi].lower()
+    starts: set[int] = set()
+    for kw in rule.keywords:
+        pos = lowered.find(kw)
+        while pos >= 0:
+            starts.add(lo + pos)
+            pos = lowered.find(kw, pos + 1)
+    if ends:
+        reach = min(rule.max_width, _ANCHOR_REACH)
+        ordered = sorted(ends)
+        starts = {s for s in starts if _end_within(ordered, s, s + reach)}
+    covered = -1
+    match = rule.verifier.match
+    for start in sorted(starts):
+        if start < covered:
+            continue
+        m = match(data, start, hi)
+        if m is not None:
+            covered = m.end()
+            yield m
+
+
+def _findings(
+    rule: Rule,
+    data: bytes,
+    matches: Iterable[re.Match[bytes]],
+    hi: int,
+    global_allowlist: Allowlist | None,
+) -> list[Finding]:
     out: list[Finding] = []
     n = len(data)
-    for m in rule.verifier.finditer(data, lo, hi):
+    for m in matches:
         if m.end() >= hi and hi < n:
             continue
         if m.end() == m.start():
@@ -351,19 +449,43 @@ def verify(rule: Rule, data: bytes, lo: int, hi: int, global_allowlist: Allowlis
         start, end = _secret_span(rule, m)
         if end <= start:
             continue
-        secret = data[start:end]
-        if rule.entropy and shannon_entropy(secret) <= rule.entropy:
-            continue
-        if rule.keywords and not _keyword_near(rule, data, m.start(), m.end()):
-            continue
-        match = m.group(0)
-        line = _line(data, m.start(), m.end())
-        if global_allowlist is not None and global_allowlist.allows(secret, match, line):
-            continue
-        if any(a.allows(secret, match, line) for a in rule.allowlists):
-            continue
-        out.append(Finding(rule, start, end, m.start()))
+        finding = Finding(rule, start, end, m.start())
+        # The verdict depends only on the text around the match: bodies repeat
+        # the same lines (resent history, tool schemas), so decide each once.
+        line_lo, line_hi = _line_bounds(data, m.start(), m.end())
+        lo = min(line_lo, max(0, m.start() - 160))
+        hi_ctx = max(line_hi, min(n, m.end() + 16))
+        key = (rule.id, data[lo:hi_ctx], m.start() - lo, m.end() - lo, start - lo, end - lo)
+        verdict = _VERDICTS.get(key)
+        if verdict is None:
+            if len(_VERDICTS) >= _VERDICT_LIMIT:
+                _VERDICTS.clear()
+            verdict = _VERDICTS[key] = _accept(finding, data, m, data[line_lo:line_hi], global_allowlist)
+        if verdict:
+            out.append(finding)
     return out
+
+
+_VERDICTS: dict[tuple, bool] = {}
+_VERDICT_LIMIT = 8192
+
+
+def _accept(
+    f: Finding, data: bytes, m: re.Match[bytes], line: bytes, global_allowlist: Allowlist | None
+) -> bool:
+    """gitleaks' checks on one match, cheapest first, then ctxtap's for `name = value` rules."""
+    rule = f.rule
+    secret = data[f.start : f.end]
+    if rule.entropy and shannon_entropy(secret) <= rule.entropy:
+        return False
+    if rule.keywords and not _keyword_near(rule, data, m.start(), m.end()):
+        return False
+    if rule.contextual and not _credential_context(rule, data, f):
+        return False
+    match = m.group(0)
+    if global_allowlist is not None and global_allowlist.allows(secret, match, line):
+        return False
+    return not any(a.allows(secret, match, line) for a in rule.allowlists)
 
 
 def _secret_span(rule: Rule, m: re.Match[bytes]) -> tuple[int, int]:
@@ -385,10 +507,12 @@ def _keyword_near(rule: Rule, data: bytes, start: int, end: int) -> bool:
     return any(k in around for k in rule.keywords)
 
 
-def _line(data: bytes, start: int, end: int) -> bytes:
-    lo = data.rfind(b"\n", max(0, start - 1024), start) + 1
+def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """The line around a match (at most 1 KB either side; JSON bodies are often one line)."""
+    lo = data.rfind(b"\n", max(0, start - 1024), start)
+    lo = lo + 1 if lo >= 0 else max(0, start - 1024)
     hi = data.find(b"\n", end, end + 1024)
-    return data[lo : hi if hi >= 0 else min(len(data), end + 1024)]
+    return lo, hi if hi >= 0 else min(len(data), end + 1024)
 
 
 _TOKEN_TAIL = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -428,16 +552,15 @@ class GitleaksDetector:
                 continue
             back = rule.max_width if not rule.gated else rule.max_width + 256
             ahead = _TAIL if not rule.gated else rule.max_width + 256
-            windows = _windows([e for _, e in found], back, ahead, n)
+            ends = [e for _, e in found]
+            windows = _windows(list(ends), back, ahead, n)
             priority = PRIORITY_GENERIC if rule.contextual else PRIORITY_GITLEAKS
             seen: set[tuple[int, int]] = set()
             for lo, hi in windows:
-                for f in verify(rule, data, lo, hi, glob):
+                for f in verify(rule, data, lo, hi, glob, None if rule.gated else ends):
                     if (f.start, f.end) in seen:
                         continue
                     seen.add((f.start, f.end))
-                    if rule.contextual and not _credential_context(rule, data, f):
-                        continue
                     end = f.end if rule.contextual else _token_end(data, f.start, f.end)
                     out.append(Span(f.start, end, rule.id, priority))
 
@@ -467,8 +590,15 @@ def kinds(ruleset: RuleSet) -> tuple[str, ...]:
     return tuple(r.id for r in ruleset.rules)
 
 
-_NAME_RE = re.compile(rb"[\w.\-]{1,80}")
+_NAME_RE = re.compile(rb"[\w.\-]{1,160}")
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _GENERIC = "generic-api-key"
+
+
+def _tighten_generic(source: str) -> str:
+    """The catch-all rule's value must be able to look random to ctxtap (16+ characters, see
+    `_credential_context`): asking Hyperscan for that keeps `"key": "status"` out of Python."""
+    return source.replace(r"([\w.=-]{10,150}|[a-z0-9][a-z0-9+/]{11,}={0,3})", r"([\w.=-]{16,150}|[a-z0-9][a-z0-9+/]{15,}={0,3})")
 
 
 def _credential_context(rule: Rule, data: bytes, f: Finding) -> bool:
@@ -479,7 +609,10 @@ def _credential_context(rule: Rule, data: bytes, f: Finding) -> bool:
     catch-all generic rule also needs a random-looking value.
     """
     value = data[f.start : f.end]
-    name_m = _NAME_RE.match(data, f.match_start)
+    begin = f.match_start
+    while begin > 0 and data[begin - 1] in _NAME_BYTES and f.match_start - begin < 80:
+        begin -= 1  # the whole name, when the match began at its keyword
+    name_m = _NAME_RE.match(data, begin)
     name = name_m.group().lower() if name_m is not None else b""
     norm = name.rsplit(b".", 1)[-1].replace(b"_", b"").replace(b"-", b"").decode("ascii", "replace")
     if norm in NOT_SECRET_NAMES:
@@ -489,3 +622,8 @@ def _credential_context(rule: Rule, data: bytes, f: Finding) -> bool:
     if rule.id == _GENERIC:
         return looks_random(value) and not _UUID_RE.fullmatch(value)
     return True
+
+
+def _end_within(ends: list[int], lo: int, hi: int) -> bool:
+    i = bisect.bisect_left(ends, lo)
+    return i < len(ends) and ends[i] <= hi

@@ -15,7 +15,7 @@ from redaction.assignments import looks_random
 from redaction.detectors import TOKEN_CHARS, is_placeholder_password
 from redaction.headers import header_kind, split_auth_scheme, split_cookies
 from redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
-from redaction.scanner import find_spans, kind_of_value
+from redaction.scanner import Scanner, get_scanner
 from redaction.streams import looks_like_sse, split_secret_edits
 from redaction.urls import (
     encode_authority_placeholders,
@@ -45,15 +45,22 @@ class Redactor:
     """Replaces credentials with `[REDACTED:<kind>:<6 hex>]`, equal secrets getting equal placeholders.
 
     `key` is the per-user redaction key (see `ctxtap.paths.redaction_key`);
-    `capture_id` scopes the hashes to one capture.
+    `capture_id` scopes the hashes to one capture. `backend` picks the rule
+    engine ("hyperscan" or "python"; default: the fastest installed).
     """
 
-    def __init__(self, key: bytes, capture_id: str = "") -> None:
+    def __init__(self, key: bytes, capture_id: str = "", *, backend: str | None = None) -> None:
         if isinstance(key, str):
             key = key.encode("utf-8")
         self._maker = PlaceholderMaker(bytes(key), capture_id)
         self.counts: collections.Counter[str] = collections.Counter()
         self._cache: dict[tuple[str, bytes, bool], bytes] = {}
+        self._scanner: Scanner = get_scanner(backend)
+
+    @property
+    def backend(self) -> str:
+        """Which engine runs the rules: "hyperscan" or "python"."""
+        return self._scanner.backend
 
     # --- placeholders ---------------------------------------------------------------
 
@@ -99,7 +106,7 @@ class Redactor:
 
     def _redact_once(self, data: bytes) -> tuple[bytes, bool]:
         """One sweep; also says whether another could find more (see `_is_glued`)."""
-        spans = find_spans(data)
+        spans = self._scanner.find_spans(data)
         glued = False
         if spans:
             parts: list[bytes] = []
@@ -112,7 +119,7 @@ class Redactor:
             parts.append(data[last:])
             data = b"".join(parts)
         if looks_like_sse(data):
-            edits = split_secret_edits(data, self.placeholder)
+            edits = split_secret_edits(data, self.placeholder, self._scanner.find_spans)
             for start, end, replacement in sorted(edits, reverse=True):
                 data = data[:start] + replacement + data[end:]
             glued = glued or bool(edits)
@@ -183,9 +190,8 @@ class Redactor:
             )
         return "".join(out)
 
-    @staticmethod
-    def _kind_of(secret: str, default: str) -> str:
-        return kind_of_value(secret.encode("utf-8", "surrogatepass")) or default
+    def _kind_of(self, secret: str, default: str) -> str:
+        return self._scanner.kind_of_value(secret.encode("utf-8", "surrogatepass")) or default
 
     # --- URLs -------------------------------------------------------------------------
 
@@ -200,7 +206,7 @@ class Redactor:
             for start, end in iter_path_segments(url):
                 # Body scanning skips tokens right after `/` (base64 is full of them); a path has few.
                 segment = url[start:end]
-                kind = kind_of_value(unquote(segment).encode("utf-8", "surrogatepass"))
+                kind = self._scanner.kind_of_value(unquote(segment).encode("utf-8", "surrogatepass"))
                 if kind is not None:
                     edits.append((start, end, self._placeholder_str(kind, segment, percent_encoded=True)))
             for start, end, name in iter_params(url):
@@ -235,7 +241,7 @@ class Redactor:
             return [(end - len(password), end, self._placeholder_str(kind, password, percent_encoded=True))]
         if PLACEHOLDER_RE.search(raw):
             return []
-        kind = kind_of_value(unquote(userinfo).encode("utf-8", "surrogatepass"))
+        kind = self._scanner.kind_of_value(unquote(userinfo).encode("utf-8", "surrogatepass"))
         if kind is None and not looks_random(raw):
             return []  # `git@`, `alice@`: a user name, not a credential
         return [(start, end, self._placeholder_str(kind or "url-password", userinfo, percent_encoded=True))]

@@ -12,7 +12,13 @@ from collections.abc import Callable
 
 from redaction import cli_flags, encodings
 from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
-from redaction.detectors import CONTEXT_TRIGGERS, find_context_spans, find_token_spans, token_triggers
+from redaction.detectors import (
+    CONTEXT_TRIGGERS,
+    find_context_spans,
+    find_token_spans,
+    token_starts,
+    token_triggers,
+)
 from redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine
 from redaction.gitleaks import GitleaksDetector, RuleSet, load_rules
 from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
@@ -51,7 +57,7 @@ class Scanner:
             [hits.get(i) for i in r] for r in self._ranges
         )
         spans: list[Span] = []
-        find_token_spans(data, [s for found in tokens for s, _ in found], spans)
+        find_token_spans(data, token_starts(data, tokens), spans)
         find_context_spans(data, context, spans)
         self.gitleaks.find(data, gl, spans)
         find_assignment_spans(data, assign, spans, [s.start for s in spans if s.priority <= PRIORITY_GITLEAKS])
@@ -94,6 +100,14 @@ def get_scanner(backend: str | None = None) -> Scanner:
             if scanner is None:
                 scanner = _scanners[key] = Scanner(load_rules(), backend)
     return scanner
+
+
+def clear_caches() -> None:
+    """Forget remembered verdicts (benchmarks measure cold bodies)."""
+    from redaction import assignments, gitleaks
+
+    assignments._REJECTED.clear()
+    gitleaks._VERDICTS.clear()
 
 
 def find_spans(data: bytes) -> list[Span]:

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 
 from redaction.scanner import find_spans
+from redaction.spans import Span
 
 _DELTA_FIELDS = (
     b"text",
@@ -42,7 +43,9 @@ def looks_like_sse(data: bytes) -> bool:
 
 
 def split_secret_edits(
-    data: bytes, placeholder: Callable[[str, bytes], bytes]
+    data: bytes,
+    placeholder: Callable[[str, bytes], bytes],
+    finder: Callable[[bytes], list[Span]] = find_spans,
 ) -> list[tuple[int, int, bytes]]:
     """(start, end, replacement) edits for secrets that span several deltas of this SSE body."""
     edits: list[tuple[int, int, bytes]] = []
@@ -50,15 +53,18 @@ def split_secret_edits(
         if quoted_field not in data:
             continue
         strings = regex.findall(data)
-        if len(strings) < 2 or not find_spans(b"".join(strings)):
+        if len(strings) < 2 or not finder(b"".join(strings)):
             continue  # the common case, decided without building spans per event
         pieces = [m.span(1) for m in regex.finditer(data)]
-        edits.extend(_edits_for_stream(data, pieces, placeholder))
+        edits.extend(_edits_for_stream(data, pieces, placeholder, finder))
     return edits
 
 
 def _edits_for_stream(
-    data: bytes, pieces: list[tuple[int, int]], placeholder: Callable[[str, bytes], bytes]
+    data: bytes,
+    pieces: list[tuple[int, int]],
+    placeholder: Callable[[str, bytes], bytes],
+    finder: Callable[[bytes], list[Span]],
 ) -> list[tuple[int, int, bytes]]:
     joined = b"".join(data[s:e] for s, e in pieces)
     offsets = []  # start of each piece within `joined`
@@ -67,7 +73,7 @@ def _edits_for_stream(
         offsets.append(total)
         total += e - s
     edits: list[tuple[int, int, bytes]] = []
-    for span in find_spans(joined):
+    for span in finder(joined):
         first = _piece_at(offsets, span.start)
         last = _piece_at(offsets, span.end - 1)
         if first == last:
