@@ -81,7 +81,8 @@ def _triggers() -> list[tuple[int, Trigger]]:
     split(4, b"pwd")
     add(5, b"authorization" + _SEP, b"authorization")
     split(5, b"auth")
-    split(6, rb"credentials?")
+    add(6, _NAME_CHAR + rb"credentials?" + _SEP, b"credential")
+    add(6, rb"(?:^|[^A-Za-z0-9_.\-])credentials?" + _SEP + _RANDOM_VALUE, b"credential")
     split(7, b"signature")
     return out
 

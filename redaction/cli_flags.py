@@ -105,8 +105,8 @@ def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Spa
             value = data[word[0] : word[1]]
             if not value.startswith(b"-") and not is_non_secret_value(value, word[2], b"pass"):
                 out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
-    for start, end in user:
-        m = _USER_RE.search(data, start, min(len(data), end + 400))
+    for _start, end in user:
+        m = _USER_RE.search(data, max(0, end - 12), min(len(data), end + 400))
         if m is None or m.start() > end:
             continue
         password = m.group("pw")

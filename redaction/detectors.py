@@ -127,6 +127,12 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("together-key", rb"tgp_v1_[A-Za-z0-9_\-]{40,}", (b"tgp",)),
     TokenFormat("langfuse-key", rb"sk-lf-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", (b"sk-",)),
     TokenFormat("elevenlabs-key", rb"sk_[a-f0-9]{48}", (b"sk_",)),
+    # gitleaks knows New Relic keys only next to a `new_relic` name; their prefixes say enough.
+    TokenFormat(
+        "new-relic-key",
+        rb"NRAK-[A-Z0-9]{27}|NRAA-[a-f0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9\-]{32}",
+        (b"NRA", b"NRJ", b"NRI"),
+    ),
     # Shapes without a literal prefix: only tried around `.`, `~` and `:`.
     TokenFormat("telegram-bot-token", rb"(?:bot)?(?P<secret_tg>[0-9]{8,10}:AA[A-Za-z0-9_\-]{33})"),
     TokenFormat("discord-token", rb"[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"),

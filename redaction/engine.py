@@ -60,10 +60,11 @@ class Hits:
     A start is -1 where the trigger does not report starts.
     """
 
-    __slots__ = ("by_trigger",)
+    __slots__ = ("by_trigger", "som")
 
-    def __init__(self) -> None:
+    def __init__(self, som: frozenset[int] = frozenset()) -> None:
         self.by_trigger: dict[int, list[tuple[int, int]]] = {}
+        self.som = som  # triggers whose starts are real (Hyperscan reports 0 for the others)
 
     def add(self, trigger: int, start: int, end: int) -> None:
         found = self.by_trigger.get(trigger)
@@ -150,9 +151,10 @@ class HyperscanEngine:
             flags=flags,
         )
         self._local = threading.local()
+        self._som = frozenset(i for i, t in enumerate(triggers) if t.som)
 
     def scan(self, data: bytes) -> Hits:
-        hits = Hits()
+        hits = Hits(self._som)
         if not data:
             return hits
         scratch = getattr(self._local, "scratch", None)
@@ -163,7 +165,7 @@ class HyperscanEngine:
 
 
 def _on_match(trigger: int, start: int, end: int, flags: int, hits: Hits) -> None:
-    hits.add(trigger, start, end)
+    hits.add(trigger, start if trigger in hits.som else -1, end)
 
 
 def _python_source(t: Trigger) -> bytes:

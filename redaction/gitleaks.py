@@ -135,6 +135,7 @@ class Rule:
     contextual: bool  # `name = value` rules (gitleaks' semi-generic form), not a self-identifying format
     max_width: int
     gated: bool  # found by its keywords, not by its regex (regex too loose to scan a body with)
+    literal: bool = False  # the regex is a fixed string: the prefix of a longer token
 
 
 @dataclass
@@ -357,6 +358,7 @@ def load_rules(path: Path = RULES_FILE) -> RuleSet:
                 contextual=_ASSIGNMENT_OPS in source,
                 max_width=_max_width(verifier),
                 gated=rule_id in _KEYWORD_GATED,
+                literal=re.fullmatch(r"[\w-]+", source) is not None,
             )
         )
     return ruleset
@@ -418,7 +420,7 @@ def _anchored(
             starts.add(lo + pos)
             pos = lowered.find(kw, pos + 1)
     if ends:
-        reach = min(rule.max_width, _ANCHOR_REACH)
+        reach = min(rule.max_width, _ANCHOR_REACH) + 2  # the trigger's end includes the delimiter
         ordered = sorted(ends)
         starts = {s for s in starts if _end_within(ordered, s, s + reach)}
     covered = -1
@@ -550,7 +552,8 @@ class GitleaksDetector:
         for rule, found in zip(self.ruleset.rules, hits, strict=True):
             if not found:
                 continue
-            back = rule.max_width if not rule.gated else rule.max_width + 256
+            # The trigger's end includes the delimiter after the token; lookbehinds see two bytes more.
+            back = rule.max_width + 8 if not rule.gated else rule.max_width + 256
             ahead = _TAIL if not rule.gated else rule.max_width + 256
             ends = [e for _, e in found]
             windows = _windows(list(ends), back, ahead, n)
@@ -561,7 +564,7 @@ class GitleaksDetector:
                     if (f.start, f.end) in seen:
                         continue
                     seen.add((f.start, f.end))
-                    end = f.end if rule.contextual else _token_end(data, f.start, f.end)
+                    end = f.end if rule.contextual else _token_end(data, f.start, f.end, rule.literal)
                     out.append(Span(f.start, end, rule.id, priority))
 
 
@@ -577,17 +580,22 @@ def _windows(ends: list[int], back: int, ahead: int, n: int) -> list[tuple[int, 
     return out
 
 
-def _token_end(data: bytes, start: int, end: int) -> int:
-    """A format rule's match may stop inside a longer token: take the token to its real end."""
-    tail = _B64_TAIL if any(c in b"+/" for c in data[start:end]) else _TOKEN_TAIL
+def _token_end(data: bytes, start: int, end: int, literal: bool = False) -> int:
+    """A format rule's match may stop inside a longer token: take the token to its real end.
+
+    `literal`: the rule is a fixed prefix (`bedrock-api-key-...`) of a base64 token.
+    """
+    tail = _B64_TAIL if literal or any(c in b"+/" for c in data[start:end]) else _TOKEN_TAIL
     n = len(data)
     while end < n and data[end] in tail:
         end += 1
     return end
 
 
-def kinds(ruleset: RuleSet) -> tuple[str, ...]:
-    return tuple(r.id for r in ruleset.rules)
+def rule_ids(path: Path = RULES_FILE) -> tuple[str, ...]:
+    """The ids of the rules in the file (placeholder kinds), without compiling anything."""
+    with path.open("rb") as fh:
+        return tuple(r["id"] for r in tomllib.load(fh).get("rules", ()) if r.get("regex"))
 
 
 _NAME_RE = re.compile(rb"[\w.\-]{1,160}")
