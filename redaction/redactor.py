@@ -33,8 +33,14 @@ _TOKEN_BYTES = frozenset(TOKEN_CHARS)
 
 
 def _is_glued(data: bytes, start: int, end: int) -> bool:
-    """Does a token character touch the span (other than the `n` of a `\\n` escape)?"""
+    """Does a token character touch the span (other than the `n` of a `\\n` escape)?
+
+    A `.`/`~`/`:` then a token character counts too: dotted formats (JWTs) glued
+    together only show the second one once the first is a placeholder.
+    """
     if end < len(data) and data[end] in _TOKEN_BYTES:
+        return True
+    if end + 1 < len(data) and data[end] in b".~:" and data[end + 1] in _TOKEN_BYTES:
         return True
     if start == 0 or data[start - 1] not in _TOKEN_BYTES:
         return False

@@ -7,6 +7,7 @@ engine and with the pure-Python fallback. Secrets are random and fake.
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import string
@@ -334,3 +335,58 @@ def test_hyperscan_and_fallback_find_the_same_spans() -> None:
     docs += [text.encode() for _, text in _self_identifying(random.Random(9))]
     differ = [d[:120] for d in docs if fast.find_spans(d) != slow.find_spans(d)]
     assert not differ, differ[:3]
+
+
+# --- properties: bounded growth, idempotence, engines agree ---------------------------------
+
+_ATOMS = [
+    "key", "token", "auth", "credentials", "password", "PASS", "pwd", "secret", "=", ": ", '"', "'", "\\n",
+    "\\\"", " ", "\n", "|", "-p", "--password ", "-u ", "curl ", "mysql ", "sshpass ", "user:", "@", "://",
+    "%3A%2F%2F", "%40", "%2F", "hooks.slack.com/services/", "-----BEGIN RSA PRIVATE KEY-----", "%20",
+    "eyJhbGciOiJub25lIn0", ".", "eyJzdWIiOiIxIn0", "api_org_", "ABSK", "pscale_tkn_", "sgp_", "NRAK-",
+    "tskey-auth-", "nvapi-", "ghp_", "sk-ant-api03-", "AKIA", "[REDACTED:", "]", "Zq8vX2mL0pR7sT4uW9yB",
+    "3f2b8c1e-9a4d-4e7f-b2c1-8d9e0f1a2b3c", "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789abcdef" * 3,
+]  # fmt: skip
+
+
+def _secretish():
+    from hypothesis import strategies as st
+
+    return st.lists(st.one_of(st.sampled_from(_ATOMS), st.text(max_size=5)), max_size=20).map("".join)
+
+
+def _check_growth_and_idempotence(text: str) -> None:
+    for backend in BACKENDS:
+        r = Redactor(KEY, "prop", backend=backend)
+        raw = text.encode("utf-8", "surrogatepass")
+        once = r.redact_bytes(raw)
+        assert r.redact_bytes(once) == once
+        added = len(PLACEHOLDER_RE.findall(once)) - len(PLACEHOLDER_RE.findall(raw))
+        # Each placeholder is at most 64 bytes and replaces at least one byte of a secret.
+        assert len(once) <= len(raw) + 64 * max(added, 0)
+        assert added <= len(raw) // 2 + 1
+    if len(BACKENDS) == 2:
+        raw = text.encode("utf-8", "surrogatepass")
+        assert get_scanner("hyperscan").find_spans(raw) == get_scanner("python").find_spans(raw)
+
+
+def test_redaction_is_bounded_idempotent_and_engine_independent() -> None:
+    from hypothesis import HealthCheck, given, settings
+
+    examples = int(os.environ.get("REDACTION_EXAMPLES", "300"))
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(_secretish())
+    def check(text: str) -> None:
+        _check_growth_and_idempotence(text)
+
+    check()
+
+
+def test_issue_cases_are_idempotent_together() -> None:
+    rng = random.Random(8)
+    parts = [secret for _, secret in _self_identifying(rng)]
+    parts += ["FACEBOOK_SECRET=9116373834524567|AY-6fGhJk2LmNpQrStUvWxYz0123456", "mysql -pSup3rS3cret db"]
+    parts += ['{"password": "correct horse battery"}', "curl -u admin:S3cr3tPassw0rd https://x"]
+    _check_growth_and_idempotence("\n".join(parts))
+    _check_growth_and_idempotence(json.dumps({"content": "\n".join(parts)}))
