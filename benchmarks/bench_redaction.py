@@ -171,7 +171,8 @@ def real_bodies() -> list[tuple[str, bytes]]:
                 if isinstance(flow, http.HTTPFlow) and flow.request.raw_content:
                     content = flow.request.get_content(strict=False) or b""
                     if len(content) >= 50_000:
-                        out.append((f"real/{path.parent.parent.name}/{path.parent.name}", content))
+                        name = f"real/{path.parent.parent.name}/{path.parent.name}"
+                        out.append((f"{name} #{sum(1 for n, _ in out if n.startswith(name + ' #')) + 1}", content))
     return out
 
 

@@ -48,6 +48,8 @@ _END_OF_TOKEN = "(?:[\\x60'\"\\s;]|\\\\[nr]|$)"
 _END_OF_TOKEN_OR_B = "(?:[\\x60'\"\\s;]|\\\\[nr]|$|\\b)"
 _PY_END = r"(?![A-Za-z0-9_\-])"
 _HS_END = r"(?:[^A-Za-z0-9_\-]|$)"
+# Hyperscan has no lookbehind: the escape before a token is consumed instead (only ends are used).
+_HS_START_B = r"(?:\b|\\[nrt]|\\u[0-9a-fA-F]{4}|%[0-9A-Fa-f]{2})"
 # `\b` before a token, also right after `\n`, `\u0022` (JSON) or `%3D` (percent escapes).
 _PY_START_B = r"(?:\b|(?<=\\[nrt])|(?<=\\u[0-9a-fA-F]{4})|(?<=%[0-9A-Fa-f]{2}))"
 _QUOTES_3 = "[\\s'\"]{0,3}"
@@ -104,13 +106,14 @@ class Allowlist:
 
     target: str  # "secret", "match" or "line"
     regexes: tuple[re.Pattern[bytes], ...]
+    combined: re.Pattern[bytes] | None  # the regexes as one alternation (one search per finding)
     stopwords: tuple[bytes, ...]
     and_condition: bool
     has_paths: bool
 
     def allows(self, secret: bytes, match: bytes, line: bytes) -> bool:
         target = {"match": match, "line": line}.get(self.target, secret)
-        regex_ok = any(r.search(target) for r in self.regexes) if target else False
+        regex_ok = self.combined is not None and bool(target) and self.combined.search(target) is not None
         stop_ok = _has_stopword(self.stopwords, secret.lower()) if secret and self.stopwords else False
         if self.and_condition:
             if self.has_paths:
@@ -302,10 +305,18 @@ def _max_width(pattern: re.Pattern[bytes]) -> int:
     return min(int(width), MAX_WIDTH)
 
 
+def _scoped(source: str) -> str:
+    """A pattern with leading global flags as a group that can sit inside an alternation."""
+    m = re.match(r"\(\?([a-z]+)\)", source)
+    return f"(?{m.group(1)}:{source[m.end():]})" if m else f"(?:{source})"
+
+
 def _allowlist(raw: dict) -> Allowlist:
+    sources = [translate_re2(r) for r in raw.get("regexes", ())]
     return Allowlist(
         target=raw.get("regexTarget", "secret"),
-        regexes=tuple(re.compile(translate_re2(r).encode()) for r in raw.get("regexes", ())),
+        regexes=tuple(re.compile(r.encode()) for r in sources),
+        combined=re.compile("|".join(_scoped(r) for r in sources).encode()) if sources else None,
         stopwords=tuple(w.lower().encode() for w in raw.get("stopwords", ())),
         and_condition=raw.get("condition", "OR").upper() == "AND",
         has_paths=bool(raw.get("paths")),
