@@ -17,11 +17,13 @@ window around each occurrence. Same hits, slower.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 try:  # pragma: no cover - depends on the platform's wheel
     import hyperscan as _hs
@@ -129,11 +131,18 @@ class PythonEngine:
 
 
 class HyperscanEngine:
-    """Every trigger in one Hyperscan block-mode database; a scratch space per thread."""
+    """Every trigger in one Hyperscan block-mode database; a scratch space per thread.
+
+    Compiling ~300 patterns takes a few seconds of CPU, so the compiled database
+    is kept in a cache directory (`CTXTAP_CACHE_DIR`, else `~/.cache/ctxtap`),
+    keyed by the patterns, their flags and the Hyperscan version. It holds
+    public patterns only; a missing, stale or unwritable cache just means
+    compiling again.
+    """
 
     name = "hyperscan"
 
-    def __init__(self, triggers: Sequence[Trigger]) -> None:
+    def __init__(self, triggers: Sequence[Trigger], cache: bool = True) -> None:
         assert _hs is not None
         flags = []
         for t in triggers:
@@ -143,13 +152,15 @@ class HyperscanEngine:
             if t.caseless:
                 f |= _hs.HS_FLAG_CASELESS
             flags.append(f)
-        self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-        self._db.compile(
-            expressions=[t.pattern for t in triggers],
-            ids=list(range(len(triggers))),
-            elements=len(triggers),
-            flags=flags,
-        )
+        expressions = [t.pattern for t in triggers]
+        path = _cache_path(expressions, flags) if cache else None
+        self._db = _load(path)
+        if self._db is None:
+            self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            self._db.compile(
+                expressions=expressions, ids=list(range(len(triggers))), elements=len(triggers), flags=flags
+            )
+            _store(path, self._db)
         self._local = threading.local()
         self._som = frozenset(i for i, t in enumerate(triggers) if t.som)
 
@@ -162,6 +173,33 @@ class HyperscanEngine:
             scratch = self._local.scratch = _hs.Scratch(self._db)
         self._db.scan(data, match_event_handler=_on_match, context=hits, scratch=scratch)
         return hits
+
+
+def _cache_path(expressions: list[bytes], flags: list[int]) -> Path | None:
+    base = os.environ.get("CTXTAP_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ctxtap")
+    digest = hashlib.sha256(repr((getattr(_hs, "__version__", ""), expressions, flags)).encode()).hexdigest()
+    return Path(base) / f"redaction-hs-{digest[:24]}.db"
+
+
+def _load(path: Path | None):  # noqa: ANN202 - a hyperscan.Database or None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return _hs.loadb(path.read_bytes(), _hs.HS_MODE_BLOCK)  # type: ignore[union-attr]
+    except Exception:
+        return None  # another Hyperscan build or a torn file: compile instead
+
+
+def _store(path: Path | None, db: object) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(_hs.dumpb(db))  # type: ignore[union-attr]
+        os.replace(tmp, path)
+    except OSError:
+        pass
 
 
 def _on_match(trigger: int, start: int, end: int, flags: int, hits: Hits) -> None:
