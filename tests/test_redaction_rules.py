@@ -390,3 +390,19 @@ def test_issue_cases_are_idempotent_together() -> None:
     parts += ['{"password": "correct horse battery"}', "curl -u admin:S3cr3tPassw0rd https://x"]
     _check_growth_and_idempotence("\n".join(parts))
     _check_growth_and_idempotence(json.dumps({"content": "\n".join(parts)}))
+
+
+@pytest.mark.skipif(not hyperscan_available(), reason="hyperscan wheel not installed")
+def test_compiled_database_is_cached_and_a_bad_cache_is_recompiled(tmp_path, monkeypatch) -> None:
+    from redaction.engine import HyperscanEngine, Trigger
+
+    monkeypatch.setenv("CTXTAP_CACHE_DIR", str(tmp_path))
+    triggers = [Trigger(rb"ghp_[A-Za-z0-9]{36}", som=True), Trigger(rb"sk-ant-", som=True)]
+    data = b"x ghp_" + b"a1B2" * 9 + b" sk-ant-api03"
+    first = HyperscanEngine(triggers).scan(data).by_trigger
+    cached = list(tmp_path.glob("redaction-hs-*.db"))
+    assert len(cached) == 1 and first == {0: [(2, 42)], 1: [(43, 50)]}
+    assert HyperscanEngine(triggers).scan(data).by_trigger == first  # loaded, not compiled
+    cached[0].write_bytes(b"torn")
+    assert HyperscanEngine(triggers).scan(data).by_trigger == first
+    assert cached[0].read_bytes() != b"torn"
