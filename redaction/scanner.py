@@ -20,7 +20,8 @@ from redaction.detectors import (
     token_triggers,
 )
 from redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine
-from redaction.gitleaks import GitleaksDetector, RuleSet, load_rules
+from redaction.gitleaks import RuleSet, load_rules
+from redaction.gitleaks_match import GitleaksDetector
 from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
 from redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
 
@@ -104,10 +105,10 @@ def get_scanner(backend: str | None = None) -> Scanner:
 
 def clear_caches() -> None:
     """Forget remembered verdicts (benchmarks measure cold bodies)."""
-    from redaction import assignments, gitleaks
+    from redaction import assignments, gitleaks_match
 
     assignments._REJECTED.clear()
-    gitleaks._VERDICTS.clear()
+    gitleaks_match._VERDICTS.clear()
 
 
 def find_spans(data: bytes) -> list[Span]:
