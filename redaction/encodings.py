@@ -3,7 +3,8 @@
 `?dsn=postgres%3A%2F%2Fapp%3As3cret%40db%2Fapp`, `?hook=https%3A%2F%2Fhooks.slack.com%2Fservices%2F...`
 and `key=-----BEGIN%20RSA%20PRIVATE%20KEY-----%0AMIIE...` carry credentials
 that no detector sees in their encoded form. A trigger finds the encoded
-markers (`%3A%2F%2F`, an encoded `-----BEGIN`, `hooks.slack.com%2F`...); the
+markers (`%3A%2F%2F`, an encoded `-----BEGIN`, `hooks.slack.com%2F`, a base64
+run with `%2B`/`%2F`/`%3D` in it...); the
 encoded run around it is decoded (twice for `%25`-encoded text), scanned with
 every detector, and each secret found is mapped back onto the encoded bytes.
 """
@@ -20,6 +21,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"%2D%2D%2D%2D%2DBEGIN|-----BEGIN(?:%20|\+)", literals=(b"begin",), window=20, caseless=True),
     Trigger(rb"(?:hooks\.slack\.com|discord(?:app)?\.com)%2F", literals=(b".com%2f",), window=20, caseless=True),
     Trigger(rb"%253A%252F%252F", literals=(b"%253a%252f%252f",), window=0, caseless=True),
+    # A base64 token (`ABSK...`, a PEM body) with its `+`, `/` and `=` percent-encoded.
+    Trigger(rb"[A-Za-z0-9_\-]{8}%(?:2[BbFf]|3[Dd])", literals=(b"%2b", b"%2f", b"%3d"), window=8, caseless=True),
 )
 # What an encoded run may contain: the characters a URL keeps plus `%XX`.
 _RUN_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789%._~+-!*'()/:=@,$")
@@ -87,4 +90,4 @@ def _scan_run(data: bytes, lo: int, hi: int, out: list[Span], scan: Callable[[by
     for span in scan(decoded):
         start = lo + origin[span.start]
         end = lo + origin[span.end] if span.end < len(origin) else hi
-        out.append(Span(start, end, span.kind, min(span.priority, PRIORITY_CONTEXT)))
+        out.append(Span(start, end, span.kind, min(span.priority, PRIORITY_CONTEXT), encoded=True))

@@ -119,7 +119,7 @@ class Redactor:
             last = 0
             for span in spans:
                 parts.append(data[last : span.start])
-                parts.append(self.placeholder(span.kind, data[span.start : span.end]))
+                parts.append(self.placeholder(span.kind, data[span.start : span.end], percent_encoded=span.encoded))
                 last = span.end
                 glued = glued or _is_glued(data, span.start, span.end)
             parts.append(data[last:])

@@ -25,6 +25,7 @@ class Span(NamedTuple):
     end: int
     kind: str
     priority: int
+    encoded: bool = False  # found percent-decoded: hash the decoded form (equal secrets, equal hashes)
 
 
 def merge_spans(spans: list[Span], protected: list[tuple[int, int]]) -> list[Span]:
@@ -45,7 +46,7 @@ def merge_spans(spans: list[Span], protected: list[tuple[int, int]]) -> list[Spa
         if span.start < last.end:
             kind = last.kind if last.priority <= span.priority else span.kind
             priority = min(last.priority, span.priority)
-            merged[-1] = Span(last.start, max(last.end, span.end), kind, priority)
+            merged[-1] = Span(last.start, max(last.end, span.end), kind, priority, last.encoded or span.encoded)
         else:
             merged.append(span)
     return merged

@@ -314,6 +314,20 @@ def test_percent_encoded_slack_webhook_and_pem(redactor: Redactor) -> None:
     assert "[REDACTED:private-key:" in out and out.endswith("&name=a HTTP/1.1")
 
 
+def test_percent_encoded_base64_token_keeps_its_placeholder(redactor: Redactor) -> None:
+    import base64
+
+    secret = "ABSK" + base64.b64encode(random.Random(12).randbytes(100)).decode()  # has + / =
+    assert "+" in secret or "/" in secret
+    raw = redactor.redact_text(f"x {secret} y")
+    for url in (f"https://e.example/a?ref={quote(secret, safe='')}&b=1", f"https://e.example/a?key={quote(secret)}"):
+        out = redactor.redact_url(url)
+        assert quote(secret, safe="")[:20] not in out and secret[:20] not in out, out
+        assert set(PLACEHOLDER_RE.findall(out.encode())) == set(PLACEHOLDER_RE.findall(raw.encode())), (out, raw)
+    for url in ("https://e.example/a?q=a%2Fb%2Fc&path=%2Fusr%2Flocal%2Fbin", "https://e.example/?next=%2Fhome%3Dx"):
+        assert redactor.redact_url(url) == url and redactor.redact_text(url) == url
+
+
 def test_webhook_without_scheme(redactor: Redactor) -> None:
     rng = random.Random(6)
     path = "T0" + _r(rng, UPPER, 9) + "/B0" + _r(rng, UPPER, 9) + "/" + _r(rng, ALNUM, 24)
