@@ -13,7 +13,6 @@ remembered per surrounding text, since bodies repeat lines.
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -76,17 +75,21 @@ _ANCHOR_REACH = 320  # how far before a trigger's end its keyword may be (name, 
 def _anchored(
     rule: Rule, data: bytes, lo: int, hi: int, ends: list[int] | None
 ) -> Iterator[re.Match[bytes]]:
-    lowered = data[lo:hi].lower()
-    starts: set[int] = set()
-    for kw in rule.keywords:
-        pos = lowered.find(kw)
-        while pos >= 0:
-            starts.add(lo + pos)
-            pos = lowered.find(kw, pos + 1)
+    """Matches of the rule's regex anchored where a keyword starts (close enough before an end)."""
     if ends:
         reach = min(rule.max_width, _ANCHOR_REACH) + 2  # the trigger's end includes the delimiter
-        ordered = sorted(ends)
-        starts = {s for s in starts if _end_within(ordered, s, s + reach)}
+        regions = _windows([e for e in ends if lo <= e <= hi], reach, 0, len(data))
+    else:
+        regions = [(lo, hi)]
+    starts: set[int] = set()
+    for r_lo, r_hi in regions:
+        lowered = data[max(lo, r_lo) : r_hi].lower()
+        base = max(lo, r_lo)
+        for kw in rule.keywords:
+            pos = lowered.find(kw)
+            while pos >= 0:
+                starts.add(base + pos)
+                pos = lowered.find(kw, pos + 1)
     covered = -1
     match = rule.verifier.match
     for start in sorted(starts):
@@ -281,8 +284,3 @@ def _credential_context(rule: Rule, data: bytes, f: Finding) -> bool:
     if rule.id == GENERIC_RULE:
         return looks_random(value) and not _UUID_RE.fullmatch(value)
     return True
-
-
-def _end_within(ends: list[int], lo: int, hi: int) -> bool:
-    i = bisect.bisect_left(ends, lo)
-    return i < len(ends) and ends[i] <= hi
