@@ -54,6 +54,8 @@ class Scanner:
     def find_spans(self, data: bytes, *, decode: bool = True) -> list[Span]:
         """Secrets in `data`, sorted and disjoint. Existing placeholders are left alone."""
         hits = self.engine.scan(data)
+        if not hits.by_trigger:
+            return []  # most headers, URLs and small values: no trigger, nothing to verify
         tokens, context, assign, cli, enc, gl = (
             [hits.get(i) for i in r] for r in self._ranges
         )
