@@ -251,8 +251,23 @@ def _translate_class(source: str, start: int) -> tuple[int, str]:
     raise TranslationError("unterminated character class")
 
 
+_CLASS_RE = re.compile(r"\[(?:\\.|[^\]\\])*\]")
+
+
+def _no_backslash_in_tokens(source: str) -> str:
+    """A token alphabet with `\\` in it (gitleaks' JWT rules) would swallow the `\\n` after a
+    token in JSON, or half of a `\\"`, and break the document: take it out."""
+
+    def fix(m: re.Match[str]) -> str:
+        cls = m.group()
+        return cls.replace("\\\\", "") if "a-z" in cls or "A-Z" in cls else cls
+
+    return _CLASS_RE.sub(fix, source)
+
+
 def _adapt(source: str, *, for_python: bool) -> str:
     """gitleaks' idioms widened for agent traffic (see the module docstring)."""
+    source = _no_backslash_in_tokens(source)
     source = source.replace(_QUOTES_3, _ESCAPED_QUOTES_3).replace(_QUOTES_5, _ESCAPED_QUOTES_5)
     # Hyperscan has no lookahead: it consumes the delimiter (one report per token, not one per length).
     end = _PY_END if for_python else _HS_END

@@ -72,7 +72,7 @@ class Scanner:
         protected: list[tuple[int, int]] = []
         if PLACEHOLDER_MARK in data:
             protected = [m.span() for m in PLACEHOLDER_RE.finditer(data)]
-        return merge_spans(spans, protected)
+        return [_whole_escapes(data, s) for s in merge_spans(spans, protected)]
 
     def _decoded_spans(self, decoded: bytes) -> list[Span]:
         return self.find_spans(decoded, decode=False)
@@ -87,6 +87,14 @@ class Scanner:
         if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(value):
             return spans[0].kind
         return None
+
+
+def _whole_escapes(data: bytes, span: Span) -> Span:
+    """A span never ends between a backslash and what it escapes (`\\"` in JSON): the document stays valid."""
+    end = span.end
+    while end > span.start and data[end - 1] == 0x5C:
+        end -= 1
+    return span if end == span.end else span._replace(end=end)
 
 
 _lock = threading.Lock()

@@ -185,6 +185,22 @@ def test_jwts_unsigned_two_segment_and_non_json_payload(redactor: Redactor) -> N
     _assert_redacted(redactor, f"Bearer {not_json}", not_json, "jwt")
 
 
+def test_redaction_keeps_json_escapes_whole(redactor: Redactor) -> None:
+    jwt = (
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
+        ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    )
+    # (text inside a JSON string, what it must read after redaction)
+    for text, expected in (
+        (f"x\n{jwt}\ny", r"x\n\[REDACTED:jwt:\w{6}\]\ny"),
+        (f'say "{jwt}" twice', r'say "\[REDACTED:jwt:\w{6}\]" twice'),
+        (f"{jwt}\\", r"\[REDACTED:jwt:\w{6}\]\\"),
+        ("token=Zq8vX2mL0pR7sT4uW9yB\\", r"token=\[REDACTED:generic-secret:\w{6}\]\\"),
+    ):
+        out = redactor.redact_bytes(json.dumps({"content": text}).encode())
+        assert re.fullmatch(expected, json.loads(out)["content"]), out
+
+
 # --- name rules -------------------------------------------------------------------------------
 
 
