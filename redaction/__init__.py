@@ -6,11 +6,13 @@
     url = redactor.redact_url(url)
     redactor.counts                             # placeholder kind -> replacements
 
-Each secret becomes `[REDACTED:<kind>:<6 hex>]`; see `KINDS` for the kinds.
+Each secret becomes `[REDACTED:<kind>:<6 hex>]`; see `KINDS` for the kinds (ctxtap's own,
+plus the ids of the vendored gitleaks rules in `redaction/rules/gitleaks.toml`).
 """
 
 from redaction.assignments import ASSIGNMENT_KINDS
 from redaction.detectors import CONTEXT_KINDS, TOKEN_KINDS
+from redaction.gitleaks import rule_ids
 from redaction.headers import HEADER_KINDS
 from redaction.placeholder import PLACEHOLDER_RE
 from redaction.redactor import Redactor
@@ -20,7 +22,9 @@ from redaction.version import RULESET_VERSION
 # Every placeholder kind the redactor can write ("unscannable": a value that
 # made the redactor fail internally, replaced whole rather than kept).
 KINDS: tuple[str, ...] = tuple(
-    dict.fromkeys([*TOKEN_KINDS, *CONTEXT_KINDS, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, "unscannable"])
+    dict.fromkeys(
+        [*TOKEN_KINDS, *CONTEXT_KINDS, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, *rule_ids(), "unscannable"]
+    )
 )
 
 __all__ = ["KINDS", "PLACEHOLDER_RE", "RULESET_VERSION", "Redactor"]

@@ -10,8 +10,12 @@ The name decides, the value confirms:
 
 * strong names (`*password`, `*secret`, `api_key`, `*_TOKEN`, `access_token`...)
   redact any value that is not obviously a non-secret;
-* weak names (`*_key`, bare `token`, `auth`) redact only values that look
-  random, so `"sort_key": "name"` and `"token": "<s>"` stay;
+* weak names (`*_key`, bare `key`, `token`, `auth`, `credential`) redact only
+  values that look random (UUIDs and digit-poor random strings included), so
+  `"sort_key": "name"` and `"token": "<s>"` stay;
+* under a strong name a quoted value may hold spaces (`"password": "correct
+  horse battery"`), and a bare value runs to the real end of the token
+  (`|` does not end it);
 * names the analysis needs (`prompt_cache_key`, `idempotency_key`,
   `next_page_token`, tokenizer `*_token`s...) are never redacted.
   `max_tokens`, `input_tokens` and friends are plural and never match.
@@ -25,6 +29,8 @@ from __future__ import annotations
 import bisect
 import re
 
+from redaction.engine import Trigger
+from redaction.entropy import shannon_entropy
 from redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 # Keywords a secret's name ends with, searched in the lower-cased body, each
@@ -42,9 +48,47 @@ _KEYWORD_PATTERNS = (
 )
 # keyword, optional closing quote of a quoted name (possibly escaped), separator.
 _ASSIGN_RES = tuple(
-    re.compile(rb"(?P<kw>" + kw + rb")(?P<close>\\*[\"'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))")
+    re.compile(rb"(?i)(?P<kw>" + kw + rb")(?P<close>\\*[\"'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))")
     for kw in _KEYWORD_PATTERNS
 )
+# The same without lookaheads, for the engine; the Python regex confirms each hit.
+# A keyword that is weak as a whole name (`"key": "status"` is in every telemetry
+# attribute list) has two triggers: after a name character (`api_key`, `apiKey`:
+# any value may follow) and alone, where only a value that can look random
+# (16 characters of a token alphabet) is worth a look.
+_SEP = rb"(?:\\*[\"'`])?[ \t]*(?::=|=>|=|:)"
+_NAME_CHAR = rb"[A-Za-z0-9_.\-]"
+_RANDOM_VALUE = (
+    rb"[ \t]*(?:[bBrRuUfF]{1,2})?(?:\\*[\"'`])?(?:(?:bearer|basic|token|bot)[ \t]+)?[A-Za-z0-9+/=_.~:%\-]{16}"
+)
+
+
+def _triggers() -> list[tuple[int, Trigger]]:
+    out: list[tuple[int, Trigger]] = []
+
+    def add(index: int, pattern: bytes, literal: bytes) -> None:
+        out.append((index, Trigger(pattern, literals=(literal,), window=60, som=True, caseless=True)))
+
+    def split(index: int, kw: bytes) -> None:
+        add(index, _NAME_CHAR + kw + _SEP, kw)
+        add(index, rb"(?:^|[^A-Za-z0-9_.\-])" + kw + _SEP + _RANDOM_VALUE, kw)
+
+    split(0, b"key")
+    split(1, b"token")
+    add(2, b"secret" + _SEP, b"secret")
+    add(3, rb"pass(?:word|wd|phrase)" + _SEP, b"pass")
+    split(3, b"pass")
+    split(4, b"pwd")
+    add(5, b"authorization" + _SEP, b"authorization")
+    split(5, b"auth")
+    add(6, _NAME_CHAR + rb"credentials?" + _SEP, b"credential")
+    add(6, rb"(?:^|[^A-Za-z0-9_.\-])credentials?" + _SEP + _RANDOM_VALUE, b"credential")
+    split(7, b"signature")
+    return out
+
+
+_TRIGGER_TABLE = _triggers()
+ASSIGNMENT_TRIGGERS: tuple[Trigger, ...] = tuple(t for _, t in _TRIGGER_TABLE)
 ASSIGNMENT_KINDS: tuple[str, ...] = (
     "generic-secret",
     "password",
@@ -66,24 +110,17 @@ _VALUE_HEAD_RE = re.compile(
 _MAX_VALUE = 4096
 
 
-def _stop_table(stops: bytes) -> bytes:
-    """A `bytes.translate` table mapping `stops` to a space and everything else to `v`."""
-    table = bytearray(b"v" * 256)
-    for c in stops:
-        table[c] = ord(" ")
-    return bytes(table)
-
-
-# Where values end, found with `bytes.find` on a translated copy: a regex
-# scanning up to 4 KB for every `api_key=` would be quadratic on odd bodies.
-_QUOTED_STOPS = _stop_table(b" \t\n\r\x0b\x0c\"'`\\")
-_BARE_STOPS = _stop_table(b" \t\n\r\x0b\x0c\"'`\\&;,<>(){}[]|")
+# Where values end.
+# The same as runs to `match` from a value's start (no copy of the body).
+_QUOTED_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\]*")
+_BARE_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\&;,<>(){}\[\]]*")
+# A quoted value with spaces (a passphrase) under a strong name: up to the closing quote.
+_SPACED_RUN_RE = re.compile(rb"[^\n\r\"'`\\]{1,256}")
 
 
 # Names whose values the analysis needs or that are not credentials.
 NOT_SECRET_NAMES = frozenset(
     """
-    key pass
     promptcachekey cachekey idempotencykey xidempotencykey dedupkey dedupekey deduplicationkey
     sortkey partitionkey primarykey foreignkey rowkey hashkey rangekey uniquekey compositekey
     shardkey clusterkey indexkey publickey publishablekey routingkey objectkey s3key filekey
@@ -179,7 +216,9 @@ def _name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> 
     if word in ("password", "passwd", "passphrase"):
         return "password", True
     if word in ("pwd", "pass"):
-        return ("password", True) if boundary and not bare and norm != "oldpwd" else None
+        if bare:
+            return "password", False  # `pass = ...`, `PWD=/home/me`: the value must look random
+        return ("password", True) if boundary and norm != "oldpwd" else None
     if word == "secret":
         return "generic-secret", True
     if word == "authorization":
@@ -207,13 +246,27 @@ def _name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> 
     return "generic-secret", False  # auth, credential(s): values must look random
 
 
+_DIGIT_CHARS = b"0123456789"
+_LETTER_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
 def looks_random(value: bytes) -> bool:
-    """A weak name's value must look like a credential, not a word, path or id."""
-    if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value) or _UUID_RE.fullmatch(value):
+    """A weak name's value must look like a credential, not a word, path or id.
+
+    UUIDs count (API keys and tokens are often UUIDs), and so do random strings
+    with few or no digits, as long as they do not read as a programmer's name.
+    """
+    if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value):
         return False
-    digits = sum(c in b"0123456789" for c in value)
-    letters = sum(c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" for c in value)
-    return digits >= 2 and letters >= 4
+    if _UUID_RE.fullmatch(value):
+        return True
+    digits = len(value) - len(value.translate(None, _DIGIT_CHARS))
+    letters = len(value) - len(value.translate(None, _LETTER_CHARS))
+    if letters < 4:
+        return False
+    if digits >= 2:
+        return True
+    return shannon_entropy(value) >= 3.5 and not _reads_as_identifier(value)
 
 
 def _reads_as_identifier(segment: bytes) -> bool:
@@ -269,61 +322,83 @@ def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = T
     return False
 
 
-def find_assignment_spans(data: bytes, out: list[Span], stops: list[int] | None = None) -> None:
+def find_assignment_spans(
+    data: bytes, hits: list[list[tuple[int, int]]], out: list[Span], stops: list[int] | None = None
+) -> None:
     """Append spans of values assigned to names that say they are secrets.
 
-    `stops` are starts of secrets already found by format. A bare value ends
-    at the next secret, as it will once that secret is a placeholder, so a
-    second redaction pass sees the same values as the first (idempotence).
-    Assignments are read last to first so later findings are known stops.
+    `hits[i]` are where `ASSIGNMENT_TRIGGERS[i]` matched. `stops` are starts
+    of secrets already found by format. A bare value ends at the next secret,
+    as it will once that secret is a placeholder, so a second redaction pass
+    sees the same values as the first (idempotence). Assignments are read
+    last to first so later findings are known stops.
     """
-    lowered = data.lower()
-    found = [m for regex in _ASSIGN_RES for m in regex.finditer(lowered)]
-    if not found:
+    by_start: dict[int, re.Match[bytes]] = {}
+    for (index, _), starts in zip(_TRIGGER_TABLE, hits, strict=True):
+        regex = _ASSIGN_RES[index]
+        for start, _ in starts:
+            # The trigger may start one byte early (the name character or delimiter before).
+            m = regex.match(data, start) or regex.match(data, start + 1)
+            if m is not None and m.start() not in by_start:
+                by_start[m.start()] = m
+    if not by_start:
         return
+    found = list(by_start.values())
     found.sort(key=lambda m: m.start(), reverse=True)
-    values = _Values(data, sorted(stops or ()))
+    sorted_stops = sorted(stops or ())
+    n = len(data)
     for m in found:
-        span = _assignment_value(data, lowered, m, values)
+        # Bodies repeat the same lines (`"key": "status",` in every telemetry attribute):
+        # a rejection decided entirely inside a window of text is remembered for that text.
+        lo = max(0, m.start() - _MAX_NAME - 2)
+        hi = min(n, m.end() + _REJECT_TAIL)
+        tail = data[m.end() : hi]
+        cacheable = (hi == n or b"\n" in tail or b"\\" in tail) and _next_stop(sorted_stops, m.end(), hi) == hi
+        key = (data[lo:hi], m.start() - lo, m.re.pattern) if cacheable else None
+        if key is not None and key in _REJECTED:
+            continue
+        span = _assignment_value(data, m, sorted_stops)
         if span is not None:
             out.append(span)
-            bisect.insort(values.stops, span.start)
+            bisect.insort(sorted_stops, span.start)
+        elif key is not None:
+            if len(_REJECTED) >= _REJECT_LIMIT:
+                _REJECTED.clear()
+            _REJECTED.add(key)
 
 
-class _Values:
-    """Where values end in one body: translated copies for `find`, plus the known stops."""
-
-    def __init__(self, data: bytes, stops: list[int]) -> None:
-        self.quoted = data.translate(_QUOTED_STOPS)
-        self.bare = data.translate(_BARE_STOPS)
-        self.stops = stops
-
-    @staticmethod
-    def end(buf: bytes, start: int) -> int | None:
-        """End of the value starting at `start`, or None when it is empty or too long."""
-        end = buf.find(b" ", start, start + _MAX_VALUE)
-        if end < 0:
-            if start + _MAX_VALUE < len(buf):
-                return None
-            end = len(buf)
-        return end if end > start else None
-
-    def next_stop(self, start: int, end: int) -> int:
-        i = bisect.bisect_right(self.stops, start)
-        return self.stops[i] if i < len(self.stops) and self.stops[i] < end else end
+_REJECT_TAIL = 320
+_REJECT_LIMIT = 16384
+_REJECTED: set[tuple[bytes, int, bytes]] = set()
 
 
-def _assignment_value(data: bytes, lowered: bytes, m: re.Match[bytes], values: _Values) -> Span | None:
+_NAME_BYTES = frozenset(_NAME_CHARS | frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+
+
+def _run_end(regex: re.Pattern[bytes], data: bytes, start: int) -> int | None:
+    """End of the value starting at `start`, or None when it is empty or too long."""
+    end = regex.match(data, start, start + _MAX_VALUE + 1).end()  # type: ignore[union-attr]
+    if end == start or end - start > _MAX_VALUE:
+        return None
+    return end
+
+
+def _next_stop(stops: list[int], start: int, end: int) -> int:
+    i = bisect.bisect_right(stops, start)
+    return stops[i] if i < len(stops) and stops[i] < end else end
+
+
+def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span | None:
     kw_start, kw_end = m.span("kw")
-    kw = m.group("kw")
-    if kw_end < len(lowered) and lowered[kw_end] in _NAME_CHARS:
+    kw = m.group("kw").lower()
+    if kw_end < len(data) and data[kw_end] in _NAME_BYTES:
         return None  # `tokens`, `keyboard`: the keyword is not the end of the name
     start = kw_start
-    while start > 0 and lowered[start - 1] in _NAME_CHARS and kw_end - start < _MAX_NAME:
+    while start > 0 and data[start - 1] in _NAME_BYTES and kw_end - start < _MAX_NAME:
         start -= 1
-    if start > 0 and data[start - 1] == 0x5C and lowered[start] in b"ntr":  # `\nAPI_KEY=`
+    if start > 0 and data[start - 1] == 0x5C and data[start] in b"ntr":  # `\nAPI_KEY=`
         start += 1
-    name = lowered[start:kw_end].lstrip(b"-.")
+    name = data[start:kw_end].lower().lstrip(b"-.")
     if b"." in name:
         name = name.rsplit(b".", 1)[1]  # `config.api_key = ...`
     if not name:
@@ -351,17 +426,22 @@ def _assignment_value(data: bytes, lowered: bytes, m: re.Match[bytes], values: _
     quote = head.group("q")
     v_start = head.end()
     if quote is not None:
-        v_end = values.end(values.quoted, v_start)
+        v_end = _run_end(_QUOTED_RUN_RE, data, v_start)
+        if v_end is not None and data[v_end : v_end + len(quote)] != quote and strong:
+            # `"password": "correct horse battery"`: under a strong name spaces belong to the value.
+            spaced = _SPACED_RUN_RE.match(data, v_start)
+            if spaced is not None and data[spaced.end() : spaced.end() + len(quote)] == quote:
+                v_end = spaced.end()
         if v_end is None or data[v_end : v_end + len(quote)] != quote:
             return None  # empty, too long, or spaces/escapes inside: prose, not a credential
         quoted = True
     else:
-        v_end = values.end(values.bare, v_start)
+        v_end = _run_end(_BARE_RUN_RE, data, v_start)
         if v_end is None:
             return None
-        v_end = values.next_stop(v_start, v_end)
-        while v_end > v_start and data[v_end - 1] in b".:":
-            v_end -= 1  # sentence punctuation after a bare value
+        v_end = _next_stop(stops, v_start, v_end)
+        while v_end > v_start and data[v_end - 1] in b".:|":
+            v_end -= 1  # sentence punctuation (or a pipe) after a bare value
         nxt = data[v_end : v_end + 1]
         if nxt in (b"(", b"[", b"{"):
             return None  # a call or an index: code
@@ -370,11 +450,28 @@ def _assignment_value(data: bytes, lowered: bytes, m: re.Match[bytes], values: _
         quoted = False
         tight = tight and v_start == pos and nxt not in (b",", b")")
     value = data[v_start:v_end]
-    if _is_non_secret(value, quoted, kw, code_context=not tight):
-        return None
     if not strong and not looks_random(value):
+        return None  # the common case (`"key": "status"`), decided before the slower checks
+    if b" " in value:
+        if _is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not _passphrase(value):
+            return None
+    elif _is_non_secret(value, quoted, kw, code_context=not tight):
         return None
     scheme = head.group("scheme")
     if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":
         kind = "basic-auth"
     return Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT)
+
+
+def _passphrase(value: bytes) -> bool:
+    """Words separated by spaces under a strong name: `correct horse battery staple`."""
+    words = value.split()
+    lowered = value.lower()
+    if len(words) < 2 or b"your" in lowered or b"enter" in lowered or _MASK_RE.search(value):
+        return False
+    return not _REFERENCE_RE.match(value)
+
+
+def is_non_secret_value(value: bytes, quoted: bool, kw: bytes) -> bool:
+    """Is `value`, given under a credential name `kw`, clearly not a secret (empty, a reference, a word)?"""
+    return _is_non_secret(value, quoted, kw, code_context=False)

@@ -1,19 +1,18 @@
 """Credentials recognisable by their format alone: provider keys, tokens, PEM blocks.
 
-Speed matters here (every recorded body goes through this), and Python's `re`
-is slow when one big alternation is tried at every byte. So the scan works in
-two steps:
+Speed matters here (every recorded body goes through this), so nothing in
+this module scans a body: `redaction.engine` finds where each format's
+trigger matches (one Hyperscan pass for all rules), and the functions here
+only verify those places:
 
-1. Candidate tokens: runs of at least 16 `[A-Za-z0-9_-]` that start after a
-   real delimiter are found with `bytes.translate` + `bytes.find`, which run
-   at memory speed. Runs that follow `+` or `/` are not candidates, so a
-   megabyte of base64 image data costs one candidate, not thousands.
-2. Each candidate is tried against the token formats with one anchored
-   `match`, gated by its first three bytes.
-
-Formats that are not a single token (PEM blocks, URL passwords, webhook URLs,
-SAS signatures) have their own regexes, each starting with a literal so `re`
-can skip to it quickly.
+1. Token formats: the trigger is the format itself; the verifier checks the
+   token starts after a real delimiter (or right after a JSON/percent escape
+   such as `\\n` or `%3D`), not inside a longer run and not inside base64
+   (a token right after `+` or `/` counts only if it has a character base64
+   lacks), then matches the full format with a token boundary after it.
+2. Formats that are not a single token (PEM blocks, URL passwords, webhook
+   URLs with or without their scheme, SAS signatures, Entra ID secrets) have
+   a literal trigger and a regex anchored there.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from redaction.engine import Trigger
 from redaction.spans import PRIORITY_CONTEXT, PRIORITY_FORMAT, Span
 
 TOKEN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
@@ -87,7 +87,8 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
         rb"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9]{24,}",
         (b"sk_", b"rk_", b"whs"),
     ),
-    TokenFormat("jwt", rb"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*", (b"eyJ",)),
+    # Header `{"...` in base64url, then any payload (JSON or not), signature optional (`alg: none`).
+    TokenFormat("jwt", rb"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}(?:\.[A-Za-z0-9_\-]*)?", (b"eyJ",)),
     TokenFormat("npm-token", rb"npm_[A-Za-z0-9]{36}", (b"npm",)),
     TokenFormat("pypi-token", rb"pypi-AgE[A-Za-z0-9_\-]{50,}", (b"pyp",)),
     TokenFormat("sendgrid-key", rb"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", (b"SG.",)),
@@ -115,6 +116,23 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("heroku-key", rb"HRKU-[A-Za-z0-9_\-]{40,}", (b"HRK",)),
     TokenFormat("pulumi-token", rb"pul-[a-f0-9]{40}", (b"pul",)),
     TokenFormat("onepassword-token", rb"ops_eyJ[A-Za-z0-9_\-]{50,}", (b"ops",)),
+    # Formats gitleaks has no rule for (model providers and infrastructure agents use).
+    TokenFormat("nvidia-key", rb"nvapi-[A-Za-z0-9_\-]{60,}", (b"nva",)),
+    TokenFormat("pinecone-key", rb"pcsk_[A-Za-z0-9]{4,8}_[A-Za-z0-9]{40,}", (b"pcs",)),
+    TokenFormat(
+        "tailscale-key",
+        rb"tskey-(?:api|auth|client|scim|webhook)-[A-Za-z0-9]{6,}-[A-Za-z0-9]{16,}",
+        (b"tsk",),
+    ),
+    TokenFormat("together-key", rb"tgp_v1_[A-Za-z0-9_\-]{40,}", (b"tgp",)),
+    TokenFormat("langfuse-key", rb"sk-lf-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", (b"sk-",)),
+    TokenFormat("elevenlabs-key", rb"sk_[a-f0-9]{48}", (b"sk_",)),
+    # gitleaks knows New Relic keys only next to a `new_relic` name; their prefixes say enough.
+    TokenFormat(
+        "new-relic-key",
+        rb"NRAK-[A-Z0-9]{27}|NRAA-[a-f0-9]{27}|NRJS-[a-f0-9]{19}|NRII-[A-Za-z0-9\-]{32}",
+        (b"NRA", b"NRJ", b"NRI"),
+    ),
     # Shapes without a literal prefix: only tried around `.`, `~` and `:`.
     TokenFormat("telegram-bot-token", rb"(?:bot)?(?P<secret_tg>[0-9]{8,10}:AA[A-Za-z0-9_\-]{33})"),
     TokenFormat("discord-token", rb"[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"),
@@ -145,85 +163,111 @@ _PREFIX3 = frozenset(p for f in TOKEN_FORMATS for p in f.prefixes)
 assert all(len(p) == 3 for p in _PREFIX3), "token format prefixes are three bytes"
 _KIND_BY_GROUP = {f"f{i}": f.kind for i, f in enumerate(TOKEN_FORMATS)}
 
-MIN_RUN = 16
-_RUN_NEEDLE = b" " + b"a" * MIN_RUN
-
-
-def _run_table() -> bytes:
-    table = bytearray(b" " * 256)
-    for c in TOKEN_CHARS:
-        table[c] = ord("a")
-    # Base64 continues through these; a run right after one is inside a blob.
-    table[ord("+")] = ord("p")
-    table[ord("/")] = ord("p")
-    return bytes(table)
-
-
-_RUN_TABLE = _run_table()
-_IS_TOKEN_CHAR = [c in TOKEN_CHARS for c in range(256)]
+_TOKEN_BYTES = frozenset(TOKEN_CHARS)
 _HEX = frozenset(b"0123456789abcdefABCDEF")
-_EXT_DELIMS = frozenset(b".~:")
 _JSON_ESCAPE_LETTERS = frozenset(b"nrtbf")
-_SPECIAL_BEFORE = frozenset(b"\\%.~:")  # escapes and dotted formats need a closer look
+_NOT_BASE64 = frozenset(b"_-.~:")
+_NAMED_GROUP_RE = re.compile(rb"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
+_TRAILING_OPEN_RE = re.compile(rb"\{(\d+),\}(?=\||$)")
 
 
-def _match_at(data: bytes, pos: int) -> re.Match[bytes] | None:
-    if data[pos : pos + 3] in _PREFIX3:
-        return _PREFIXED_RE.match(data, pos)
-    return None
+def _trigger_pattern(pattern: bytes) -> bytes:
+    """The format as a Hyperscan trigger: no named groups, open-ended tails cut to their minimum
+    (one report per token instead of one per extra character)."""
+    return _TRAILING_OPEN_RE.sub(rb"{\1}", _NAMED_GROUP_RE.sub(b"(?:", pattern))
 
 
-def _skip_escape(data: bytes, start: int) -> int | None:
-    """Where a token really starts if the run at `start` begins with an escape's tail.
+def token_triggers() -> list[Trigger]:
+    """One trigger per token format, in `TOKEN_FORMATS` order.
 
-    `\\nghp_...` inside a JSON string is the run `nghp_...`; `%3Dsk-...` in a
-    form body is `3Dsk-...`; `\\u0022sk-...` is `u0022sk-...`.
+    Prefixed formats do not ask Hyperscan for match starts (start-of-match
+    tracking costs a fifth of the scan on base64-heavy bodies): `token_starts`
+    finds the prefixes before each match end instead.
     """
-    if start == 0:
-        return None
-    before = data[start - 1]
-    if before == 0x5C:  # backslash
-        first = data[start]
-        if first in _JSON_ESCAPE_LETTERS:
-            return start + 1
-        if first == 0x75 and all(c in _HEX for c in data[start + 1 : start + 5]):  # u0022
-            return start + 5
-    elif before == 0x25 and all(c in _HEX for c in data[start : start + 2]):  # %3D
-        return start + 2
-    return None
+    out = []
+    for f in TOKEN_FORMATS:
+        if f.prefixes:
+            out.append(Trigger(_trigger_pattern(f.pattern), literals=f.prefixes, window=160))
+        elif f.kind == "telegram-bot-token":
+            out.append(Trigger(_trigger_pattern(f.pattern), literals=(b":AA",), window=40, som=True))
+        else:
+            # discord: a leading `[MNO]` + 23 alphanumerics is everywhere in base64, so the
+            # trigger is the dotted tail; `token_starts` walks back to the token's start.
+            out.append(Trigger(_DISCORD_TAIL, window=0, som=True))
+    return out
 
 
-def _match_special(data: bytes, start: int) -> re.Match[bytes] | None:
-    """The run at `start` follows an escape or a `.`/`~`/`:`: look through it."""
-    skipped = _skip_escape(data, start)
-    if skipped is not None:
-        m = _match_at(data, skipped)
-        if m is not None:
-            return m
-    if data[start - 1] in _EXT_DELIMS:
-        return _match_extended(data, start)
-    return None
+_DISCORD_TAIL = rb"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}"
+_DISCORD = next(i for i, f in enumerate(TOKEN_FORMATS) if f.kind == "discord-token")
 
 
-def _match_extended(data: bytes, start: int) -> re.Match[bytes] | None:
-    """Formats with a `.`/`~`/`:` inside (ya29., SG., JWT, telegram): walk back to their start."""
-    pos = start - 1  # on the delimiter
-    for _ in range(3):
-        seg = pos
-        while seg > 0 and _IS_TOKEN_CHAR[data[seg - 1]] and pos - seg < 28:
-            seg -= 1
-        if seg == pos:
-            return None
-        for begin in (seg, _skip_escape(data, seg)):
-            if begin is None:
+def _reach(pattern: bytes) -> int:
+    """How far before a trigger's end the token may start (its longest match, capped)."""
+    try:
+        from re import _parser  # type: ignore[attr-defined]
+
+        return min(int(_parser.parse(_trigger_pattern(pattern)).getwidth()[1]), 4096)
+    except Exception:
+        return 4096
+
+
+_REACH = [_reach(f.pattern) for f in TOKEN_FORMATS]
+
+
+def token_starts(data: bytes, hits: list[list[tuple[int, int]]]) -> list[int]:
+    """Where tokens may start, from the token triggers' hits (`hits[i]` for `TOKEN_FORMATS[i]`)."""
+    starts: list[int] = []
+    for i, found in enumerate(hits):
+        if not found:
+            continue
+        f = TOKEN_FORMATS[i]
+        if not f.prefixes:
+            if i == _DISCORD:
+                for dot, _ in found:
+                    starts.extend(t for t in range(max(0, dot - 27), dot - 23) if data[t] in b"MNO")
+            else:
+                starts.extend(s for s, _ in found)
+            continue
+        for start, end in found:
+            if start >= 0:
+                starts.append(start)
                 continue
-            m = _match_at(data, begin) or _SHAPED_RE.match(data, begin)
-            if m is not None and m.end() > start:
-                return m
-        if seg == 0 or data[seg - 1] not in _EXT_DELIMS:
-            return None
-        pos = seg - 1
-    return None
+            lo = max(0, end - _REACH[i])
+            for prefix in f.prefixes:
+                pos = data.find(prefix, lo, end)
+                while pos >= 0:
+                    starts.append(pos)
+                    pos = data.find(prefix, pos + 1, end)
+    return starts
+
+
+def escape_before(data: bytes, start: int) -> bool:
+    """Do the bytes before `start` end a JSON or percent escape (`\\n`, `\\u0022`, `%3D`)?"""
+    if start >= 2 and data[start - 2] == 0x5C and data[start - 1] in _JSON_ESCAPE_LETTERS:
+        return True
+    if start >= 6 and data[start - 6] == 0x5C and data[start - 5] == 0x75:  # \u0022
+        return all(c in _HEX for c in data[start - 4 : start])
+    return start >= 3 and data[start - 3] == 0x25 and all(c in _HEX for c in data[start - 2 : start])
+
+
+def token_at(data: bytes, start: int) -> re.Match[bytes] | None:
+    """The token format matching at `start`, if `start` is where a token can begin."""
+    after_slash = False
+    if start > 0:
+        before = data[start - 1]
+        if before in _TOKEN_BYTES:
+            if not escape_before(data, start):
+                return None  # inside a longer run: `foo_ghp_...`
+        elif before in (0x2B, 0x2F):  # `+`, `/`: maybe inside base64
+            after_slash = True
+    m = _PREFIXED_RE.match(data, start) if data[start : start + 3] in _PREFIX3 else None
+    if m is None:
+        m = _SHAPED_RE.match(data, start)
+    if m is None:
+        return None
+    if after_slash and not any(c in _NOT_BASE64 for c in m.group()):
+        return None  # a base64 blob happens to contain the shape
+    return m
 
 
 def _span_of(m: re.Match[bytes]) -> Span:
@@ -235,22 +279,16 @@ def _span_of(m: re.Match[bytes]) -> Span:
     return Span(start, end, kind, PRIORITY_FORMAT)
 
 
-def find_token_spans(data: bytes, out: list[Span]) -> None:
-    """Append spans of provider keys and tokens recognised by format."""
-    runs = b" " + data.translate(_RUN_TABLE)
-    find = runs.find
-    prefixed_match = _PREFIXED_RE.match
-    pos = find(_RUN_NEEDLE)
-    while pos >= 0:
-        # runs[pos] is the delimiter before the run; the run starts at data[pos].
-        m = prefixed_match(data, pos) if data[pos : pos + 3] in _PREFIX3 else None
-        if m is None and pos and data[pos - 1] in _SPECIAL_BEFORE:
-            m = _match_special(data, pos)
+def find_token_spans(data: bytes, starts: list[int], out: list[Span]) -> None:
+    """Append spans of provider keys and tokens whose trigger matched at `starts`."""
+    covered = -1
+    for start in sorted(set(starts)):
+        if start < covered:
+            continue
+        m = token_at(data, start)
         if m is not None:
             out.append(_span_of(m))
-            pos = find(_RUN_NEEDLE, max(m.end(), pos + MIN_RUN + 1))
-        else:
-            pos = find(_RUN_NEEDLE, pos + MIN_RUN + 1)
+            covered = m.end()
 
 
 # --- formats that are not one token --------------------------------------------------
@@ -269,16 +307,16 @@ _PEM_RE = re.compile(
 )
 _GCP_BEFORE_RE = re.compile(rb'private_key\\*"\s*:\s*\\*"$')
 
-_URL_RE = re.compile(
-    rb"://(?:"
-    rb"(?P<slack>hooks\.slack\.com/(?:services|workflows|triggers)/)(?P<slack_v>[A-Za-z0-9_/+\-]{20,})"
-    rb"|(?P<discord>(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/)(?P<discord_v>[A-Za-z0-9_\-]{20,})"
-    rb"|[^\s/?#@:\"'\\<>()\[\]{}]{0,256}:(?P<pw>[^\s/?#\"'\\<>()\[\]{}]{1,256})@"
-    rb")"
+_URL_PASSWORD_RE = re.compile(
+    rb"://[^\s/?#@:\"'\\<>()\[\]{}]{0,256}:(?P<pw>[^\s/?#\"'\\<>()\[\]{}]{1,256})@"
 )
-_SIG_RE = re.compile(rb"sig=([A-Za-z0-9%+/=]{20,})")
+# Webhook URLs, with or without their scheme (`hooks.slack.com/services/...` in prose).
+_SLACK_HOOK_RE = re.compile(rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+\-]{20,})")
+_DISCORD_HOOK_RE = re.compile(
+    rb"(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/(?P<v>[A-Za-z0-9_\-]{20,})"
+)
+_SIG_VALUE_RE = re.compile(rb"sig=([A-Za-z0-9%+/=]{20,})")
 # Entra ID (Azure AD) client secrets: `abc8Q~` then 31-34 chars; `.` and `~` split them into short runs.
-_AZURE_MARK_RE = re.compile(rb"Q~")
 _DIGITS = frozenset(b"0123456789")
 _AZURE_SECRET_RE = re.compile(rb"[A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])")
 _AZURE_SECRET_CHARS = frozenset(TOKEN_CHARS + b"~.")
@@ -287,40 +325,66 @@ _PLACEHOLDER_PASSWORDS = frozenset(
     b" ***** ****** ******** your-password yourpassword your_password mypassword".split()
 )
 
+# Triggers of `find_context_spans`, in this order.
+CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
+    Trigger(rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY", literals=(b"-----BEGIN",), window=80, som=True),
+    Trigger(rb"://", literals=(b"://",), window=0, som=True),
+    Trigger(
+        rb"hooks\.slack\.com/(?:services|workflows|triggers)/",
+        literals=(b"hooks.slack.com/",),
+        window=40,
+        som=True,
+    ),
+    Trigger(rb"discord(?:app)?\.com/api/webhooks/", literals=(b"discord",), window=40, som=True),
+    Trigger(rb"[0-9]Q~", literals=(b"Q~",), window=2, som=True),
+    Trigger(rb"sig=", literals=(b"sig=",), window=0, som=True),
+)
 
-def find_context_spans(data: bytes, out: list[Span]) -> None:
-    """Append spans of PEM private keys, URL passwords, webhook URLs and SAS signatures."""
-    for m in _PEM_RE.finditer(data):
-        kind = "private-key"
-        if _GCP_BEFORE_RE.search(data, max(0, m.start() - 40), m.start()):
-            kind = "gcp-sa-key"
-        out.append(Span(m.start(), m.end(), kind, PRIORITY_FORMAT))
-    for m in _URL_RE.finditer(data):
-        if m.group("slack_v") is not None:
-            out.append(Span(*m.span("slack_v"), "slack-webhook", PRIORITY_FORMAT))
-        elif m.group("discord_v") is not None:
-            out.append(Span(*m.span("discord_v"), "discord-webhook", PRIORITY_FORMAT))
-        else:
-            password = m.group("pw")
-            if not is_placeholder_password(password):
-                out.append(Span(*m.span("pw"), "url-password", PRIORITY_CONTEXT))
-    for m in _AZURE_MARK_RE.finditer(data):
-        start = m.start() - 4  # three characters and a digit come before `Q~`
-        if start < 0 or data[start + 3] not in _DIGITS or _glued_before(data, start):
+
+def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+    """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures and Entra secrets.
+
+    `hits[i]` are the (start, end) matches of `CONTEXT_TRIGGERS[i]`.
+    """
+    pem, url, slack, discord, azure, sig = hits
+    for start, _ in pem:
+        m = _PEM_RE.match(data, start)
+        if m is not None:
+            kind = "private-key"
+            if _GCP_BEFORE_RE.search(data, max(0, start - 40), start):
+                kind = "gcp-sa-key"
+            out.append(Span(m.start(), m.end(), kind, PRIORITY_FORMAT))
+    for start, _ in url:
+        m = _URL_PASSWORD_RE.match(data, start)
+        if m is not None and not is_placeholder_password(m.group("pw")):
+            out.append(Span(*m.span("pw"), "url-password", PRIORITY_CONTEXT))
+    for start, _ in slack:
+        m = _SLACK_HOOK_RE.match(data, start)
+        if m is not None:
+            out.append(Span(*m.span("v"), "slack-webhook", PRIORITY_FORMAT))
+    for start, _ in discord:
+        m = _DISCORD_HOOK_RE.match(data, start)
+        if m is not None:
+            out.append(Span(*m.span("v"), "discord-webhook", PRIORITY_FORMAT))
+    for start, _ in azure:
+        begin = start - 3  # three characters and a digit come before `Q~`
+        if begin < 0 or data[begin + 3] not in _DIGITS or _glued_before(data, begin):
             continue
-        found = _AZURE_SECRET_RE.match(data, start)
-        if found is not None:
-            out.append(Span(found.start(), found.end(), "azure-client-secret", PRIORITY_FORMAT))
-    for m in _SIG_RE.finditer(data):
-        if m.start() > 0 and data[m.start() - 1] in b"?&;":
-            out.append(Span(*m.span(1), "azure-sas-signature", PRIORITY_CONTEXT))
+        m = _AZURE_SECRET_RE.match(data, begin)
+        if m is not None:
+            out.append(Span(m.start(), m.end(), "azure-client-secret", PRIORITY_FORMAT))
+    for start, _ in sig:
+        if start > 0 and data[start - 1] in b"?&;":
+            m = _SIG_VALUE_RE.match(data, start)
+            if m is not None:
+                out.append(Span(*m.span(1), "azure-sas-signature", PRIORITY_CONTEXT))
 
 
 def _glued_before(data: bytes, start: int) -> bool:
-    """Is the byte before `start` part of the same word (not a delimiter, not the `n` of `\\n`)?"""
+    """Is the byte before `start` part of the same word (not a delimiter, not the end of an escape)?"""
     if start == 0 or data[start - 1] not in _AZURE_SECRET_CHARS:
         return False
-    return _skip_escape(data, start - 1) != start
+    return not escape_before(data, start)
 
 
 def is_placeholder_password(password: bytes) -> bool:

@@ -22,7 +22,7 @@ HASH_HEX_CHARS = 6
 # makes redaction idempotent. Inside a URL's authority the brackets are
 # percent-encoded (`%5BREDACTED:url-password:3fa2c1%5D`), since `[...]` there
 # means an IPv6 address and makes URL parsers raise.
-PLACEHOLDER_RE = re.compile(rb"(?:\[|%5[Bb])REDACTED:[a-z0-9-]{1,40}:[0-9a-f]{6}(?:\]|%5[Dd])")
+PLACEHOLDER_RE = re.compile(rb"(?:\[|%5[Bb])REDACTED:[a-z0-9-]{1,48}:[0-9a-f]{6}(?:\]|%5[Dd])")
 
 _JSON_ESCAPE_RE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 _SIMPLE_ESCAPES = {

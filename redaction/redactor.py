@@ -15,7 +15,7 @@ from redaction.assignments import looks_random
 from redaction.detectors import TOKEN_CHARS, is_placeholder_password
 from redaction.headers import header_kind, split_auth_scheme, split_cookies
 from redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
-from redaction.scanner import find_spans, kind_of_value
+from redaction.scanner import Scanner, get_scanner
 from redaction.streams import looks_like_sse, redact_sse
 from redaction.urls import (
     encode_authority_placeholders,
@@ -33,8 +33,14 @@ _TOKEN_BYTES = frozenset(TOKEN_CHARS)
 
 
 def _is_glued(data: bytes, start: int, end: int) -> bool:
-    """Does a token character touch the span (other than the `n` of a `\\n` escape)?"""
+    """Does a token character touch the span (other than the `n` of a `\\n` escape)?
+
+    A `.`/`~`/`:` then a token character counts too: dotted formats (JWTs) glued
+    together only show the second one once the first is a placeholder.
+    """
     if end < len(data) and data[end] in _TOKEN_BYTES:
+        return True
+    if end + 1 < len(data) and data[end] in b".~:" and data[end + 1] in _TOKEN_BYTES:
         return True
     if start == 0 or data[start - 1] not in _TOKEN_BYTES:
         return False
@@ -45,15 +51,22 @@ class Redactor:
     """Replaces credentials with `[REDACTED:<kind>:<6 hex>]`, equal secrets getting equal placeholders.
 
     `key` is the per-user redaction key (see `ctxtap.capture.paths.redaction_key`);
-    `capture_id` scopes the hashes to one capture.
+    `capture_id` scopes the hashes to one capture. `backend` picks the rule
+    engine ("hyperscan" or "python"; default: the fastest installed).
     """
 
-    def __init__(self, key: bytes, capture_id: str = "") -> None:
+    def __init__(self, key: bytes, capture_id: str = "", *, backend: str | None = None) -> None:
         if isinstance(key, str):
             key = key.encode("utf-8")
         self._maker = PlaceholderMaker(bytes(key), capture_id)
         self.counts: collections.Counter[str] = collections.Counter()
         self._cache: dict[tuple[str, bytes, bool], bytes] = {}
+        self._scanner: Scanner = get_scanner(backend)
+
+    @property
+    def backend(self) -> str:
+        """Which engine runs the rules: "hyperscan" or "python"."""
+        return self._scanner.backend
 
     # --- placeholders ---------------------------------------------------------------
 
@@ -116,14 +129,14 @@ class Redactor:
 
     def _redact_once(self, data: bytes) -> tuple[bytes, bool]:
         """One sweep; also says whether another could find more (see `_is_glued`)."""
-        spans = find_spans(data)
+        spans = self._scanner.find_spans(data)
         glued = False
         if spans:
             parts: list[bytes] = []
             last = 0
             for span in spans:
                 parts.append(data[last : span.start])
-                parts.append(self.placeholder(span.kind, data[span.start : span.end]))
+                parts.append(self.placeholder(span.kind, data[span.start : span.end], percent_encoded=span.encoded))
                 last = span.end
                 glued = glued or _is_glued(data, span.start, span.end)
             parts.append(data[last:])
@@ -195,9 +208,8 @@ class Redactor:
             )
         return "".join(out)
 
-    @staticmethod
-    def _kind_of(secret: str, default: str) -> str:
-        return kind_of_value(secret.encode("utf-8", "surrogatepass")) or default
+    def _kind_of(self, secret: str, default: str) -> str:
+        return self._scanner.kind_of_value(secret.encode("utf-8", "surrogatepass")) or default
 
     # --- URLs -------------------------------------------------------------------------
 
@@ -212,7 +224,7 @@ class Redactor:
             for start, end in iter_path_segments(url):
                 # Body scanning skips tokens right after `/` (base64 is full of them); a path has few.
                 segment = url[start:end]
-                kind = kind_of_value(unquote(segment).encode("utf-8", "surrogatepass"))
+                kind = self._scanner.kind_of_value(unquote(segment).encode("utf-8", "surrogatepass"))
                 if kind is not None:
                     edits.append((start, end, self._placeholder_str(kind, segment, percent_encoded=True)))
             for start, end, name in iter_params(url):
@@ -247,7 +259,7 @@ class Redactor:
             return [(end - len(password), end, self._placeholder_str(kind, password, percent_encoded=True))]
         if PLACEHOLDER_RE.search(raw):
             return []
-        kind = kind_of_value(unquote(userinfo).encode("utf-8", "surrogatepass"))
+        kind = self._scanner.kind_of_value(unquote(userinfo).encode("utf-8", "surrogatepass"))
         if kind is None and not looks_random(raw):
             return []  # `git@`, `alice@`: a user name, not a credential
         return [(start, end, self._placeholder_str(kind or "url-password", userinfo, percent_encoded=True))]

@@ -1,36 +1,134 @@
-"""One sweep over a body that collects every finding, settled into non-overlapping spans."""
+"""One sweep over a body that collects every finding, settled into non-overlapping spans.
+
+All detectors register their triggers with one engine (`redaction.engine`),
+built once per process: a body is scanned once, and each detector verifies
+only the places its triggers matched.
+"""
 
 from __future__ import annotations
 
-from redaction.assignments import find_assignment_spans
-from redaction.detectors import find_context_spans, find_token_spans
+import threading
+from collections.abc import Callable
+
+from redaction import cli_flags, encodings
+from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
+from redaction.detectors import (
+    CONTEXT_TRIGGERS,
+    find_context_spans,
+    find_token_spans,
+    token_starts,
+    token_triggers,
+)
+from redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine
+from redaction.gitleaks import RuleSet, load_rules
+from redaction.gitleaks_match import GitleaksDetector
 from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
-from redaction.spans import Span, merge_spans
+from redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
+
+
+class Scanner:
+    """Every detector's triggers in one engine, and the dispatch of its hits."""
+
+    def __init__(self, ruleset: RuleSet, backend: str | None = None) -> None:
+        self.ruleset = ruleset
+        self.gitleaks = GitleaksDetector(ruleset)
+        groups: list[list[Trigger]] = [
+            token_triggers(),
+            list(CONTEXT_TRIGGERS),
+            list(ASSIGNMENT_TRIGGERS),
+            list(cli_flags.TRIGGERS),
+            list(encodings.TRIGGERS),
+            self.gitleaks.triggers,
+        ]
+        self._ranges: list[range] = []
+        triggers: list[Trigger] = []
+        for group in groups:
+            self._ranges.append(range(len(triggers), len(triggers) + len(group)))
+            triggers.extend(group)
+        self.engine: HyperscanEngine | PythonEngine = build_engine(triggers, backend)
+
+    @property
+    def backend(self) -> str:
+        return self.engine.name
+
+    def find_spans(self, data: bytes, *, decode: bool = True) -> list[Span]:
+        """Secrets in `data`, sorted and disjoint. Existing placeholders are left alone."""
+        hits = self.engine.scan(data)
+        if not hits.by_trigger:
+            return []  # most headers, URLs and small values: no trigger, nothing to verify
+        tokens, context, assign, cli, enc, gl = (
+            [hits.get(i) for i in r] for r in self._ranges
+        )
+        spans: list[Span] = []
+        find_token_spans(data, token_starts(data, tokens), spans)
+        find_context_spans(data, context, spans)
+        self.gitleaks.find(data, gl, spans)
+        find_assignment_spans(data, assign, spans, [s.start for s in spans if s.priority <= PRIORITY_GITLEAKS])
+        cli_flags.find_cli_spans(data, cli, spans)
+        if decode:
+            encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
+        if not spans:
+            return spans
+        protected: list[tuple[int, int]] = []
+        if PLACEHOLDER_MARK in data:
+            protected = [m.span() for m in PLACEHOLDER_RE.finditer(data)]
+        return [_whole_escapes(data, s) for s in merge_spans(spans, protected)]
+
+    def _decoded_spans(self, decoded: bytes) -> list[Span]:
+        return self.find_spans(decoded, decode=False)
+
+    def kind_of_value(self, value: bytes) -> str | None:
+        """The kind of a value that is exactly one secret recognised by its format, else None.
+
+        Used where a name already says "secret" (an Authorization header, an
+        `api_key=` parameter) to give the placeholder a more specific kind.
+        """
+        spans = [s for s in self.find_spans(value, decode=False) if s.priority <= PRIORITY_GITLEAKS]
+        if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(value):
+            return spans[0].kind
+        return None
+
+
+def _whole_escapes(data: bytes, span: Span) -> Span:
+    """A span never ends between a backslash and what it escapes (`\\"` in JSON): the document stays valid."""
+    end = span.end
+    while end > span.start and data[end - 1] == 0x5C:
+        end -= 1
+    return span if end == span.end else span._replace(end=end)
+
+
+_lock = threading.Lock()
+_scanners: dict[str, Scanner] = {}
+
+
+def get_scanner(backend: str | None = None) -> Scanner:
+    """The process-wide scanner (built on first use: compiling every rule takes about a second)."""
+    key = backend or "default"
+    scanner = _scanners.get(key)
+    if scanner is None:
+        with _lock:
+            scanner = _scanners.get(key)
+            if scanner is None:
+                scanner = _scanners[key] = Scanner(load_rules(), backend)
+    return scanner
+
+
+def clear_caches() -> None:
+    """Forget remembered verdicts (benchmarks measure cold bodies)."""
+    from redaction import assignments, gitleaks_match
+
+    assignments._REJECTED.clear()
+    gitleaks_match._VERDICTS.clear()
 
 
 def find_spans(data: bytes) -> list[Span]:
     """Secrets in `data`, sorted and disjoint. Existing placeholders are left alone."""
-    spans: list[Span] = []
-    find_token_spans(data, spans)
-    find_context_spans(data, spans)
-    find_assignment_spans(data, spans, [s.start for s in spans])
-    if not spans:
-        return spans
-    protected: list[tuple[int, int]] = []
-    if PLACEHOLDER_MARK in data:
-        protected = [m.span() for m in PLACEHOLDER_RE.finditer(data)]
-    return merge_spans(spans, protected)
+    return get_scanner().find_spans(data)
 
 
 def kind_of_value(value: bytes) -> str | None:
-    """The kind of a value that is exactly one secret recognised by its format, else None.
+    """See `Scanner.kind_of_value`."""
+    return get_scanner().kind_of_value(value)
 
-    Used where a name already says "secret" (an Authorization header, an
-    `api_key=` parameter) to give the placeholder a more specific kind.
-    """
-    spans: list[Span] = []
-    find_token_spans(value, spans)
-    find_context_spans(value, spans)
-    if len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(value):
-        return spans[0].kind
-    return None
+
+SpanFinder = Callable[[bytes], list[Span]]

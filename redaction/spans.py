@@ -10,10 +10,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 # Lower wins when two findings overlap: a key recognised by its format says
-# more than "the value of something called *_TOKEN".
+# more than "the value of something called *_TOKEN". ctxtap's own format
+# kinds come before gitleaks' (existing placeholders keep their kinds), and
+# gitleaks' `name = value` rules after ctxtap's name rules.
 PRIORITY_FORMAT = 0
-PRIORITY_CONTEXT = 1
-PRIORITY_ASSIGNMENT = 2
+PRIORITY_GITLEAKS = 1
+PRIORITY_CONTEXT = 2
+PRIORITY_ASSIGNMENT = 3
+PRIORITY_GENERIC = 4
 
 
 class Span(NamedTuple):
@@ -21,6 +25,7 @@ class Span(NamedTuple):
     end: int
     kind: str
     priority: int
+    encoded: bool = False  # found percent-decoded: hash the decoded form (equal secrets, equal hashes)
 
 
 def merge_spans(spans: list[Span], protected: list[tuple[int, int]]) -> list[Span]:
@@ -41,7 +46,7 @@ def merge_spans(spans: list[Span], protected: list[tuple[int, int]]) -> list[Spa
         if span.start < last.end:
             kind = last.kind if last.priority <= span.priority else span.kind
             priority = min(last.priority, span.priority)
-            merged[-1] = Span(last.start, max(last.end, span.end), kind, priority)
+            merged[-1] = Span(last.start, max(last.end, span.end), kind, priority, last.encoded or span.encoded)
         else:
             merged.append(span)
     return merged

@@ -13,7 +13,7 @@ from urllib.parse import unquote, urlsplit
 from redaction.assignments import NOT_SECRET_NAMES
 
 _AUTHORITY_RE = re.compile(r"^(\s*[A-Za-z][A-Za-z0-9+.\-]*://)([^/?#]*)")
-_BRACKETED_PLACEHOLDER_RE = re.compile(r"\[(REDACTED:[a-z0-9-]{1,40}:[0-9a-f]{6})\]")
+_BRACKETED_PLACEHOLDER_RE = re.compile(r"\[(REDACTED:[a-z0-9-]{1,48}:[0-9a-f]{6})\]")
 _SEGMENT_RE = re.compile(r"[^/?#;]{16,}")
 _USERINFO_RE = re.compile(r"^(?P<pre>\s*[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/?#]*)@")
 _PARAM_RE = re.compile(r"(?P<name>[^&;=#]*)=(?P<value>[^&;#]*)")

@@ -30,6 +30,7 @@ from urllib.parse import quote, unquote_to_bytes
 import ahocorasick
 import zstandard
 
+import redaction
 from ctxtap.capture.events import (
     RequestEvent,
     ResponseChunk,
@@ -531,6 +532,10 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
     the whole secret always is.
     """
     ordinary: dict[str, set[str]] = defaultdict(set)
+    # placeholder kinds and redaction counts name rules (`aws-amazon-bedrock-api-key-short-lived`):
+    # their words are the redactor's own text, not a leak
+    kinds = " ".join(redaction.KINDS)
+    rule_words = {kinds[i : i + FRAGMENT] for i in range(len(kinds) - FRAGMENT + 1)}
     for case in cases:
         text = _ordinary(case.example, case.placement).encode("utf-8").decode("latin-1")
         ordinary[case.example.secret or ""].update(text[i : i + FRAGMENT] for i in range(len(text) - FRAGMENT + 1))
@@ -544,7 +549,7 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
     for secret in secrets:
         patterns[secret.encode("utf-8").decode("latin-1")].add(secret)
         for frag in _fragments(secret):
-            if len(users[frag]) == 1 and frag not in ordinary[secret]:
+            if len(users[frag]) == 1 and frag not in ordinary[secret] and frag not in rule_words:
                 patterns[frag].add(secret)
     for pattern, who in patterns.items():
         automaton.add_word(pattern, who)

@@ -1,0 +1,118 @@
+"""Credentials passed on a command line: `--password x`, `mysql -pX`, `curl -u user:pass`.
+
+Agents run shell commands and send them, with their output, to the model, so
+command lines from shell history, scripts and READMEs reach the recorder.
+`--password=x` is an assignment (see `redaction.assignments`); this module
+covers what is not: a flag and its value separated by a space, the short
+flags of clients whose `-p`/`-a` means a password, and `user:password`
+after `-u`/`--user`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from redaction.assignments import is_non_secret_value, looks_random
+from redaction.engine import Trigger
+from redaction.spans import PRIORITY_ASSIGNMENT, Span
+
+_LONG_WORDS = rb"(?:password|passwd|passphrase|pass|pwd|token|secret|api-?key|key|auth|credentials?)"
+_STRONG_LONG = re.compile(rb"(?i)pass|pwd|secret|token|api-?key|credential")
+_PASSWORD_LONG = re.compile(rb"(?i)pass|pwd")
+
+# Clients whose short flag takes the password: attached (`mysql -pX`) or after a space (`sshpass -p X`).
+_ATTACHED_P = rb"mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mysqlpump|mariadb|mariadb-dump"
+_SPACED_P = rb"sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport"
+
+TRIGGERS: tuple[Trigger, ...] = (
+    # `--password x`, `--auth-token x`, `--api-key x`
+    Trigger(
+        rb"--(?:[a-z0-9]+[-_])*" + _LONG_WORDS + rb"[ \t]+",
+        literals=(b"--",),
+        window=60,
+        som=True,
+        caseless=True,
+    ),
+    Trigger(rb"(?:" + _ATTACHED_P + rb")[ \t]", literals=(b"mysql", b"mariadb"), window=20, som=True, caseless=True),
+    Trigger(
+        rb"(?:" + _SPACED_P + rb"|docker[ \t]+login|podman[ \t]+login|redis-cli)[ \t]",
+        literals=(b"sshpass", b"mongo", b"login", b"redis-cli"),
+        window=30,
+        som=True,
+        caseless=True,
+    ),
+    # `-u user:pass`, `--user=user:pass`, `-u 'user:pass'`
+    Trigger(rb"(?:^|[ \t])(?:-u|--user)(?:[ \t]+|=)", literals=(b"-u",), window=12, caseless=True),
+)
+
+# A shell word: quoted (possibly JSON-escaped quotes) or bare up to a space, quote or escape.
+_WORD_RE = re.compile(rb"(?P<q>\\*[\"'])(?P<qv>[^\"'\\\n]{1,256})(?P=q)|(?P<bv>[^\s\"'`\\;|&<>()]{1,256})")
+_LONG_RE = re.compile(rb"(?i)--(?:[a-z0-9]+[-_])*(?P<kw>" + _LONG_WORDS + rb")[ \t]+")
+_LINE_END_RE = re.compile(rb"\n|\\n|\\r|;|&&|\|\|")
+_ATTACHED_RE = re.compile(rb"[ \t]-p(?P<v>\\*[\"'][^\"'\\\n]{1,256}\\*[\"']|[^\s\"'`\\;|&<>()]{1,256})")
+_SPACED_RE = re.compile(rb"[ \t](?:-p|-a|--pass|--password)[ \t]+")
+_USER_RE = re.compile(
+    rb"(?i)(?:-u|--user)(?:[ \t]+|=)(?P<q>\\*[\"'])?[^\s:\"'\\@/]{1,64}:(?P<pw>[^\s\"'\\]{1,256})"
+)
+
+
+def _word(data: bytes, pos: int) -> tuple[int, int, bool] | None:
+    m = _WORD_RE.match(data, pos)
+    if m is None:
+        return None
+    if m.group("qv") is not None:
+        return (*m.span("qv"), True)
+    return (*m.span("bv"), False)
+
+
+def _line_end(data: bytes, pos: int) -> int:
+    m = _LINE_END_RE.search(data, pos, pos + 2048)
+    return m.start() if m is not None else min(len(data), pos + 2048)
+
+
+def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+    """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
+    long_flags, attached, spaced, user = hits
+    for start, _ in long_flags:
+        m = _LONG_RE.match(data, start)
+        if m is None or (start > 0 and data[start - 1] not in b" \t\"'`(=\n\\n"):
+            continue
+        word = _word(data, m.end())
+        if word is None:
+            continue
+        v_start, v_end, quoted = word
+        value = data[v_start:v_end]
+        if value.startswith(b"-") or is_non_secret_value(value, quoted, m.group("kw").lower()):
+            continue
+        kw = m.group("kw")
+        if not _STRONG_LONG.search(kw) and not looks_random(value):
+            continue
+        kind = "password" if _PASSWORD_LONG.search(kw) else "generic-secret"
+        out.append(Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT))
+    for _start, end in attached:
+        stop = _line_end(data, end)
+        for m in _ATTACHED_RE.finditer(data, end - 1, stop):
+            value = m.group("v").strip(b"\\\"'")
+            if value and not is_non_secret_value(value, True, b"pass"):
+                v_start = m.start("v") + (len(m.group("v")) - len(m.group("v").lstrip(b"\\\"'")))
+                out.append(Span(v_start, v_start + len(value), "password", PRIORITY_ASSIGNMENT))
+    for _start, end in spaced:
+        stop = _line_end(data, end)
+        for m in _SPACED_RE.finditer(data, end - 1, stop):
+            word = _word(data, m.end())
+            if word is None:
+                continue
+            value = data[word[0] : word[1]]
+            if not value.startswith(b"-") and not is_non_secret_value(value, word[2], b"pass"):
+                out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
+    for _start, end in user:
+        m = _USER_RE.search(data, max(0, end - 12), min(len(data), end + 400))
+        if m is None or m.start() > end:
+            continue
+        password = m.group("pw")
+        quote = m.group("q")
+        if quote is not None and password.endswith(quote):
+            password = password[: -len(quote)]
+        if password and not is_non_secret_value(password, True, b"pass"):
+            s = m.start("pw")
+            out.append(Span(s, s + len(password), "basic-auth", PRIORITY_ASSIGNMENT))

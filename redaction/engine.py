@@ -1,0 +1,242 @@
+"""One pass over a body for every rule at once: Hyperscan where its wheel is installed, else pure Python.
+
+Every detector (ctxtap's own formats, the name rules, the vendored gitleaks
+rules) registers `Trigger`s: a pattern that any secret of its kind must
+contain. The engine reports where triggers match; the detectors then verify
+only those places with their full Python rules. Hyperscan runs every trigger
+in one scan of the raw bytes (no copy, no lower-casing), so the cost of a
+clean body is one pass at memory-ish speed, whatever the number of rules.
+
+Without Hyperscan the same triggers are found the way gitleaks prefilters:
+each trigger names the literals (keywords, prefixes) it contains, a literal
+is looked up with `bytes.find`, and the trigger's Python regex runs only in a
+window around each occurrence. Same hits, slower.
+
+`CTXTAP_REDACTION_ENGINE=python` forces the fallback (tests run both).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+try:  # pragma: no cover - depends on the platform's wheel
+    import hyperscan as _hs
+except ImportError:  # pragma: no cover
+    _hs = None
+
+_PY_FLAGS_RE = re.compile(rb"^\(\?([a-z]+)\)")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A pattern every finding of one detector contains.
+
+    `pattern`: Hyperscan (PCRE-subset) syntax, also valid for Python's `re`
+    unless `py_pattern` is given. `literals`: lower-case byte strings, at
+    least one of which occurs in every match (the fallback's prefilter); empty
+    means the fallback runs `py_pattern` over the whole body. `window`: how
+    far from a literal a match may start or end (for the fallback).
+    `som`: report where the match starts (Hyperscan's start-of-match mode;
+    only for simple patterns). `caseless`: the pattern ignores case (and so
+    does the literal lookup; literals are then lower-case).
+    """
+
+    pattern: bytes
+    literals: tuple[bytes, ...] = ()
+    window: int = 512
+    som: bool = False
+    caseless: bool = False
+    py_pattern: bytes | None = None
+    fold_literals: bool = False  # look literals up case-insensitively (gitleaks keywords)
+
+
+class Hits:
+    """Matches of one scan: for trigger `i`, `starts[i]` and `ends[i]` in scan order.
+
+    A start is -1 where the trigger does not report starts.
+    """
+
+    __slots__ = ("by_trigger", "som")
+
+    def __init__(self, som: frozenset[int] = frozenset()) -> None:
+        self.by_trigger: dict[int, list[tuple[int, int]]] = {}
+        self.som = som  # triggers whose starts are real (Hyperscan reports 0 for the others)
+
+    def add(self, trigger: int, start: int, end: int) -> None:
+        found = self.by_trigger.get(trigger)
+        if found is None:
+            self.by_trigger[trigger] = [(start, end)]
+        else:
+            found.append((start, end))
+
+    def get(self, trigger: int) -> list[tuple[int, int]]:
+        return self.by_trigger.get(trigger, [])
+
+
+class PythonEngine:
+    """The fallback: literal prefilter with `bytes.find`, then each trigger's regex in windows."""
+
+    name = "python"
+
+    def __init__(self, triggers: Sequence[Trigger]) -> None:
+        self._triggers = list(triggers)
+        self._regexes = [re.compile(_python_source(t)) for t in self._triggers]
+        # literal -> triggers containing it, so each literal is searched once per body.
+        self._by_literal: dict[tuple[bytes, bool], list[int]] = {}
+        self._unfiltered: list[int] = []
+        for i, t in enumerate(self._triggers):
+            if not t.literals:
+                self._unfiltered.append(i)
+            for lit in t.literals:
+                self._by_literal.setdefault((lit, t.caseless or t.fold_literals), []).append(i)
+
+    def scan(self, data: bytes) -> Hits:
+        hits = Hits()
+        lowered: bytes | None = None
+        windows: dict[int, list[tuple[int, int]]] = {}
+        n = len(data)
+        for (lit, caseless), ids in self._by_literal.items():
+            if caseless:
+                if lowered is None:
+                    lowered = data.lower()
+                hay = lowered
+            else:
+                hay = data
+            pos = hay.find(lit)
+            while pos >= 0:
+                for i in ids:
+                    w = self._triggers[i].window
+                    windows.setdefault(i, []).append((max(0, pos - w), min(n, pos + len(lit) + w + 1)))
+                pos = hay.find(lit, pos + 1)
+        for i, spans in windows.items():
+            regex = self._regexes[i]
+            seen: set[tuple[int, int]] = set()
+            for lo, hi in _merge(spans):
+                for m in regex.finditer(data, lo, hi):
+                    if m.end() == hi and hi < n:
+                        continue  # cut by the window, not by the text
+                    if m.span() not in seen:
+                        seen.add(m.span())
+                        hits.add(i, m.start() if self._triggers[i].som else -1, m.end())
+        for i in self._unfiltered:
+            for m in self._regexes[i].finditer(data):
+                hits.add(i, m.start() if self._triggers[i].som else -1, m.end())
+        return hits
+
+
+class HyperscanEngine:
+    """Every trigger in one Hyperscan block-mode database; a scratch space per thread.
+
+    Compiling ~300 patterns takes a few seconds of CPU, so the compiled database
+    is kept in a cache directory (`CTXTAP_CACHE_DIR`, else `~/.cache/ctxtap`),
+    keyed by the patterns, their flags and the Hyperscan version. It holds
+    public patterns only; a missing, stale or unwritable cache just means
+    compiling again.
+    """
+
+    name = "hyperscan"
+
+    def __init__(self, triggers: Sequence[Trigger], cache: bool = True) -> None:
+        assert _hs is not None
+        flags = []
+        for t in triggers:
+            f = 0
+            if t.som:
+                f |= _hs.HS_FLAG_SOM_LEFTMOST
+            if t.caseless:
+                f |= _hs.HS_FLAG_CASELESS
+            flags.append(f)
+        expressions = [t.pattern for t in triggers]
+        path = _cache_path(expressions, flags) if cache else None
+        self._db = _load(path)
+        if self._db is None:
+            self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
+            self._db.compile(
+                expressions=expressions, ids=list(range(len(triggers))), elements=len(triggers), flags=flags
+            )
+            _store(path, self._db)
+        self._local = threading.local()
+        self._som = frozenset(i for i, t in enumerate(triggers) if t.som)
+
+    def scan(self, data: bytes) -> Hits:
+        hits = Hits(self._som)
+        if not data:
+            return hits
+        scratch = getattr(self._local, "scratch", None)
+        if scratch is None:
+            scratch = self._local.scratch = _hs.Scratch(self._db)
+        self._db.scan(data, match_event_handler=_on_match, context=hits, scratch=scratch)
+        return hits
+
+
+def _cache_path(expressions: list[bytes], flags: list[int]) -> Path | None:
+    base = os.environ.get("CTXTAP_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "ctxtap")
+    digest = hashlib.sha256(repr((getattr(_hs, "__version__", ""), expressions, flags)).encode()).hexdigest()
+    return Path(base) / f"redaction-hs-{digest[:24]}.db"
+
+
+def _load(path: Path | None):  # noqa: ANN202 - a hyperscan.Database or None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return _hs.loadb(path.read_bytes(), _hs.HS_MODE_BLOCK)  # type: ignore[union-attr]
+    except Exception:
+        return None  # another Hyperscan build or a torn file: compile instead
+
+
+def _store(path: Path | None, db: object) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(_hs.dumpb(db))  # type: ignore[union-attr]
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _on_match(trigger: int, start: int, end: int, flags: int, hits: Hits) -> None:
+    hits.add(trigger, start if trigger in hits.som else -1, end)
+
+
+def _python_source(t: Trigger) -> bytes:
+    source = t.py_pattern if t.py_pattern is not None else t.pattern
+    if t.caseless and not source.startswith(b"(?i)"):
+        source = b"(?i)" + source
+    return source
+
+
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    spans.sort()
+    out = [spans[0]]
+    for lo, hi in spans[1:]:
+        if lo <= out[-1][1]:
+            if hi > out[-1][1]:
+                out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def hyperscan_available() -> bool:
+    return _hs is not None
+
+
+def hyperscan_module():  # noqa: ANN201 - the optional module itself
+    """The `hyperscan` module, or None where its wheel is not installed."""
+    return _hs
+
+
+def build_engine(triggers: Sequence[Trigger], backend: str | None = None) -> HyperscanEngine | PythonEngine:
+    """The fastest engine available (or the one `backend` / `CTXTAP_REDACTION_ENGINE` asks for)."""
+    wanted = backend or os.environ.get("CTXTAP_REDACTION_ENGINE", "auto")
+    if wanted == "python" or _hs is None:
+        return PythonEngine(triggers)
+    return HyperscanEngine(triggers)

@@ -1,0 +1,286 @@
+"""gitleaks' checks on the places the rule set's triggers matched, as ctxtap spans.
+
+For each rule with trigger hits: the verifier regex in a window before each
+hit (anchored at the rule's keywords: gitleaks' semi-generic regexes begin
+with a lazy `[\\w.-]{0,50}?` that makes a free search cost fifty steps per
+byte), then the secret group (or the first non-empty group), the entropy
+floor, keywords in or just before the match (the local form of gitleaks'
+"keyword somewhere in the file"), the global and the rule's allowlists
+(regexes on secret/match/line and stopwords; paths cannot apply to a body),
+and for `name = value` rules ctxtap's own name and value checks. Verdicts are
+remembered per surrounding text, since bodies repeat lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from redaction.assignments import NOT_SECRET_NAMES, is_non_secret_value, looks_random
+from redaction.engine import Trigger
+from redaction.entropy import shannon_entropy
+from redaction.gitleaks import GENERIC_RULE, Allowlist, Rule, RuleSet
+from redaction.spans import PRIORITY_GENERIC, PRIORITY_GITLEAKS, Span
+
+_TAIL = 64  # text after a trigger's end the verifier may look at
+_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: Rule
+    start: int  # of the secret
+    end: int
+    match_start: int
+
+
+def verify(
+    rule: Rule,
+    data: bytes,
+    lo: int,
+    hi: int,
+    global_allowlist: Allowlist | None,
+    ends: list[int] | None = None,
+) -> list[Finding]:
+    r"""The rule's findings with a match inside `data[lo:hi]` (a match cut at `hi` is not one).
+
+    The regex is tried first where a keyword starts (anchored `match`, cheap:
+    gitleaks' semi-generic regexes start with a lazy `[\w.-]{0,50}?` that makes
+    a free search cost fifty steps per byte); a window none of whose keyword
+    positions yields a match is searched in full. `ends` (where the trigger
+    matched, when known) limit the keyword positions tried to those close enough
+    before an end.
+    """
+    if rule.keywords and not rule.gated:
+        matches = [m for m in _anchored(rule, data, lo, hi, ends) if m.end() < hi or hi == len(data)]
+        if matches or rule.contextual:
+            # A `name = value` rule's regex starts at its keyword: nothing to find elsewhere.
+            return _findings(rule, data, matches, hi, global_allowlist)
+    needed = _NEEDS_ALL.get(rule.id)
+    if needed is not None:
+        window = data[lo:hi].lower()
+        if not all(w in window for w in needed):
+            return []
+    return _findings(rule, data, rule.verifier.finditer(data, lo, hi), hi, global_allowlist)
+
+
+# Literals a keyword-gated rule's match always contains (its regex is slow to search in Python).
+_NEEDS_ALL = {"kubernetes-secret-yaml": (b"kind:", b"data:")}
+
+
+_ANCHOR_REACH = 320  # how far before a trigger's end its keyword may be (name, operator, a long value)
+
+
+def _anchored(
+    rule: Rule, data: bytes, lo: int, hi: int, ends: list[int] | None
+) -> Iterator[re.Match[bytes]]:
+    """Matches of the rule's regex anchored where a keyword starts (close enough before an end)."""
+    if ends:
+        reach = min(rule.max_width, _ANCHOR_REACH) + 2  # the trigger's end includes the delimiter
+        regions = _windows([e for e in ends if lo <= e <= hi], reach, 0, len(data))
+    else:
+        regions = [(lo, hi)]
+    starts: set[int] = set()
+    for r_lo, r_hi in regions:
+        lowered = data[max(lo, r_lo) : r_hi].lower()
+        base = max(lo, r_lo)
+        for kw in rule.keywords:
+            pos = lowered.find(kw)
+            while pos >= 0:
+                starts.add(base + pos)
+                pos = lowered.find(kw, pos + 1)
+    covered = -1
+    match = rule.verifier.match
+    for start in sorted(starts):
+        if start < covered:
+            continue
+        m = match(data, start, hi)
+        if m is not None:
+            covered = m.end()
+            yield m
+
+
+def _findings(
+    rule: Rule,
+    data: bytes,
+    matches: Iterable[re.Match[bytes]],
+    hi: int,
+    global_allowlist: Allowlist | None,
+) -> list[Finding]:
+    out: list[Finding] = []
+    n = len(data)
+    for m in matches:
+        if m.end() >= hi and hi < n:
+            continue
+        if m.end() == m.start():
+            continue
+        start, end = _secret_span(rule, m)
+        if end <= start:
+            continue
+        finding = Finding(rule, start, end, m.start())
+        # The verdict depends only on the text around the match: bodies repeat
+        # the same lines (resent history, tool schemas), so decide each once.
+        line_lo, line_hi = _line_bounds(data, m.start(), m.end())
+        lo = min(line_lo, max(0, m.start() - 160))
+        hi_ctx = max(line_hi, min(n, m.end() + 16))
+        key = (rule.id, data[lo:hi_ctx], m.start() - lo, m.end() - lo, start - lo, end - lo)
+        verdict = _VERDICTS.get(key)
+        if verdict is None:
+            if len(_VERDICTS) >= _VERDICT_LIMIT:
+                _VERDICTS.clear()
+            verdict = _VERDICTS[key] = _accept(finding, data, m, data[line_lo:line_hi], global_allowlist)
+        if verdict:
+            out.append(finding)
+    return out
+
+
+_VERDICTS: dict[tuple, bool] = {}
+_VERDICT_LIMIT = 8192
+
+
+def _accept(
+    f: Finding, data: bytes, m: re.Match[bytes], line: bytes, global_allowlist: Allowlist | None
+) -> bool:
+    """gitleaks' checks on one match, cheapest first, then ctxtap's for `name = value` rules."""
+    rule = f.rule
+    secret = data[f.start : f.end]
+    if rule.entropy and shannon_entropy(secret) <= rule.entropy:
+        return False
+    if rule.keywords and not _keyword_near(rule, data, m.start(), m.end()):
+        return False
+    if rule.contextual and not _credential_context(rule, data, f):
+        return False
+    match = m.group(0)
+    if global_allowlist is not None and global_allowlist.allows(secret, match, line):
+        return False
+    return not any(a.allows(secret, match, line) for a in rule.allowlists)
+
+
+def _secret_span(rule: Rule, m: re.Match[bytes]) -> tuple[int, int]:
+    if m.re.groups == 0:
+        return m.span()
+    if rule.secret_group:
+        if rule.secret_group > m.re.groups:
+            return (0, 0)
+        return m.span(rule.secret_group)
+    for g in range(1, m.re.groups + 1):
+        s, e = m.span(g)
+        if e > s:
+            return s, e
+    return m.span()
+
+
+def _keyword_near(rule: Rule, data: bytes, start: int, end: int) -> bool:
+    around = data[max(0, start - 64) : end + 16].lower()
+    return any(k in around for k in rule.keywords)
+
+
+def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """The line around a match (at most 1 KB either side; JSON bodies are often one line)."""
+    lo = data.rfind(b"\n", max(0, start - 1024), start)
+    lo = lo + 1 if lo >= 0 else max(0, start - 1024)
+    hi = data.find(b"\n", end, end + 1024)
+    return lo, hi if hi >= 0 else min(len(data), end + 1024)
+
+
+_TOKEN_TAIL = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_B64_TAIL = frozenset(_TOKEN_TAIL | frozenset(b"+/="))
+_FALLBACK_WINDOW = 1024
+
+
+class GitleaksDetector:
+    """The rule set's triggers for the engine, and the verification of what they found."""
+
+    def __init__(self, ruleset: RuleSet) -> None:
+        self.ruleset = ruleset
+        self.triggers: list[Trigger] = []
+        for rule in ruleset.rules:
+            if rule.gated:
+                pattern = b"|".join(re.escape(k) for k in rule.keywords)
+                self.triggers.append(
+                    Trigger(pattern, literals=rule.keywords, window=0, caseless=True)
+                )
+            else:
+                self.triggers.append(
+                    Trigger(
+                        rule.trigger,
+                        literals=rule.keywords,
+                        window=min(rule.max_width, _FALLBACK_WINDOW),
+                        py_pattern=rule.verifier.pattern,
+                        fold_literals=True,
+                    )
+                )
+
+    def find(self, data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+        """Append a span per verified finding; `hits[i]` are the matches of rule i's trigger."""
+        n = len(data)
+        glob = self.ruleset.global_allowlist
+        for rule, found in zip(self.ruleset.rules, hits, strict=True):
+            if not found:
+                continue
+            # The trigger's end includes the delimiter after the token; lookbehinds see two bytes more.
+            back = rule.max_width + 8 if not rule.gated else rule.max_width + 256
+            ahead = _TAIL if not rule.gated else rule.max_width + 256
+            ends = [e for _, e in found]
+            windows = _windows(list(ends), back, ahead, n)
+            priority = PRIORITY_GENERIC if rule.contextual else PRIORITY_GITLEAKS
+            seen: set[tuple[int, int]] = set()
+            for lo, hi in windows:
+                for f in verify(rule, data, lo, hi, glob, None if rule.gated else ends):
+                    if (f.start, f.end) in seen:
+                        continue
+                    seen.add((f.start, f.end))
+                    end = f.end if rule.contextual else _token_end(data, f.start, f.end, rule.literal)
+                    out.append(Span(f.start, end, rule.id, priority))
+
+
+def _windows(ends: list[int], back: int, ahead: int, n: int) -> list[tuple[int, int]]:
+    ends.sort()
+    out: list[tuple[int, int]] = []
+    for e in ends:
+        lo, hi = max(0, e - back), min(n, e + ahead)
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _token_end(data: bytes, start: int, end: int, literal: bool = False) -> int:
+    """A format rule's match may stop inside a longer token: take the token to its real end.
+
+    `literal`: the rule is a fixed prefix (`bedrock-api-key-...`) of a base64 token.
+    """
+    tail = _B64_TAIL if literal or any(c in b"+/" for c in data[start:end]) else _TOKEN_TAIL
+    n = len(data)
+    while end < n and data[end] in tail:
+        end += 1
+    return end
+
+
+_NAME_RE = re.compile(rb"[\w.\-]{1,160}")
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _credential_context(rule: Rule, data: bytes, f: Finding) -> bool:
+    """ctxtap's name and value checks on a `name = value` rule's finding (code is full of near misses).
+
+    Names the analysis needs (`prompt_cache_key`, `next_page_token`) and values
+    that are clearly not secrets (references, words, code) are dropped; the
+    catch-all generic rule also needs a random-looking value.
+    """
+    value = data[f.start : f.end]
+    begin = f.match_start
+    while begin > 0 and data[begin - 1] in _NAME_BYTES and f.match_start - begin < 80:
+        begin -= 1  # the whole name, when the match began at its keyword
+    name_m = _NAME_RE.match(data, begin)
+    name = name_m.group().lower() if name_m is not None else b""
+    norm = name.rsplit(b".", 1)[-1].replace(b"_", b"").replace(b"-", b"").decode("ascii", "replace")
+    if norm in NOT_SECRET_NAMES:
+        return False
+    if is_non_secret_value(value, True, b""):
+        return False
+    if rule.id == GENERIC_RULE:
+        return looks_random(value) and not _UUID_RE.fullmatch(value)
+    return True
