@@ -40,23 +40,23 @@ INSTRUCTED = [p.parent.name for p in sorted(FIXTURES.glob("*/instructions.json")
 
 @pytest.mark.parametrize("cli", INSTRUCTED)
 def test_project_instructions_are_found_by_segment(cli: str) -> None:
+    """The instruction file each CLI sent (tests/realcli/workspace.py) lies inside a project-instructions
+    segment, with the CLI's own rules and without them."""
+    from tests.realcli.workspace import INSTRUCTION_FILES
+
     meta = json.loads((FIXTURES / cli / "instructions.json").read_text())
-    calls = list(parse_exchanges(load_fixture(FIXTURES / cli, "instructions")))
-    main = [c for c in calls if c.purpose.purpose == "main"]
     for disabled in ((), (meta["client"],)):
         calls = list(parse_exchanges(load_fixture(FIXTURES / cli, "instructions"), disabled_clients=disabled))
-        main = [c for c in calls if c.purpose.purpose == "main"]
-        found = []
-        for block in main[0].request.blocks:
-            parts = block.segments or [block]
+        main = next(c for c in calls if c.purpose.purpose == "main")
+        found = b""
+        for block in main.request.blocks:
             data = block.text.encode()
-            for part in parts:
+            for part in block.segments or [block]:
                 if part.source == "project_instructions":
-                    found.append(data[getattr(part, "start", 0):getattr(part, "end", len(data))])
-        assert found, f"{cli}: no project instructions found (rules off: {disabled})"
-        joined = b"".join(found)
-        assert any(name.encode() in joined or b"INSTRUCTIONS" in joined or len(joined) > 40
-                   for name in meta["instructions_seen"])
+                    found += data[getattr(part, "start", 0):getattr(part, "end", len(data))]
+        for name in meta["instructions_seen"]:
+            heading = INSTRUCTION_FILES[name].splitlines()[0].encode()
+            assert heading in found, f"{cli}: {name} is not inside a project-instructions segment (rules off: {disabled})"
 
 
 @pytest.mark.parametrize("cli", sorted(p.name for p in FIXTURES.iterdir() if (p / "basic.har.gz").exists()))
