@@ -115,7 +115,8 @@ def _request(messages: list, response: dict, status: int, start: float, resp_hea
 
 def _reply(content: list, stop: str = "tool_use") -> dict:
     return {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
-            "stop_reason": stop, "usage": {"input_tokens": 100, "output_tokens": 10}}
+            "stop_reason": stop, "usage": {"input_tokens": 100, "cache_read_input_tokens": 1000,
+                                         "cache_creation_input_tokens": 50, "output_tokens": 10}}
 
 
 def _tool_use(call_id: str, command: str) -> dict:
