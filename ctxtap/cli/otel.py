@@ -65,6 +65,9 @@ def export_otel(capture_dir: Path, url: str | None, json_path: Path | None, head
         try:
             n = send(url, spans, headers)
         except ExportError as exc:
-            raise click.ClickException(f"{exc}. Check that an OTLP/HTTP receiver listens there (the spans "
-                                       f"were not sent), or write them to a file with --otlp-json.") from None
+            step = ("the receiver refused the spans: if it needs a token, pass it with --otlp-header "
+                    "'Authorization=Bearer ...'" if exc.refused else
+                    "check that an OTLP/HTTP receiver listens there (e.g. port 4318)")
+            raise click.ClickException(f"{exc}. {step[0].upper() + step[1:]}; or write the spans to a file with "
+                                       f"--otlp-json.") from None
         yield f"sent {len(spans)} spans ({counted}) to {traces_url(url)} in {n} request(s)"

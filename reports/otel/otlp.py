@@ -28,7 +28,11 @@ BATCH = 2000  # spans per export request
 
 
 class ExportError(Exception):
-    """The OTLP endpoint could not be reached or refused the spans."""
+    """The OTLP endpoint could not be reached (`refused` False) or refused the spans (`refused` True)."""
+
+    def __init__(self, message: str, refused: bool = False) -> None:
+        super().__init__(message)
+        self.refused = refused
 
 
 def _value(value: Any) -> AnyValue:
@@ -127,7 +131,7 @@ def send(url: str, spans: list[Span], headers: Mapping[str, str] | None = None, 
             with _opener(target).open(req, timeout=timeout) as resp:
                 resp.read()
         except urllib.error.HTTPError as exc:
-            raise ExportError(f"{target} answered {exc.code} {exc.reason}: {exc.read()[:300]!r}") from exc
+            raise ExportError(f"{target} answered {exc.code} {exc.reason}: {exc.read()[:300]!r}", refused=True) from exc
         except (urllib.error.URLError, OSError) as exc:
             raise ExportError(f"could not reach {target}: {getattr(exc, 'reason', exc)}") from exc
         n += 1
