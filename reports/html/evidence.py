@@ -14,7 +14,15 @@ import duckdb
 from analysis.tables.network import NOT_SEEN
 from reports.html.budget import ctxtap_sql
 from reports.html.formatting import num
-from reports.html.model import CaptureInfo, CaptureNetwork, Evidence, RetryLine, SessionEvidence, SessionView, fetch
+from reports.html.model import (
+    CaptureInfo,
+    CaptureNetwork,
+    Evidence,
+    RetryLine,
+    SessionEvidence,
+    SessionView,
+    fetch,
+)
 
 MAX_ROWS = 100  # rows per evidence table; the rest are counted and listed by a ctxtap sql command
 
