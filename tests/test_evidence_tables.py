@@ -296,3 +296,38 @@ def test_long_runs_network(long_runs, run, expected):
     assert expected <= {(r["host"], r["path"], r["category"]) for r in net}
     # model calls are never listed as network
     assert not any(r["path"].endswith(("/v1/messages", "/v1/responses", "/chat/completions")) for r in net)
+
+
+# --- the analyzer's Anthropic scenario: a failing call retried, a 429 retried after its Retry-After -------
+
+
+@pytest.fixture(scope="module")
+def scenario_capture(tmp_path_factory, ctxtap_config) -> Path:
+    from tests.scenarios import anthropic_session, write_har
+
+    tmp = tmp_path_factory.mktemp("evidence-scenario")
+    cap = tmp / "cap"
+    run_ctxtap(["import", str(write_har(anthropic_session(), tmp / "s.har")), "--out", str(cap)], ctxtap_config)
+    run_ctxtap(["analyze", str(cap)], ctxtap_config)
+    return cap
+
+
+def test_a_call_retried_after_an_error_is_linked_as_its_second_attempt(scenario_capture):
+    con = connect([scenario_capture])
+    calls = rows(con, "SELECT * FROM tool_calls WHERE command = 'cat missing.txt' ORDER BY result_request_id")
+    first, second = calls
+    assert first["result_status"] == "error" and first["status_rule"] == "result.client-error-flag"
+    assert (first["attempt"], first["attempt_of"]) == (1, None)
+    assert (second["attempt"], second["attempt_of"]) == (2, first["call_id"])
+    # an ok call repeated is a repeat, not an attempt
+    readme = rows(con, "SELECT * FROM tool_calls WHERE command = 'cat README.md' ORDER BY result_request_id")
+    assert readme[1]["repeat_of"] == readme[0]["call_id"] and readme[1]["attempt"] == 1
+    (loop,) = rows(con, "SELECT * FROM tool_loop")
+    assert loop["n_retried_after_error"] == 1 and loop["n_truncated"] == 0
+
+
+def test_the_scenario_429_waited_its_retry_after(scenario_capture):
+    con = connect([scenario_capture])
+    (retry,) = rows(con, "SELECT * FROM retries")
+    assert retry["status"] == 429 and retry["retry_after_s"] == 2.0
+    assert retry["delay_s"] == pytest.approx(2.45, abs=0.05) and retry["honoured"] is True
