@@ -11,7 +11,7 @@ SHELL_TOOLS = {"bash", "shell", "shell_command", "exec_command", "run_shell_comm
                "terminal", "run_terminal_cmd", "command"}
 _COMMAND_KEYS = ("command", "cmd", "script", "commandLine")
 _JS_CMD = re.compile(r"\bcmd\s*:\s*(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')")
-_DENIED = re.compile(r"permission denied by|was denied|user (?:denied|rejected|declined)|not allowed|"
+_DENIED = re.compile(r"permission denied by|was denied|denied by (?:the )?(?:user|policy)|user (?:denied|rejected|declined)|not allowed|"
                      r"requires approval|blocked by (?:policy|sandbox)|doesn't want to proceed|rejected by",
                      re.IGNORECASE)
 # an exit status the client states in the result text (`Exit Code: 0`, `Process exited with code 1`)

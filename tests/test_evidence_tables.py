@@ -50,6 +50,8 @@ GEMINI_SHELL_OK = ("Command: ls\nDirectory: (root)\nOutput: README.md\nsrc\nErro
     ("cat: missing.txt: No such file or directory", True, "error", "result.client-error-flag"),
     ("cat: missing.txt: No such file or directory", None, "error", "result.error-text"),
     ("The user doesn't want to proceed with this tool use.", True, "denied", "result.denied-text"),
+    ("Tool execution denied by policy.", None, "denied", "result.denied-text"),
+    ("cat: secret.txt: Permission denied\nExit code 1", None, "error", "result.exit-code-line"),
     ("", None, "unknown", "result.empty"),
     ("hello", None, "ok", "result.no-error-signal"),
 ])
