@@ -103,5 +103,6 @@ def build(ctx: BuildContext) -> list[Row]:
     return sorted(groups.values(), key=lambda r: (r["first_ts"] or 0, r["host"], r["path"]))
 
 
-TABLE = Table("network", "every non-model destination reached through the proxy (host, method, path)", COLUMNS,
-              build)
+TABLE = Table("network", "every non-model destination reached through the proxy (host, method, path); traffic "
+              "that bypasses the proxy (DNS look-ups, raw sockets, ssh, clients ignoring the proxy settings) is not "
+              "seen, so an empty table does not prove a run stayed offline", COLUMNS, build)
