@@ -333,3 +333,16 @@ def test_the_scenario_429_waited_its_retry_after(scenario_capture):
     (retry,) = rows(con, "SELECT * FROM retries")
     assert retry["status"] == 429 and retry["retry_after_s"] == 2.0
     assert retry["delay_s"] == pytest.approx(2.45, abs=0.05) and retry["honoured"] is True
+
+
+def test_gemini_shell_results_recorded_through_the_proxy_read_by_their_exit_code(demo_capture):
+    """The simulated Gemini CLI's shell tool answers `Error: (none)` / `Exit Code: 0` on success: ok, not error."""
+    con = connect([demo_capture])
+    calls = rows(con, "SELECT t.* FROM tool_calls t JOIN requests r USING (capture_id, request_id) "
+                      "WHERE r.client = 'gemini-cli' AND t.result_status <> 'missing'")
+    assert calls
+    texts = {r["call_id"]: r for r in calls}
+    for c in texts.values():
+        assert c["status_rule"] == "result.exit-code-line", c
+        assert c["result_status"] == ("ok" if c["exit_code"] == 0 else "error")
+    assert any(c["exit_code"] == 0 and c["result_status"] == "ok" for c in calls)
