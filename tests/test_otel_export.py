@@ -175,3 +175,19 @@ def test_otlp_http_refused_is_one_clear_line(capture, ctxtap_config, collector):
 def test_export_needs_a_target(capture, ctxtap_config):
     result = run_ctxtap(["export", str(capture)], ctxtap_config, check=False)
     assert result.returncode == 2 and "--otlp" in result.stderr
+
+
+def test_large_exports_are_sent_in_batches(collector, monkeypatch):
+    from reports.otel import otlp
+    from reports.otel.spans import Span
+
+    monkeypatch.setattr(otlp, "BATCH", 100)
+    spans = [Span(b"\x01" * 16, i.to_bytes(8, "big"), None, f"chat {i}", i, i + 1, "client",
+                  {"gen_ai.operation.name": "chat"}) for i in range(1, 251)]
+    assert otlp.send(collector, spans, {"Authorization": "Bearer t0ken"}) == 3
+    got = []
+    for _path, _headers, body in _Collector.received:
+        request = ExportTraceServiceRequest()
+        request.ParseFromString(body)
+        got += [s["name"] for s in decoded(request)]
+    assert got == [f"chat {i}" for i in range(1, 251)]
