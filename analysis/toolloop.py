@@ -34,6 +34,8 @@ _TRUNCATION: list[tuple[str, re.Pattern[str]]] = [
     ("truncation.n-omitted", re.compile(rf"[\[(<]\s*{_ELL}?\s*{_N}\s+(?:more\s+)?{_UNIT}\s+(?:omitted|truncated|elided|removed)"
                                         rf"\s*{_ELL}?\s*[\])>]", re.IGNORECASE)),
     ("truncation.n-truncated", re.compile(rf"{_ELL}\s*{_N}\s+{_UNIT}\s+truncated\s*{_ELL}", re.IGNORECASE)),
+    ("truncation.too-large", re.compile(r"output too (?:large|long)\s*\(\s*(\d[\d.,]*)\s*(KB|MB|B|bytes|chars|characters|lines|tokens)\s*\)",
+                                        re.IGNORECASE)),
     ("truncation.marker", re.compile(r"output (?:was |has been )?truncated|\((?:output )?truncated\)|\[truncated\]|"
                                      r"<truncated>|output too (?:long|large)|content truncated|result (?:was )?truncated|"
                                      r"truncated to \d+ (?:bytes|chars|characters|lines|tokens)", re.IGNORECASE)),
@@ -209,6 +211,14 @@ def _number(value: str | None) -> int | None:
     return int(value.replace(",", "")) if value else None
 
 
+def _sized(amount: str, unit: str) -> tuple[int, str]:
+    """`45.2`, `KB` -> (46285, "bytes"): a size as a client prints it."""
+    scale = {"kb": 1024, "mb": 1024 * 1024, "b": 1}.get(unit.lower())
+    if scale is None:
+        return int(float(amount.replace(",", ""))), _unit(unit) or unit
+    return int(float(amount.replace(",", "")) * scale), "bytes"
+
+
 def _unit(value: str | None) -> str | None:
     if not value:
         return None
@@ -229,11 +239,15 @@ def _truncation(text: str) -> dict:
             omitted, original, unit = _number(m.group(1)), _number(m.group(2)), _unit(m.group(3))
         elif rule in ("truncation.n-omitted", "truncation.n-truncated"):
             omitted, unit = _number(m.group(1)), _unit(m.group(2))
+        elif rule == "truncation.too-large":
+            original, unit = _sized(m.group(1), m.group(2))
         total = _TOTAL_LINES.search(text)
         if original is None and total and unit in (None, "lines"):
             original, unit = int(total.group(1)), "lines"
         before, after = text[: m.start()].strip(), text[m.end():].strip()
         region = "middle" if before and after else ("tail" if before else "head")
+        if rule == "truncation.too-large":
+            region = "tail"  # a preview of the start is kept; the rest went to a file
         return {"truncated": True, "truncation_rule": rule, "truncation_region": region,
                 "omitted_amount": omitted, "original_amount": original, "amount_unit": unit}
     return none

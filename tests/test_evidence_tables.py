@@ -73,6 +73,8 @@ def test_exit_code_zero_with_error_none_is_ok_not_error():
     ("some text\u20261,234 tokens truncated\u2026more text", "truncation.n-truncated", "middle", 1234, None, "tokens"),
     ("first lines\n(output truncated)", "truncation.marker", "tail", None, None, None),
     ("[... 20 lines truncated ...]\nlast lines", "truncation.n-omitted", "head", 20, None, "lines"),
+    ("first lines\nOutput too large (45.5KB). Full output saved to: /tmp/out.txt", "truncation.too-large", "tail",
+     None, 46592, "bytes"),
 ])
 def test_truncation_markers(text, rule, region, omitted, original, unit):
     reading = read_result(text, None)
