@@ -28,7 +28,7 @@ COLUMNS: Columns = [
     ("status_rule", S, "Rule that decided result_status (`result.exit-code-line`, `result.json-success`, `result.client-error-flag`, ...)."),
     ("exit_code", I64, "Exit code the result states (JSON field or `Exit Code: N` line), if any."),
     ("truncated", B, "The result says it was cut (a marker such as `[... N bytes omitted]`, `output truncated`); also set on errors."),
-    ("truncation_rule", S, "Marker rule that found the cut (`truncation.omitted-of`, `truncation.n-omitted`, `truncation.n-truncated`, `truncation.marker`)."),
+    ("truncation_rule", S, "Marker rule that found the cut (`truncation.omitted-of`, `truncation.n-omitted`, `truncation.n-truncated`, `truncation.too-large`, `truncation.marker`)."),
     ("truncation_region", S, "Where the cut is: `head` (start dropped), `middle` (head and tail kept), `tail` (end dropped)."),
     ("omitted_amount", I64, "How much was left out, as the client states it (null when not stated)."),
     ("original_amount", I64, "The original size, as the client states it (null when not stated)."),
