@@ -7,7 +7,18 @@ builder that may read the tables before it), one entry in `TABLES`, one view in
 
 from __future__ import annotations
 
-from analysis.tables import blocks, captures, layout, prefix, requests, threads, tool_calls
+from analysis.tables import (
+    blocks,
+    captures,
+    exposures,
+    layout,
+    network,
+    prefix,
+    requests,
+    retries,
+    threads,
+    tool_calls,
+)
 from analysis.tables.base import BuildContext, CallRec, Columns, Table
 
 TABLES: list[Table] = [
@@ -15,6 +26,9 @@ TABLES: list[Table] = [
     requests.TABLE,
     *blocks.TABLES,
     tool_calls.TABLE,
+    exposures.TABLE,
+    network.TABLE,
+    retries.TABLE,
     prefix.TABLE,
     threads.TABLE,
     layout.TABLE,

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from analysis.blockstore import BlockStore
 from analysis.protocols.registry import replayed_call
 from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
-from analysis.toolloop import canonical_arguments, result_status, shell_command, split_compound
+from analysis.toolloop import canonical_arguments, read_result, shell_command, split_compound
 
 COLUMNS: Columns = [
     ("session_id", S, "Session."),
@@ -24,12 +24,24 @@ COLUMNS: Columns = [
     ("is_compound", B, "The shell command chains several commands (`&&`, `||`, `;`, `|`)."),
     ("n_subcommands", I64, "Commands chained in the shell command."),
     ("result_request_id", S, "First later request that carried the result."),
-    ("result_status", S, "`ok`, `error`, `denied` or `missing` (no result ever sent)."),
+    ("result_status", S, "`ok`, `error`, `denied`, `truncated` (ok but cut), `unknown` (empty, no signal) or `missing` (no result ever sent)."),
+    ("status_rule", S, "Rule that decided result_status (`result.exit-code-line`, `result.json-success`, `result.client-error-flag`, ...)."),
+    ("exit_code", I64, "Exit code the result states (JSON field or `Exit Code: N` line), if any."),
+    ("truncated", B, "The result says it was cut (a marker such as `[... N bytes omitted]`, `output truncated`); also set on errors."),
+    ("truncation_rule", S, "Marker rule that found the cut (`truncation.omitted-of`, `truncation.n-omitted`, `truncation.n-truncated`, `truncation.too-large`, `truncation.marker`)."),
+    ("truncation_region", S, "Where the cut is: `head` (start dropped), `middle` (head and tail kept), `tail` (end dropped)."),
+    ("omitted_amount", I64, "How much was left out, as the client states it (null when not stated)."),
+    ("original_amount", I64, "The original size, as the client states it (null when not stated)."),
+    ("amount_unit", S, "Unit of omitted_amount/original_amount: `bytes`, `chars`, `lines`, `tokens`."),
     ("result_bytes", I64, "Size of the result text."),
     ("result_tokens", I64, "Token estimate of the result."),
     ("gap_ms", F64, "From the end of the proposing response to the start of the request carrying the result."),
-    ("repeat_of", S, "call_id of an earlier identical call (same name, canonicalised arguments) in the session."),
+    ("turn_index", I64, "User turn of the proposing request (requests.turn_index)."),
+    ("concurrent", B, "Ran at the same time as another call: true/false only where start and finish times are known; null otherwise (proposed together is parallel_group_size, not proof of overlap)."),
+    ("repeat_of", S, "call_id of an earlier identical call (same name, canonicalised arguments) in the same user turn; a re-read after a new user turn is not a repeat."),
     ("stuck_on_error", B, "A repeat of a call whose result was an error."),
+    ("attempt_of", S, "For a retry after an error: call_id of the first attempt (same name and arguments, same turn)."),
+    ("attempt", I64, "1 for a first attempt; 2, 3, ... for retries after an error result."),
     ("carried_requests", I64, "Later requests in the thread that carried the result (its lifetime)."),
     ("carried_tokens", I64, "result_tokens x carried_requests."),
     ("carried_cost_usd", F64, "What carrying the result cost, at each carrying request's blended input price."),
@@ -84,8 +96,10 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
     replayed = _replayed_calls(recs, store, index_of)
     rows = []
     seen_calls: set[tuple[str, str]] = set()
-    identical: dict[tuple[str, str, str], dict] = {}
+    identical: dict[tuple, dict] = {}
+    attempts: dict[tuple, dict] = {}
     for i, rec in enumerate(recs):
+        turn = requests[i].get("turn_index")
         call, pl = rec.call, rec.placement
         calls = call.response.tool_calls
         for tc in calls:
@@ -101,12 +115,14 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
                     result = results.get((pl.session_id, client_id))
             command = shell_command(tc.name, tc.arguments)
             parts = split_compound(command) if command else []
-            status = result_status(result["text"], result["is_error"]) if result else "missing"
+            reading = read_result(result["text"], result["is_error"]) if result else None
             gap_ms = None
             if result is not None and call.ts_end:
                 gap_ms = (recs[result["first"]].call.ts_start - call.ts_end) * 1000
-            signature = (pl.session_id, tc.name, canonical_arguments(tc.arguments))
+            signature = (pl.session_id, turn, tc.name, canonical_arguments(tc.arguments))
             earlier = identical.get(signature)
+            previous = attempts.get(signature)  # the latest call with this signature
+            retry = previous is not None and previous["result_status"] == "error"
             row = {
                 "session_id": pl.session_id, "thread_id": pl.thread_id, "request_id": rec.request_id,
                 "call_id": tc.call_id, "name": tc.name, "kind": tc.kind,
@@ -115,12 +131,15 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
                 "is_compound": len(parts) > 1 if command else None,
                 "n_subcommands": len(parts) if command else None,
                 "result_request_id": recs[result["first"]].request_id if result else None,
-                "result_status": status,
+                **_reading_columns(reading),
                 "result_bytes": result["bytes"] if result else None,
                 "result_tokens": result["tokens"] if result else None,
                 "gap_ms": gap_ms,
+                "turn_index": turn, "concurrent": None,
                 "repeat_of": earlier["call_id"] if earlier else None,
                 "stuck_on_error": bool(earlier and earlier["result_status"] == "error"),
+                "attempt_of": (previous["attempt_of"] or previous["call_id"]) if retry else None,
+                "attempt": previous["attempt"] + 1 if retry else 1,
                 "carried_requests": result["carried"] if result else 0,
                 "carried_tokens": result["carried"] * result["tokens"] if result else 0,
                 "carried_cost_usd": result["carried_rate"] if result and result["carried_rate"] else None,
@@ -128,6 +147,7 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
             }
             if earlier is None:
                 identical[signature] = row
+            attempts[signature] = row
             rows.append(row)
     for (session_id, call_id), result in results.items():
         if (session_id, call_id) in seen_calls:
@@ -139,13 +159,26 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
             "name": None, "kind": None, "arguments": None, "call_index": None, "parallel_group_size": None,
             "command": None, "is_compound": None, "n_subcommands": None,
             "result_request_id": recs[result["first"]].request_id,
-            "result_status": result_status(result["text"], result["is_error"]),
+            **_reading_columns(read_result(result["text"], result["is_error"])),
+            "turn_index": requests[result["first"]].get("turn_index"), "concurrent": None,
+            "attempt_of": None, "attempt": 1,
             "result_bytes": result["bytes"], "result_tokens": result["tokens"], "gap_ms": None,
             "repeat_of": None, "stuck_on_error": False, "carried_requests": result["carried"],
             "carried_tokens": result["carried"] * result["tokens"],
             "carried_cost_usd": result["carried_rate"] or None, "orphan": "result",
         })
     return rows
+
+
+def _reading_columns(reading) -> dict:
+    if reading is None:
+        return {"result_status": "missing", "status_rule": "result.none-sent", "exit_code": None, "truncated": None,
+                "truncation_rule": None, "truncation_region": None, "omitted_amount": None, "original_amount": None,
+                "amount_unit": None}
+    return {"result_status": reading.status, "status_rule": reading.rule, "exit_code": reading.exit_code,
+            "truncated": reading.truncated, "truncation_rule": reading.truncation_rule,
+            "truncation_region": reading.truncation_region, "omitted_amount": reading.omitted_amount,
+            "original_amount": reading.original_amount, "amount_unit": reading.amount_unit}
 
 
 def _call_arguments(text: str) -> str | None:

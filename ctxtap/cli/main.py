@@ -283,16 +283,39 @@ def info(capture, as_json) -> None:
 
 @main.command()
 @click.argument("capture", type=click.Path(exists=True, file_okay=False))
-@click.option("--har", "har_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--har", "har_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Write the capture as HAR 1.2 to this file.")
-def export(capture, har_path) -> None:
-    """Export a capture as HAR 1.2, bodies exactly as stored (decoded and redacted)."""
-    from ctxtap.capture.har import export_har
+@click.option("--otlp", "otlp_url", metavar="URL",
+              help="Send the capture as OpenTelemetry GenAI spans over OTLP/HTTP (e.g. http://127.0.0.1:4318).")
+@click.option("--otlp-json", "otlp_json", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write the spans as OTLP/JSON to this file (one export request per line).")
+@click.option("--otlp-header", "otlp_headers", multiple=True, metavar="NAME=VALUE",
+              help="HTTP header for --otlp (e.g. an authorization token); repeatable.")
+@click.option("--content", is_flag=True,
+              help="Include message content in the spans (redacted again before it leaves).")
+def export(capture, har_path, otlp_url, otlp_json, otlp_headers, content) -> None:
+    """Export a capture: HAR 1.2 (bodies as stored, decoded and redacted) and/or OpenTelemetry GenAI spans."""
     from ctxtap.cli.failures import writable_dir_problem
 
-    _fail_if(writable_dir_problem(har_path.parent, "--har"))
-    n = export_har(_open(capture), har_path)
-    click.echo(f"wrote {n} entries to {har_path}")
+    if not (har_path or otlp_url or otlp_json):
+        raise click.UsageError("say what to export: --har FILE, --otlp URL and/or --otlp-json FILE")
+    if content and not (otlp_url or otlp_json):
+        raise click.UsageError("--content applies to --otlp and --otlp-json")
+    if har_path:
+        from ctxtap.capture.har import export_har
+
+        _fail_if(writable_dir_problem(har_path.parent, "--har"))
+        n = export_har(_open(capture), har_path)
+        click.echo(f"wrote {n} entries to {har_path}")
+    if otlp_url or otlp_json:
+        from ctxtap.cli.otel import export_otel
+
+        if otlp_json:
+            _fail_if(writable_dir_problem(otlp_json.parent, "--otlp-json"))
+        _open(capture)
+        paths = _ensure([capture], quiet=True)
+        for line in export_otel(paths[0], otlp_url, otlp_json, otlp_headers, content):
+            click.echo(line)
 
 
 # --- analysis ------------------------------------------------------------------------------

@@ -398,7 +398,7 @@ def timeline_chart(requests: Sequence[Row], calls: Sequence[Row], label: str,
     out.append("</g></svg>")
     legend = [(palette.MAIN, "main-thread request", "box"), (palette.SUBAGENT, "subagent request", "box"),
               (palette.SIDE, "side request", "box"), (palette.ERROR, "failed request", "box")]
-    legend += [(palette.RESULT_STATUS[s], f"call → result {s}", "box") for s in ("ok", "error", "denied", "missing")]
+    legend += [(palette.RESULT_STATUS[s], f"call → result {s}", "box") for s in palette.RESULT_STATUS]
     legend.append((palette.BLACK, "repeat (dashed outline)", "dash"))
     return Markup("".join(out)) + legend_html(legend)
 

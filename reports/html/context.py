@@ -17,6 +17,7 @@ import duckdb
 from reports.html.blockdata import MIN_CAP_BYTES, TEXT_ENTRY_MIN_BYTES, BlockData
 from reports.html.budget import Detail, ctxtap_sql
 from reports.html.comparison import build_comparison
+from reports.html.evidence import build_evidence
 from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
 from reports.html.overview import build_overview
 from reports.html.sessions import build_sessions
@@ -65,10 +66,11 @@ def build_context(captures: Sequence[Path], title: str | None = None, detail: De
         sessions.extend(mine)
         per_capture.append((cap, con, mine))
     comparison = build_comparison(per_capture, blocks)
+    evidence = build_evidence(per_capture)
     infos = [cap for cap, _, _ in per_capture]
     if title is None:
         clients = sorted({s.client for s in sessions})
         title = f"ctxtap report — {', '.join(clients) or 'no model traffic'}"
     overview = build_overview(connect([Path(p) for p in captures]))
     return ReportContext(title=title, captures=infos, overview=overview, sessions=sessions,
-                         comparison=comparison, blocks=blocks, notes=notes, detail=detail)
+                         comparison=comparison, blocks=blocks, notes=notes, detail=detail, evidence=evidence)

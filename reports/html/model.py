@@ -193,6 +193,51 @@ class Comparison:
 
 
 @dataclass
+class RetryLine:
+    """A failed model request and its retry, numbered in their session."""
+
+    row: Row  # the retries view row
+    failed_num: int | None
+    retry_num: int | None
+
+
+@dataclass
+class SessionEvidence:
+    """What one session's run shows beyond the context: secrets it sent, results cut, retries."""
+
+    anchor: str  # the session's section
+    client: str
+    session_id: str
+    headlines: list[str]  # exposures in words, most requests first
+    exposures: list[Row]  # exposure_summary rows (with `num`: the first request's number)
+    exposures_left_out: int
+    truncated: list[Row]  # tool_calls rows whose result was cut (with `num` and `result_num`)
+    truncated_left_out: int
+    retries: list[RetryLine]
+    retries_left_out: int
+
+
+@dataclass
+class CaptureNetwork:
+    capture: CaptureInfo
+    rows: list[Row]  # network view rows
+    left_out: int
+    command: str  # the `ctxtap sql` that lists every row
+
+
+@dataclass
+class Evidence:
+    sessions: list[SessionEvidence]  # only sessions with something to show
+    network: list[CaptureNetwork]
+    not_seen: str  # what the proxy cannot see, said plainly
+    n_credentials: int
+    n_personal: int
+    n_truncated: int
+    n_retries: int
+    n_destinations: int
+
+
+@dataclass
 class ReportContext:
     title: str
     captures: list[CaptureInfo]
@@ -202,6 +247,7 @@ class ReportContext:
     blocks: BlockData
     notes: list[str] = field(default_factory=list)  # what the report aggregated or left out, in words
     detail: Detail = field(default_factory=Detail.full)
+    evidence: Evidence | None = None
 
 
 # --- per capture ------------------------------------------------------------------------------------

@@ -60,7 +60,8 @@ SIDE = PURPLE
 MAIN = BLUE
 SUBAGENT = GREEN
 
-RESULT_STATUS = {"ok": SKY, "error": VERMILLION, "denied": BLACK, "missing": GREY}
+RESULT_STATUS = {"ok": SKY, "truncated": YELLOW, "unknown": PURPLE, "error": VERMILLION, "denied": BLACK,
+                 "missing": GREY}
 
 
 def source_index(name: str | None) -> int:
