@@ -139,6 +139,8 @@ class Recorder:
                           "Keep WebSocket messages in memory (default: drop each once it is spooled).")
         loader.add_option("ctxtap_redact", Sequence[str], [],
                           "Also redact before writing: pii (personal data). Credentials are always redacted.")
+        loader.add_option("ctxtap_replay", str, "",
+                          "JSON object: this run replays another capture (source capture, mode, trace id).")
         loader.add_option("ctxtap_writer_process", bool, True,
                           "Redact and write in a separate process (default), keeping the proxy's event loop free.")
 
@@ -173,6 +175,8 @@ class Recorder:
                     "pid": os.getpid(),
                 },
             )
+            if ctx.options.ctxtap_replay:
+                manifest["replay"] = json.loads(ctx.options.ctxtap_replay)
             if ctx.options.ctxtap_writer_process:
                 self.writer = ProcessWriter(directory, redaction_key(), manifest)
             else:  # in-process writer: simpler to debug, but redaction competes with the event loop
