@@ -8,8 +8,8 @@ path segment of the route (`/_replay/<token>/<original host>/...`).
 Matching (`Matcher`): a request is matched to an unused recorded request of the same API and
 endpoint — a WebSocket continuation by the response it continues (`previous_response_id`, so the
 chain stays the recorded one), anything else by the longest shared prefix of blocks after volatile
-fields are masked (the thread), earliest first (the position). A request that shares not even its
-first block with any recorded one matches nothing and gets a provider-style error.
+fields are masked (the thread), earliest first (the position). A request that shares no block
+with any unused recorded one matches nothing and gets a provider-style error.
 """
 
 from __future__ import annotations
@@ -86,10 +86,13 @@ class Matcher:
             if previous:
                 best = next((c for c in pool if c.previous_response_id == previous), None)
             if best is None:
-                scored = [(_prefix_len(c.blocks, blocks), -c.order, c) for c in pool]
-                scored = [s for s in scored if s[0] > 0 or (not blocks and not s[2].blocks)]
+                # the thread: the longest shared prefix, then the most shared blocks; the position: earliest
+                mine = {b.signature for b in blocks}
+                scored = [(_prefix_len(c.blocks, blocks), len(mine & {b.signature for b in c.blocks}), -c.order, c)
+                          for c in pool]
+                scored = [s for s in scored if s[0] > 0 or s[1] > 0 or (not blocks and not s[3].blocks)]
                 if scored:
-                    best = max(scored, key=lambda s: (s[0], s[1]))[2]
+                    best = max(scored, key=lambda s: s[:3])[3]
             if best is not None:
                 self.used.add(best.key)
             return best
@@ -388,4 +391,4 @@ class ReplayServer:
             return f"ctxtap replay: {served.describe()} matches {call.describe()}, which cannot be played back: " \
                    f"{call.problem}"
         return (f"ctxtap replay: {served.describe()} matches no recorded request (no unused recorded "
-                f"{_family(served.api)} request shares its first block); the recorded run never sent it")
+                f"{_family(served.api)} request shares a block with it); the recorded run never sent it")
