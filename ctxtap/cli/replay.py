@@ -59,8 +59,8 @@ def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: flo
     serialiser after the transforms; credentials come from the environment (ANTHROPIC_API_KEY,
     OPENAI_API_KEY, ...), never from the capture. Nothing is executed: tool results are the recorded ones.
     """
-    from ctxtap.cli.failures import capture_dir_problem, loopback_problem
     from ctxtap.capture.store import CaptureError
+    from ctxtap.cli.failures import capture_dir_problem, loopback_problem
 
     out = out or default_captures_dir() / time.strftime("replay-%Y%m%d-%H%M%S")
     problem = capture_dir_problem(out) or loopback_problem()
