@@ -45,6 +45,7 @@ class Block:
     text: str
     signature: str  # hash of kind and the normalised text: equal when only volatile fields differ
     content_hash: str  # hash of kind and the exact text
+    breakpoint: bool = False  # carries a cache breakpoint (`cache_control`)
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Recorded:
     key: str  # flow id, or "<flow id>#<message index>" for a WebSocket request frame
     order: int
     flow_id: str
+    provider: str
     api: str
     endpoint: str
     host: str
@@ -76,6 +78,7 @@ class Recorded:
     status: int | None = None
     reason: str = ""
     headers: list[tuple[str, str]] = field(default_factory=list)
+    request_headers: list[tuple[str, str]] = field(default_factory=list)  # as recorded (credentials redacted)
     body: bytes | None = None
     streamed: bool = False
     offsets: list[tuple[int, float]] | None = None  # (bytes so far, seconds after the first byte)
@@ -131,7 +134,7 @@ def parse_blocks(host: str, path: str, body: Any, websocket: bool = False) -> tu
         return protocol.api_for(websocket), endpoint, [], None
     blocks = [
         Block(i, b.path, str(b.kind), b.role, b.text or "", _hash(str(b.kind), normalise(b.text or "")),
-              _hash(str(b.kind), b.text or ""))
+              _hash(str(b.kind), b.text or ""), isinstance(b.wire, dict) and "cache_control" in b.wire)
         for i, b in enumerate(draft.blocks)
     ]
     previous = draft.previous_response_id or (body.get("previous_response_id") if websocket else None)
@@ -210,10 +213,11 @@ def _http_call(capture: Capture, flow: dict, order: int) -> Recorded:
     request_body, req_problem = _body(capture, flow["request_body_id"])
     api, endpoint, blocks, _ = parse_blocks(host, path, _json(request_body))
     call = Recorded(
-        key=flow["flow_id"], order=order, flow_id=flow["flow_id"], api=api, endpoint=endpoint, host=host,
+        key=flow["flow_id"], order=order, flow_id=flow["flow_id"], provider=flow["provider"] or "unknown", api=api, endpoint=endpoint, host=host,
         path=path, method=method, websocket=False, request_body=request_body or b"", blocks=blocks,
         status=flow["status"], reason=flow["reason"] or "",
         headers=[(k, v) for k, v in json.loads(flow["response_headers"] or "[]") if k.lower() not in HOP_HEADERS],
+        request_headers=[(k, v) for k, v in json.loads(flow["request_headers"] or "[]")],
         streamed=bool(flow["streamed"]), offsets=_offsets(flow.get("response_chunk_offsets")),
         headers_delay_s=_gap(flow["ts_request_end"] or flow["ts_request_start"], flow["ts_response_headers"]),
         first_byte_delay_s=_gap(flow["ts_response_headers"], flow["ts_first_byte"]),
@@ -250,7 +254,8 @@ def _ws_calls(capture: Capture, flow: dict, rows: list[dict], order: int) -> lis
             obj = _json(data)
             api, endpoint, blocks, previous = parse_blocks(host, path, obj, websocket=True)
             current = Recorded(
-                key=f"{flow['flow_id']}#{row['idx']}", order=order + len(calls), flow_id=flow["flow_id"], api=api,
+                key=f"{flow['flow_id']}#{row['idx']}", order=order + len(calls), flow_id=flow["flow_id"],
+                provider=flow["provider"] or "unknown", api=api,
                 endpoint=endpoint, host=host, path=path, method="GET", websocket=True, request_body=data or b"",
                 blocks=blocks, previous_response_id=previous, status=101,
             )
