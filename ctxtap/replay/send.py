@@ -11,6 +11,7 @@ reconstructed and a placeholder is never sent by accident.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,11 +70,26 @@ class Planned:
         return self.call.describe()
 
 
-def strip_times(text: str) -> str:
+_LABEL_ONLY = re.compile(r"^[\w\s'’()-]{0,40}[:=]?[\s.,]*$")
+
+
+def _remove_times(line: str) -> str:
     for kind, pattern in PATTERNS:
         if kind in TIME_KINDS:
-            text = pattern.sub("", text)
-    return text
+            line = pattern.sub("", line)
+    return line
+
+
+def strip_times(text: str) -> str:
+    """`text` without its dates and times: a line that only announces one ("Current time: ...") goes
+    whole, so the text is what it was before the client started stamping it; elsewhere the value goes."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        stripped = _remove_times(line)
+        if stripped != line and _LABEL_ONLY.match(stripped.rstrip("\n")):
+            continue
+        out.append(stripped)
+    return "".join(out)
 
 
 def _array_of(path: str) -> tuple[str, int] | None:
