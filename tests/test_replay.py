@@ -18,37 +18,12 @@ import pytest
 import zstandard
 
 from ctxtap.capture.store import Capture
-from ctxtap.modelserver import ModelServer
 from ctxtap.replay.cassette import load
 from ctxtap.replay.server import ReplayServer, pieces
-from tests.proxyharness import ROOT, ctxtap_env, routes_to, start_proxy
-
-REPLAY_TIMEOUT = 180  # a hang fails the test instead of stalling the suite
-
-
-def _record(directory: Path, config: Path, agent: str, chunk_delay_s: float = 0.0, **options) -> Path:
-    """One simulated agent session recorded through the real proxy to the scripted server."""
-    from ctxtap.demo.agents import run_agent
-
-    capture = directory / "capture"
-    if not (capture / "manifest.json").exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        with ModelServer(chunk_delay_s=chunk_delay_s) as server:
-            proxy = start_proxy(capture, config, routes_to(server.url))
-            try:
-                summary = run_agent(agent, proxy=proxy.url, ca_file=proxy.ca_bundle, turns=3, **options)
-            finally:
-                proxy.stop()
-        assert summary.ok, summary.error
-    return capture
-
-
-def _replay(capture: Path, out: Path, config: Path, *args: str, agent: str = "claude",
-            agent_args: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "ctxtap.cli.main", "replay", str(capture), "--out", str(out), *args,
-           "--", sys.executable, "-m", "ctxtap.demo", agent, *agent_args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=ctxtap_env(config), cwd=ROOT,
-                          timeout=REPLAY_TIMEOUT)
+from tests.proxyharness import ROOT, ctxtap_env
+from tests.replaycaptures import REPLAY_TIMEOUT
+from tests.replaycaptures import record as _record
+from tests.replaycaptures import replay as _replay
 
 
 @pytest.fixture(scope="module")

@@ -70,7 +70,7 @@ class Planned:
         return self.call.describe()
 
 
-_LABEL_ONLY = re.compile(r"^[\w\s'’()-]{0,40}[:=]?[\s.,]*$")
+_LABEL_ONLY = re.compile(r"^[\w\s'’()-]{0,40}[:=]\s*$")
 
 
 def _remove_times(line: str) -> str:
