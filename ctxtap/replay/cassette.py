@@ -95,11 +95,28 @@ class Recorded:
 
 
 @dataclass
+class SideAnswer:
+    """A recorded answer to a request that is no model call (settings, telemetry, ...) on a model host."""
+
+    status: int
+    content_type: str | None
+    body: bytes  # empty when the flow was recorded in metadata mode
+
+
+@dataclass
 class Cassette:
     capture_id: str
     directory: Path
     calls: list[Recorded]
     has_offsets: bool  # the capture stores per-read arrival offsets (recorded by ctxtap >= this issue)
+    side: dict[tuple[str, str, str], list[SideAnswer]] = field(default_factory=dict)  # (host, method, path)
+
+    def side_answer(self, host: str, method: str, path: str) -> SideAnswer | None:
+        """The recorded answer to a non-model request (the next one, when the same request recurs)."""
+        answers = self.side.get((host, method, path.split("?", 1)[0]))
+        if not answers:
+            return None
+        return answers.pop(0) if len(answers) > 1 else answers[0]
 
     @property
     def problems(self) -> list[Recorded]:
@@ -189,8 +206,14 @@ def load(path: str | Path) -> Cassette:
     for row in capture.ws_messages().to_pylist():
         ws_rows.setdefault(row["flow_id"], []).append(row)
     calls: list[Recorded] = []
+    side: dict[tuple[str, str, str], list[SideAnswer]] = {}
+    model_hosts = {f["host"] for f in flows if f["is_model"]}
     for flow in flows:
         if not flow["is_model"]:
+            if flow["host"] in model_hosts and flow["status"] is not None and flow["kind"] != "websocket":
+                body, _ = _body(capture, flow["response_body_id"])
+                key = (flow["host"], flow["method"] or "GET", (flow["path"] or "/").split("?", 1)[0])
+                side.setdefault(key, []).append(SideAnswer(flow["status"], flow["response_content_type"], body or b""))
             continue
         if flow["kind"] == "websocket":
             calls.extend(_ws_calls(capture, flow, sorted(ws_rows.get(flow["flow_id"], []), key=lambda m: m["idx"]),
@@ -198,7 +221,7 @@ def load(path: str | Path) -> Cassette:
         else:
             calls.append(_http_call(capture, flow, len(calls)))
     _check_chains(calls)
-    return Cassette(capture.manifest.capture_id, capture.directory, calls, has_offsets)
+    return Cassette(capture.manifest.capture_id, capture.directory, calls, has_offsets, side)
 
 
 def _body(capture: Capture, body_id: int | None) -> tuple[bytes | None, str | None]:

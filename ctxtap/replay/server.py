@@ -182,7 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         api, endpoint, blocks, previous = parse_blocks(host, path, body)
-        call = owner.matcher.match(api, endpoint, blocks, previous) if api != "other" else None
+        if api == "other":  # not a model call (settings, telemetry): answered as recorded, or as offline
+            self._answer_side(host, path)
+            return
+        call = owner.matcher.match(api, endpoint, blocks, previous)
         served = owner.log(host, path, False, raw, api, blocks, call)
         if call is None or call.problem:
             served.status = 400
@@ -194,6 +197,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._play(call)
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _answer_side(self, host: str, path: str) -> None:
+        owner = self.server.owner
+        answer = owner.cassette.side_answer(host, self.command, path)
+        owner.side_requests += 1
+        if answer is None:  # never recorded: what the offline proxy answers (GET 404, else 200 {})
+            status, body = (404, b'{"error":"not found (ctxtap replay)"}') if self.command == "GET" else (200, b"{}")
+            ctype = "application/json"
+        else:
+            status, ctype = answer.status, answer.content_type or "application/json"
+            body = answer.body if answer.body or status >= 400 else b"{}"
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _send_json(self, status: int, obj: Any) -> None:
         data = json.dumps(obj).encode()
@@ -342,6 +361,7 @@ class ReplayServer:
     speed: float = 1.0  # 2: twice as fast as recorded; 0: no pacing at all
     token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
     served: list[Served] = field(default_factory=list)
+    side_requests: int = 0  # requests to a model host that are no model call (answered, not compared)
 
     def __post_init__(self) -> None:
         self.matcher = Matcher(self.cassette.calls)
