@@ -205,7 +205,7 @@ def test_a_websocket_chain_gap_is_named(codex_capture, tmp_path, ctxtap_config):
                    bad / "ws_messages.parquet")
     cassette = load(bad)
     gaps = [c for c in cassette.calls if c.problem and "chain gap" in c.problem]
-    assert len(gaps) == 1 and "WebSocket turn" in gaps[0].describe()
+    assert len(gaps) == 1 and "WebSocket message" in gaps[0].describe()
     result = _replay(bad, tmp_path / "replayed", ctxtap_config, agent="codex")
     assert "WebSocket chain gap" in result.stderr and "cannot play back recorded request" in result.stderr
     assert result.returncode == 1  # the agent stopped on the error frame instead of waiting

@@ -90,7 +90,7 @@ class Recorded:
 
     def describe(self) -> str:
         where = f"{self.method} {self.host}{self.path.split('?', 1)[0]}"
-        turn = f", WebSocket turn {self.key.split('#', 1)[1]}" if "#" in self.key else ""
+        turn = f", WebSocket message {self.key.split('#', 1)[1]}" if "#" in self.key else ""
         return f"recorded request {self.order + 1} ({where}{turn}, flow {self.flow_id[:8]})"
 
 
