@@ -232,3 +232,31 @@ def test_replay_without_a_command_or_with_a_bad_capture_says_what_to_do(tmp_path
     bad = subprocess.run([*base, str(tmp_path / "empty"), "--", "true"], capture_output=True, text=True, env=env,
                          cwd=ROOT, timeout=60)
     assert bad.returncode == 1 and "is not a ctxtap capture" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_parallel_tool_results_in_another_order_are_volatile_not_divergence():
+    from ctxtap.replay.cassette import Block, Recorded
+    from ctxtap.replay.compare import compare_one
+    from ctxtap.replay.server import Served
+
+    def block(pos: int, path: str, kind: str, text: str) -> Block:
+        return Block(pos, path, kind, "user", text, text, text)
+
+    recorded_blocks = [block(0, "messages[0].content", "message_text", "list files"),
+                       block(1, "messages[2].content[0]", "tool_result", "/home/alice"),
+                       block(2, "messages[2].content[1]", "tool_result", "README.md")]
+    recorded = Recorded(key="f", order=0, flow_id="f", provider="anthropic", api="messages", endpoint="generate",
+                        host="api.anthropic.com", path="/v1/messages", method="POST", websocket=False,
+                        request_body=b"{}", blocks=recorded_blocks)
+
+    def served(blocks: list[Block]) -> Served:
+        return Served(0, "api.anthropic.com", "/v1/messages", False, b"{}", "messages", blocks, recorded, 200)
+
+    swapped = [recorded_blocks[0], block(1, "messages[2].content[0]", "tool_result", "README.md"),
+               block(2, "messages[2].content[1]", "tool_result", "/home/alice")]
+    result = compare_one(served(swapped))
+    assert result.divergence is None
+    assert any("a parallel tool result in another order" in v for v in result.volatile)
+    # a tool result that changed, or moved to another message, is divergence
+    changed = [recorded_blocks[0], recorded_blocks[1], block(2, "messages[2].content[1]", "tool_result", "LICENSE")]
+    assert "changed" in compare_one(served(changed)).divergence

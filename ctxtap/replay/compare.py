@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from analysis.diff import BlockSide, describe, diff_blocks, first_divergence
+from analysis.diff import BlockChange, BlockSide, describe, diff_blocks, first_divergence
 from analysis.volatile import normalise, volatile_changes
 from ctxtap.replay.cassette import Block, Recorded
 from ctxtap.replay.server import Served
@@ -63,15 +63,32 @@ def _side(block: Block) -> BlockSide:
                      content_hash=block.content_hash, tokens_estimated=len(block.text) // 4, text=block.text)
 
 
+def _parent(path: str) -> str:
+    return path.rsplit("[", 1)[0] if path.endswith("]") else path
+
+
+def _reordered_result(change: BlockChange) -> bool:
+    """A tool result moved within its own message: parallel calls finish in any order, run to run."""
+    return (change.op == "moved" and change.a is not None and change.b is not None
+            and change.a.kind == change.b.kind == "tool_result"
+            and _parent(change.a.path) == _parent(change.b.path) and change.a.path != change.b.path)
+
+
 def compare_one(served: Served) -> Comparison:
     recorded = served.recorded
     if recorded is None or served.note:
         return Comparison(served, recorded, divergence=served.note or "matches no recorded request")
     changes = diff_blocks([_side(b) for b in recorded.blocks], [_side(b) for b in served.blocks], normalise=normalise)
-    first = first_divergence(changes)
     volatile = []
+    for k, change in enumerate(changes):
+        if _reordered_result(change):
+            assert change.a is not None and change.b is not None
+            volatile.append(f"block {change.b.position} ({change.b.path}): a parallel tool result in another order "
+                            f"(was {change.a.path})")
+            changes[k] = change.model_copy(update={"op": "same", "volatile": True})
+    first = first_divergence(changes)
     for change in changes:
-        if change.volatile and change.a and change.b:
+        if change.volatile and change.a and change.b and change.a.content_hash != change.b.content_hash:
             for item in volatile_changes(change.a.text or "", change.b.text or ""):
                 volatile.append(f"block {change.b.position} ({change.b.path}): {item}")
     words = None
