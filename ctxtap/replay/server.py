@@ -78,10 +78,11 @@ class Matcher:
         self.used: set[str] = set()
         self._lock = threading.Lock()
 
-    def match(self, api: str, endpoint: str, blocks: list[Block], previous: str | None) -> Recorded | None:
+    def match(self, api: str, endpoint: str, blocks: list[Block], previous: str | None,
+              websocket: bool = False) -> Recorded | None:
         with self._lock:
             pool = [c for c in self.calls if c.key not in self.used and _family(c.api) == _family(api)
-                    and c.endpoint == endpoint]
+                    and c.endpoint == endpoint and c.websocket == websocket]
             best: Recorded | None = None
             if previous:
                 best = next((c for c in pool if c.previous_response_id == previous), None)
@@ -296,7 +297,7 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(obj, dict) or obj.get("type") not in WS_REQUEST_TYPES:
             return  # not a model request (the recorded server did not answer those either)
         api, endpoint, blocks, previous = parse_blocks(host, path, obj, websocket=True)
-        call = owner.matcher.match(api, endpoint, blocks, previous)
+        call = owner.matcher.match(api, endpoint, blocks, previous, websocket=True)
         served = owner.log(host, path, True, text.encode(), api, blocks, call)
         if call is None or call.problem:
             served.status = 400
