@@ -117,3 +117,21 @@ def test_strip_times_removes_a_stamp_line_whole_and_a_date_in_place():
     assert strip_times("Current time: 2026-12-01T11:44:13Z\nYou are an agent.\n") == "You are an agent.\n"
     assert strip_times("Logs from 2026-12-01 show a failure.") == "Logs from  show a failure."
     assert strip_times("No dates here.") == "No dates here."
+
+
+def test_the_thread_or_session_is_chosen_by_id(stamped):
+    from ctxtap.replay.send import SendError
+
+    cassette = load(stamped)
+    main, label = select(cassette, stamped, None, None)
+    thread = label.removeprefix("thread ")
+    assert select(cassette, stamped, thread, None)[0] == main
+    from analysis.db import connect
+
+    [(session,)] = connect([stamped]).execute(
+        "SELECT DISTINCT session_id FROM requests WHERE thread_id = ?", [thread]).fetchall()
+    whole, label = select(cassette, stamped, None, session)
+    assert label == f"session {session}" and len(whole) > len(main)  # the side request (the title) too
+    with pytest.raises(SendError, match="no requests in thread nope"):
+        select(cassette, stamped, "nope", None)
+
