@@ -281,8 +281,8 @@ class Recorder:
 
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         state = self.states.pop(flow.id, None)
-        if state is None or flow.websocket is None:
-            return
+        if state is None or flow.websocket is None or self.writer is None:
+            return  # (no writer: the proxy is shutting down and the capture is already closed)
         ws = flow.websocket
         self._ensure_writer().submit(WsEndEvent(
             flow_id=flow.id, ts=ws.timestamp_end or time.time(), close_code=ws.close_code,

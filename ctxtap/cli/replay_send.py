@@ -85,14 +85,19 @@ def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | N
                            headers_of=lambda c: request_headers(c.request_headers), auth=auth, echo=_echo)
     finally:
         proxy.stop()
-    for line in compare_lines(cassette.directory, out, cassette.capture_id, [r.planned.call.flow_id for r in results]):
+    keys = [r.planned.call.key for r in results]
+    for line in compare_lines(cassette.directory, out, cassette.capture_id, keys):
         click.echo(line, err=True)
     click.echo(f"re-sent run: {out} (trace {link['trace_id']}); compare with `ctxtap diff` or `ctxtap report`",
                err=True)
     return 0 if all(r.status == 200 for r in results) else 1
 
 
-def compare_lines(source: Path, new: Path, src_id: str, source_flows: list[str]) -> list[str]:
+def _key(row: dict) -> str:
+    return row["flow_id"] if row["ws_index"] is None else f"{row['flow_id']}#{row['ws_index']}"
+
+
+def compare_lines(source: Path, new: Path, src_id: str, source_keys: list[str]) -> list[str]:
     """Cache reads, cost and latency of the re-sent requests against the recorded ones, with the diff engine."""
     from analysis.build import ensure_analysis
     from analysis.db import connect, fetch_rows
@@ -102,13 +107,13 @@ def compare_lines(source: Path, new: Path, src_id: str, source_flows: list[str])
     ensure_analysis(source)
     ensure_analysis(new)
     con = connect([source, new])
-    cols = "request_id, capture_id, flow_id, cache_read_tokens, input_tokens_reported, cost_usd, duration_ms"
-    old = {r["flow_id"]: r for r in fetch_rows(con, f"SELECT {cols} FROM requests WHERE capture_id = ?", [src_id])}
+    cols = "request_id, capture_id, flow_id, ws_index, cache_read_tokens, input_tokens_reported, cost_usd, duration_ms"
+    old = {_key(r): r for r in fetch_rows(con, f"SELECT {cols} FROM requests WHERE capture_id = ?", [src_id])}
     sent = fetch_rows(con, f"SELECT {cols} FROM requests WHERE capture_id <> ? ORDER BY ts_start", [src_id])
     lines = []
     totals = {"a_read": 0, "a_in": 0, "b_read": 0, "b_in": 0, "a_cost": 0.0, "b_cost": 0.0, "a_ms": 0, "b_ms": 0}
-    for k, (flow, b) in enumerate(zip(source_flows, sent, strict=False)):
-        a = old.get(flow)
+    for k, (key, b) in enumerate(zip(source_keys, sent, strict=False)):
+        a = old.get(key)
         if a is None:
             continue
         diff = request_diff(con, a["request_id"], b["request_id"], normalise=normalise,

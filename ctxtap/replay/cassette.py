@@ -281,6 +281,7 @@ def _ws_calls(capture: Capture, flow: dict, rows: list[dict], order: int) -> lis
                 provider=flow["provider"] or "unknown", api=api,
                 endpoint=endpoint, host=host, path=path, method="GET", websocket=True, request_body=data or b"",
                 blocks=blocks, previous_response_id=previous, status=101,
+                request_headers=[(k, v) for k, v in json.loads(flow["request_headers"] or "[]")],
             )
             if problem or data is None:
                 current.problem = f"missing body: {problem or 'the request frame has no stored body'}"

@@ -32,7 +32,9 @@ CREDENTIALS: dict[str, tuple[tuple[str, ...], str, str]] = {
     "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "x-goog-api-key", "{}"),
 }
 DROP_HEADERS = {"authorization", "x-api-key", "x-goog-api-key", "cookie", "proxy-authorization", "host",
-                "content-length", "transfer-encoding", "content-encoding", "accept-encoding", "connection"}
+                "content-length", "transfer-encoding", "content-encoding", "accept-encoding", "connection",
+                "upgrade", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions"}
+WS_TERMINAL = {"response.completed", "response.failed", "response.incomplete", "error"}
 TIME_KINDS = ("timestamp", "date", "time")
 TEXT_KINDS = ("instruction_text", "message_text", "tool_result", "text")
 
@@ -211,8 +213,48 @@ def request_headers(recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:
 @dataclass
 class SendResult:
     planned: Planned
-    status: int | None
+    status: int | None  # HTTP status; 200 for a WebSocket turn that completed
     error: str | None = None
+
+
+def _send_ws_turns(items: list[Planned], *, proxy_url: str, ca_file: str, headers: list[tuple[str, str]],
+                   echo: Callable[[str], None]) -> list[SendResult]:
+    """One recorded WebSocket's turns on one new socket, each continuation re-pointed at the new answer it
+    continues (the provider never saw the recorded response ids)."""
+    import json
+
+    from ctxtap.modelserver.client import WsClient
+
+    call = items[0].call
+    ws = WsClient(f"wss://{call.host}{call.path}", headers=headers, proxy=proxy_url, ca_file=ca_file, timeout=300)
+    new_ids: dict[str, str] = {}
+    results: list[SendResult] = []
+    try:
+        ws.connect()
+        for item in items:
+            body = item.body
+            previous = item.call.previous_response_id
+            if previous and previous in new_ids:
+                body = body.replace(previous.encode(), new_ids[previous].encode())
+            ws.send_text(body.decode("utf-8"))
+            while True:
+                event = json.loads(ws.recv_text())
+                kind = event.get("type") if isinstance(event, dict) else None
+                if kind in WS_TERMINAL:
+                    break
+            rid = (event.get("response") or {}).get("id")
+            if item.call.response_id and isinstance(rid, str):
+                new_ids[item.call.response_id] = rid
+            ok = kind == "response.completed"
+            results.append(SendResult(item, 200 if ok else 400, None if ok else json.dumps(event)[:300]))
+            echo(f"sent {item.describe()}: {kind}")
+    except (OSError, ValueError) as exc:
+        done = {id(r.planned) for r in results}
+        results += [SendResult(i, None, str(exc)) for i in items if id(i) not in done]
+        echo(f"WebSocket of {call.describe()} failed: {exc}")
+    finally:
+        ws.close()
+    return results
 
 
 def send_all(planned: list[Planned], *, proxy_url: str, ca_file: str, headers_of: Callable[[Recorded], list],
@@ -222,9 +264,17 @@ def send_all(planned: list[Planned], *, proxy_url: str, ca_file: str, headers_of
 
     results: list[SendResult] = []
     clients: dict[str, HttpClient] = {}
+    sockets_done: set[str] = set()
     try:
         for item in planned:
             call = item.call
+            if call.websocket:
+                if call.flow_id not in sockets_done:
+                    sockets_done.add(call.flow_id)
+                    turns = [p for p in planned if p.call.flow_id == call.flow_id]
+                    results += _send_ws_turns(turns, proxy_url=proxy_url, ca_file=ca_file,
+                                              headers=headers_of(call) + auth, echo=echo)
+                continue
             client = clients.setdefault(call.host, HttpClient(f"https://{call.host}", proxy=proxy_url,
                                                                ca_file=ca_file, timeout=300))
             try:
@@ -242,6 +292,11 @@ def send_all(planned: list[Planned], *, proxy_url: str, ca_file: str, headers_of
     return results
 
 
+def _answered(row: dict) -> bool:
+    """Answered: HTTP 200, or a WebSocket turn (on its 101 socket) that did not end in an error."""
+    return row["status"] == 200 or (row["status"] == 101 and row["error_code"] is None)
+
+
 def select(cassette: Cassette, source: Path, thread_id: str | None, session_id: str | None) -> tuple[list[Recorded], str]:
     """The recorded calls of one thread (default: the main thread with most requests), or of a session,
     in order; only answered requests (a 429 and its retry are one request)."""
@@ -250,7 +305,7 @@ def select(cassette: Cassette, source: Path, thread_id: str | None, session_id: 
 
     ensure_analysis(source)
     rows = fetch_rows(connect([source]), "SELECT flow_id, ws_index, thread_id, thread_kind, session_id, seq_in_session, "
-                                         "seq_in_thread, status FROM requests ORDER BY seq_in_session, ts_start")
+                                         "seq_in_thread, status, error_code FROM requests ORDER BY seq_in_session, ts_start")
     if session_id:
         chosen = [r for r in rows if r["session_id"] == session_id]
         label = f"session {session_id}"
@@ -258,7 +313,7 @@ def select(cassette: Cassette, source: Path, thread_id: str | None, session_id: 
         if thread_id is None:
             counts: dict[str, int] = {}
             for r in rows:
-                if r["thread_kind"] == "main" and r["status"] == 200:
+                if r["thread_kind"] == "main" and _answered(r):
                     counts[r["thread_id"]] = counts.get(r["thread_id"], 0) + 1
             if not counts:
                 raise SendError("the capture has no answered main-thread requests to re-send")
@@ -271,16 +326,22 @@ def select(cassette: Cassette, source: Path, thread_id: str | None, session_id: 
     by_key = {c.key: c for c in cassette.calls}
     calls: list[Recorded] = []
     for r in chosen:
-        if r["status"] != 200:
+        if not _answered(r):
             continue
         key = r["flow_id"] if r["ws_index"] is None else f"{r['flow_id']}#{r['ws_index']}"
         call = by_key.get(key)
         if call is None:
             continue
-        if call.websocket:
-            raise SendError(f"{label} was sent over a WebSocket: re-sending WebSocket turns is not supported; "
-                            f"replay it read-only (`ctxtap replay CAPTURE -- CMD`) or pick an HTTP thread with --thread")
         calls.append(call)
     if not calls:
         raise SendError(f"{label} has no answered requests to re-send")
+    sockets = {c.flow_id for c in calls if c.websocket}
+    if sockets:
+        # a WebSocket's turns form one response chain (a warm-up included): re-send the socket's
+        # answered turns from its first, so every continuation names a response the provider gave
+        answered = {(r["flow_id"], r["ws_index"]) for r in rows if _answered(r)}
+        last = {f: max(c.order for c in calls if c.flow_id == f) for f in sockets}
+        chained = [c for c in cassette.calls if c.websocket and c.flow_id in sockets and c.order <= last[c.flow_id]
+                   and (c.flow_id, int(c.key.split("#", 1)[1])) in answered]
+        calls = sorted({c.key: c for c in [*calls, *chained]}.values(), key=lambda c: c.order)
     return calls, label
