@@ -25,10 +25,12 @@ def stamped(tmp_path_factory, ctxtap_config) -> Path:
                   inject_error=False)
 
 
-def _send(capture: Path, out: Path, config: Path, *args: str, env: dict | None = None):
+def _send(capture: Path, out: Path, config: Path, *args: str, env: dict | None = None, served: list | None = None):
     with ModelServer() as server:  # a fresh provider: its cache starts empty for every run
         result = replay(capture, out, config, "--send", "--upstream", server.url, *args, agent=None, env=env)
         received = list(server.received)
+        if served is not None:
+            served.extend(server.exchanges)
     return result, received
 
 
@@ -134,4 +136,21 @@ def test_the_thread_or_session_is_chosen_by_id(stamped):
     assert label == f"session {session}" and len(whole) > len(main)  # the side request (the title) too
     with pytest.raises(SendError, match="no requests in thread nope"):
         select(cassette, stamped, "nope", None)
+
+
+def test_a_websocket_thread_is_re_sent_on_a_new_socket_with_its_chain_re_pointed(tmp_path_factory, tmp_path,
+                                                                                   ctxtap_config):
+    capture = record(tmp_path_factory.mktemp("send-codex"), ctxtap_config, "codex", inject_error=False)
+    served: list = []
+    result, received = _send(capture, tmp_path / "sent", ctxtap_config, "--yes", served=served)
+    assert result.returncode == 0, result.stderr
+    sent = [line for line in result.stderr.splitlines() if line.startswith("ctxtap replay: sent ")]
+    assert sent and all(line.endswith("response.completed") for line in sent)
+    frames = [json.loads(f) for r in received for f in r.ws_frames]
+    assert len(frames) == len(sent)
+    issued = {x.response_id for x in served if x.response_id}
+    recorded = {c.response_id for c in load(capture).calls if c.response_id}
+    continuations = [f["previous_response_id"] for f in frames if f.get("previous_response_id")]
+    assert continuations and set(continuations) <= issued and not set(continuations) & recorded
+    assert "cache hit rate" in result.stderr
 
