@@ -26,8 +26,10 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                       r"[A-Za-z0-9]{6,}\b")),
     ("temp path", re.compile(r"(?:/private)?/(?:tmp|var/folders|var/tmp)/[^\s\"'`,;:)\]}]+")),
     ("hash", re.compile(r"\b[0-9a-f]{16,}\b")),
-    # a short per-request hash as a key's value (Claude Code's billing header: `cch=61a74;`)
-    ("hash", re.compile(r"(?<=[=:])(?=[0-9a-f]*\d)[0-9a-f]{5,15}\b")),
+    # a short per-request hash as a key's value, letters and digits (a plain number is no hash) ...
+    ("hash", re.compile(r"(?<=[=:])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{5,15}\b")),
+    # ... or Claude Code's billing-header hash, whatever its digits (`cch=61a74;`, `cch=27819;`)
+    ("hash", re.compile(r"(?<=\bcch=)[0-9a-f]{5}\b")),
     ("epoch", re.compile(r"\b1[6-9]\d{8}(?:\.\d+|\d{3})?\b")),
 ]
 

@@ -9,16 +9,17 @@ from analysis.volatile import normalise, volatile_changes, volatile_fields
 def test_dates_ids_temp_paths_and_hashes_are_masked():
     text = ("Today's date is 2026-12-01. Current time: 2026-12-01T11:40:00Z. Monday, December 1, 2026 at 11:40:00. "
             "Session 550e8400-e29b-41d4-a716-446655440000, request req_011CVabc123, temp dir /tmp/claude-1000/x.json; "
-            "billing cch=61a74; commit 3fbde82a1b2c3d4e5f60718293a4b5c6d7e8f901.")
+            "billing cch=61a74; cch=27819; commit 3fbde82a1b2c3d4e5f60718293a4b5c6d7e8f901.")
     masked = normalise(text)
-    for value in ("2026", "11:40", "550e8400", "req_011", "/tmp/", "61a74", "3fbde82a"):
+    for value in ("2026", "11:40", "550e8400", "req_011", "/tmp/", "61a74", "27819", "3fbde82a"):
         assert value not in masked, value
     assert "<timestamp>" in masked and "<uuid>" in masked and "<temp-path>" in masked and "<hash>" in masked
     assert masked.startswith("Today's date is <date>. Current time: <timestamp>.")
 
 
 def test_ordinary_text_is_left_alone():
-    text = "Read the file src/main.py and list 3 functions; use tools at most 12 times (version 2.1)."
+    text = ("Read the file src/main.py and list 3 functions; use tools at most 12 times (version 2.1). "
+            '{"max_tokens":32000,"maxLength":10000} port=12345')
     assert normalise(text) == text
     assert volatile_fields(text) == []
 
