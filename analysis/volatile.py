@@ -21,6 +21,9 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("date", re.compile(rf"\b(?:(?:{_DAYS}),?\s+)?(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}\b")),
     ("date", re.compile(rf"\b(?:(?:{_DAYS}),?\s+)?\d{{1,2}}\s+(?:{_MONTHS})\.?,?\s+\d{{4}}\b")),
     ("time", re.compile(r"\b\d{1,2}:\d{2}:\d{2}(?:\.\d+)?\b")),
+    # how long a tool ran (Codex: "Wall time: 0.3 seconds"; JSON: "duration_ms": 12)
+    ("duration", re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|milliseconds?|s|secs?|seconds?)\b")),
+    ("duration", re.compile(r"(?i)(?<=[\"\s_])(?:wall_?time|duration|elapsed|took)\w*\"?\s*[:=]\s*\d+(?:\.\d+)?")),
     ("uuid", re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")),
     ("id", re.compile(r"\b(?:req|msg|resp|call|toolu|chatcmpl|sess|session|run|fc|rs|srvtoolu|ws|conv|item)_"
                       r"[A-Za-z0-9]{6,}\b")),

@@ -24,6 +24,14 @@ def test_ordinary_text_is_left_alone():
     assert volatile_fields(text) == []
 
 
+def test_tool_run_durations_are_volatile():
+    a = "Exit code: 0\nWall time: 0.3 seconds\nOutput:\nREADME.md"
+    b = "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nREADME.md"
+    assert normalise(a) == normalise(b) and volatile_changes(a, b) == ["duration 0.3 seconds -> 0.1 seconds"]
+    assert normalise('{"duration_ms": 12, "ok": true}') == normalise('{"duration_ms": 48, "ok": true}')
+    assert normalise("Exit code: 0") != normalise("Exit code: 1")
+
+
 def test_changes_are_listed_by_kind_and_value():
     a = "Current time: 2026-11-30T09:00:00Z in /tmp/run-aaa, id msg_01ABCDEFGH"
     b = "Current time: 2026-12-01T10:00:00Z in /tmp/run-bbb, id msg_01ABCDEFGH"
