@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 # would cost more than the bytes themselves. A batch belongs to a response that has not ended,
 # so holding it back never loses a completed flow.
 CHUNK_BATCH = 256 * 1024
+# Arrival offsets kept per streamed response (for replay pacing); past this many reads the last
+# entry is moved forward instead, so a pathological stream cannot grow memory.
+MAX_CHUNK_OFFSETS = 20_000
 
 
 def parse_model_hosts(specs: Sequence[str]) -> dict[str, str]:
@@ -87,7 +90,7 @@ class _FlowState:
 
     __slots__ = ("seq", "record_full", "is_model", "websocket", "body_in", "chunks", "pending", "first_byte",
                  "ws_index", "url", "scheme", "host", "port", "path", "provider", "api", "endpoint",
-                 "submitted_request")
+                 "submitted_request", "offsets", "size")
 
     def __init__(self, seq: int, req: http.Request) -> None:
         self.seq = seq
@@ -104,6 +107,8 @@ class _FlowState:
         self.chunks: list[bytes] | None = None  # set once the response streams through the tap
         self.pending = 0  # bytes in `chunks` not yet handed to the writer
         self.first_byte: float | None = None
+        self.offsets: list[list[float]] | None = None  # [bytes so far, ms after first byte] per read
+        self.size = 0
         self.ws_index = 0
         self.provider = "unknown"
         self.api = "other"
@@ -134,6 +139,8 @@ class Recorder:
                           "Keep WebSocket messages in memory (default: drop each once it is spooled).")
         loader.add_option("ctxtap_redact", Sequence[str], [],
                           "Also redact before writing: pii (personal data). Credentials are always redacted.")
+        loader.add_option("ctxtap_replay", str, "",
+                          "JSON object: this run replays another capture (source capture, mode, trace id).")
         loader.add_option("ctxtap_writer_process", bool, True,
                           "Redact and write in a separate process (default), keeping the proxy's event loop free.")
 
@@ -168,6 +175,8 @@ class Recorder:
                     "pid": os.getpid(),
                 },
             )
+            if ctx.options.ctxtap_replay:
+                manifest["replay"] = json.loads(ctx.options.ctxtap_replay)
             if ctx.options.ctxtap_writer_process:
                 self.writer = ProcessWriter(directory, redaction_key(), manifest)
             else:  # in-process writer: simpler to debug, but redaction competes with the event loop
@@ -227,8 +236,16 @@ class Recorder:
             # Forward each chunk unchanged at once; keep a reference for the record and hand the
             # writer batches of about CHUNK_BATCH bytes (the last batch goes before the end).
             if data:
+                now = time.time()
                 if state.first_byte is None:
-                    state.first_byte = time.time()
+                    state.first_byte = now
+                    state.offsets = []
+                state.size += len(data)
+                entry = [state.size, round((now - state.first_byte) * 1000, 1)]
+                if len(state.offsets) < MAX_CHUNK_OFFSETS:
+                    state.offsets.append(entry)
+                else:
+                    state.offsets[-1] = entry
                 state.chunks.append(data)
                 state.pending += len(data)
                 if state.pending >= CHUNK_BATCH:
@@ -264,8 +281,8 @@ class Recorder:
 
     def websocket_end(self, flow: http.HTTPFlow) -> None:
         state = self.states.pop(flow.id, None)
-        if state is None or flow.websocket is None:
-            return
+        if state is None or flow.websocket is None or self.writer is None:
+            return  # (no writer: the proxy is shutting down and the capture is already closed)
         ws = flow.websocket
         self._ensure_writer().submit(WsEndEvent(
             flow_id=flow.id, ts=ws.timestamp_end or time.time(), close_code=ws.close_code,
@@ -298,7 +315,7 @@ class Recorder:
             flow_id=flow.id, status=resp.status_code, reason=resp.reason, http_version=resp.http_version,
             headers=list(resp.headers.items(multi=True)), body_in=body, body_out=body, streamed=streamed,
             ts_headers=resp.timestamp_start, ts_first_byte=state.first_byte, ts_end=resp.timestamp_end,
-            chunked=streamed,
+            chunked=streamed, chunk_offsets=state.offsets if streamed else None,
         )
 
 

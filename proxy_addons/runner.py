@@ -40,6 +40,7 @@ class ProxyConfig:
     redact: list[str] = field(default_factory=list)  # extra redaction modes, e.g. ["pii"]
     command: list[str] | None = None
     confdir: Path | None = None  # where the CA lives (default: the user's config dir)
+    replay: dict | None = None  # the run replays a capture: {source_capture_id, source, mode, trace_id}
 
 
 def proxy_core_addons() -> list:
@@ -92,6 +93,7 @@ def _configure(opts: Options, config: ProxyConfig, confdir: Path) -> None:
         ctxtap_offline=config.offline,
         ctxtap_redact=list(config.redact),
         ctxtap_command=json.dumps(config.command) if config.command else "",
+        ctxtap_replay=json.dumps(config.replay) if config.replay else "",
     )
 
 

@@ -75,6 +75,11 @@ def test_anthropic_sse_streams_live_and_is_recorded(proxy, server):
     assert flow["client_version"] == "2.1.0"
     assert flow["streamed"] and flow["state"] == "complete" and flow["integrity_ok"]
     assert flow["ts_first_byte"] < flow["ts_response_end"] - 0.8
+    # Per-read arrival offsets (for replay pacing): growing, ending at the body's size, spread like the stream.
+    offsets = json.loads(flow["response_chunk_offsets"])
+    assert len(offsets) > 5
+    assert [o[0] for o in offsets] == sorted(o[0] for o in offsets) and offsets[-1][0] == flow["response_bytes_wire"]
+    assert offsets[0][1] == 0 and offsets[-1][1] > 800
     assert cap.body(flow["request_body_id"]) == body
     stored = cap.body(flow["response_body_id"])
     assert stored == server.sent[-1].body  # the reassembled stream, byte for byte

@@ -52,6 +52,7 @@ class ResponseEvent:
     error: str | None = None
     body_is_decoded: bool = False
     chunked: bool = False  # the body already reached the writer as ResponseChunk events
+    chunk_offsets: list[list[float]] | None = None  # streamed: [bytes so far, ms after first byte] per read
 
 
 @dataclass

@@ -38,6 +38,9 @@ class Manifest(BaseModel):
     redaction_ruleset: str = ""
     counts: dict[str, Any] = Field(default_factory=dict)
     spool_bytes_dropped: int = 0  # torn tail found on recovery
+    # `ctxtap replay` runs: {"source_capture_id", "source" (directory name), "mode" ("cassette" or "send"),
+    # "trace_id" (new for each run), ...}; None for an ordinary recording.
+    replay: dict[str, Any] | None = None
 
     def save(self, directory: Path) -> None:
         """Atomic write: a crash leaves either the old or the new manifest."""

@@ -68,6 +68,9 @@ FLOW_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("model_requests", I64, "Model calls in this flow: 1 for an HTTP model request, the number of request frames for a model WebSocket."),
     ("error", S, "Proxy-side error (connection reset, stream cut, ...), if any."),
     ("redactions", S, "JSON object: redaction placeholder type -> count, for this flow."),
+    ("response_chunk_offsets", S, "Streamed responses: JSON list of `[bytes so far, ms after the first byte]`, one per "
+     "network read as it arrived from upstream (raw bytes, before redaction), so replay can pace the stream as "
+     "recorded. Null for buffered responses and for captures recorded before ctxtap stored it."),
 ]
 
 WS_COLUMNS: list[tuple[str, pa.DataType, str]] = [

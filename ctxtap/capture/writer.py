@@ -348,6 +348,8 @@ class CaptureWriter:
             "ts_response_headers": ev.ts_headers, "ts_first_byte": ev.ts_first_byte,
             "ts_response_end": ev.ts_end,
             "transport": flow_transport(ev.status, ctype, True, bool(info and info.websocket)),
+            "response_chunk_offsets": json.dumps(ev.chunk_offsets, separators=(",", ":"))
+            if ev.chunk_offsets else None,
         }
         if info is None or info.record_full:
             if stream.incremental:

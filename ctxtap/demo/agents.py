@@ -211,6 +211,7 @@ class AgentOptions:
     inject_error: bool = True
     volatile_turn: int = 3  # from this turn on, a timestamp sits early in the system prompt
     transport: str | None = None  # codex: "ws" (default, falls back to SSE on 426) or "sse"
+    prompt_suffix: str = ""  # appended to every user prompt: the same session with a changed task
 
 
 class RetryableError(Exception):
@@ -232,8 +233,8 @@ def _retry_after(headers: Callable[[str], str | None]) -> float:
         return 1.0
 
 
-def _prompt(turn: int) -> str:
-    return TURN_PROMPTS[(turn - 1) % len(TURN_PROMPTS)]
+def _prompt(turn: int, suffix: str = "") -> str:
+    return TURN_PROMPTS[(turn - 1) % len(TURN_PROMPTS)] + suffix
 
 
 def _now_stamp() -> str:
@@ -421,7 +422,7 @@ class ClaudeAgent(_Agent):
                            "the following context:\n# gitStatus\nCurrent branch: main\n\nStatus:\n(clean)\n\nRecent commits:\n"
                            "5d34034 Add architecture notes and runbook\n4e41914 Add order summary app and sample data\n"
                            "</system-reminder>"})
-        blocks.append({"type": "text", "text": _prompt(turn)})
+        blocks.append({"type": "text", "text": _prompt(turn, self.opts.prompt_suffix)})
         self.messages.append({"role": "user", "content": blocks})
 
     def step(self, turn: int, inject: bool) -> list[Any]:
@@ -487,7 +488,7 @@ class ClaudeAgent(_Agent):
             "model": "claude-haiku-4-5", "max_tokens": 512,
             "system": [self._billing(), {"type": "text", "text": "You are naming a coding session so the user can pick it "
                                          "out of a long list of sessions. Reply with JSON {\"title\": \"...\"} only."}],
-            "messages": [{"role": "user", "content": f"<session>\nUser: {_prompt(1)}\n</session>"}],
+            "messages": [{"role": "user", "content": f"<session>\nUser: {_prompt(1, self.opts.prompt_suffix)}\n</session>"}],
             "stream": False,
         }
         resp = self.http.request("POST", "/v1/messages?beta=true", json.dumps(body).encode(), self._headers(False))
@@ -604,7 +605,7 @@ class CodexAgent(_Agent):
         if self.stamp and not self.stamped:  # the prefix changed: the next request cannot be incremental
             self.history[1] = self._instructions()
             self.stamped, self.sent_upto, self.previous_id = True, 0, None
-        self.history.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": _prompt(turn)}]})
+        self.history.append({"type": "message", "role": "user", "content": [{"type": "input_text", "text": _prompt(turn, self.opts.prompt_suffix)}]})
 
     def step(self, turn: int, inject: bool) -> list[Any]:
         if self.ws is not None:
@@ -739,7 +740,7 @@ class KimiAgent(_Agent):
         return {"role": "system", "content": text}
 
     def begin_turn(self, turn: int) -> None:
-        self.messages.append({"role": "user", "content": _prompt(turn)})
+        self.messages.append({"role": "user", "content": _prompt(turn, self.opts.prompt_suffix)})
         if turn == 1:
             self.messages.append({"role": "user", "content": "<system-reminder>\nToday's date is "
                                   f"{datetime.now(UTC).date().isoformat()}.\n</system-reminder>"})
@@ -864,7 +865,7 @@ class GeminiAgent(_Agent):
             parts.append({"text": f"This is the Gemini CLI. We are setting up the context for our chat.\nToday's date is "
                                   f"{datetime.now(UTC).date().isoformat()}.\nI'm currently working in the directory: {CWD}\n"
                                   "Showing up to 200 items (files + folders).\n\n" + _LISTINGS["."]})
-        parts.append({"text": _prompt(turn)})
+        parts.append({"text": _prompt(turn, self.opts.prompt_suffix)})
         self.contents.append({"role": "user", "parts": parts})
 
     def step(self, turn: int, inject: bool) -> list[Any]:

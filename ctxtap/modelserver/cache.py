@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from .prefix import Prefix
 
 MAX_ENTRIES_PER_KEY = 32
+# OpenAI's implicit cache reads in 128-token increments (past the 1024-token minimum): a prompt
+# that grows by less than a step reads no more than before.
+OPENAI_CACHE_STEP_TOKENS = 128
 
 
 @dataclass
@@ -86,14 +89,17 @@ class PromptCache:
         with self._lock:
             self._partitions.clear()
 
-    def apply(self, key: str, prefix: Prefix, *, explicit: bool) -> CacheResult:
-        """Look the prompt up, then store what this request writes. Thread-safe."""
+    def apply(self, key: str, prefix: Prefix, *, explicit: bool, block_tokens: int | None = None) -> CacheResult:
+        """Look the prompt up, then store what this request writes. Thread-safe.
+
+        `block_tokens` overrides the cache's read granularity for this request (implicit caching only).
+        """
         now = self._clock()
         total = self.tokens(len(prefix.data))
         with self._lock:
             part = self._partitions.setdefault(key, _Partition())
             part.entries = [e for e in part.entries if e.expires_at >= now]
-            read_bytes, hit = self._lookup(part, prefix.data, explicit)
+            read_bytes, hit = self._lookup(part, prefix.data, explicit, block_tokens or self.block_tokens)
             if hit is not None:
                 hit.expires_at = now + hit.ttl_s
             result = CacheResult(total=total, read=self.tokens(read_bytes))
@@ -103,14 +109,14 @@ class PromptCache:
                 self._store(part, _Entry(prefix.data, None, self.ttl_s, now + self.ttl_s))
         return result
 
-    def _lookup(self, part: _Partition, data: bytes, explicit: bool) -> tuple[int, _Entry | None]:
+    def _lookup(self, part: _Partition, data: bytes, explicit: bool, block_tokens: int) -> tuple[int, _Entry | None]:
         best, best_entry = 0, None
         for entry in part.entries:
             common = common_prefix_len(entry.data, data)
             if explicit:
                 usable = max((p for p in entry.breakpoints or [] if p <= common), default=0)
             else:
-                block = int(self.block_tokens * self.bytes_per_token)
+                block = int(block_tokens * self.bytes_per_token)
                 usable = common - common % block if block > 1 else common
             if usable > best:
                 best, best_entry = usable, entry

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from . import render
-from .cache import CacheResult, PromptCache
+from .cache import OPENAI_CACHE_STEP_TOKENS, CacheResult, PromptCache
 from .conversation import Conversation, read_conversation, session_key, shape_problem
 from .faults import INJECT_HEADER, Fault, error_body, error_headers, parse_inject, stream_error_event
 from .prefix import build_prefix
@@ -119,6 +119,12 @@ class Engine:
         self._responses: OrderedDict[str, list[Any]] = OrderedDict()
         self.cache = PromptCache(ttl_s=cache_ttl_s, min_tokens=min_cache_tokens, bytes_per_token=bytes_per_token,
                                  block_tokens=cache_block_tokens, clock=self.now)
+
+    def _cache_step(self, family: str) -> int | None:
+        """OpenAI families read their implicit cache in 128-token steps unless the server was given a step."""
+        if self.cache.block_tokens == 1 and family in ("responses", "chat"):
+            return OPENAI_CACHE_STEP_TOKENS
+        return None
 
     # -- state ------------------------------------------------------------------------------
 
@@ -268,7 +274,8 @@ class Engine:
             body = {"input_tokens": count} if family == "anthropic" else {"totalTokens": count}
             return self._finish(Reply(body=body), family, exchange)
 
-        usage = self.cache.apply(exchange.session_key, prefix, explicit=family == "anthropic")
+        usage = self.cache.apply(exchange.session_key, prefix, explicit=family == "anthropic",
+                                 block_tokens=self._cache_step(family))
         conv = read_conversation(family, inner)
         ctx = RenderContext(model=model, stream=stream, usage=usage, output_tokens=0, delta_chars=self.delta_chars,
                             wrapped=route.wrapped, request=inner, response_id=new_id("resp_"),

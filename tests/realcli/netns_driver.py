@@ -135,6 +135,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="show directory REAL at the fixed path FAKE (e.g. the throwaway HOME at /home/alice)")
     parser.add_argument("--hostname", help="host name inside the namespace")
     parser.add_argument("--chdir", help="working directory of the CLI (as seen after the mounts)")
+    parser.add_argument("--replay", metavar="CAPTURE",
+                        help="run the CLI under `ctxtap replay CAPTURE` (its recorded answers) instead of recording "
+                             "it against the model server")
+    parser.add_argument("--replay-arg", action="append", default=[], help="an option for `ctxtap replay`")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     raw = sys.argv[1:] if argv is None else argv
     if raw[:1] == ["--probe-mounts"]:
@@ -156,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         return 93
     if args.chdir:
         os.chdir(args.chdir)
+    if args.replay:  # no model server: the capture's recorded answers are all the CLI gets
+        print(f"netns_driver: replaying {args.replay}; running {command[0]}", file=sys.stderr, flush=True)
+        return subprocess.call([sys.executable, "-m", "ctxtap.cli.main", "replay", args.replay, "--out", args.out,
+                                *args.replay_arg, "--", *command], stdin=subprocess.DEVNULL)
     server, url = start_model_server(args.script, not args.no_websocket, args.server_log)
     record = [sys.executable, "-m", "ctxtap.cli.main", "record", "--offline", "--out", args.out]
     for host in args.route_host:
