@@ -120,6 +120,8 @@ class Recorder:
         self.states: dict[str, _FlowState] = {}
         self.seq = 0
         self.capture_dir: Path | None = None
+        self.telemetry_endpoint: str | None = None  # the OTLP receiver's base URL, token included
+        self._receiver = None  # in-process writer mode only
 
     # --- options and lifecycle ------------------------------------------------------------
 
@@ -134,6 +136,9 @@ class Recorder:
                           "Keep WebSocket messages in memory (default: drop each once it is spooled).")
         loader.add_option("ctxtap_redact", Sequence[str], [],
                           "Also redact before writing: pii (personal data). Credentials are always redacted.")
+        loader.add_option("ctxtap_telemetry", bool, False,
+                          "Run a loopback OTLP/HTTP receiver (in the writer process) for the client's own "
+                          "telemetry; its endpoint is logged and given to `ctxtap record`'s command.")
         loader.add_option("ctxtap_writer_process", bool, True,
                           "Redact and write in a separate process (default), keeping the proxy's event loop free.")
 
@@ -168,13 +173,19 @@ class Recorder:
                     "pid": os.getpid(),
                 },
             )
+            telemetry = bool(ctx.options.ctxtap_telemetry)
             if ctx.options.ctxtap_writer_process:
-                self.writer = ProcessWriter(directory, redaction_key(), manifest)
+                self.writer = ProcessWriter(directory, redaction_key(), manifest, telemetry=telemetry)
+                self.telemetry_endpoint = self.writer.telemetry_endpoint
             else:  # in-process writer: simpler to debug, but redaction competes with the event loop
                 from ctxtap.capture.manifest import Manifest
                 from ctxtap.capture.writer import CaptureWriter
+                from ctxtap.capture.writer_proc import start_receiver
 
                 self.writer = CaptureWriter(directory, redaction_key(), Manifest(**manifest))
+                if telemetry:
+                    self._receiver = start_receiver(self.writer)
+                    self.telemetry_endpoint = self._receiver.endpoint
             self.capture_dir = directory
             log.info("ctxtap %s recording to %s", __version__, directory)
         return self.writer
@@ -187,6 +198,8 @@ class Recorder:
         else:
             from ctxtap.capture.finalize import finalize
 
+            if self._receiver is not None:
+                self._receiver.stop()
             self.writer.manifest.ended_at = time.time()
             self.writer.manifest.save(self.writer.directory)
             self.writer.close()

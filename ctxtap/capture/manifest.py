@@ -37,6 +37,9 @@ class Manifest(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     redaction_ruleset: str = ""
     counts: dict[str, Any] = Field(default_factory=dict)
+    # `record --telemetry`: the receiver, what was injected into the client (the receiver's
+    # token shown as `<token>`), the user's own OTEL_* settings that won
+    telemetry: dict[str, Any] = Field(default_factory=dict)
     spool_bytes_dropped: int = 0  # torn tail found on recovery
 
     def save(self, directory: Path) -> None:
