@@ -36,7 +36,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from ctxtap import __version__  # noqa: E402
-from ctxtap.capture.classify import classify_flow  # noqa: E402
+from ctxtap.capture.classify import classify_flow, telemetry_endpoint  # noqa: E402
 from ctxtap.capture.events import (  # noqa: E402
     ErrorEvent,
     RequestEvent,
@@ -87,7 +87,7 @@ class _FlowState:
 
     __slots__ = ("seq", "record_full", "is_model", "websocket", "body_in", "chunks", "pending", "first_byte",
                  "ws_index", "url", "scheme", "host", "port", "path", "provider", "api", "endpoint",
-                 "submitted_request")
+                 "submitted_request", "telemetry")
 
     def __init__(self, seq: int, req: http.Request) -> None:
         self.seq = seq
@@ -109,6 +109,7 @@ class _FlowState:
         self.api = "other"
         self.endpoint = "other"
         self.submitted_request = False
+        self.telemetry: str | None = None
 
 
 class Recorder:
@@ -217,7 +218,9 @@ class Recorder:
         state.is_model = cls.is_model
         state.websocket = websocket
         state.provider, state.api, state.endpoint = cls.provider, cls.api, cls.endpoint
-        state.record_full = cls.is_model or bool(ctx.options.ctxtap_record_all)
+        known = telemetry_endpoint(req.pretty_host, req.path, req.method)
+        state.telemetry = known[0] if known else None
+        state.record_full = cls.is_model or bool(known) or bool(ctx.options.ctxtap_record_all)
         self.states[flow.id] = state
 
     def request(self, flow: http.HTTPFlow) -> None:
@@ -297,7 +300,7 @@ class Recorder:
             url=state.url, upstream_url=upstream if upstream != state.url else None,
             http_version=req.http_version,
             headers=list(req.headers.items(multi=True)), body_in=state.body_in, body_out=req.raw_content,
-            ts_start=req.timestamp_start, ts_end=req.timestamp_end,
+            ts_start=req.timestamp_start, ts_end=req.timestamp_end, telemetry=state.telemetry,
         )
 
     def response_event(self, flow: http.HTTPFlow, state: _FlowState) -> ResponseEvent:

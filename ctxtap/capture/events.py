@@ -34,6 +34,7 @@ class RequestEvent:
     ts_start: float
     ts_end: float | None
     body_is_decoded: bool = False  # imported from HAR: bodies are already decoded text
+    telemetry: str | None = None  # a known vendor telemetry endpoint (classify.TELEMETRY_ENDPOINTS)
 
 
 @dataclass

@@ -29,6 +29,8 @@ FLOW_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("provider", S, "Provider of the host (`anthropic`, `openai`, `moonshot`, ...) or `unknown`."),
     ("api", S, "`messages`, `responses`, `responses-websocket`, `chat-completions`, `gemini` or `other`."),
     ("endpoint", S, "`generate`, `count_tokens`, `compact` or `other`."),
+    ("telemetry_endpoint", S, "Known vendor telemetry endpoint this request uploads to (`claude-event-logging`, "
+                              "`codex-otlp-metrics`): recorded in full and decoded into telemetry.parquet."),
     ("transport", S, "`sse`, `json`, `stream` (other streamed body), `websocket` or `none`."),
     ("client", S, "Client that sent it (`claude-code`, `codex`, `kimi-code`, `grok-cli`, ...) or `unknown (<ua>)`."),
     ("client_version", S, "Client version when the headers carry it."),

@@ -269,8 +269,9 @@ def decode_claude_event_logging(body: bytes) -> Decoded:
         if not isinstance(event, dict):
             continue
         data = dict(event.get("event_data") or {})
-        if "additional_metadata" in data:
-            data["additional_metadata"] = _unpack_metadata(data["additional_metadata"])
+        for key in ("additional_metadata", "process"):
+            if key in data:
+                data[key] = _unpack_metadata(data[key])
         env = data.pop("env", None)
         records.append(_record(
             "vendor-event", data.get("event_name") or event.get("event_type"),

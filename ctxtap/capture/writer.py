@@ -278,6 +278,7 @@ class CaptureWriter:
             "http_version": ev.http_version,
             "ts_request_start": ev.ts_start, "ts_request_end": ev.ts_end,
             "is_model": ev.is_model, "provider": ev.provider, "api": ev.api, "endpoint": ev.endpoint,
+            "telemetry_endpoint": ev.telemetry,
             "request_bytes_wire": len(raw),
             "request_sha256_client": _sha(raw),
             "request_sha256_upstream": _sha(raw) if ev.body_out is ev.body_in else _sha(ev.body_out or b""),
@@ -297,6 +298,13 @@ class CaptureWriter:
                 request_bytes=len(decoded),
                 request_body_id=self._store_body(body, body_stream),
             )
+            if ev.telemetry:
+                self._on_telemetry(TelemetryEvent(
+                    seq=-1, ts=ev.ts_end or ev.ts_start, source=f"proxy:{ev.telemetry}", flow_id=ev.flow_id,
+                    path=path, signal=self._telemetry_signal(ev.telemetry),
+                    content_type=header_value(ev.headers, "content-type"), content_encoding=None,
+                    user_agent=header_value(ev.headers, "user-agent"), body=decoded,
+                ))
         else:
             client = classify_client(ev.headers)
         row.update(client=client.client, client_version=client.version, client_rule=client.rule)
@@ -449,6 +457,12 @@ class CaptureWriter:
             "ws_closed_by_client": ev.closed_by_client, "n_ws_messages": ev.n_messages,
         })
 
+    @staticmethod
+    def _telemetry_signal(name: str) -> str:
+        from ctxtap.capture.classify import TELEMETRY_ENDPOINTS
+
+        return next((signal for _, _, known, signal in TELEMETRY_ENDPOINTS if known == name), "unknown")
+
     def _on_telemetry(self, ev: TelemetryEvent) -> None:
         """Decode (OTLP or a vendor format), then redact the document and the records as text
         before anything is written; what does not decode is kept as received, redacted."""
@@ -469,7 +483,7 @@ class CaptureWriter:
         row = {
             "t": "tel", "telemetry_id": telemetry_id, "source": ev.source, "flow_id": ev.flow_id,
             "ts_received": ev.ts, "path": self._redacted_url("http://x" + ev.path)[1] if ev.path else ev.path,
-            "signal": "events" if ev.source == "proxy:claude-event-logging" else ev.signal,
+            "signal": ev.signal,
             "content_type": ev.content_type, "content_encoding": ev.content_encoding,
             "user_agent": ev.user_agent, "payload_format": decoded.payload_format, "received": ev.received,
             "declared_bytes": ev.declared_bytes, "bytes_wire": len(ev.body), "bytes": len(data),
