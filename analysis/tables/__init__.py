@@ -7,7 +7,7 @@ builder that may read the tables before it), one entry in `TABLES`, one view in
 
 from __future__ import annotations
 
-from analysis.tables import blocks, captures, layout, prefix, requests, threads, tool_calls
+from analysis.tables import blocks, captures, events, layout, prefix, requests, threads, tool_calls
 from analysis.tables.base import BuildContext, CallRec, Columns, Table
 
 TABLES: list[Table] = [
@@ -18,6 +18,7 @@ TABLES: list[Table] = [
     prefix.TABLE,
     threads.TABLE,
     layout.TABLE,
+    events.TABLE,
 ]
 
 
