@@ -79,6 +79,11 @@ def test_without_telemetry_tool_times_are_the_call_to_result_gap_and_say_so(tmp_
     assert returned == {e["tool_call_id"] for e in events if e["event"] == "tool_requested"}
     assert [e["event"] for e in events][:3] == ["task_started", "model_requested", "model_responded"]
     assert events[-1]["event"] == "task_finished"
+    stats = run_ctxtap(["stats", str(out)], ctxtap_config).stdout
+    n_calls = sum(e["event"] == "model_requested" for e in events)
+    assert "process efficiency (per session)" in stats and f"model calls {n_calls}," in stats
+    assert f"tools ({len(finished)}: {len(finished)} only the call-to-result gap)" in stats
+    assert "approximate: response-header time" in stats  # an imported HAR
 
 
 def test_client_otlp_tool_result_gives_tool_start_finish_and_decision(tmp_path, ctxtap_config) -> None:
@@ -154,3 +159,15 @@ def test_claude_vendor_events_time_the_tools_of_a_real_run(real_clients, tmp_pat
     assert row[0] == 2 and row[1] == 1 and row[2] == 2 and row[3] == 2 and row[4] == max(e["duration_ms"] for e in finished)
     kinds = con.execute("SELECT DISTINCT ttfb_kind FROM requests").fetchall()
     assert kinds == [("approximate",)]  # a mitmproxy flow file has no first-body-byte time
+    stats = run_ctxtap(["stats", str(out)], ctxtap_config).stdout
+    assert "tools (2: 2 from client telemetry)" in stats and "turns 1, model calls 2" in stats
+
+
+def test_recorded_streams_keep_the_exact_first_byte_time(demo_capture) -> None:
+    """The demo runs simulated clients through the real recording proxy: its streamed responses
+    have the first body byte the proxy saw, so their TTFB is exact."""
+    con = connect([demo_capture])
+    kinds = dict(con.execute("SELECT transport, list(DISTINCT ttfb_kind) FROM requests "
+                             "WHERE transport IN ('sse', 'websocket') GROUP BY 1").fetchall())
+    assert kinds and all(v == ["exact"] for v in kinds.values()), kinds
+    assert con.execute("SELECT count(*) FROM events WHERE event = 'model_responded'").fetchone()[0] > 0
