@@ -40,7 +40,8 @@ COLUMNS: Columns = [
                              "reports a tool start earlier than the response end it follows from."),
     ("evidence", S, "`wire`, `client-telemetry` or `inferred`."),
     ("evidence_detail", S, "What exactly: the telemetry event name (`claude_code.tool_result`, "
-                           "`tengu_tool_use_success`, `gemini_cli.tool_call`), `result text: Wall time`, "
+                           "`tengu_tool_use_success`, `gemini_cli.tool_call`, `codex.tool_result`), "
+                           "`result text: Wall time`, "
                            "`call->result gap`, `first request of the turn`, ..."),
     ("duration_ms", F64, "model_responded: the call's duration; tool_finished: the tool's duration by the "
                          "evidence named; permission_decided: how long the decision took, where reported."),
@@ -51,10 +52,11 @@ COLUMNS: Columns = [
 ]
 
 _WALL_TIME = re.compile(r"Wall time:\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|milliseconds|s|sec|seconds)\b", re.I)
-_TOOL_EVENTS = {"tool_result", "claude_code.tool_result", "gemini_cli.tool_call", "tengu_tool_use_success",
-                "tengu_tool_use_error"}
-_DECISION_EVENTS = {"tool_decision", "claude_code.tool_decision", "tengu_tool_use_can_use_tool_allowed",
-                    "tengu_tool_use_can_use_tool_rejected", "tengu_tool_use_rejected_in_prompt"}
+_TOOL_EVENTS = {"tool_result", "claude_code.tool_result", "gemini_cli.tool_call", "codex.tool_result",
+                "tengu_tool_use_success", "tengu_tool_use_error"}
+_DECISION_EVENTS = {"tool_decision", "claude_code.tool_decision", "codex.tool_decision",
+                    "tengu_tool_use_can_use_tool_allowed", "tengu_tool_use_can_use_tool_rejected",
+                    "tengu_tool_use_rejected_in_prompt"}
 
 
 def wall_time_ms(text: str | None) -> float | None:

@@ -181,7 +181,8 @@ def _records(signal: str, document: dict) -> list[dict]:
 def _log(rec: dict, resource: dict, scope: dict) -> dict:
     attrs = attributes(rec.get("attributes"))
     body = any_value(rec.get("body"))
-    name = rec.get("eventName") or attrs.get("event.name") or (body if isinstance(body, str) else None)
+    # `event.name` first: Codex puts its Rust tracing site ("event otel/src/...rs:380") in eventName
+    name = attrs.get("event.name") or rec.get("eventName") or (body if isinstance(body, str) else None)
     return _record(
         "log", name, resource, scope, attributes=attrs,
         ts=_nanos(rec.get("timeUnixNano")) or _nanos(rec.get("observedTimeUnixNano")),

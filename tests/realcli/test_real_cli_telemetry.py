@@ -1,4 +1,4 @@
-"""Real Claude Code and Gemini CLI deliver their own OpenTelemetry through `ctxtap record`
+"""Real Claude Code, Gemini CLI and Codex deliver their own OpenTelemetry through `ctxtap record`
 (telemetry is on by default), and the `events` view times their tools from it.
 
 Same run as the tool-loop test (the corpus's task, scripted model server, loopback-only
@@ -22,7 +22,7 @@ from tests.realcli.toolbox import Timings, Toolbox
 pytestmark = pytest.mark.realcli
 
 # The client's documented tool event: it carries the tool's duration (and the decision).
-TOOL_EVENT = {"claude": "claude_code.tool_result", "gemini": "gemini_cli.tool_call"}
+TOOL_EVENT = {"claude": "claude_code.tool_result", "gemini": "gemini_cli.tool_call", "codex": "codex.tool_result"}
 
 
 @pytest.mark.parametrize("cli", sorted(TOOL_EVENT))
