@@ -53,3 +53,20 @@ def test_imported_claude_run_has_its_event_logging_decoded(real_clients, tmp_pat
     assert {"tengu_tool_use_success", "tengu_tool_use_can_use_tool_allowed", "tengu_api_success"} <= names
     allowed = [json.loads(r["attributes"]) for r in records if r["name"] == "tengu_tool_use_can_use_tool_allowed"]
     assert all(a["additional_metadata"]["toolUseID"].startswith("toolu_") for a in allowed)
+
+
+def test_a_metadata_only_telemetry_flow_adds_no_payload(tmp_path) -> None:
+    """The committed Claude recording was made when event_logging was metadata only: no body, so
+    nothing to decode, and no telemetry row claims a parse failure."""
+    import gzip
+
+    from ctxtap.capture.paths import redaction_key
+    from ctxtap.ingest.importer import import_files
+    from tests.realcli_fixtures import FIXTURES
+
+    har = tmp_path / "claude.har"
+    har.write_bytes(gzip.decompress((FIXTURES / "claude" / "basic.har.gz").read_bytes()))
+    import_files([har], tmp_path / "cap", redaction_key())
+    cap = Capture.open(tmp_path / "cap")
+    assert [f for f in cap.flows().to_pylist() if f["telemetry_endpoint"] == "claude-event-logging"]
+    assert cap.telemetry().num_rows == 0

@@ -298,7 +298,7 @@ class CaptureWriter:
                 request_bytes=len(decoded),
                 request_body_id=self._store_body(body, body_stream),
             )
-            if ev.telemetry:
+            if ev.telemetry and decoded:  # an imported metadata-only flow has no body to decode
                 self._on_telemetry(TelemetryEvent(
                     seq=-1, ts=ev.ts_end or ev.ts_start, source=f"proxy:{ev.telemetry}", flow_id=ev.flow_id,
                     path=path, signal=self._telemetry_signal(ev.telemetry),

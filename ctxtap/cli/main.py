@@ -77,6 +77,9 @@ def _summary_lines(capture, counts: dict | None = None) -> list[str]:
     lines.append(f"bytes     request {c.get('request_bytes', 0):,}  response {c.get('response_bytes', 0):,}")
     red = ", ".join(f"{k}={v}" for k, v in sorted((c.get("redactions") or {}).items()))
     lines.append(f"redacted  {red or 'nothing'}")
+    if c.get("telemetry_payloads"):
+        lines.append(f"telemetry {c['telemetry_payloads']} payloads from the client, {c.get('telemetry_records', 0)} "
+                     f"records (ctxtap sql CAPTURE \"SELECT * FROM events\")")
     if c.get("integrity_mismatches"):
         lines.append(f"WARNING   {c['integrity_mismatches']} flows where forwarded bytes differ from received")
     return lines

@@ -17,11 +17,13 @@ from reports.html.model import CaptureInfo, EventsView, LeftOut, Row, fetch
 from reports.html.svg import Frame, Scale, esc, f, legend_html, nice_ticks, open_svg, x_axis
 
 MAX_DRAWN = 400  # model calls and tool runs drawn per session; the rest are listed by a query
+MAX_DRAWN_BUDGETED = 100  # the same when the report is within a size budget (huge captures)
 EVIDENCE_COLOURS = {"client-telemetry": palette.GREEN, "inferred": palette.GREY, "wire": palette.BLUE}
 
 
-def build_events(con: duckdb.DuckDBPyConnection, cap: CaptureInfo) -> dict[str, EventsView]:
-    """session_id -> its events timeline and efficiency figures (sessions without events are absent)."""
+def build_events(con: duckdb.DuckDBPyConnection, cap: CaptureInfo, limit: int = MAX_DRAWN) -> dict[str, EventsView]:
+    """session_id -> its events timeline and efficiency figures (sessions without events are absent);
+    at most `limit` model calls and tool runs are drawn per session."""
     try:
         counts = fetch(con, "SELECT session_id, evidence, count(*) AS n FROM events GROUP BY ALL ORDER BY ALL")
     except duckdb.Error:  # a dataset built before the events table existed
@@ -36,13 +38,13 @@ def build_events(con: duckdb.DuckDBPyConnection, cap: CaptureInfo) -> dict[str, 
         tools = _tool_runs(rows)
         models = _model_calls(rows)
         left_out = None
-        if len(tools) > MAX_DRAWN or len(models) > MAX_DRAWN:
-            gone = max(len(tools), len(models)) - MAX_DRAWN
-            left_out = LeftOut(gone, f"after the first {MAX_DRAWN}", "the session's end", sql_command(
+        if len(tools) > limit or len(models) > limit:
+            gone = max(len(tools), len(models)) - limit
+            left_out = LeftOut(gone, f"after the first {limit}", "the session's end", sql_command(
                 cap.path, f"SELECT * FROM events WHERE session_id = {sql_str(sid)} ORDER BY seq"))
         tool_finished = [r for r in rows if r["event"] == "tool_finished"]
         out[sid] = EventsView(
-            svg=events_chart(models[:MAX_DRAWN], tools[:MAX_DRAWN], sid),
+            svg=events_chart(models[:limit], tools[:limit], sid),
             evidence=evidence, n_events=len(rows), efficiency=efficiency.get(sid, {}),
             tool_rows=tool_finished[:20], n_tool_rows=len(tool_finished), left_out=left_out,
             decisions=[r for r in rows if r["event"] == "permission_decided"][:20],
