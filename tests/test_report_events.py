@@ -6,10 +6,13 @@ import gzip
 import json
 import re
 
+import pytest
+
 from ctxtap.capture.paths import redaction_key
 from ctxtap.ingest.importer import import_files
 from tests.proxyharness import run_ctxtap
 from tests.realcli_fixtures import FIXTURES
+from tests.test_report_browser import browser  # noqa: F401 - the headless Chromium fixture
 
 
 def _section(html: str) -> str:
@@ -43,3 +46,24 @@ def test_timeline_of_a_claude_run_shows_telemetry_timed_tools_and_decisions(real
     events = json.loads(run_ctxtap(["sql", str(out), "SELECT count(*) AS n FROM events", "--format", "json"],
                                    ctxtap_config).stdout)
     assert f"{events[0]['n']} events of the run's minimum trace" in section
+
+
+@pytest.mark.browser
+def test_events_timeline_in_the_browser(browser, real_clients, tmp_path, ctxtap_config) -> None:  # noqa: F811
+    from tests.test_report_browser import open_report, screenshot
+
+    out = tmp_path / "cap"
+    run_ctxtap(["import", str(real_clients / "basic" / "claude" / "flows.mitm"), "--out", str(out)], ctxtap_config)
+    html = tmp_path / "r.html"
+    run_ctxtap(["report", str(out), "-o", str(html)], ctxtap_config)
+    with open_report(browser, html) as opened:
+        page = opened.page
+        chart = page.locator(".events-timeline svg").first
+        chart.scroll_into_view_if_needed()
+        assert chart.is_visible() and chart.bounding_box()["width"] > 500
+        tools = page.locator(".events-timeline svg g.hover rect title").all_text_contents()
+        assert sum("client-telemetry" in t for t in tools) == 2
+        page.locator("table.tool-runs").first.evaluate("t => t.closest('details').open = true")
+        assert page.locator("table.tool-runs").first.is_visible()
+        screenshot(page, "report-events-timeline.png")
+        opened.assert_clean()
