@@ -30,6 +30,13 @@ the capture finalizes it into Parquet (`recovered: true` in the manifest).
 
 Everything stored has passed through the redactor: header values, URLs and
 decoded bodies. Sizes and SHA-256 digests describe the bytes on the wire.
+
+`manifest.json`'s `telemetry` object (`ctxtap record --telemetry`) holds `receiver` (its
+endpoint, the per-run token shown as `<token>`, and the payload size it keeps), `receiver_stats`
+(payloads received, requests refused for want of the token) and `client` (the client, whether
+telemetry was switched on and why not, `injected_env` and `injected_args` exactly as given to
+the client, and `user_settings_seen`: the names, never the values, of the user's own telemetry
+variables).
 """
 
 
