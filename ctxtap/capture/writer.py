@@ -475,7 +475,10 @@ class CaptureWriter:
         records: list[dict] = []
         if decoded.document is not None:
             stored = self.redactor.redact_text(json.dumps(decoded.document, ensure_ascii=False)).encode()
-            records = json.loads(self.redactor.redact_text(json.dumps(decoded.records, ensure_ascii=False)))
+            try:
+                records = json.loads(self.redactor.redact_text(json.dumps(decoded.records, ensure_ascii=False)))
+            except ValueError:  # never expected; the payload itself is still kept, redacted
+                status = "error: the decoded records did not survive redaction as JSON"
         else:
             stored = self.redactor.redact_bytes(data)
         telemetry_id = self.stats["telemetry"]
