@@ -97,7 +97,7 @@ def efficiency_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
          timed, from_tel, from_gap, x50, x95, xmax) in rows:
         approx_s = f" ({approx} approximate: response-header time)" if approx else ""
         yield f"  {sid[:48]:<48} turns {turns}, model calls {calls}, tokens in {_fmt(inp)} / out {_fmt(out)}"
-        yield f"    model time to first byte  {_ms(t50, t95, tmax)}{approx_s}"
+        yield f"    model TTFT (first byte)   {_ms(t50, t95, tmax)}{approx_s}"
         yield f"    model call total          {_ms(d50, d95, dmax)}"
         if timed:
             basis = []
