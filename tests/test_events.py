@@ -171,3 +171,49 @@ def test_recorded_streams_keep_the_exact_first_byte_time(demo_capture) -> None:
                              "WHERE transport IN ('sse', 'websocket') GROUP BY 1").fetchall())
     assert kinds and all(v == ["exact"] for v in kinds.values()), kinds
     assert con.execute("SELECT count(*) FROM events WHERE event = 'model_responded'").fetchone()[0] > 0
+
+
+def test_gemini_tool_spans_time_calls_that_have_no_id_on_the_wire(tmp_path, ctxtap_config) -> None:
+    """Gemini's functionCall has no id (the parser numbers it `run_shell_command#0`); Gemini CLI's
+    `tool_call` spans carry its own id ending in the same index, and their start and end."""
+    entries = _import_fixture("gemini", tmp_path)
+    out = tmp_path / "plain"
+    writer = CaptureWriter(out, redaction_key(), Manifest(capture_id="g1", source="import"))
+    for seq, entry in enumerate(entries):
+        for event in har_events(entry, seq, f"har-{seq}", {}, False):
+            writer.submit(event)
+    writer.close()
+    finalize(out)
+    calls = [e for e in _events(out, ctxtap_config) if e["event"] == "tool_requested"]
+    assert [c["tool_call_id"].rsplit("#", 1)[1] for c in calls] == ["0", "1"]
+
+    def span(call: dict, start: float, end: float) -> dict:
+        index = call["tool_call_id"].rsplit("#", 1)[1]
+        attrs = {"gen_ai.operation.name": "tool_call", "gen_ai.tool.name": call["tool_name"],
+                 "gen_ai.tool.call_id": f"{call['tool_name']}__{call['tool_name']}_1796126708001_{index}"}
+        return {"traceId": "ab" * 16, "spanId": f"{int(index) + 1:016x}", "name": "tool_call",
+                "startTimeUnixNano": str(int(start * 1e9)), "endTimeUnixNano": str(int(end * 1e9)),
+                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attrs.items()]}
+
+    t = calls[0]["ts"]
+    # the second call runs first and longer: pairing by index, not by order of completion
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [span(calls[1], t + 0.010, t + 0.300),
+                                                         span(calls[0], t + 0.020, t + 0.070)]}]}]}
+    out2 = tmp_path / "with-spans"
+    writer = CaptureWriter(out2, redaction_key(), Manifest(capture_id="g2", source="import"))
+    for seq, entry in enumerate(entries):
+        for event in har_events(entry, seq, f"har-{seq}", {}, False):
+            writer.submit(event)
+    writer.submit(TelemetryEvent(seq=0, ts=t + 1, source="otlp-receiver", flow_id=None, path="/v1/traces",
+                                 signal="traces", content_type="application/json", content_encoding=None,
+                                 user_agent="OTel-OTLP-Exporter-JavaScript", body=json.dumps(doc).encode()))
+    writer.close()
+    finalize(out2)
+    events = _events(out2, ctxtap_config)
+    _check_trace(events)
+    fin = {e["tool_call_id"]: e for e in events if e["event"] == "tool_finished"}
+    assert fin[calls[0]["tool_call_id"]]["duration_ms"] == pytest.approx(50, abs=1)
+    assert fin[calls[1]["tool_call_id"]]["duration_ms"] == pytest.approx(290, abs=1)
+    assert {e["evidence_detail"] for e in fin.values()} == {"span tool_call"}
+    start = {e["tool_call_id"]: e for e in events if e["event"] == "tool_started"}
+    assert start[calls[1]["tool_call_id"]]["ts"] == pytest.approx(t + 0.010, abs=1e-3)

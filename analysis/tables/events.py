@@ -51,6 +51,7 @@ COLUMNS: Columns = [
     ("telemetry_id", I64, "The telemetry payload that carried the evidence (telemetry.parquet), if any."),
 ]
 
+_PARSER_ID = re.compile(r"^.+#(\d+)$")
 _WALL_TIME = re.compile(r"Wall time:\s*([0-9]+(?:\.[0-9]+)?)\s*(ms|milliseconds|s|sec|seconds)\b", re.I)
 _TOOL_EVENTS = {"tool_result", "claude_code.tool_result", "gemini_cli.tool_call", "codex.tool_result",
                 "tengu_tool_use_success", "tengu_tool_use_error"}
@@ -98,6 +99,10 @@ def _telemetry(ctx: BuildContext) -> list[dict]:
         pass
     out = []
     for rec in table.to_pylist():
+        span = _tool_span(rec, received)
+        if span is not None:
+            out.append(span)
+            continue
         names = {rec.get("name"), rec.get("body")}
         if not names & (_TOOL_EVENTS | _DECISION_EVENTS):
             continue
@@ -123,6 +128,42 @@ def _telemetry(ctx: BuildContext) -> list[dict]:
             "decision_source": a.get("source") or a.get("decision_source"),
         })
     return out
+
+
+def _tool_span(rec: dict, received: dict) -> dict | None:
+    """A GenAI tool span (`gen_ai.operation.name` `tool_call` / `execute_tool`, Gemini CLI's traces):
+    the tool's own start and end."""
+    if rec.get("kind") != "span" or rec.get("ts") is None or rec.get("ts_end") is None:
+        return None
+    try:
+        a = json.loads(rec.get("attributes") or "{}")
+    except ValueError:
+        return None
+    if a.get("gen_ai.operation.name") not in ("tool_call", "execute_tool"):
+        return None
+    status = a.get("otel.status_code")
+    return {
+        "name": f"span {rec.get('name')}", "kind": "tool", "ts": rec["ts_end"], "span_start": rec["ts"],
+        "ts_ingested": received.get(rec.get("telemetry_id")), "telemetry_id": rec.get("telemetry_id"),
+        "call_id": a.get("gen_ai.tool.call_id"), "tool_name": a.get("gen_ai.tool.name"),
+        "session": a.get("gen_ai.conversation.id"), "prompt_id": None,
+        "duration_ms": (rec["ts_end"] - rec["ts"]) * 1000,
+        "success": None if status is None else status in ("STATUS_CODE_OK", "OK", 1),
+        "decision": None, "decision_source": None,
+    }
+
+
+def _by_index(spans: dict[str, list[dict]], name: str | None, call_id: str, after: float | None) -> list[dict]:
+    """A call the parser numbered (`run_shell_command#1`: no id on the wire, Gemini) and the client's
+    span for it, whose id ends in the same index (`..._1`): the first such span starting after the call."""
+    m = _PARSER_ID.match(call_id or "")
+    queue = spans.get(name or "")
+    if not m or not queue:
+        return []
+    for i, t in enumerate(queue):
+        if str(t["call_id"] or "").endswith(f"_{m.group(1)}") and (after is None or t["span_start"] >= after - 1):
+            return [queue.pop(i)]
+    return []
 
 
 def _result_texts(ctx: BuildContext) -> dict[tuple[str, str], str]:
@@ -214,7 +255,12 @@ def build(ctx: BuildContext) -> list[Row]:
     by_call: dict[str, list[dict]] = defaultdict(list)
     by_name: dict[str, list[dict]] = defaultdict(list)
     # The client's OpenTelemetry first (documented events), then its vendor events (internal names).
-    for t in sorted(telemetry, key=lambda t: (t["name"].startswith("tengu_"), t["ts"] or 0)):
+    spans: dict[str, list[dict]] = defaultdict(list)
+    # Tool spans first (their own start and end), then the client's documented events, then its
+    # vendor events (internal names).
+    for t in sorted(telemetry, key=lambda t: ("span_start" not in t, t["name"].startswith("tengu_"), t["ts"] or 0)):
+        if "span_start" in t:
+            spans[t["tool_name"] or ""].append(t)
         if t["call_id"]:
             by_call[t["call_id"]].append(t)
         elif t["tool_name"]:
@@ -236,7 +282,14 @@ def build(ctx: BuildContext) -> list[Row]:
                           evidence_detail="tool call in the response", _pred=proposing, **common)
         result_req = requests.get(tc["result_request_id"]) if tc["result_request_id"] else None
         t_result = result_req["ts_start"] if result_req else None
-        found = by_call.pop(tc["call_id"], None) or _by_name(by_name, tc["name"], t_req)
+        found = by_call.pop(tc["call_id"], None)
+        if not found:
+            found = _by_index(spans, tc["name"], tc["call_id"], t_req)
+            if found:  # the same run's event without an id (gemini_cli.tool_call) is spoken for
+                claimed = _claim_nearest(by_name, tc["name"], found[0]["ts"])
+                found += [claimed] if claimed else []
+            else:
+                found = _by_name(by_name, tc["name"], t_req)
         decision = next((t for t in found if t["kind"] == "decision"), None)
         tool = next((t for t in found if t["kind"] == "tool" and t["duration_ms"] is not None), None)
         pred = requested
@@ -245,14 +298,14 @@ def build(ctx: BuildContext) -> list[Row]:
                          evidence="client-telemetry", evidence_detail=decision["name"],
                          decision=decision["decision"], decision_source=decision["decision_source"],
                          telemetry_id=decision["telemetry_id"], _pred=pred, **common)
-        elif tool is not None and tool["decision"]:
-            pred = s.add("permission_decided", None, ts_ingested=tool["ts_ingested"], evidence="client-telemetry",
-                         evidence_detail=tool["name"], decision=tool["decision"],
-                         decision_source=tool["decision_source"], telemetry_id=tool["telemetry_id"], _pred=pred,
+        elif (told := next((t for t in found if t["kind"] == "tool" and t["decision"]), None)) is not None:
+            pred = s.add("permission_decided", None, ts_ingested=told["ts_ingested"], evidence="client-telemetry",
+                         evidence_detail=told["name"], decision=told["decision"],
+                         decision_source=told["decision_source"], telemetry_id=told["telemetry_id"], _pred=pred,
                          **common)
         finished = None
         if tool is not None and tool["ts"] is not None:
-            start = tool["ts"] - tool["duration_ms"] / 1000
+            start = tool.get("span_start") or tool["ts"] - tool["duration_ms"] / 1000
             if pred["event"] == "permission_decided" and pred["ts"] is None:
                 pred["ts"] = start
             began = s.add("tool_started", start, ts_ingested=tool["ts_ingested"], evidence="client-telemetry",
@@ -291,6 +344,15 @@ def build(ctx: BuildContext) -> list[Row]:
             row.pop("_order", None)
             rows.append(row)
     return rows
+
+
+def _claim_nearest(by_name: dict[str, list[dict]], name: str | None, ts: float) -> dict | None:
+    """Take the id-less record of this tool nearest to `ts` (within 2 s) out of the queue."""
+    queue = by_name.get(name or "")
+    if not queue:
+        return None
+    best = min(range(len(queue)), key=lambda i: abs((queue[i]["ts"] or 0) - ts))
+    return queue.pop(best) if abs((queue[best]["ts"] or 0) - ts) <= 2 else None
 
 
 def _by_name(by_name: dict[str, list[dict]], name: str | None, after: float | None) -> list[dict]:
