@@ -57,7 +57,8 @@ class BuildStats:
 
 def fingerprint(capture: Capture, prices: PriceTable, rules_path: Path | None) -> dict:
     files = {}
-    for name in ("flows.parquet", "ws_messages.parquet", "bodies.parquet"):
+    for name in ("flows.parquet", "ws_messages.parquet", "bodies.parquet", "telemetry.parquet",
+                 "telemetry_records.parquet"):
         path = capture.directory / name
         if path.exists():
             st = path.stat()

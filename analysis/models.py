@@ -229,6 +229,7 @@ class ModelCall(BaseModel):
     transport: Transport
     ts_start: float
     ts_first_byte: float | None = None
+    ts_response_headers: float | None = None  # HTTP: when the response headers arrived
     ts_end: float | None = None
     http_status: int | None = None
     identity: CallIdentity

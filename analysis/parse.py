@@ -135,6 +135,7 @@ def _parse_http(ex: Exchange, r: ProtocolMatch, state: ParseState, memo: ParseMe
         transport=body_transport(ex.header("content-type", response=True), ex.response_body),  # type: ignore[arg-type]
         ts_start=ex.ts_start,
         ts_first_byte=ex.ts_first_byte,
+        ts_response_headers=ex.ts_response_headers,
         ts_end=ex.ts_end,
         http_status=ex.status,
         identity=identity,

@@ -71,3 +71,43 @@ def summary_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
         n, parallel, repeats, failed, orphans, gap = tools
         yield (f"tool calls  {n} ({parallel} in parallel groups, {repeats} repeats, {failed} errors, "
                f"{orphans} orphans), median call-to-result gap {_fmt(gap, 1)} ms")
+    yield from efficiency_lines(con)
+
+
+def _ms(p50, p95, top) -> str:
+    if p50 is None:
+        return "n/a"
+    return f"p50 {_fmt(p50)} / p95 {_fmt(p95)} / max {_fmt(top)} ms"
+
+
+def efficiency_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
+    """Process efficiency per session: turns, calls, tokens, model-call and tool latency."""
+    rows = con.execute("""
+        SELECT p.session_id, p.n_turns, p.n_calls, p.input_tokens, p.output_tokens,
+               p.ttfb_p50_ms, p.ttfb_p95_ms, p.ttfb_max_ms, p.n_ttfb_approximate,
+               p.duration_p50_ms, p.duration_p95_ms, p.duration_max_ms,
+               p.n_tools_timed, p.n_tools_from_telemetry, p.n_tools_from_gap,
+               p.tool_p50_ms, p.tool_p95_ms, p.tool_max_ms
+        FROM process_efficiency p JOIN sessions s USING (capture_id, session_id)
+        ORDER BY s.first_ts""").fetchall()
+    if not rows:
+        return
+    yield "process efficiency (per session)"
+    for (sid, turns, calls, inp, out, t50, t95, tmax, approx, d50, d95, dmax,
+         timed, from_tel, from_gap, x50, x95, xmax) in rows:
+        approx_s = f" ({approx} approximate: response-header time)" if approx else ""
+        yield f"  {sid[:48]:<48} turns {turns}, model calls {calls}, tokens in {_fmt(inp)} / out {_fmt(out)}"
+        yield f"    model TTFT (first byte)   {_ms(t50, t95, tmax)}{approx_s}"
+        yield f"    model call total          {_ms(d50, d95, dmax)}"
+        if timed:
+            basis = []
+            if from_tel:
+                basis.append(f"{from_tel} from client telemetry")
+            if from_gap:
+                basis.append(f"{from_gap} only the call-to-result gap")
+            rest = timed - from_tel - from_gap
+            if rest:
+                basis.append(f"{rest} from times in the results")
+            yield f"    tools ({timed}: {', '.join(basis)})  {_ms(x50, x95, xmax)}"
+        else:
+            yield "    tools                     none timed"

@@ -36,7 +36,7 @@ if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
 from ctxtap import __version__  # noqa: E402
-from ctxtap.capture.classify import classify_flow  # noqa: E402
+from ctxtap.capture.classify import classify_flow, telemetry_endpoint  # noqa: E402
 from ctxtap.capture.events import (  # noqa: E402
     ErrorEvent,
     RequestEvent,
@@ -90,7 +90,7 @@ class _FlowState:
 
     __slots__ = ("seq", "record_full", "is_model", "websocket", "body_in", "chunks", "pending", "first_byte",
                  "ws_index", "url", "scheme", "host", "port", "path", "provider", "api", "endpoint",
-                 "submitted_request", "offsets", "size")
+                 "submitted_request", "offsets", "size", "telemetry")
 
     def __init__(self, seq: int, req: http.Request) -> None:
         self.seq = seq
@@ -114,6 +114,7 @@ class _FlowState:
         self.api = "other"
         self.endpoint = "other"
         self.submitted_request = False
+        self.telemetry: str | None = None
 
 
 class Recorder:
@@ -125,6 +126,8 @@ class Recorder:
         self.states: dict[str, _FlowState] = {}
         self.seq = 0
         self.capture_dir: Path | None = None
+        self.telemetry_endpoint: str | None = None  # the OTLP receiver's base URL, token included
+        self._receiver = None  # in-process writer mode only
 
     # --- options and lifecycle ------------------------------------------------------------
 
@@ -141,6 +144,9 @@ class Recorder:
                           "Also redact before writing: pii (personal data). Credentials are always redacted.")
         loader.add_option("ctxtap_replay", str, "",
                           "JSON object: this run replays another capture (source capture, mode, trace id).")
+        loader.add_option("ctxtap_telemetry", bool, False,
+                          "Run a loopback OTLP/HTTP receiver (in the writer process) for the client's own "
+                          "telemetry; its endpoint is logged and given to `ctxtap record`'s command.")
         loader.add_option("ctxtap_writer_process", bool, True,
                           "Redact and write in a separate process (default), keeping the proxy's event loop free.")
 
@@ -177,13 +183,19 @@ class Recorder:
             )
             if ctx.options.ctxtap_replay:
                 manifest["replay"] = json.loads(ctx.options.ctxtap_replay)
+            telemetry = bool(ctx.options.ctxtap_telemetry)
             if ctx.options.ctxtap_writer_process:
-                self.writer = ProcessWriter(directory, redaction_key(), manifest)
+                self.writer = ProcessWriter(directory, redaction_key(), manifest, telemetry=telemetry)
+                self.telemetry_endpoint = self.writer.telemetry_endpoint
             else:  # in-process writer: simpler to debug, but redaction competes with the event loop
                 from ctxtap.capture.manifest import Manifest
                 from ctxtap.capture.writer import CaptureWriter
+                from ctxtap.capture.writer_proc import start_receiver
 
                 self.writer = CaptureWriter(directory, redaction_key(), Manifest(**manifest))
+                if telemetry:
+                    self._receiver = start_receiver(self.writer)
+                    self.telemetry_endpoint = self._receiver.endpoint
             self.capture_dir = directory
             log.info("ctxtap %s recording to %s", __version__, directory)
         return self.writer
@@ -196,6 +208,8 @@ class Recorder:
         else:
             from ctxtap.capture.finalize import finalize
 
+            if self._receiver is not None:
+                self._receiver.stop()
             self.writer.manifest.ended_at = time.time()
             self.writer.manifest.save(self.writer.directory)
             self.writer.close()
@@ -213,7 +227,9 @@ class Recorder:
         state.is_model = cls.is_model
         state.websocket = websocket
         state.provider, state.api, state.endpoint = cls.provider, cls.api, cls.endpoint
-        state.record_full = cls.is_model or bool(ctx.options.ctxtap_record_all)
+        known = telemetry_endpoint(req.pretty_host, req.path, req.method)
+        state.telemetry = known[0] if known else None
+        state.record_full = cls.is_model or bool(known) or bool(ctx.options.ctxtap_record_all)
         self.states[flow.id] = state
 
     def request(self, flow: http.HTTPFlow) -> None:
@@ -301,7 +317,7 @@ class Recorder:
             url=state.url, upstream_url=upstream if upstream != state.url else None,
             http_version=req.http_version,
             headers=list(req.headers.items(multi=True)), body_in=state.body_in, body_out=req.raw_content,
-            ts_start=req.timestamp_start, ts_end=req.timestamp_end,
+            ts_start=req.timestamp_start, ts_end=req.timestamp_end, telemetry=state.telemetry,
         )
 
     def response_event(self, flow: http.HTTPFlow, state: _FlowState) -> ResponseEvent:

@@ -41,6 +41,7 @@ class ProxyConfig:
     command: list[str] | None = None
     confdir: Path | None = None  # where the CA lives (default: the user's config dir)
     replay: dict | None = None  # the run replays a capture: {source_capture_id, source, mode, trace_id}
+    telemetry: bool = False  # run the loopback OTLP receiver for the client's own telemetry
 
 
 def proxy_core_addons() -> list:
@@ -94,6 +95,7 @@ def _configure(opts: Options, config: ProxyConfig, confdir: Path) -> None:
         ctxtap_redact=list(config.redact),
         ctxtap_command=json.dumps(config.command) if config.command else "",
         ctxtap_replay=json.dumps(config.replay) if config.replay else "",
+        ctxtap_telemetry=config.telemetry,
     )
 
 
@@ -182,6 +184,8 @@ class BackgroundProxy:
         self.port: int | None = None
         self.host: str | None = None
         self.capture_dir: Path | None = None
+        self.telemetry_endpoint: str | None = None
+        self._recorder: Recorder | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -215,6 +219,8 @@ class BackgroundProxy:
                     pass
                 return
             self.capture_dir = recorder.capture_dir
+            self.telemetry_endpoint = recorder.telemetry_endpoint
+            self._recorder = recorder
             _secure_ca(self.config.confdir or ca_dir())
             self._ready.set()
             await task
@@ -224,6 +230,20 @@ class BackgroundProxy:
         except BaseException as exc:  # surfaced through start()/stop()
             self._error = exc
             self._ready.set()
+
+    def note(self, key: str, value: object, timeout: float = 30) -> None:
+        """Put a fact into the capture's manifest (e.g. what telemetry settings were injected)."""
+        from ctxtap.capture.events import ManifestNote
+
+        if self._loop is None or self._recorder is None or self._recorder.writer is None:
+            return
+        writer = self._recorder.writer
+
+        async def submit() -> None:
+            fut = writer.submit(ManifestNote(key, value))
+            await (fut if isinstance(fut, asyncio.Future) else asyncio.wrap_future(fut))
+
+        asyncio.run_coroutine_threadsafe(submit(), self._loop).result(timeout)
 
     def stop(self, timeout: float = 120) -> None:
         """Stop accepting, let addons finalize the capture, join the thread."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from analysis.tables import (
     blocks,
     captures,
+    events,
     exposures,
     layout,
     network,
@@ -32,6 +33,7 @@ TABLES: list[Table] = [
     prefix.TABLE,
     threads.TABLE,
     layout.TABLE,
+    events.TABLE,
 ]
 
 

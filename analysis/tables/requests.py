@@ -26,7 +26,11 @@ COLUMNS: Columns = [
     ("turn_index", I64, "1-based user turn within the session (a new user task starts a turn); side requests take the turn they fall in."),
     ("ts_start", F64, "Unix time the request started."),
     ("ts_end", F64, "Unix time the response ended."),
-    ("ttfb_ms", F64, "Time to the first response byte (or response headers), ms."),
+    ("ttfb_ms", F64, "Time to the first response byte, ms: exact for recorded streams and WebSocket frames; the "
+                     "response-header time where no first-byte time exists (imported HAR `wait` and mitmproxy "
+                     "flow files, unstreamed responses), see ttfb_kind."),
+    ("ttfb_kind", S, "`exact` (first body byte seen by the proxy) or `approximate` (response headers: HAR "
+                     "`wait`, mitmproxy flow files, unstreamed responses); null when neither is known."),
     ("duration_ms", F64, "Request start to response end, ms."),
     ("client", S, "Client (`claude-code`, `codex`, `kimi-code`, `grok-cli`, `gemini-cli`, ...)."),
     ("client_version", S, "Client version when known."),
@@ -79,6 +83,14 @@ def build(ctx: BuildContext) -> list[Row]:
     return _request_rows(ctx.recs, ctx.content_tokens, ctx.prices, ctx.redact_text)
 
 
+def _ttfb(call: ModelCall) -> dict:
+    if call.ts_first_byte:
+        return {"ttfb_ms": (call.ts_first_byte - call.ts_start) * 1000, "ttfb_kind": "exact"}
+    if call.ts_response_headers:
+        return {"ttfb_ms": (call.ts_response_headers - call.ts_start) * 1000, "ttfb_kind": "approximate"}
+    return {"ttfb_ms": None, "ttfb_kind": None}
+
+
 def _usage_status(usage) -> str:
     fields = (usage.input_total, usage.output)
     if all(f.value is not None for f in fields):
@@ -122,7 +134,7 @@ def _request_rows(recs: list[CallRec], content_tokens: list[int], prices: PriceT
             "seq_in_thread": seq_thread.setdefault(pl.thread_id, 0),
             "turn_index": pl.turn_index,
             "ts_start": call.ts_start, "ts_end": ts_end,
-            "ttfb_ms": (call.ts_first_byte - call.ts_start) * 1000 if call.ts_first_byte else None,
+            **_ttfb(call),
             "duration_ms": (ts_end - call.ts_start) * 1000 if ts_end else None,
             "client": call.identity.client, "client_version": call.identity.client_version,
             "provider": call.provider, "api": call.api, "transport": call.transport,

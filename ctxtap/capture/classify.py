@@ -83,6 +83,25 @@ def stream_key(host: str, path: str, headers: Headers) -> str:
 _CODEX_BACKEND = re.compile(r"^/backend-api/codex/")
 
 
+# Known vendor telemetry endpoints the clients send through the proxy: recorded in full (redacted)
+# and decoded into the capture's telemetry tables. (host, path pattern) -> (name, signal).
+TELEMETRY_ENDPOINTS: list[tuple[str, re.Pattern[str], str, str]] = [
+    ("api.anthropic.com", re.compile(r"^/api/event_logging/(?:v\d+/)?batch/?$"), "claude-event-logging", "events"),
+    ("ab.chatgpt.com", re.compile(r"^/otlp/v1/metrics/?$"), "codex-otlp-metrics", "metrics"),
+]
+
+
+def telemetry_endpoint(host: str, path: str, method: str = "POST") -> tuple[str, str] | None:
+    """(endpoint name, signal) when this request is a known client's telemetry upload, else None."""
+    if method.upper() != "POST":
+        return None
+    host, bare = host.lower().rstrip("."), path.split("?", 1)[0]
+    for known, pattern, name, signal in TELEMETRY_ENDPOINTS:
+        if host == known and pattern.match(bare):
+            return name, signal
+    return None
+
+
 @dataclass(frozen=True)
 class FlowClass:
     is_model: bool

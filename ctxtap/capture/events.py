@@ -34,6 +34,7 @@ class RequestEvent:
     ts_start: float
     ts_end: float | None
     body_is_decoded: bool = False  # imported from HAR: bodies are already decoded text
+    telemetry: str | None = None  # a known vendor telemetry endpoint (classify.TELEMETRY_ENDPOINTS)
 
 
 @dataclass
@@ -100,6 +101,33 @@ class WsEndEvent:
     close_code: int | None
     closed_by_client: bool | None
     n_messages: int
+
+
+@dataclass
+class TelemetryEvent:
+    """A payload of the client's own telemetry: OTLP sent to ctxtap's receiver, or a known
+    vendor telemetry endpoint's request seen by the proxy (then `flow_id` names the flow)."""
+
+    seq: int
+    ts: float
+    source: str  # `otlp-receiver`, or `proxy:<endpoint name>` (e.g. `proxy:claude-event-logging`)
+    flow_id: str | None
+    path: str  # without the receiver's token
+    signal: str  # logs | metrics | traces | events | unknown
+    content_type: str | None
+    content_encoding: str | None
+    user_agent: str | None
+    body: bytes
+    received: str = "complete"  # complete | truncated | oversized
+    declared_bytes: int | None = None
+
+
+@dataclass
+class ManifestNote:
+    """Facts for the manifest learnt after the writer started (e.g. what telemetry was injected)."""
+
+    key: str
+    value: object
 
 
 @dataclass

@@ -14,10 +14,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ctxtap.capture.manifest import Manifest
-from ctxtap.capture.schema import BODIES_SCHEMA, FLOWS_SCHEMA, WS_SCHEMA
+from ctxtap.capture.schema import (
+    BODIES_SCHEMA,
+    FLOWS_SCHEMA,
+    TELEMETRY_RECORDS_SCHEMA,
+    TELEMETRY_SCHEMA,
+    WS_SCHEMA,
+)
 from ctxtap.capture.spool import SPOOL_NAME, iter_frames
 
 FLOWS_FILE, WS_FILE, BODIES_FILE = "flows.parquet", "ws_messages.parquet", "bodies.parquet"
+TELEMETRY_FILE, TELEMETRY_RECORDS_FILE = "telemetry.parquet", "telemetry_records.parquet"
 
 
 def _merge_redactions(row: dict, counts: dict | None) -> None:
@@ -28,8 +35,10 @@ def _merge_redactions(row: dict, counts: dict | None) -> None:
 
 
 def assemble(frames: Iterable[tuple[dict, bytes]], capture_id: str,
-             on_body: Callable[[dict], None]) -> tuple[list[dict], list[dict]]:
-    """Merge spool records into flow rows and WebSocket message rows; bodies go to `on_body`."""
+             on_body: Callable[[dict], None],
+             on_telemetry: Callable[[dict, list[dict]], None] | None = None) -> tuple[list[dict], list[dict]]:
+    """Merge spool records into flow rows and WebSocket message rows; bodies go to `on_body`,
+    telemetry payloads with their decoded records to `on_telemetry`."""
     flows: dict[str, dict] = {}
     ws_rows: list[dict] = []
     for header, payload in frames:
@@ -37,6 +46,10 @@ def assemble(frames: Iterable[tuple[dict, bytes]], capture_id: str,
         if kind == "body":
             on_body({**{k: header.get(k) for k in ("body_id", "codec", "base_id", "size", "sha256")},
                      "data": payload})
+            continue
+        if kind == "tel":
+            if on_telemetry is not None:
+                on_telemetry(*telemetry_rows(header, capture_id))
             continue
         flow_id = header.get("flow_id")
         if kind == "ws":
@@ -72,6 +85,28 @@ def assemble(frames: Iterable[tuple[dict, bytes]], capture_id: str,
         rows.append(_finish_flow(flow, capture_id))
     rows.sort(key=lambda r: (r.get("seq") is None, r.get("seq") or 0))
     return rows, ws_rows
+
+
+def telemetry_rows(header: dict, capture_id: str) -> tuple[dict, list[dict]]:
+    """A `tel` spool record as its telemetry.parquet row and its telemetry_records.parquet rows."""
+    row = {k: v for k, v in header.items() if k not in ("t", "records", "redactions")}
+    row["capture_id"] = capture_id
+    row["redactions"] = json.dumps(header.get("redactions") or {}, sort_keys=True)
+    records = [{**rec, "capture_id": capture_id, "telemetry_id": header.get("telemetry_id"), "idx": i}
+               for i, rec in enumerate(header.get("records") or [])]
+    return row, records
+
+
+class TelemetrySink:
+    """Collects telemetry rows while the spool is read."""
+
+    def __init__(self) -> None:
+        self.payloads: list[dict] = []
+        self.records: list[dict] = []
+
+    def __call__(self, row: dict, records: list[dict]) -> None:
+        self.payloads.append(row)
+        self.records.extend(records)
 
 
 def _finish_flow(flow: dict, capture_id: str) -> dict:
@@ -167,11 +202,14 @@ def finalize(directory: Path, recovered: bool = False) -> Manifest:
         return manifest
     end = [0]
     sink = _BodySink(directory / BODIES_FILE)
-    flows, ws_rows = assemble(_frames_with_end(spool_path, end), manifest.capture_id, sink)
+    telemetry = TelemetrySink()
+    flows, ws_rows = assemble(_frames_with_end(spool_path, end), manifest.capture_id, sink, telemetry)
     sink.close()
     dropped = max(0, (spool_path.stat().st_size if spool_path.exists() else 0) - end[0])
     _write_atomic(_table(flows, FLOWS_SCHEMA), directory / FLOWS_FILE)
     _write_atomic(_table(ws_rows, WS_SCHEMA), directory / WS_FILE)
+    _write_atomic(_table(telemetry.payloads, TELEMETRY_SCHEMA), directory / TELEMETRY_FILE)
+    _write_atomic(_table(telemetry.records, TELEMETRY_RECORDS_SCHEMA), directory / TELEMETRY_RECORDS_FILE)
     manifest.status = "finalized"
     manifest.recovered = manifest.recovered or recovered
     manifest.spool_bytes_dropped = dropped
@@ -180,6 +218,8 @@ def finalize(directory: Path, recovered: bool = False) -> Manifest:
         last = [t for t in last if t]
         manifest.ended_at = max(last) if last else time.time()
     manifest.counts = summary_counts(flows, ws_rows)
+    manifest.counts["telemetry_payloads"] = len(telemetry.payloads)
+    manifest.counts["telemetry_records"] = len(telemetry.records)
     manifest.save(directory)
     shutil.rmtree(spool_dir, ignore_errors=True)
     return manifest

@@ -37,6 +37,9 @@ class Manifest(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     redaction_ruleset: str = ""
     counts: dict[str, Any] = Field(default_factory=dict)
+    # `record --telemetry`: the receiver, what was injected into the client (the receiver's
+    # token shown as `<token>`), the user's own OTEL_* settings that won
+    telemetry: dict[str, Any] = Field(default_factory=dict)
     spool_bytes_dropped: int = 0  # torn tail found on recovery
     # `ctxtap replay` runs: {"source_capture_id", "source" (directory name), "mode" ("cassette" or "send"),
     # "trace_id" (new for each run), ...}; None for an ordinary recording.

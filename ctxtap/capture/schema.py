@@ -29,6 +29,8 @@ FLOW_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("provider", S, "Provider of the host (`anthropic`, `openai`, `moonshot`, ...) or `unknown`."),
     ("api", S, "`messages`, `responses`, `responses-websocket`, `chat-completions`, `gemini` or `other`."),
     ("endpoint", S, "`generate`, `count_tokens`, `compact` or `other`."),
+    ("telemetry_endpoint", S, "Known vendor telemetry endpoint this request uploads to (`claude-event-logging`, "
+                              "`codex-otlp-metrics`): recorded in full and decoded into telemetry.parquet."),
     ("transport", S, "`sse`, `json`, `stream` (other streamed body), `websocket` or `none`."),
     ("client", S, "Client that sent it (`claude-code`, `codex`, `kimi-code`, `grok-cli`, ...) or `unknown (<ua>)`."),
     ("client_version", S, "Client version when the headers carry it."),
@@ -97,6 +99,56 @@ BODY_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 
+TELEMETRY_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("capture_id", S, "Capture id."),
+    ("telemetry_id", I64, "Payload id within the capture (0-based, in the order the writer got them)."),
+    ("source", S, "`otlp-receiver` (the client exported to ctxtap's loopback receiver, `record --telemetry`) or "
+                  "`proxy:<endpoint>` (a known vendor telemetry endpoint seen by the proxy, e.g. "
+                  "`proxy:claude-event-logging`, `proxy:codex-otlp-metrics`)."),
+    ("flow_id", S, "The flow in flows.parquet that carried it (proxy sources only)."),
+    ("ts_received", F64, "Unix time the payload arrived."),
+    ("path", S, "Request path (the receiver's per-run token removed)."),
+    ("signal", S, "`logs`, `metrics`, `traces`, `events` (vendor event batches) or `unknown`."),
+    ("content_type", S, "Content-Type as sent."),
+    ("content_encoding", S, "Content-Encoding as sent (e.g. `gzip`), or null."),
+    ("user_agent", S, "User-Agent of the exporter."),
+    ("payload_format", S, "`protobuf`, `json` or `unknown`."),
+    ("received", S, "`complete`, `truncated` (the sender stopped before its Content-Length) or `oversized` "
+                    "(larger than the receiver keeps: the first 8 MiB are kept)."),
+    ("declared_bytes", I64, "Body size the sender declared (Content-Length), if any."),
+    ("bytes_wire", I64, "Body bytes received (encoded)."),
+    ("bytes", I64, "Body bytes after decoding the Content-Encoding."),
+    ("parse_status", S, "`ok`, `empty`, or `error: ...` saying why it did not decode (the body is then kept "
+                        "as received, redacted)."),
+    ("n_records", I64, "Records decoded from it (rows in telemetry_records.parquet)."),
+    ("body_id", I64, "Body id of the stored payload: the decoded document as OTLP/JSON (ids in hex), redacted; "
+                     "or the raw bytes, redacted, when it did not decode."),
+    ("redactions", S, "JSON object: placeholder type -> count, for this payload and its records."),
+]
+
+TELEMETRY_RECORD_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("capture_id", S, "Capture id."),
+    ("telemetry_id", I64, "The payload it came in (telemetry.parquet)."),
+    ("idx", I64, "Position within the payload."),
+    ("kind", S, "`log` (an OTLP log record / event), `metric` (one data point), `span`, or `vendor-event`."),
+    ("name", S, "Event name (`event.name` or the log body, e.g. `claude_code.tool_result`), metric name or "
+                "span name."),
+    ("ts", F64, "Unix time it occurred (log time, span start, data point time, vendor client timestamp)."),
+    ("ts_end", F64, "Span end (spans only)."),
+    ("trace_id", S, "Trace id in hex (vendor events: their session id)."),
+    ("span_id", S, "Span id in hex."),
+    ("parent_span_id", S, "Parent span id in hex."),
+    ("severity", S, "Log severity text."),
+    ("body", S, "Log body as text (JSON for structured bodies), redacted."),
+    ("value", F64, "Metric data point value (the sum for histograms, whose count is in attributes `_count`)."),
+    ("unit", S, "Metric unit."),
+    ("service_name", S, "Resource attribute `service.name`."),
+    ("scope_name", S, "Instrumentation scope name (vendor events: their event type)."),
+    ("attributes", S, "JSON object of the record's attributes, redacted."),
+    ("resource", S, "JSON object of the resource attributes, redacted."),
+]
+
+
 def arrow_schema(columns: list[tuple[str, pa.DataType, str]]) -> pa.Schema:
     return pa.schema([pa.field(name, dtype, metadata={"doc": doc}) for name, dtype, doc in columns])
 
@@ -104,3 +156,5 @@ def arrow_schema(columns: list[tuple[str, pa.DataType, str]]) -> pa.Schema:
 FLOWS_SCHEMA = arrow_schema(FLOW_COLUMNS)
 WS_SCHEMA = arrow_schema(WS_COLUMNS)
 BODIES_SCHEMA = arrow_schema(BODY_COLUMNS)
+TELEMETRY_SCHEMA = arrow_schema(TELEMETRY_COLUMNS)
+TELEMETRY_RECORDS_SCHEMA = arrow_schema(TELEMETRY_RECORD_COLUMNS)

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ctxtap.capture.schema import BODY_COLUMNS, FLOW_COLUMNS, WS_COLUMNS
+from ctxtap.capture.schema import (
+    BODY_COLUMNS,
+    FLOW_COLUMNS,
+    TELEMETRY_COLUMNS,
+    TELEMETRY_RECORD_COLUMNS,
+    WS_COLUMNS,
+)
 
 INTRO = """# Capture format
 
-A capture directory holds `manifest.json` and, once finalized, three Parquet
-files. Read them with any Parquet tool; bodies are zstd deltas, so read bodies
+A capture directory holds `manifest.json` and, once finalized, five Parquet
+files (`telemetry.parquet` and `telemetry_records.parquet` only in captures made since
+they exist; readers treat them as empty when absent). Read them with any Parquet tool; bodies are zstd deltas, so read bodies
 through ctxtap (`ctxtap.capture.store.Capture.body`) or export HAR
 (`ctxtap export CAPTURE --har FILE`).
 
@@ -17,11 +24,19 @@ While a recorder is running (or after it was killed), the data is in
 `spool/spool.ctxs`: frames of `MAGIC "CTXS" | u32 header length | u64 payload
 length | u32 CRC32 | JSON header | payload`. Record types: `req`, `resp`, `err`
 (flow facts, merged by `flow_id`), `ws` (one WebSocket message), `wsend`,
-`body` (payload = encoded body) and `writer_error`. The next command that opens
+`body` (payload = encoded body), `tel` (one telemetry payload with its decoded records)
+and `writer_error`. The next command that opens
 the capture finalizes it into Parquet (`recovered: true` in the manifest).
 
 Everything stored has passed through the redactor: header values, URLs and
 decoded bodies. Sizes and SHA-256 digests describe the bytes on the wire.
+
+`manifest.json`'s `telemetry` object (`ctxtap record --telemetry`) holds `receiver` (its
+endpoint, the per-run token shown as `<token>`, and the payload size it keeps), `receiver_stats`
+(payloads received, requests refused for want of the token) and `client` (the client, whether
+telemetry was switched on and why not, `injected_env` and `injected_args` exactly as given to
+the client, and `user_settings_seen`: the names, never the values, of the user's own telemetry
+variables).
 """
 
 
@@ -38,6 +53,10 @@ def render() -> str:
         _table("flows.parquet — one row per HTTP flow or WebSocket connection", FLOW_COLUMNS),
         _table("ws_messages.parquet — one row per WebSocket message", WS_COLUMNS),
         _table("bodies.parquet — decoded, redacted bodies, delta-compressed", BODY_COLUMNS),
+        _table("telemetry.parquet — one row per telemetry payload the client exported (OTLP to "
+               "ctxtap's receiver, or a known vendor telemetry endpoint through the proxy)", TELEMETRY_COLUMNS),
+        _table("telemetry_records.parquet — one row per decoded log record, metric data point, span "
+               "or vendor event", TELEMETRY_RECORD_COLUMNS),
     ])
 
 

@@ -17,9 +17,19 @@ import pyarrow.parquet as pq
 
 from ctxtap.capture.bodies import BodyDecoder
 from ctxtap.capture.exchange import Exchange, WsMessage
-from ctxtap.capture.finalize import BODIES_FILE, FLOWS_FILE, WS_FILE, _table, assemble, finalize
+from ctxtap.capture.finalize import (
+    BODIES_FILE,
+    FLOWS_FILE,
+    TELEMETRY_FILE,
+    TELEMETRY_RECORDS_FILE,
+    WS_FILE,
+    TelemetrySink,
+    _table,
+    assemble,
+    finalize,
+)
 from ctxtap.capture.manifest import MANIFEST_NAME, Manifest
-from ctxtap.capture.schema import FLOWS_SCHEMA, WS_SCHEMA
+from ctxtap.capture.schema import FLOWS_SCHEMA, TELEMETRY_RECORDS_SCHEMA, TELEMETRY_SCHEMA, WS_SCHEMA
 from ctxtap.capture.spool import SPOOL_NAME, iter_frames
 from ctxtap.capture.writer import LOCK_NAME
 
@@ -86,6 +96,8 @@ class Capture:
         self._bodies: dict[int, tuple[str, int | None, bytes]] | None = None
         self._flows: pa.Table | None = None
         self._ws: pa.Table | None = None
+        self._telemetry: pa.Table | None = None
+        self._telemetry_records: pa.Table | None = None
         self._decoder = BodyDecoder(self._lookup)
 
     @classmethod
@@ -119,9 +131,12 @@ class Capture:
             bodies[row["body_id"]] = (row["codec"], row["base_id"], row["data"])
 
         frames = ((h, p) for h, p, _ in iter_frames(self.directory / "spool" / SPOOL_NAME))
-        flows, ws_rows = assemble(frames, self.manifest.capture_id, keep)
+        telemetry = TelemetrySink()
+        flows, ws_rows = assemble(frames, self.manifest.capture_id, keep, telemetry)
         self._flows = _table(flows, FLOWS_SCHEMA)
         self._ws = _table(ws_rows, WS_SCHEMA)
+        self._telemetry = _table(telemetry.payloads, TELEMETRY_SCHEMA)
+        self._telemetry_records = _table(telemetry.records, TELEMETRY_RECORDS_SCHEMA)
         self._bodies = bodies
 
     def _read(self, name: str, **kwargs) -> pa.Table:
@@ -143,6 +158,21 @@ class Capture:
         if self._ws is None:
             self._ws = self._read(WS_FILE)
         return self._ws
+
+    def telemetry(self) -> pa.Table:
+        """Telemetry payloads (empty for captures made before telemetry was recorded)."""
+        if self._telemetry is None:
+            self._telemetry = (self._read(TELEMETRY_FILE) if (self.directory / TELEMETRY_FILE).exists()
+                               else TELEMETRY_SCHEMA.empty_table())
+        return self._telemetry
+
+    def telemetry_records(self) -> pa.Table:
+        """Decoded telemetry records, one per log record, data point, span or vendor event."""
+        if self._telemetry_records is None:
+            path = self.directory / TELEMETRY_RECORDS_FILE
+            self._telemetry_records = self._read(TELEMETRY_RECORDS_FILE) if path.exists() \
+                else TELEMETRY_RECORDS_SCHEMA.empty_table()
+        return self._telemetry_records
 
     def _lookup(self, body_id: int) -> tuple[str, int | None, bytes]:
         if self._bodies is None:

@@ -28,10 +28,12 @@ from ctxtap.capture.decode import decode_body
 from ctxtap.capture.events import (
     Barrier,
     ErrorEvent,
+    ManifestNote,
     RequestEvent,
     ResponseChunk,
     ResponseEvent,
     StreamStart,
+    TelemetryEvent,
     WsEndEvent,
     WsMessageEvent,
     is_terminal_ws_message,
@@ -226,6 +228,11 @@ class CaptureWriter:
                 stream.feed(event.data)
         elif isinstance(event, StreamStart):
             self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding, self.redactor)
+        elif isinstance(event, TelemetryEvent):
+            self._on_telemetry(event)
+        elif isinstance(event, ManifestNote):
+            self.manifest.telemetry[event.key] = event.value
+            self.manifest.save(self.directory)
         elif isinstance(event, Barrier):
             return
         else:
@@ -271,6 +278,7 @@ class CaptureWriter:
             "http_version": ev.http_version,
             "ts_request_start": ev.ts_start, "ts_request_end": ev.ts_end,
             "is_model": ev.is_model, "provider": ev.provider, "api": ev.api, "endpoint": ev.endpoint,
+            "telemetry_endpoint": ev.telemetry,
             "request_bytes_wire": len(raw),
             "request_sha256_client": _sha(raw),
             "request_sha256_upstream": _sha(raw) if ev.body_out is ev.body_in else _sha(ev.body_out or b""),
@@ -290,6 +298,13 @@ class CaptureWriter:
                 request_bytes=len(decoded),
                 request_body_id=self._store_body(body, body_stream),
             )
+            if ev.telemetry and decoded:  # an imported metadata-only flow has no body to decode
+                self._on_telemetry(TelemetryEvent(
+                    seq=-1, ts=ev.ts_end or ev.ts_start, source=f"proxy:{ev.telemetry}", flow_id=ev.flow_id,
+                    path=path, signal=self._telemetry_signal(ev.telemetry),
+                    content_type=header_value(ev.headers, "content-type"), content_encoding=None,
+                    user_agent=header_value(ev.headers, "user-agent"), body=decoded,
+                ))
         else:
             client = classify_client(ev.headers)
         row.update(client=client.client, client_version=client.version, client_rule=client.rule)
@@ -443,6 +458,46 @@ class CaptureWriter:
             "t": "wsend", "flow_id": ev.flow_id, "ts_ws_end": ev.ts, "ws_close_code": ev.close_code,
             "ws_closed_by_client": ev.closed_by_client, "n_ws_messages": ev.n_messages,
         })
+
+    @staticmethod
+    def _telemetry_signal(name: str) -> str:
+        from ctxtap.capture.classify import TELEMETRY_ENDPOINTS
+
+        return next((signal for _, _, known, signal in TELEMETRY_ENDPOINTS if known == name), "unknown")
+
+    def _on_telemetry(self, ev: TelemetryEvent) -> None:
+        """Decode (OTLP or a vendor format), then redact the document and the records as text
+        before anything is written; what does not decode is kept as received, redacted."""
+        from ctxtap.capture.telemetry_decode import decode_payload
+
+        before = Counter(self.redactor.counts)
+        data, decode_status = decode_body(ev.body, ev.content_encoding)
+        decoded = decode_payload(ev.source, ev.signal, ev.content_type, data)
+        status = decoded.status if decode_status in ("identity", "decoded") else decode_status
+        records: list[dict] = []
+        if decoded.document is not None:
+            stored = self.redactor.redact_text(json.dumps(decoded.document, ensure_ascii=False)).encode()
+            try:
+                records = json.loads(self.redactor.redact_text(json.dumps(decoded.records, ensure_ascii=False)))
+            except ValueError:  # never expected; the payload itself is still kept, redacted
+                status = "error: the decoded records did not survive redaction as JSON"
+        else:
+            stored = self.redactor.redact_bytes(data)
+        telemetry_id = self.stats["telemetry"]
+        self.stats["telemetry"] += 1
+        row = {
+            "t": "tel", "telemetry_id": telemetry_id, "source": ev.source, "flow_id": ev.flow_id,
+            "ts_received": ev.ts, "path": self._redacted_url("http://x" + ev.path)[1] if ev.path else ev.path,
+            "signal": ev.signal,
+            "content_type": ev.content_type, "content_encoding": ev.content_encoding,
+            "user_agent": ev.user_agent, "payload_format": decoded.payload_format, "received": ev.received,
+            "declared_bytes": ev.declared_bytes, "bytes_wire": len(ev.body), "bytes": len(data),
+            "parse_status": status, "n_records": len(records),
+            "body_id": self._store_body(stored, f"tel {ev.source} {ev.signal}"),
+            "records": records,
+        }
+        row["redactions"] = self._counts_delta(before)
+        self.spool.append(row)
 
     def _write_failure(self, event: object, detail: str) -> None:
         flow_id = getattr(event, "flow_id", None)

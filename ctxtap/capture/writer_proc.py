@@ -31,6 +31,8 @@ import sys
 import threading
 from pathlib import Path
 
+from ctxtap.capture.events import ManifestNote
+
 _LEN = struct.Struct(">Q")
 _SAME = "<same as body_in>"
 _ROOT = str(Path(__file__).resolve().parents[2])
@@ -128,8 +130,9 @@ class ProcessWriter:
     on a lock or hands the GIL to a helper thread.
     """
 
-    def __init__(self, directory: Path, redaction_key: bytes, manifest: dict) -> None:
+    def __init__(self, directory: Path, redaction_key: bytes, manifest: dict, telemetry: bool = False) -> None:
         """`manifest`: the Manifest fields; the child builds and owns the Manifest itself.
+        `telemetry`: the child also runs the loopback OTLP receiver (`telemetry_endpoint`).
 
         Must be created on the event loop that will use it.
         """
@@ -141,11 +144,13 @@ class ProcessWriter:
             [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env=env, bufsize=0,
         )
-        _write_frame(self._proc.stdin, {"directory": str(directory), "key": redaction_key, "manifest": manifest})
+        _write_frame(self._proc.stdin, {"directory": str(directory), "key": redaction_key, "manifest": manifest,
+                                        "telemetry": telemetry})
         ready = _read_frame(self._proc.stdout)
         if not (isinstance(ready, dict) and ready.get("ready")):
             self._proc.kill()
             raise RuntimeError(f"capture writer failed to start: {ready!r}")
+        self.telemetry_endpoint: str | None = ready.get("telemetry_endpoint")
         self._loop = asyncio.get_running_loop()
         self._out = self._proc.stdin.fileno()
         self._in = self._proc.stdout.fileno()
@@ -294,6 +299,18 @@ def _event_size(event: object) -> int:
     return size
 
 
+def start_receiver(writer):
+    """The loopback OTLP receiver, feeding `writer` (a CaptureWriter: its submit is thread-safe).
+    The manifest names its endpoint with the per-run token left out."""
+    from ctxtap.capture.otlp_receiver import TelemetryReceiver
+
+    receiver = TelemetryReceiver(writer.submit).start()
+    writer.submit(ManifestNote("receiver", {
+        "endpoint": receiver.endpoint.replace(receiver.token, "<token>"), "max_payload_bytes": receiver.max_bytes,
+    }))
+    return receiver
+
+
 def main() -> int:
     """The child: read events and write them through a CaptureWriter until close or end-of-file."""
     from ctxtap.capture.finalize import finalize
@@ -315,7 +332,10 @@ def main() -> int:
         _write_frame(stdout, {"ready": False, "error": str(exc)})
         stdout.flush()
         return 2
-    _write_frame(stdout, {"ready": True})
+    receiver = None
+    if init.get("telemetry"):
+        receiver = start_receiver(writer)
+    _write_frame(stdout, {"ready": True, "telemetry_endpoint": receiver.endpoint if receiver else None})
     stdout.flush()
     backlog = _Backlog(MAX_BACKLOG_BYTES)
     closing: dict | None = None
@@ -330,6 +350,9 @@ def main() -> int:
         size = _event_size(event)
         backlog.take(size)  # blocks while the writer is too far behind: the pipe then slows the proxy
         writer.submit(event).add_done_callback(lambda _f, size=size: backlog.give(size))
+    if receiver is not None:
+        receiver.stop()
+        writer.submit(ManifestNote("receiver_stats", {"received": receiver.received, "refused": receiver.refused}))
     writer.close()
     if closing is not None and closing["close"] == CLOSE:
         if closing.get("ended_at"):

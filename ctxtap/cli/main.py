@@ -77,6 +77,9 @@ def _summary_lines(capture, counts: dict | None = None) -> list[str]:
     lines.append(f"bytes     request {c.get('request_bytes', 0):,}  response {c.get('response_bytes', 0):,}")
     red = ", ".join(f"{k}={v}" for k, v in sorted((c.get("redactions") or {}).items()))
     lines.append(f"redacted  {red or 'nothing'}")
+    if c.get("telemetry_payloads"):
+        lines.append(f"telemetry {c['telemetry_payloads']} payloads from the client, {c.get('telemetry_records', 0)} "
+                     f"records (ctxtap sql CAPTURE \"SELECT * FROM events\")")
     if c.get("integrity_mismatches"):
         lines.append(f"WARNING   {c['integrity_mismatches']} flows where forwarded bytes differ from received")
     return lines
@@ -127,8 +130,12 @@ def main() -> None:
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @_proxy_options
+@click.option("--telemetry/--no-telemetry", default=True, show_default=True,
+              help="Have the client export its own OpenTelemetry (tool timings, decisions, API events) to a "
+                   "loopback receiver and store it in the capture, redacted. Claude Code, Gemini CLI and Codex; "
+                   "your own OTEL_*/telemetry settings win.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host) -> None:
+def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host, telemetry) -> None:
     """Run COMMAND through the recording proxy and capture its model traffic.
 
     Starts a proxy on a free port with ctxtap's own CA (created on first use,
@@ -138,6 +145,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
 
         ctxtap record -- claude -p "list the files here"
     """
+    from ctxtap.cli import telemetry_env
     from ctxtap.cli.failures import capture_dir_problem, command_problem, listen_problem, loopback_problem
     from proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
 
@@ -148,18 +156,30 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     _check_routes(routes)
     out = out or default_captures_dir() / new_capture_id()
     _fail_if(loopback_problem() or listen_problem(listen_host, 0) or capture_dir_problem(out))
+    tel = telemetry_env.plan(command, os.environ, telemetry)
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
-                         record_all=record_all, offline=offline, redact=list(redact), command=list(command))
+                         record_all=record_all, offline=offline, redact=list(redact), command=list(command),
+                         telemetry=tel.enabled)
     try:
         proxy = BackgroundProxy(config).start()
     except ProxyStartError as exc:
         raise click.ClickException(str(exc)) from exc
     env = dict(os.environ)
     env.update(client_env(proxy.port, "127.0.0.1" if listen_host in ("0.0.0.0", "::") else listen_host))
+    if tel.enabled and proxy.telemetry_endpoint:
+        telemetry_env.fill(tel, proxy.telemetry_endpoint)
+        env.update(tel.env)
+    token = proxy.telemetry_endpoint.rsplit("/", 1)[1] if proxy.telemetry_endpoint else None
+    proxy.note("client", tel.manifest(token))
     click.echo(f"ctxtap: recording {shlex.join(command)} via 127.0.0.1:{proxy.port} -> {out}", err=True)
+    if tel.enabled:
+        click.echo(f"ctxtap: {tel.client} telemetry -> loopback OTLP receiver (--no-telemetry to leave it off)",
+                   err=True)
+    elif tel.user_settings or tel.client:
+        click.echo(f"ctxtap: client telemetry not injected: {tel.reason}", err=True)
     code = 127
     try:
-        code = subprocess.call(list(command), env=env)
+        code = subprocess.call(tel.argv or list(command), env=env)
     except FileNotFoundError:
         click.echo(f"ctxtap: command not found: {command[0]}. Check the spelling or give its full path.", err=True)
     except PermissionError:

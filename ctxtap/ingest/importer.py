@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mitmproxy import http, io
 
-from ctxtap.capture.classify import classify_flow
+from ctxtap.capture.classify import classify_flow, telemetry_endpoint
 from ctxtap.capture.events import (
     ErrorEvent,
     RequestEvent,
@@ -34,9 +34,11 @@ class ImportError_(Exception):
 
 
 def _classify(host: str, path: str, method: str, websocket: bool, model_hosts: dict[str, str],
-              record_all: bool) -> tuple[bool, bool, str, str, str]:
+              record_all: bool) -> tuple[bool, bool, str, str, str, str | None]:
     cls = classify_flow(host, path, method, websocket, model_hosts)
-    return cls.is_model, cls.is_model or record_all, cls.provider, cls.api, cls.endpoint
+    known = telemetry_endpoint(host, path, method)
+    telemetry = known[0] if known else None
+    return cls.is_model, cls.is_model or bool(telemetry) or record_all, cls.provider, cls.api, cls.endpoint, telemetry
 
 
 # --- mitmproxy flow files --------------------------------------------------------------------
@@ -45,14 +47,14 @@ def _classify(host: str, path: str, method: str, websocket: bool, model_hosts: d
 def mitm_events(flow: http.HTTPFlow, seq: int, model_hosts: dict[str, str], record_all: bool) -> Iterator[object]:
     req = flow.request
     websocket = req.headers.get("upgrade", "").lower() == "websocket"
-    is_model, full, provider, api, endpoint = _classify(
+    is_model, full, provider, api, endpoint, telemetry = _classify(
         req.pretty_host, req.path, req.method, websocket, model_hosts, record_all)
     yield RequestEvent(
         flow_id=flow.id, seq=seq, record_full=full, is_model=is_model, provider=provider, api=api,
         endpoint=endpoint, websocket=websocket, method=req.method, scheme=req.scheme, host=req.pretty_host,
         port=req.port, path=req.path, url=req.pretty_url, upstream_url=None, http_version=req.http_version,
         headers=list(req.headers.items(multi=True)), body_in=req.raw_content, body_out=req.raw_content,
-        ts_start=req.timestamp_start, ts_end=req.timestamp_end,
+        ts_start=req.timestamp_start, ts_end=req.timestamp_end, telemetry=telemetry,
     )
     resp = flow.response
     response = None
@@ -111,7 +113,8 @@ def har_events(entry: dict, seq: int, flow_id: str, model_hosts: dict[str, str],
     headers = [(h["name"], h["value"]) for h in request.get("headers", [])]
     websocket = (header_value(headers, "upgrade") or "").lower() == "websocket" or "_webSocketMessages" in entry
     method = request.get("method", "GET")
-    is_model, full, provider, api, endpoint = _classify(host, path, method, websocket, model_hosts, record_all)
+    is_model, full, provider, api, endpoint, telemetry = _classify(host, path, method, websocket, model_hosts,
+                                                                   record_all)
     start = _har_time(entry["startedDateTime"]) if entry.get("startedDateTime") else 0.0
     total = (entry.get("time") or 0) / 1000
     timings = entry.get("timings") or {}
@@ -122,7 +125,7 @@ def har_events(entry: dict, seq: int, flow_id: str, model_hosts: dict[str, str],
         endpoint=endpoint, websocket=websocket, method=method, scheme=scheme or "https", host=host,
         port=int(port) if port.isdigit() else (443 if scheme == "https" else 80), path=path, url=url,
         upstream_url=None, http_version=request.get("httpVersion") or "HTTP/1.1", headers=headers,
-        body_in=body, body_out=body, ts_start=start, ts_end=start, body_is_decoded=True,
+        body_in=body, body_out=body, ts_start=start, ts_end=start, body_is_decoded=True, telemetry=telemetry,
     )
     if response and response.get("status"):
         rbody = _har_body(response.get("content"))

@@ -18,6 +18,7 @@ from reports.html.blockdata import MIN_CAP_BYTES, TEXT_ENTRY_MIN_BYTES, BlockDat
 from reports.html.budget import Detail, ctxtap_sql
 from reports.html.comparison import build_comparison
 from reports.html.evidence import build_evidence
+from reports.html.events import MAX_DRAWN, MAX_DRAWN_BUDGETED, build_events
 from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
 from reports.html.overview import build_overview
 from reports.html.sessions import build_sessions
@@ -63,6 +64,9 @@ def build_context(captures: Sequence[Path], title: str | None = None, detail: De
         cap = capture_info(Path(path), con)
         blocks.add_capture(con, cap.capture_id, ctxtap_sql(cap.path))
         mine = build_sessions(cap, con, blocks, len(sessions), detail, notes)
+        timelines = build_events(con, cap, MAX_DRAWN if detail.is_full else MAX_DRAWN_BUDGETED)
+        for s in mine:
+            s.timeline = timelines.get(s.session_id)
         sessions.extend(mine)
         per_capture.append((cap, con, mine))
     comparison = build_comparison(per_capture, blocks)

@@ -121,6 +121,20 @@ class ToolLoop:
 
 
 @dataclass
+class EventsView:
+    """A session's events timeline (the Evidence section's part drawn from the `events` view)."""
+
+    svg: Markup
+    evidence: dict[str, int]  # evidence -> number of events
+    n_events: int
+    efficiency: Row  # the session's process_efficiency row
+    tool_rows: list[Row]  # the first tool_finished events
+    n_tool_rows: int
+    decisions: list[Row]  # the first permission_decided events
+    left_out: LeftOut | None = None  # runs beyond what the timeline draws
+
+
+@dataclass
 class SessionView:
     anchor: str
     capture: CaptureInfo
@@ -144,6 +158,7 @@ class SessionView:
     requests_table: Shown  # the rows of the requests table (all, or the first and last)
     side_table: Shown
     errors_table: Shown
+    timeline: EventsView | None = None  # the events timeline, where the dataset has the events view
 
 
 @dataclass
