@@ -17,8 +17,8 @@ import duckdb
 from reports.html.blockdata import MIN_CAP_BYTES, TEXT_ENTRY_MIN_BYTES, BlockData
 from reports.html.budget import Detail, ctxtap_sql
 from reports.html.comparison import build_comparison
-from reports.html.evidence import build_evidence
 from reports.html.events import MAX_DRAWN, MAX_DRAWN_BUDGETED, build_events
+from reports.html.evidence import build_evidence
 from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
 from reports.html.overview import build_overview
 from reports.html.sessions import build_sessions
