@@ -86,7 +86,8 @@ class _Commands(click.Group):
     """Commands that live with their feature (reports/, ctxtap/demo/) are imported only when used,
     so `ctxtap proxy` does not carry the report or publish machinery in its process."""
 
-    PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo"}
+    PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo",
+               "diff": "ctxtap.cli.diff"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})
