@@ -19,7 +19,8 @@
     clock = "message"
 
 A string command is split like a shell would (no shell runs it); placeholders are filled per
-argument, so a value with spaces stays one argument. Built-in placeholders: {variant}, {repeat},
+argument, so a value with spaces stays one argument (and an argument that is a lone placeholder
+with an empty value is left out). Built-in placeholders: {variant}, {repeat},
 {run_id}, {work_dir}, {run_dir}, {server_url} (with [server]) and {python}
 (the interpreter ctxtap runs on).
 """
@@ -125,7 +126,16 @@ def placeholders(argv: list[str]) -> set[str]:
 
 
 def fill(argv: list[str], values: dict[str, Any]) -> list[str]:
-    return [arg.format(**{k: str(v) for k, v in values.items()}) for arg in argv]
+    """The arguments with their placeholders filled; an argument that is one placeholder whose
+    value is empty is dropped (so `fault = ""` leaves a flag out instead of passing '')."""
+    text = {k: str(v) for k, v in values.items()}
+    out = []
+    for arg in argv:
+        filled = arg.format(**text)
+        if filled == "" and re.fullmatch(r"\{\w+\}", arg):
+            continue
+        out.append(filled)
+    return out
 
 
 def load_spec(path: Path) -> Spec:
