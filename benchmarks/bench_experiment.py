@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from analysis.experiment import read_runs  # noqa: E402
-from ctxtap.experiment.runner import run_experiment, start_proxy  # noqa: E402
+from ctxtap.experiment.proxy import start_proxy  # noqa: E402
+from ctxtap.experiment.runner import run_experiment  # noqa: E402
 from ctxtap.experiment.spec import load_spec  # noqa: E402
 
 SPECS = {

@@ -181,6 +181,9 @@ def test_every_run_has_its_capture_interleaved(experiment) -> None:
         capture = experiment / "runs" / r.run_id / "capture"
         assert (capture / "manifest.json").exists() and (capture / "analysis").is_dir(), r.run_id
         ids.add(json.loads((capture / "manifest.json").read_text())["capture_id"])
+        # the shared proxy's capture moved with the runs: each holds its own session and nothing else
+        assert connect([capture]).execute("SELECT count(DISTINCT session_id) FROM requests "
+                                          "WHERE thread_kind = 'main'").fetchone()[0] == 1, r.run_id
         assert r.fixture_digest == runs[0].fixture_digest  # every run started from the same fixture
     assert len(ids) == 10
     by_id = {r.run_id: r for r in runs}
@@ -334,3 +337,29 @@ timeout = 60
     rep = report_json(out, ctxtap_config)
     assert rep["status"] == "interrupted"
     assert sum(v["n_missing"] for v in rep["variants"]) == 8 - len(runs)
+
+
+def test_parallel_runs_each_get_their_own_proxy_and_capture(tmp_path, ctxtap_config) -> None:
+    spec = spec_file(tmp_path, """\
+command = "{python} -m ctxtap.demo {agent} --turns 2"
+repeats = 2
+timeout = 120
+[server]
+[variants.claude]
+agent = "claude"
+[variants.kimi]
+agent = "kimi"
+""")
+    out = tmp_path / "exp"
+    run_ctxtap(["experiment", "run", str(spec), "--out", str(out), "--parallel", "2"], ctxtap_config, timeout=600)
+    runs = read_runs(out)
+    assert len(runs) == 4 and all(r.status == "completed" and r.passed for r in runs)
+    for r in runs:
+        con = connect([out / "runs" / r.run_id / "capture"])
+        clients = {c for (c,) in con.execute("SELECT DISTINCT client FROM requests").fetchall()}
+        assert clients == {"claude-code" if r.variant == "claude" else "kimi-code"}, r.run_id
+        assert con.execute("SELECT count(DISTINCT session_id) FROM requests WHERE thread_kind = 'main'"
+                           ).fetchone()[0] == 1
+    # two ran at once: some run started before the one before it in the plan ended
+    ordered = sorted(runs, key=lambda r: r.index)
+    assert any(b.started_at < a.ended_at for a, b in zip(ordered, ordered[1:], strict=False))

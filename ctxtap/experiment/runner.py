@@ -2,9 +2,10 @@
 
 Runs interleave variants (repeat 0 of A, of B, repeat 1 of A, of B, ...) so drift in time hits
 every variant alike. Each run gets a fresh copy of the fixture as its working directory and its
-own `ctxtap proxy` process; the proxy of the next run is started while the current one runs, so
-its start-up (mitmproxy, the redacting writer child) is off the critical path. After the command
-(and the check) the proxy is stopped, which finalizes the capture, and the capture is analysed.
+own capture. Sequential runs share one recording proxy whose capture is rotated between runs;
+parallel runs get a `ctxtap proxy` process each, started one run ahead (see `proxy.py`). After
+the command (and the check) the run's capture is finalized and analysed; meanwhile the proxy
+already switches to the next run's capture.
 
 Interrupting (SIGINT/SIGTERM once) lets the running runs finish and starts no new one; a
 second interrupt stops them too (recorded as `interrupted`). The commands run in their own
@@ -41,12 +42,12 @@ from analysis.experiment import (
 )
 from ctxtap import __version__
 from ctxtap.capture.paths import redaction_key
+from ctxtap.experiment.proxy import SharedProxy, start_proxy
 from ctxtap.experiment.spec import Spec, fill, fixture_digest
 from redaction.redactor import Redactor
 
 LOG_TAIL = 20_000  # bytes of the command's stdout/stderr kept per run (redacted)
 KILL_GRACE_S = 5.0
-PROXY_START_TIMEOUT_S = 60.0
 DONE = ("completed", "timed_out", "failed_to_start")  # statuses a resume keeps
 
 
@@ -71,84 +72,6 @@ def plan(spec: Spec) -> list[PlannedRun]:
     return out
 
 
-# -- the recording proxy, one process per run ---------------------------------------------------
-
-
-@dataclass
-class ProxyProc:
-    proc: subprocess.Popen
-    env: dict[str, str]
-    started: float
-    ready: float
-    lines: list[str] = field(default_factory=list)
-
-    out: Path | None = None
-
-    def stop(self, timeout: float = 120) -> float:
-        """SIGTERM: the proxy finalizes its capture. Returns the seconds until the capture is final.
-
-        The proxy prints a summary of the capture after finalizing; that is not waited for
-        (the process is reaped in the background), only for the manifest to say `finalized`.
-        """
-        t0 = time.perf_counter()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            if self.out is not None and _finalized(self.out):
-                threading.Thread(target=self.proc.wait, daemon=True).start()
-                return time.perf_counter() - t0
-            time.sleep(0.01)
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-        return time.perf_counter() - t0
-
-
-def _finalized(capture: Path) -> bool:
-    try:
-        done = json.loads((capture / "manifest.json").read_text()).get("status") == "finalized"
-        return done and not (capture / "spool").exists()
-    except (OSError, ValueError):
-        return False  # not written yet, or being replaced
-
-
-def start_proxy(out: Path, routes: list[str], extra_env: dict[str, str] | None = None) -> ProxyProc:
-    """`ctxtap proxy --port 0 --out OUT`, waiting for the lines that say where it listens."""
-    cmd = [sys.executable, "-m", "ctxtap.cli.main", "proxy", "--port", "0", "--out", str(out)]
-    for route in routes:
-        cmd += ["--route", route]
-    env = {k: v for k, v in os.environ.items() if k.lower() not in ("https_proxy", "http_proxy", "all_proxy")}
-    env.update(extra_env or {})
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    lines: list[str] = []
-    client: dict[str, str] = {}
-    listening = False
-    assert proc.stdout is not None
-    deadline = time.monotonic() + PROXY_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if line.startswith("# ctxtap proxy listening on"):
-            listening = True
-        elif line.startswith("export ") and listening:
-            key, _, value = line[7:].strip().partition("=")
-            client[key] = value.strip("'")
-            if key == "NODE_USE_ENV_PROXY":
-                break
-    if "SSL_CERT_FILE" not in client or "HTTPS_PROXY" not in client:
-        proc.kill()
-        proc.wait(10)
-        raise ExperimentError("the recording proxy did not start: " + "".join(lines[-10:]).strip())
-    pp = ProxyProc(proc, client, t0, time.perf_counter(), lines, out)
-    threading.Thread(target=lambda: [pp.lines.append(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
-    return pp
-
-
 # -- the experiment -----------------------------------------------------------------------------
 
 
@@ -167,6 +90,8 @@ class Runner:
     _running: dict[str, subprocess.Popen] = field(default_factory=dict)
     _proxies: dict[str, Future] = field(default_factory=dict)
     _pool: ThreadPoolExecutor | None = None
+    _shared: SharedProxy | None = None
+    _per_run: dict[str, Any] = field(default_factory=dict)  # run id -> its ProxyProc (parallel mode)
 
     # -- setup --
 
@@ -240,10 +165,11 @@ class Runner:
                                 return
                             item = queue.pop(0)
                             nxt = queue[0] if queue else None
-                        self._ensure_proxy(item)
-                        if nxt is not None and not self.stopping.is_set():
-                            self._ensure_proxy(nxt)  # warm up the next run's proxy while this one runs
-                        record = self.run_one(item)
+                        if not self.shared:
+                            self._ensure_proxy(item)
+                            if nxt is not None and not self.stopping.is_set():
+                                self._ensure_proxy(nxt)  # warm up the next run's proxy while this one runs
+                        record = self.run_one(item, nxt)
                         with queue_lock:
                             counter["n"] += 1
                             n = counter["n"]
@@ -251,10 +177,19 @@ class Runner:
                         self.echo(f"[{n}/{total}] {record.run_id}: {record.status}, {verdict}, "
                                   f"{record.command_s or 0:.1f} s" + (f" ({record.error})" if record.error else ""))
 
+                if not self.shared and todo:
+                    # the first proxy alone: it creates the CA if there is none yet, which several
+                    # proxies starting at once would each do differently
+                    try:
+                        self._ensure_proxy(todo[0]).result()
+                    except Exception:  # that run is recorded as failed to start, with the reason
+                        pass
                 futures = [workers.submit(worker) for _ in range(self.parallel)]
-                for f in futures:
-                    f.result()
-            self._discard_unused_proxies()
+                try:
+                    for f in futures:
+                        f.result()
+                finally:
+                    self._discard_unused_proxies()
         recorded = {r.run_id for r in read_runs(self.out) if r.status in DONE}
         manifest = read_manifest(self.out)
         manifest.status = "complete" if recorded >= set(manifest.plan) else "interrupted"
@@ -273,19 +208,72 @@ class Runner:
                 self._proxies[item.run_id] = fut
             return fut
 
+    @property
+    def shared(self) -> bool:
+        return self.parallel == 1
+
     def _discard_unused_proxies(self) -> None:
-        """Proxies started ahead for runs that never ran (interrupted): stopped, their directories removed."""
+        """Proxies (or captures) prepared for runs that never ran (interrupted): stopped, directories removed."""
         with self._lock:
             left = dict(self._proxies)
             self._proxies.clear()
-        for run_id, fut in left.items():
+        for fut in left.values():
             try:
-                fut.result().stop()
+                proxy = fut.result()
+                if proxy is not None:
+                    proxy.stop()
             except Exception:  # a proxy that failed to start has nothing to stop
                 pass
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
+        for run_id in left:
             run_dir = self.out / RUNS_DIR / run_id
-            if not (run_dir / RUN_FILE).exists():
+            if run_dir.exists() and not (run_dir / RUN_FILE).exists():
                 shutil.rmtree(run_dir, ignore_errors=True)
+
+    def _acquire(self, item: PlannedRun, capture: Path) -> dict[str, str]:
+        """The proxy environment for a run whose capture is `capture` (waiting for it if needed)."""
+        if not self.shared:
+            with self._lock:
+                fut = self._proxies.pop(item.run_id)
+            proxy = fut.result()
+            with self._lock:
+                self._per_run[item.run_id] = proxy
+            return proxy.env
+        with self._lock:
+            fut = self._proxies.pop(item.run_id, None)
+        if fut is not None:
+            fut.result()  # the rotation to this run's capture, started when the previous run ended
+        elif self._shared is None:
+            capture.parent.mkdir(parents=True, exist_ok=True)
+            self._shared = SharedProxy(capture, self.routes)
+        else:
+            capture.parent.mkdir(parents=True, exist_ok=True)
+            self._shared.rotate(capture)
+        assert self._shared is not None
+        return self._shared.env
+
+    def _release(self, item: PlannedRun, nxt: PlannedRun | None) -> float:
+        """Finalize the run's capture; in shared mode start switching to the next run's capture."""
+        if not self.shared:
+            with self._lock:
+                proxy = self._per_run.pop(item.run_id)
+            return proxy.stop()
+        assert self._shared is not None
+        seconds = self._shared.finish()
+        if nxt is not None and not self.stopping.is_set():
+            capture = self.out / RUNS_DIR / nxt.run_id / "capture"
+            capture.parent.mkdir(parents=True, exist_ok=True)
+            assert self._pool is not None
+            shared = self._shared
+
+            def rotate() -> None:
+                shared.rotate(capture)
+
+            with self._lock:
+                self._proxies[nxt.run_id] = self._pool.submit(rotate)
+        return seconds
 
     def interrupt(self) -> None:
         """First call: finish the running runs, start no more. Second: stop them too."""
@@ -297,7 +285,7 @@ class Runner:
                 _kill_group(proc, signal.SIGTERM)
         self.stopping.set()
 
-    def run_one(self, item: PlannedRun) -> RunRecord:
+    def run_one(self, item: PlannedRun, nxt: PlannedRun | None = None) -> RunRecord:
         spec = self.spec
         variant = next(v for v in spec.variants if v.name == item.variant)
         run_dir = self.out / RUNS_DIR / item.run_id
@@ -315,15 +303,13 @@ class Runner:
                         status="completed", command=argv, env_names=sorted(variant.env), vars=variant.vars,
                         fixture_digest=fixture_digest(work) if fixture is not None else None)
         t_wait = time.perf_counter()
-        with self._lock:
-            fut = self._proxies.pop(item.run_id)
         try:
-            proxy = fut.result()
+            proxy_env = self._acquire(item, run_dir / "capture")
         except Exception as exc:
             rec.status, rec.error = "failed_to_start", f"the recording proxy did not start: {exc}"
             return self._save(rec, run_dir)
         rec.proxy_wait_s = time.perf_counter() - t_wait
-        env = {**os.environ, **proxy.env, **variant.env, "CTXTAP_EXPERIMENT_RUN": item.run_id}
+        env = {**os.environ, **proxy_env, **variant.env, "CTXTAP_EXPERIMENT_RUN": item.run_id}
         rec.started_at = time.time()
         status, code, seconds, error = self._execute(argv, work, env, run_dir, "command")
         rec.status, rec.exit_code, rec.command_s, rec.error = status, code, seconds, error
@@ -339,7 +325,7 @@ class Runner:
         elif status == "timed_out":
             rec.passed = False
         rec.ended_at = time.time()
-        rec.finalize_s = proxy.stop()
+        rec.finalize_s = self._release(item, nxt)
         capture = run_dir / "capture"
         if (capture / "manifest.json").exists():
             t0 = time.perf_counter()
