@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PROXY_START_TIMEOUT_S = 60.0
+PROXY_START_TIMEOUT_S = 120.0  # generous: a loaded 2-core machine takes tens of seconds for a first start
 
 
 class ProxyError(RuntimeError):
@@ -46,7 +46,7 @@ class SharedProxy:
 
         try:
             self._proxy = BackgroundProxy(ProxyConfig(out=first_capture, routes=list(routes),
-                                                      command=["ctxtap", "experiment", "run"])).start()
+                                                      command=["ctxtap", "experiment", "run"])).start(PROXY_START_TIMEOUT_S)
         except ProxyStartError as exc:
             raise ProxyError(str(exc)) from None
         assert self._proxy.port is not None

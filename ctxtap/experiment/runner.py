@@ -208,9 +208,11 @@ class Runner:
                 self._proxies[item.run_id] = fut
             return fut
 
+    proxy_per_run: bool = False  # a `ctxtap proxy` process per run even when runs are sequential
+
     @property
     def shared(self) -> bool:
-        return self.parallel == 1
+        return self.parallel == 1 and not self.proxy_per_run
 
     def _discard_unused_proxies(self) -> None:
         """Proxies (or captures) prepared for runs that never ran (interrupted): stopped, directories removed."""
@@ -394,10 +396,12 @@ def _identity(capture: Path) -> tuple[str | None, str | None, str | None]:
 
 
 def run_experiment(spec: Spec, out: Path, *, parallel: int | None = None, resume: bool = False,
-                   echo: Callable[[str], None] = print, install_signals: bool = True) -> ExperimentManifest:
+                   echo: Callable[[str], None] = print, install_signals: bool = True,
+                   proxy_per_run: bool = False) -> ExperimentManifest:
     """Run (or resume) an experiment; with [server], the scripted model server serves every run."""
     runner = Runner(spec, Path(out), parallel=parallel or spec.parallel, resume=resume, echo=echo,
                     routes=list(spec.routes))
+    runner.proxy_per_run = proxy_per_run
     previous: dict[int, Any] = {}
     if install_signals and threading.current_thread() is threading.main_thread():
         def on_signal(signum, frame) -> None:  # noqa: ARG001 - signal handler signature
