@@ -363,3 +363,28 @@ agent = "kimi"
     # two ran at once: some run started before the one before it in the plan ended
     ordered = sorted(runs, key=lambda r: r.index)
     assert any(b.started_at < a.ended_at for a, b in zip(ordered, ordered[1:], strict=False))
+
+
+@pytest.mark.browser
+def test_the_experiment_page_in_a_browser(experiment, ctxtap_config, tmp_path) -> None:
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("Chromium is not installed at /usr/bin/chromium")
+    from playwright.sync_api import sync_playwright
+
+    page_path = tmp_path / "exp.html"
+    run_ctxtap(["experiment", "report", str(experiment), "--html", str(page_path)], ctxtap_config)
+    loaded: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium), args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        page.on("request", lambda r: loaded.append(r.url))
+        page.goto(page_path.as_uri())
+        rows = page.locator("#variants tbody tr")
+        assert rows.count() == 2 and "message" in rows.nth(1).inner_text()
+        # one dot per executed run in each chart: 5 (system) + 4 (message)
+        first_chart = page.locator("#distributions svg").first
+        assert first_chart.is_visible() and first_chart.locator("circle").count() == 9
+        assert "a timestamp" in page.inner_text("#first-divergence")
+        browser.close()
+    assert loaded == [page_path.as_uri()]
