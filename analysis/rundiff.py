@@ -20,12 +20,14 @@ from analysis.db import dataset_dir, fetch_rows
 from analysis.diff import RequestDiff, request_diff
 
 _IDS = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-                  r"|(?<![0-9A-Za-z])(?=[0-9a-f]*[0-9])[0-9a-f]{5,}(?![0-9A-Za-z])")
+                  r"|(?<![0-9A-Za-z])(?=[0-9a-f]*[0-9])[0-9a-f]{5,}(?![0-9A-Za-z])"
+                  r"|(?<==)[0-9a-f]{5,}(?![0-9A-Za-z])")
 
 
 def mask_ids(text: str) -> str:
-    """The text with UUIDs and hex ids/hashes (a run of 5+ hex digits with at least one digit, so a
-    hash that happens to be all digits and long numbers count too) masked:
+    """The text with UUIDs and hex ids/hashes masked: a run of 5+ hex digits with at least one digit
+    (a hash that happens to be all digits, and long numbers, count too), or any such run right after
+    `=` (`cch=bcaec`; elsewhere a run of letters a-f is a word: "facade"):
     `ctxtap diff --ignore-ids` compares two runs without the per-request hashes and ids every
     run has, while dates, times and everything else still count."""
     return _IDS.sub("<id>", text)

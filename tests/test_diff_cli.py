@@ -148,7 +148,7 @@ def test_the_html_page_shows_the_divergence_in_a_browser(pair, ctxtap_config, tm
 def test_mask_ids_masks_ids_and_hashes_but_not_times() -> None:
     from analysis.rundiff import mask_ids
 
-    assert mask_ids("cch=74071; cch=c1b46;") == "cch=<id>; cch=<id>;"  # an all-digit hash too
+    assert mask_ids("cch=74071; cch=c1b46; cch=bcaec;") == "cch=<id>; cch=<id>; cch=<id>;"  # all digits, all letters
     assert mask_ids("session 550e8400-e29b-41d4-a716-446655440000.") == "session <id>."
     assert mask_ids("Current time: 2026-12-01T11:35:01Z") == "Current time: 2026-12-01T11:35:01Z"
     assert mask_ids("a facade decade") == "a facade decade"  # hex-looking words without digits stay

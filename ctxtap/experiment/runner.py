@@ -15,7 +15,6 @@ partial experiment: `ctxtap experiment report` reads it, `run --resume` complete
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
@@ -423,7 +422,3 @@ def run_experiment(spec: Spec, out: Path, *, parallel: int | None = None, resume
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-
-
-def summary_json(manifest: ExperimentManifest) -> str:
-    return json.dumps({"name": manifest.name, "status": manifest.status, "runs": len(manifest.plan)})
