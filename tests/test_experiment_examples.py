@@ -39,11 +39,21 @@ def test_policy_a_timestamp_before_the_breakpoint_costs_cache(tmp_path, ctxtap_c
     assert "a timestamp" in v["_"]["layout"]["first_divergence_words"]
 
 
-def test_failure_a_429_adds_a_call_and_time(tmp_path, ctxtap_config) -> None:
+def test_failure_a_429_adds_a_call_and_a_wait(tmp_path, ctxtap_config) -> None:
+    from analysis.db import connect
+
     v = run_example("failure", tmp_path, ctxtap_config)
     assert v["rate_limited"]["passes"] == v["clean"]["passes"] == 1
     assert v["rate_limited"]["d"]["model calls"]["p50"] == v["clean"]["d"]["model calls"]["p50"] + 1
-    assert v["rate_limited"]["d"]["end-to-end time"]["p50"] > v["clean"]["d"]["end-to-end time"]["p50"] + 0.4
+    # the 429 said Retry-After: 2 and the client waited 2 x 0.25 s before its retry (a lower bound: the
+    # end-to-end times of single runs on a busy machine vary by more than the wait)
+    con = connect([tmp_path / "failure" / "runs" / "000-rate_limited" / "capture"])
+    (retry_after, ended), = con.execute(
+        "SELECT retry_after_s, ts_end FROM requests WHERE error_layer = 'rate_limit'").fetchall()
+    following = con.execute("SELECT min(ts_start) FROM requests WHERE ts_start > ?", [ended]).fetchone()[0]
+    assert retry_after == 2 and following - ended >= 0.45
+    clean = connect([tmp_path / "failure" / "runs" / "000-clean" / "capture"])
+    assert clean.execute("SELECT count(*) FROM requests WHERE error_layer IS NOT NULL").fetchone()[0] == 0
 
 
 def test_client_two_clients_on_one_task(tmp_path, ctxtap_config) -> None:
