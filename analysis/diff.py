@@ -9,7 +9,8 @@ Matching (`diff_blocks`): the blocks of A and B are aligned on their content has
 common subsequence, so one block inserted near the top does not make every later block
 "moved"); aligned equal hashes are `same`. Of the rest, a hash found on the other side is
 `moved`; within an unaligned stretch, blocks with the same path (then the same position, then
-in order) are `changed`, with a unified text diff when the texts are loaded; what remains is
+in order) are `changed`, with a unified text diff when the texts are loaded (and, when their
+segments are loaded too, the segments that differ, matched by label); what remains is
 `only_a` / `only_b`. A `normalise` function (replay passes one that masks dates, ids and temp
 paths) turns a change whose texts are equal after normalising into `same` with `volatile=True`.
 """
@@ -31,6 +32,16 @@ TEXT_DIFF_CONTEXT = 1  # lines of context around each hunk of a changed block's 
 TEXT_DIFF_MAX_LINES = 400  # a changed block's diff is cut after this many lines (with a marker line)
 
 
+class SegmentSide(BaseModel):
+    """One segment of a block (a section with attributes of its own), as the `segments` view has it."""
+
+    segment_index: int
+    source: str | None = None
+    label: str | None = None
+    byte_start: int
+    byte_end: int
+
+
 class BlockSide(BaseModel):
     """One block of one request, as the `blocks` view has it."""
 
@@ -43,6 +54,7 @@ class BlockSide(BaseModel):
     tokens_estimated: int | None = None
     is_cache_breakpoint: bool = False
     text: str | None = None  # block_content text (loaded for changed blocks)
+    segments: list[SegmentSide] | None = None  # loaded with the text of changed blocks
 
 
 class BlockChange(BaseModel):
@@ -51,6 +63,7 @@ class BlockChange(BaseModel):
     b: BlockSide | None = None
     text_diff: list[str] | None = None  # unified-diff lines for "changed"
     volatile: bool = False  # changed only in what the normaliser calls volatile
+    segment_changes: list[str] | None = None  # "changed": which segments differ, e.g. "Environment changed"
 
     @property
     def side(self) -> BlockSide:
@@ -169,7 +182,38 @@ def _changed(a: BlockSide, b: BlockSide, normalise: Callable[[str], str] | None)
         return BlockChange(op="changed", a=a, b=b)
     if normalise is not None and normalise(a.text) == normalise(b.text):
         return BlockChange(op="same", a=a, b=b, volatile=True)
-    return BlockChange(op="changed", a=a, b=b, text_diff=text_diff(a.text, b.text))
+    return BlockChange(op="changed", a=a, b=b, text_diff=text_diff(a.text, b.text),
+                       segment_changes=segment_changes(a, b, normalise))
+
+
+def _segment_texts(side: BlockSide) -> list[tuple[str, str]]:
+    """(name, text) of each segment: its label, else its source, numbered when a name repeats."""
+    assert side.text is not None and side.segments is not None
+    data = side.text.encode("utf-8", "surrogatepass")
+    out: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    for seg in sorted(side.segments, key=lambda x: x.segment_index):
+        name = seg.label or seg.source or "text"
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name = f"{name} #{seen[name]}"
+        out.append((name, data[seg.byte_start:seg.byte_end].decode("utf-8", "replace")))
+    return out
+
+
+def segment_changes(a: BlockSide, b: BlockSide, normalise: Callable[[str], str] | None = None) -> list[str] | None:
+    """Which segments of a changed block differ, matched by name (label or source): `X changed`,
+    `X added`, `X removed`; None when the segments are not loaded or the block is one segment."""
+    if a.text is None or b.text is None or not a.segments or not b.segments:
+        return None
+    if len(a.segments) == 1 and len(b.segments) == 1:
+        return None
+    norm = normalise or (lambda t: t)
+    old, new = dict(_segment_texts(a)), dict(_segment_texts(b))
+    out = [f"{name} changed" for name in new if name in old and norm(old[name]) != norm(new[name])]
+    out += [f"{name} added" for name in new if name not in old]
+    out += [f"{name} removed" for name in old if name not in new]
+    return out
 
 
 def text_diff(old: str, new: str, *, context: int = TEXT_DIFF_CONTEXT,
@@ -222,7 +266,9 @@ def describe(change: BlockChange | None) -> str:
         return f"{_where(change.b)} changed"
     words = describe_change(change.b.path, change.a.text, change.b.text).split(" changed: ", 1)[-1]
     n = lines_differ(change)
-    return f"{_where(change.b)} changed: {words}; {n} line{'' if n == 1 else 's'} differ{'s' if n == 1 else ''}"
+    segs = f"; segments: {', '.join(change.segment_changes)}" if change.segment_changes else ""
+    return (f"{_where(change.b)} changed: {words}; {n} line{'' if n == 1 else 's'} "
+            f"differ{'s' if n == 1 else ''}{segs}")
 
 
 # -- over a DuckDB connection (analysis.db.connect) -------------------------------------------
@@ -261,6 +307,21 @@ def _texts(con: Any, capture_id: str | None, hashes: set[str]) -> dict[str, str]
         sql += " AND capture_id = ?"
         params.append(capture_id)
     return dict(con.execute(sql + " GROUP BY content_hash", params).fetchall())
+
+
+def _segments(con: Any, capture_id: str, request_id: str, positions: set[int]) -> dict[int, list[SegmentSide]]:
+    if not positions:
+        return {}
+    marks = ", ".join("?" for _ in positions)
+    rows = con.execute(
+        f"SELECT position, segment_index, source, label, byte_start, byte_end FROM segments "
+        f"WHERE capture_id = ? AND request_id = ? AND position IN ({marks}) ORDER BY position, segment_index",
+        [capture_id, request_id, *sorted(positions)]).fetchall()
+    out: dict[int, list[SegmentSide]] = {}
+    for pos, idx, source, label, start, end in rows:
+        out.setdefault(pos, []).append(SegmentSide(segment_index=idx, source=source, label=label,
+                                                   byte_start=start, byte_end=end))
+    return out
 
 
 def _request_row(con: Any, request_id: str, capture_id: str | None) -> dict[str, Any] | None:
@@ -333,12 +394,14 @@ def request_diff(con: Any, a: str, b: str | None = None, *, normalise: Callable[
     want_a = {c.a.content_hash for c in changes if c.op == "changed" and c.a}
     want_b = {c.b.content_hash for c in changes if c.op == "changed" and c.b}
     if want_a or want_b:
-        texts_a = _texts(con, row_a["capture_id"], want_a)
-        texts_b = _texts(con, row_b["capture_id"], want_b)
-        blocks_a = [x.model_copy(update={"text": texts_a.get(x.content_hash)}) if x.content_hash in want_a else x
-                    for x in blocks_a]
-        blocks_b = [x.model_copy(update={"text": texts_b.get(x.content_hash)}) if x.content_hash in want_b else x
-                    for x in blocks_b]
+        pos_a = {c.a.position for c in changes if c.op == "changed" and c.a}
+        pos_b = {c.b.position for c in changes if c.op == "changed" and c.b}
+        texts_a, segs_a = _texts(con, row_a["capture_id"], want_a), _segments(con, row_a["capture_id"], a, pos_a)
+        texts_b, segs_b = _texts(con, row_b["capture_id"], want_b), _segments(con, row_b["capture_id"], b, pos_b)
+        blocks_a = [x.model_copy(update={"text": texts_a.get(x.content_hash), "segments": segs_a.get(x.position)})
+                    if x.position in pos_a else x for x in blocks_a]
+        blocks_b = [x.model_copy(update={"text": texts_b.get(x.content_hash), "segments": segs_b.get(x.position)})
+                    if x.position in pos_b else x for x in blocks_b]
         changes = diff_blocks(blocks_a, blocks_b, normalise=normalise)
     first = first_divergence(changes)
     return RequestDiff(

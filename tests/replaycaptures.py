@@ -35,6 +35,7 @@ def replay(capture: Path, out: Path, config: Path, *args: str, agent: str | None
     """`ctxtap replay CAPTURE --out OUT ARGS -- python -m ctxtap.demo AGENT` (no command when agent is None)."""
     cmd = [sys.executable, "-m", "ctxtap.cli.main", "replay", str(capture), "--out", str(out), *args]
     if agent is not None:
-        cmd += ["--", sys.executable, "-m", "ctxtap.demo", agent, *agent_args]
+        # the demo command's defaults are fault-free; these reproduce run_agent's defaults `record` used
+        cmd += ["--", sys.executable, "-m", "ctxtap.demo", agent, "--inject-429", "--volatile-turn", "3", *agent_args]
     return subprocess.run(cmd, capture_output=True, text=True, env={**ctxtap_env(config), **(env or {})}, cwd=ROOT,
                           timeout=REPLAY_TIMEOUT, stdin=subprocess.DEVNULL)

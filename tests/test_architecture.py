@@ -35,6 +35,8 @@ def test_contracts_are_kept() -> None:
     ("redaction/spans.py", "from ctxtap.capture import store", "redaction.spans -> ctxtap.capture.store"),
     ("proxy_addons/router.py", "import pydantic", "proxy_addons.router -> pydantic"),
     ("reports/html/charts.py", "from ctxtap.capture import store", "reports.html.charts -> ctxtap.capture.store"),
+    ("ctxtap/experiment/spec.py", "import reports.html.render", "ctxtap.experiment.spec -> reports.html.render"),
+    ("analysis/experiment.py", "import ctxtap.experiment.runner", "analysis.experiment -> ctxtap.experiment.runner"),
 ])
 def test_a_back_import_fails_and_is_named(tmp_path: Path, module: str, line: str, expected: str) -> None:
     for package in PACKAGES:

@@ -75,6 +75,24 @@ def test_a_removed_block_is_only_a_at_its_place() -> None:
     assert ops(diff_blocks(a, b)) == [("same", "x", "x"), ("only_a", "y", None), ("same", "z", "z")]
 
 
+def test_segment_changes_name_the_sections_that_differ() -> None:
+    from analysis.diff import SegmentSide, segment_changes
+
+    def segs(*bounds: tuple[str | None, str, int, int]) -> list[SegmentSide]:
+        return [SegmentSide(segment_index=i, label=label, source=source, byte_start=s, byte_end=e)
+                for i, (label, source, s, e) in enumerate(bounds)]
+
+    a = side(0, "a", "system[0]", "rules\n# Env\ncwd /x\n")
+    b = side(0, "b", "system[0]", "rules\n# Env\ncwd /y\n<r>note</r>")
+    a.segments = segs((None, "platform_rules", 0, 6), ("Env", "runtime_environment", 6, 19))
+    b.segments = segs((None, "platform_rules", 0, 6), ("Env", "runtime_environment", 6, 19),
+                      ("r", "system_reminder", 19, 30))
+    assert segment_changes(a, b) == ["Env changed", "r added"]
+    assert segment_changes(b, a) == ["Env changed", "r removed"]
+    one = side(0, "c", "system[0]", "x")
+    assert segment_changes(one, one) is None  # not loaded
+
+
 def test_normalise_turns_a_volatile_change_into_same() -> None:
     a = [side(0, "h1", "system[0]", "billing cch=49d84;"), side(1, "s1", "system[1]", "Time: 10:00\nrules")]
     b = [side(0, "h2", "system[0]", "billing cch=7a1f2;"), side(1, "s2", "system[1]", "Time: 11:00\nrules")]
@@ -169,6 +187,9 @@ def test_the_timestamp_is_the_first_divergence_once_the_hash_is_masked(claude) -
     assert first.op == "changed" and first.b.role == "system"
     assert first.b.text.startswith("Current time:") and not first.a.text.startswith("Current time:")
     assert "a timestamp inserted" in d.first_divergence_words and "1 line differs" in d.first_divergence_words
+    # the stamp is a runtime-environment segment of its own at the top of the block
+    assert "runtime_environment added" in first.segment_changes
+    assert "segments: " in d.first_divergence_words
     assert d.first_divergence_words.startswith(f"block {first.b.position} ({first.b.path}, system / ")
     # explicit A and B give the same diff; the reverse diff swaps the sides
     again = request_diff(claude, d.a_request_id, stamped, normalise=mask)

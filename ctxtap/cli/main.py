@@ -90,7 +90,7 @@ class _Commands(click.Group):
     so `ctxtap proxy` does not carry the report or publish machinery in its process."""
 
     PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo",
-               "replay": "ctxtap.cli.replay"}
+               "replay": "ctxtap.cli.replay", "diff": "ctxtap.cli.diff", "experiment": "ctxtap.cli.experiment"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})

@@ -209,7 +209,13 @@ class AgentOptions:
     retry_scale: float = 0.01  # Retry-After is multiplied by this (keeps the demo fast)
     max_retry_wait: float = 0.5
     inject_error: bool = True
+    inject: str = "429"  # the fault asked for (x-ctxtap-inject): "429", "429; retry-after=2", "401", ...
+    inject_turn: int = 2  # on the first request of this turn (the last turn if there are fewer)
     volatile_turn: int = 3  # from this turn on, a timestamp sits early in the system prompt
+    # A fresh timestamp every turn (replaces volatile_turn): "system" puts it at the top of the
+    # system prompt, before the cache breakpoint; "message" (Claude only) in the turn's user
+    # message, after it. The policy experiment in examples/experiments/ compares the two.
+    clock: str | None = None
     transport: str | None = None  # codex: "ws" (default, falls back to SSE on 426) or "sse"
     prompt_suffix: str = ""  # appended to every user prompt: the same session with a changed task
 
@@ -241,6 +247,11 @@ def _now_stamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _fine_stamp() -> str:
+    """A timestamp that differs between two turns even a millisecond apart."""
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
 class _Agent(ABC):
     name = ""
     transport = "http"
@@ -252,6 +263,10 @@ class _Agent(ABC):
         self.summary = AgentSummary(self.name, self.transport, self.session_id)
         self.http = HttpClient(opts.base_url, proxy=opts.proxy, ca_file=opts.ca_file, timeout=opts.timeout)
         self.stamp: str | None = None
+        self.turn_note: str | None = None  # clock="message": the stamp for this turn's user message
+        if opts.clock not in (None, "system", "message") or (opts.clock == "message" and self.name != "claude"):
+            raise ValueError(f"clock={opts.clock!r} is not supported by the {self.name} agent "
+                             "(\"system\" for every agent, \"message\" for claude)")
 
     # -- loop -------------------------------------------------------------------------------
 
@@ -259,7 +274,11 @@ class _Agent(ABC):
         try:
             self.start()
             for turn in range(1, self.opts.turns + 1):
-                if turn == self.opts.volatile_turn:
+                if self.opts.clock == "system":
+                    self.stamp = _fine_stamp()
+                elif self.opts.clock == "message":
+                    self.turn_note = f"Current time: {_fine_stamp()}"
+                elif turn == self.opts.volatile_turn:
                     self.stamp = _now_stamp()
                 self.begin_turn(turn)
                 for _ in range(MAX_STEPS_PER_TURN):
@@ -278,8 +297,8 @@ class _Agent(ABC):
         return self.summary
 
     def _inject_now(self, turn: int) -> bool:
-        """Ask the server for one 429 on the first request of turn 2 (turn 1 if it is the only one)."""
-        return self.opts.inject_error and turn == min(2, self.opts.turns) and not self.summary.errors
+        """Ask the server for one fault (a 429 by default) on the first request of turn `inject_turn`."""
+        return self.opts.inject_error and turn == min(self.opts.inject_turn, self.opts.turns) and not self.summary.errors
 
     def _with_retries(self, attempt: Callable[[], Any], turn: int) -> Any:
         for tries in range(4):
@@ -386,7 +405,7 @@ class ClaudeAgent(_Agent):
             ("Connection", "keep-alive"), ("Accept-Encoding", "gzip, deflate, br, zstd"),
         ]
         if inject:
-            headers.append((INJECT_HEADER, "429"))
+            headers.append((INJECT_HEADER, self.opts.inject))
         return headers
 
     def _billing(self) -> dict[str, Any]:
@@ -422,6 +441,8 @@ class ClaudeAgent(_Agent):
                            "the following context:\n# gitStatus\nCurrent branch: main\n\nStatus:\n(clean)\n\nRecent commits:\n"
                            "5d34034 Add architecture notes and runbook\n4e41914 Add order summary app and sample data\n"
                            "</system-reminder>"})
+        if self.turn_note:
+            blocks.append({"type": "text", "text": self.turn_note})
         blocks.append({"type": "text", "text": _prompt(turn, self.opts.prompt_suffix)})
         self.messages.append({"role": "user", "content": blocks})
 
@@ -557,7 +578,7 @@ class CodexAgent(_Agent):
         meta = {"x-codex-turn-metadata": self._meta(kind), "x-codex-installation-id": self.installation_id,
                 "session_id": self.session_id, "thread_id": self.session_id, "turn_id": self.turn_id}
         if inject:
-            meta[INJECT_HEADER] = "429"
+            meta[INJECT_HEADER] = self.opts.inject
         return {"model": self.model, "stream": True, "tool_choice": "auto", "parallel_tool_calls": False,
                 "reasoning": {"effort": "low", "context": "all_turns"}, "store": False,
                 "include": ["reasoning.encrypted_content"], "prompt_cache_key": self.session_id,
@@ -653,7 +674,7 @@ class CodexAgent(_Agent):
         headers = [*self._common_headers("turn"), ("accept", "text/event-stream"), ("content-type", "application/json"),
                    ("accept-encoding", "zstd,gzip")]
         if inject:
-            headers.append((INJECT_HEADER, "429"))
+            headers.append((INJECT_HEADER, self.opts.inject))
         resp = self.http.request("POST", "/v1/responses", json.dumps(body).encode(), headers)
         self.check(resp)
         for event in resp.events():
@@ -730,7 +751,7 @@ class KimiAgent(_Agent):
             ("accept-encoding", "br, gzip, deflate"),
         ]
         if inject:
-            headers.append((INJECT_HEADER, "429"))
+            headers.append((INJECT_HEADER, self.opts.inject))
         return headers
 
     def _system(self) -> dict[str, Any]:
@@ -849,7 +870,7 @@ class GeminiAgent(_Agent):
                    ("x-goog-api-client", "google-genai-sdk/1.30.0 gl-node/v22.23.5"),
                    ("x-goog-api-key", DUMMY_KEYS["gemini"]), ("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate")]
         if inject:
-            headers.append((INJECT_HEADER, "429"))
+            headers.append((INJECT_HEADER, self.opts.inject))
         return headers
 
     def _system(self) -> dict[str, Any]:

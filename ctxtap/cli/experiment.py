@@ -1,0 +1,96 @@
+"""`ctxtap experiment run SPEC` and `ctxtap experiment report DIR` (registered by ctxtap.cli.main)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+
+@click.group(name="experiment")
+def experiment() -> None:
+    """Repeat a run under variants of one variable and compare the distributions.
+
+    A TOML spec names the command, its variants and repeats (see
+    examples/experiments/); `run` records every run through the proxy into its
+    own capture, `report` gives per variant passes, pass@k, p50/p95/max and the
+    layout diff between variants.
+    """
+
+
+@experiment.command(name="run")
+@click.argument("spec_path", metavar="SPEC", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Experiment directory (default: experiments/<spec name>-<time>).")
+@click.option("--parallel", type=click.IntRange(1, 64), help="Runs at once (default: the spec's `parallel`, 1).")
+@click.option("--resume", is_flag=True, help="Continue the experiment in --out: keep its recorded runs, run the rest.")
+def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool) -> None:
+    """Run every variant x repeat of SPEC through the recording proxy (interleaved A B A B ...).
+
+    Each run: a fresh copy of the fixture as working directory, the command with
+    its placeholders filled, the check, its own capture (analysed). A malformed
+    spec is refused before anything runs, naming the line. Ctrl-C finishes the
+    running runs and stops; `--resume` completes the directory later.
+    """
+    from ctxtap.cli.failures import loopback_problem, writable_dir_problem
+    from ctxtap.experiment.runner import ExperimentError, run_experiment
+    from ctxtap.experiment.spec import SpecError, load_spec
+
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as exc:
+        raise click.ClickException(f"the spec is refused, nothing ran: {exc}") from None
+    out = out or Path("experiments") / f"{spec.name or spec_path.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
+    problem = loopback_problem() or writable_dir_problem(out.parent, "--out")
+    if problem:
+        raise click.ClickException(problem)
+    try:
+        manifest = run_experiment(spec, out, parallel=parallel, resume=resume, echo=click.echo)
+    except ExperimentError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"\nexperiment: {out} ({manifest.status})")
+    click.echo(f"report:     ctxtap experiment report {out}")
+    if manifest.status != "complete":
+        click.echo(f"resume:     ctxtap experiment run {spec_path} --out {out} --resume", err=True)
+        sys.exit(130)
+
+
+@experiment.command(name="report")
+@click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write a self-contained HTML page (distributions per variant, layout diff).")
+@click.option("-k", "ks", type=click.IntRange(1), multiple=True,
+              help="k for pass@k and pass^k (repeatable; default: the spec's pass_k). k > n is left out, said so.")
+@click.option("--strict-ids", is_flag=True,
+              help="In the layout diff, count blocks that differ only in UUIDs and hex ids as changed (by default "
+                   "they are volatile: every run has its own).")
+def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int, ...], strict_ids: bool) -> None:
+    """Per variant: runs, passes, pass@k / pass^k, not-executed runs apart, p50/p95/max of turns,
+    model and tool calls, tokens, cost, TTFT and end-to-end time; the layout diff between the first
+    two variants; bootstrap intervals of the median differences. Reads partial experiments too."""
+    from analysis.experiment import experiment_report, report_json, report_lines
+    from analysis.rundiff import mask_ids
+    from ctxtap.cli.failures import writable_dir_problem
+
+    if html_path is not None:
+        problem = writable_dir_problem(html_path.parent, "--html")
+        if problem:
+            raise click.ClickException(problem)
+    try:
+        rep = experiment_report(directory, k=ks or None, normalise=None if strict_ids else mask_ids)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    if html_path is not None:
+        from reports.html.experimentpage import write_experiment_page
+
+        write_experiment_page(rep, html_path)
+    if as_json:
+        click.echo(report_json(rep))
+        return
+    for line in report_lines(rep):
+        click.echo(line)
+    if html_path is not None:
+        click.echo(f"wrote {html_path}")
