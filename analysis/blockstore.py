@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from analysis import tokens
 from analysis.models import Block
-from analysis.sequences import identical_prefix
+from analysis.sequences import shared_prefix
 
 OCCURRENCE_FIELDS = (
     "path", "kind", "wire_type", "role", "source", "authority", "scope", "lifetime", "content_type",
@@ -80,7 +80,7 @@ class BlockStore:
         if last is None:
             return 0, array("q"), array("q"), [], array("q", [0]), array("q", [0]), []
         prev_blocks, prev_ids, prev_cids, prev_conv, prev_conv_cum, prev_bytes_cum, prev_bps = last
-        k = identical_prefix(prev_blocks, blocks)
+        k = shared_prefix(prev_blocks, blocks)  # identity first, then equality: equal blocks have equal ids
         bps = [bp for bp in prev_bps if bp[0] < k]
         return (k, prev_ids[:k], prev_cids[:k], prev_conv[:prev_conv_cum[k]], prev_conv_cum[:k + 1],
                 prev_bytes_cum[:k + 1], bps)

@@ -23,7 +23,7 @@ from typing import Any
 
 from analysis.incremental_json import ScanError, scan
 from analysis.protocols.common import load_json
-from analysis.sequences import identical_prefix
+from analysis.sequences import shared_prefix
 
 MAX_STREAMS = 64
 MAX_ENTRIES = 500_000
@@ -122,7 +122,7 @@ class ParseMemo:
         if last is None:
             return 0, [], False
         prev_drafts, prev_blocks, prev_seen = last
-        k = identical_prefix(prev_drafts, drafts)
+        k = shared_prefix(prev_drafts, drafts)  # drafts compare by identity
         return k, prev_blocks[:k], (prev_seen[k - 1] if k else False)
 
     def remember_attributed(self, context: tuple, drafts: list, blocks: list, start: int,
@@ -136,7 +136,7 @@ class ParseMemo:
         if self._last_cwd is None:
             return 0, None
         prev, hit, cwd = self._last_cwd
-        k = identical_prefix(prev, drafts)
+        k = shared_prefix(prev, drafts)  # drafts compare by identity
         if hit is not None and hit < k:
             return k, cwd
         return k, None
