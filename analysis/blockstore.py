@@ -9,11 +9,14 @@ so storage and tokenising follow the unique content, not the resent bytes.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from analysis import tokens
+from analysis.blockscan import BlockScan, key_of
 from analysis.models import Block
-from analysis.sequences import shared_prefix
+from analysis.sequences import align
 
 OCCURRENCE_FIELDS = (
     "path", "kind", "wire_type", "role", "source", "authority", "scope", "lifetime", "content_type",
@@ -31,7 +34,7 @@ class RequestBlocks:
     runs: list[tuple[int, int, int]]  # (position_start, n, occurrence_start)
     breakpoints: list[tuple[int, str]]  # (position, "ephemeral" | "5m" | "1h")
     content_ids: array  # dense content id per position (equal ids = identical content)
-    conversation: list[int]  # content ids of the blocks that are not tool definitions
+    conversation: array  # content ids of the blocks that are not tool definitions
     context_bytes: int
 
 
@@ -47,43 +50,77 @@ class BlockStore:
     segments: list[dict] = field(default_factory=list)  # every occurrence's segments (one row at least)
     bytes_tokenised: int = 0
     _hashes: list[str] = field(default_factory=list)  # by content id
+    _occ_cum: array = field(default_factory=lambda: array("q"))  # tokens of occurrences before each id
     _seen: dict[int, tuple] = field(default_factory=dict)  # id(block) -> (block, occ, cid, tool def?)
     _last: tuple | None = None  # the previous request's blocks and ids, for the fast path
+    reuse_prefix: bool = True  # False: every request from scratch (the reference for the fast path)
+    scan: BlockScan = field(default_factory=BlockScan)  # of the request added last
 
     def add_request(self, request_id: str, blocks: list[Block]) -> RequestBlocks:
-        # Fast path: leading blocks that are the very objects of the previous request take its
-        # ids, counts and breakpoints wholesale (slices), so resent history costs no per-block work.
-        k, ids, cids, conversation, conv_cum, bytes_cum, breakpoints = self._shared_prefix(blocks)
-        seen = self._seen
-        for position in range(k, len(blocks)):
+        # Fast path: blocks equal to the previous request's at the same position (usually the very
+        # objects) take its ids, counts, runs, breakpoints and scan wholesale (slices), stepping over
+        # a few changed ones (`align`), so resent history costs no per-block work. Equal blocks have
+        # equal ids, so this changes no result.
+        ids, cids, conversation, conv_cum, total, breakpoints, runs, scan, start = self._take_over(request_id, blocks)
+        for position in range(start, len(blocks)):
             block = blocks[position]
             if block.cache_breakpoint:
                 breakpoints.append((position, block.cache_breakpoint))
-            hit = seen.get(id(block))
-            if hit is not None and hit[0] is block:  # the same block object as in an earlier request
-                _, occ, cid, is_tool = hit
-            else:
-                occ, cid = self._register(request_id, block)
-                is_tool = block.kind == "tool_definition"
-                seen[id(block)] = (block, occ, cid, is_tool)
+            occ, cid, is_tool = self._ids(request_id, block)
             ids.append(occ)
             cids.append(cid)
             if not is_tool:
                 conversation.append(cid)
             conv_cum.append(len(conversation))
-            bytes_cum.append(bytes_cum[-1] + self.content_bytes[cid])
-        self._last = (blocks, ids, cids, conversation, conv_cum, bytes_cum, breakpoints)
-        return RequestBlocks(ids, to_runs(ids), list(breakpoints), cids, conversation, bytes_cum[-1])
+            total += self.content_bytes[cid]
+        extend_runs(runs, ids, start)
+        scan.extend(blocks, start)
+        self.scan = scan
+        self._last = (blocks, ids, cids, conversation, conv_cum, total, breakpoints, runs, scan)
+        return RequestBlocks(ids, runs, list(breakpoints), cids, conversation, total)
 
-    def _shared_prefix(self, blocks: list[Block]) -> tuple:
+    def _ids(self, request_id: str, block: Block) -> tuple[int, int, bool]:
+        """(occurrence id, content id, tool definition?) of one block."""
+        hit = self._seen.get(id(block))
+        if hit is not None and hit[0] is block:  # the same block object as in an earlier request
+            return hit[1], hit[2], hit[3]
+        occ, cid = self._register(request_id, block)
+        is_tool = block.kind == "tool_definition"
+        self._seen[id(block)] = (block, occ, cid, is_tool)
+        return occ, cid, is_tool
+
+    def _take_over(self, request_id: str, blocks: list[Block]) -> tuple:
+        """The state of the positions this request shares with the previous one, and where to go on."""
         last = self._last
-        if last is None:
-            return 0, array("q"), array("q"), [], array("q", [0]), array("q", [0]), []
-        prev_blocks, prev_ids, prev_cids, prev_conv, prev_conv_cum, prev_bytes_cum, prev_bps = last
-        k = shared_prefix(prev_blocks, blocks)  # identity first, then equality: equal blocks have equal ids
-        bps = [bp for bp in prev_bps if bp[0] < k]
-        return (k, prev_ids[:k], prev_cids[:k], prev_conv[:prev_conv_cum[k]], prev_conv_cum[:k + 1],
-                prev_bytes_cum[:k + 1], bps)
+        if last is None or not self.reuse_prefix:
+            return array("q"), array("q"), array("q"), array("q", [0]), 0, [], [], BlockScan(), 0
+        prev_blocks, prev_ids, prev_cids, prev_conv, prev_conv_cum, prev_total, prev_bps, prev_runs, prev_scan = last
+        m, holes = align(prev_blocks, blocks)
+        content_bytes = self.content_bytes
+        total = prev_total - sum(content_bytes[c] for c in prev_cids[m:])  # what the previous one had past m
+        ids, cids, conv_cum = prev_ids[:m], prev_cids[:m], prev_conv_cum[:m + 1]
+        conversation = prev_conv[:prev_conv_cum[m]]
+        bps = prev_bps[:bisect_left(prev_bps, (m,))]  # breakpoints are in position order
+        runs, scan = runs_upto(prev_runs, m), prev_scan.upto(m)
+        for p in holes:  # a changed block where the rest is shared: ids at p only
+            occ, cid, is_tool = self._ids(request_id, blocks[p])
+            if is_tool != (prev_conv_cum[p + 1] == prev_conv_cum[p]):
+                # conversation indexes after p would shift: keep what lies before p, go on from p
+                total = sum(content_bytes[c] for c in cids[:p])
+                bps = [bp for bp in bps if bp[0] < p and bp[0] not in holes] + [
+                    (q, blocks[q].cache_breakpoint) for q in holes if q < p and blocks[q].cache_breakpoint]
+                return (ids[:p], cids[:p], conversation[:conv_cum[p]], conv_cum[:p + 1], total, sorted(bps),
+                        runs_upto(runs, p), scan.upto(p), p)
+            total += content_bytes[cid] - content_bytes[cids[p]]
+            if not is_tool:
+                conversation[conv_cum[p]] = cid
+            ids[p], cids[p] = occ, cid
+            patch_runs(runs, p, occ)
+            scan.replace(p, key_of(prev_blocks[p]), key_of(blocks[p]))
+        if holes:
+            bps = sorted([bp for bp in bps if bp[0] not in holes] + [
+                (p, blocks[p].cache_breakpoint) for p in holes if blocks[p].cache_breakpoint])
+        return ids, cids, conversation, conv_cum, total, bps, runs, scan, m
 
     def _register(self, request_id: str, block: Block) -> tuple[int, int]:
         """Store a block seen for the first time: its content once, its occurrence once."""
@@ -148,16 +185,108 @@ class BlockStore:
         """Token estimate by content id (after `tokenise`)."""
         return [self.tokens_by_hash[h] for h in self._hashes]
 
+    def token_prefix(self, rb: RequestBlocks) -> TokenPrefix:
+        """Estimated tokens of a request's leading blocks (after `tokenise`), from its runs."""
+        if len(self._occ_cum) != len(self.occurrences) + 1:
+            tokens_by_hash = self.tokens_by_hash
+            self._occ_cum = array("q", accumulate(
+                (tokens_by_hash[o["content_hash"]] for o in self.occurrences), initial=0))
+        return TokenPrefix(rb.runs, self._occ_cum)
+
+    def column(self, rb: RequestBlocks, name: str) -> OccurrenceColumn:
+        """One occurrence field (path, kind, source, ...) of a request's blocks, by position."""
+        return OccurrenceColumn(self.occurrences, rb.occurrences, name)
+
     def text_of(self, content_id: int) -> str:
         return self.content[self._hashes[content_id]]["text"]
+
+
+class TokenPrefix:
+    """Estimated tokens of a request's first p blocks in O(log runs): a run's positions map to
+    consecutive occurrence ids, whose cumulative token counts the store keeps once."""
+
+    __slots__ = ("_before", "_occ_cum", "_runs", "_starts", "total")
+
+    def __init__(self, runs: list[tuple[int, int, int]], occ_cum: array) -> None:
+        self._runs, self._occ_cum = runs, occ_cum
+        self._starts = [start for start, _, _ in runs]
+        self._before = list(accumulate((occ_cum[occ + n] - occ_cum[occ] for _, n, occ in runs), initial=0))
+        self.total = self._before.pop()
+
+    def upto(self, p: int) -> int:
+        """Tokens of positions [0, p)."""
+        if p <= 0 or not self._runs:
+            return 0
+        i = bisect_right(self._starts, p - 1) - 1  # the run holding position p - 1
+        start, n, occ = self._runs[i]
+        return self._before[i] + self._occ_cum[occ + min(p - start, n)] - self._occ_cum[occ]
+
+
+class OccurrenceColumn:
+    """A read-only sequence: one field of the occurrence at each position of a request."""
+
+    __slots__ = ("_ids", "_name", "_rows")
+
+    def __init__(self, rows: list[dict], ids: array, name: str) -> None:
+        self._rows, self._ids, self._name = rows, ids, name
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __getitem__(self, position: int):
+        return self._rows[self._ids[position]][self._name]
 
 
 def to_runs(ids: list[int]) -> list[tuple[int, int, int]]:
     """Compress occurrence ids into runs of consecutive ids."""
     runs: list[tuple[int, int, int]] = []
-    start = 0
-    for i in range(1, len(ids) + 1):
-        if i == len(ids) or ids[i] != ids[i - 1] + 1:
-            runs.append((start, i - start, ids[start]))
-            start = i
+    extend_runs(runs, ids, 0)
     return runs
+
+
+def runs_upto(runs: list[tuple[int, int, int]], k: int) -> list[tuple[int, int, int]]:
+    """The runs of the first `k` positions (a new list)."""
+    cut = runs[:bisect_left(runs, (k,))]  # runs starting before k
+    if cut:
+        start, n, occ = cut[-1]
+        if start + n > k:
+            cut[-1] = (start, k - start, occ)
+    return cut
+
+
+def patch_runs(runs: list[tuple[int, int, int]], p: int, occ: int) -> None:
+    """Change the occurrence at position p (inside the runs) in place, keeping runs maximal."""
+    i = bisect_right(runs, (p, float("inf"))) - 1  # the run holding p
+    start, n, first = runs[i]
+    if first + (p - start) == occ:
+        return
+    pieces = [(start, p - start, first)] if p > start else []
+    pieces.append((p, 1, occ))
+    if start + n > p + 1:
+        pieces.append((p + 1, start + n - p - 1, first + p + 1 - start))
+    runs[i:i + 1] = pieces
+    j = i + len(pieces) - (2 if start + n > p + 1 else 1)  # index of the (p, 1, occ) run
+    if j + 1 < len(runs) and runs[j + 1][0] == p + 1 and runs[j + 1][2] == occ + 1:  # joins the next run
+        nxt = runs.pop(j + 1)
+        runs[j] = (p, 1 + nxt[1], occ)
+    if j > 0 and runs[j - 1][0] + runs[j - 1][1] == p and runs[j - 1][2] + runs[j - 1][1] == occ:  # and the previous
+        prv = runs[j - 1]
+        runs[j - 1:j + 1] = [(prv[0], prv[1] + runs[j][1], prv[2])]
+
+
+def extend_runs(runs: list[tuple[int, int, int]], ids, start: int) -> None:
+    """Extend `runs` (the runs of `ids[:start]`) to all of `ids`, as `to_runs(ids)` would give."""
+    n = len(ids)
+    if start >= n:
+        return
+    i = start
+    if runs:
+        s0, n0, o0 = runs[-1]
+        if s0 + n0 == start and ids[start] == o0 + n0:  # the first new id continues the last run
+            runs.pop()
+            i = s0
+    run_start = i
+    for j in range(max(i, start) + 1, n + 1):
+        if j == n or ids[j] != ids[j - 1] + 1:
+            runs.append((run_start, j - run_start, ids[run_start]))
+            run_start = j
