@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from analysis.blockscan import BlockScan
 from analysis.incremental_json import ScanError, scan
 from analysis.protocols.common import load_json
-from analysis.sequences import shared_prefix
+from analysis.sequences import align
 
 MAX_STREAMS = 64
 MAX_ENTRIES = 500_000
@@ -115,34 +116,33 @@ class ParseMemo:
             ends = p_ends[:reused] + [(eb + b, ew + w, et + t) for eb, ew, et in ends]
         self._last_items.put(key, (list(items), (drafts, warnings, names, ends)))
 
-    def attributed_prefix(self, context: tuple, drafts: list) -> tuple[int, list, bool]:
-        """(n, blocks, user task seen): the longest run of leading drafts identical (same objects)
-        to the previous call's in this context, with the blocks they produced."""
+    def attributed_alignment(self, context: tuple, drafts: list) -> tuple | None:
+        """(m, holes, blocks, seen, scan) of the previous call in this context: its drafts are the
+        very objects of these at every position below m except the holes (see `align`)."""
         last = self._last_attr.get(context)
         if last is None:
-            return 0, [], False
-        prev_drafts, prev_blocks, prev_seen = last
-        k = shared_prefix(prev_drafts, drafts)  # drafts compare by identity
-        return k, prev_blocks[:k], (prev_seen[k - 1] if k else False)
+            return None
+        prev_drafts, prev_blocks, prev_seen, prev_scan = last
+        m, holes = align(prev_drafts, drafts)  # drafts compare by identity
+        return m, holes, prev_blocks, prev_seen, prev_scan
 
-    def remember_attributed(self, context: tuple, drafts: list, blocks: list, start: int,
-                            seen_after: list[bool]) -> None:
-        last = self._last_attr.get(context)
-        prefix_seen = last[2][:start] if last is not None and start else []
-        self._last_attr.put(context, (list(drafts), blocks, prefix_seen + seen_after))
+    def remember_attributed(self, context: tuple, drafts: list, blocks: list, seen: list[bool],
+                            scan: BlockScan) -> None:
+        # draft lists are not changed once attributed: kept as they are, for identity comparisons
+        self._last_attr.put(context, (drafts, blocks, seen, scan))
 
-    def cwd_prefix(self, drafts: list) -> tuple[int, str | None]:
-        """(index to scan from, cwd) using the previous call: drafts it already scanned are skipped."""
+    def cwd_alignment(self, drafts: list) -> tuple[int, list[int], int | None, str | None]:
+        """(m, holes, hit, cwd): how drafts line up with the previous call's (see `align`), and the
+        position and value of the first working directory that call found (None: none)."""
         if self._last_cwd is None:
-            return 0, None
+            return 0, [], None, None
         prev, hit, cwd = self._last_cwd
-        k = shared_prefix(prev, drafts)  # drafts compare by identity
-        if hit is not None and hit < k:
-            return k, cwd
-        return k, None
+        m, holes = align(prev, drafts)  # drafts compare by identity
+        return m, holes, hit, cwd
 
-    def remember_cwd(self, drafts: list, hit: int | None, cwd: str | None) -> None:
-        self._last_cwd = (list(drafts), hit, cwd)
+    def remember_cwd(self, drafts: list, hit: int | None, cwd: str | None) -> str | None:
+        self._last_cwd = (drafts, hit, cwd)  # draft lists are not changed once attributed
+        return cwd
 
     def cwd_of(self, draft: Any, compute) -> str | None:
         hit = self._cwd.get(id(draft))
