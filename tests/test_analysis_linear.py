@@ -28,6 +28,7 @@ from analysis.memo import ParseMemo
 from analysis.models import Block
 from analysis.parse import parse_exchanges
 from analysis.prices import PriceTable
+from analysis.protocols.common import CallNames
 from analysis.sequences import align, identical_prefix, shared_bytes, shared_prefix
 from ctxtap.capture.bodies import common_prefix_len
 from ctxtap.capture.store import Capture
@@ -149,6 +150,23 @@ def test_block_scan_cut_and_extended_is_the_scan(picks, k, more):
     assert scan.first_n(is_user, 2) == users[:2]
     assert scan.all(is_user) == users
     assert scan.any(lambda key: key.source == "summary") == any(b.source == "summary" for b in grown)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["apply", "set", "get"]),
+                          st.lists(st.tuples(st.sampled_from("abcd"), st.sampled_from("xyz")), max_size=4)),
+                max_size=12))
+def test_call_names_answer_like_the_dict_they_replace(ops):
+    names, plain = CallNames(), {}
+    for op, pairs in ops:
+        if op == "apply":
+            names.apply(list(pairs))
+            plain.update(pairs)
+        elif op == "set":
+            for call_id, name in pairs:
+                names[call_id] = name
+                plain[call_id] = name
+        for call_id in "abcde":
+            assert names.get(call_id) == plain.get(call_id)
 
 
 # --- a long generated session ---------------------------------------------------------------
