@@ -338,3 +338,17 @@ def test_store_helpers_match_block_by_block(long_capture):
         for p in range(0, len(per_block) + 2, 7):
             assert prefix.upto(p) == sum(per_block[:p])
         assert list(store.column(rb, "path")) == [b.path for b in blocks]
+
+
+def test_runs_per_request_stay_few_when_a_block_changes_in_place(long_capture):
+    """Claude Code's shape (history first, a billing hash changing in system[0] on every request):
+    the changed blocks are numbered apart, so a request's history stays a few runs instead of
+    one run per earlier request, and occurrence ids stay dense."""
+    tables, _ = build(Capture.open(long_capture), PriceTable.load(None), CacheRules.load(None))
+    ids = sorted(o["occurrence_id"] for o in tables["block_occurrences"])
+    assert ids == list(range(len(ids)))
+    runs = Counter(r["request_id"] for r in tables["request_block_runs"])
+    main = [r for r in tables["requests"] if r["purpose"] == "main" and r["n_blocks"] > 40]
+    assert main, "the session grows past 40 blocks"
+    assert max(runs[r["request_id"]] for r in main) <= 12, sorted(runs[r["request_id"]] for r in main)
+    assert max(r["n_blocks"] for r in main) >= 80
