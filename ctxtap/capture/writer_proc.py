@@ -18,7 +18,6 @@ than growing memory. The child's stdout stays open only so the proxy sees it exi
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import dataclasses
 import itertools
@@ -30,6 +29,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the proxy side runs on asyncio; the child has no event loop and never imports it
+    import asyncio
 
 _LEN = struct.Struct(">Q")
 _SAME = "<same as body_in>"
@@ -146,6 +149,8 @@ class ProcessWriter:
         if not (isinstance(ready, dict) and ready.get("ready")):
             self._proc.kill()
             raise RuntimeError(f"capture writer failed to start: {ready!r}")
+        import asyncio
+
         self._loop = asyncio.get_running_loop()
         self._out = self._proc.stdin.fileno()
         self._in = self._proc.stdout.fileno()
@@ -262,7 +267,9 @@ class ProcessWriter:
                 fut.set_exception(RuntimeError(message))
 
 
-MAX_BACKLOG_BYTES = 256 << 20
+# Bytes read from the proxy but not yet redacted and written. A few large bodies keep the
+# writer busy; beyond that a bigger backlog only holds memory (the pipe slows the proxy instead).
+MAX_BACKLOG_BYTES = 32 << 20
 
 
 class _Backlog:
@@ -295,8 +302,11 @@ def _event_size(event: object) -> int:
 
 
 def main() -> int:
-    """The child: read events and write them through a CaptureWriter until close or end-of-file."""
-    from ctxtap.capture.finalize import finalize
+    """The child: read events and write them through a CaptureWriter until close or end-of-file.
+
+    Imports only what recording uses; the Parquet writer (pyarrow, ~50 MB resident) is
+    imported for the finalisation at the end.
+    """
     from ctxtap.capture.manifest import Manifest
     from ctxtap.capture.writer import CaptureWriter
 
@@ -335,6 +345,8 @@ def main() -> int:
         if closing.get("ended_at"):
             writer.manifest.ended_at = closing["ended_at"]
             writer.manifest.save(directory)
+        from ctxtap.capture.finalize import finalize
+
         finalize(directory)
     return 0
 
