@@ -140,6 +140,10 @@ class ProcessWriter:
         self.manifest = manifest
         env = dict(os.environ)
         env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # Bodies of a megabyte or more pass through the child one after another. glibc raises its
+        # mmap threshold after the first such buffer is freed and serves the next ones from a heap
+        # it rarely gives back; a fixed threshold keeps big buffers mapped, returned when freed.
+        env.setdefault("MALLOC_MMAP_THRESHOLD_", str(256 << 10))
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env=env, bufsize=0,
