@@ -28,7 +28,7 @@ from itertools import accumulate
 from analysis import tokens
 from analysis.blockscan import BlockScan, key_of
 from analysis.models import Block
-from analysis.sequences import align
+from analysis.sequences import align, shared_prefix
 
 OCCURRENCE_FIELDS = (
     "path", "kind", "wire_type", "role", "source", "authority", "scope", "lifetime", "content_type",
@@ -115,13 +115,17 @@ class BlockStore:
         return rb
 
     def _lane_for(self, blocks: list[Block]) -> tuple[int, tuple | None, int, list[int]]:
-        """(lane, its last request, m, holes): the recent lane whose last request these blocks
-        align with longest (see `align`), if they carry at least JOIN_SHARE of it; else a new lane."""
+        """(lane, its last request, m, holes): of the recent lanes whose last request shares the
+        longest leading run with these blocks (compared in C), the one they align with longest
+        (see `align`), if they carry at least JOIN_SHARE of it; else a new lane."""
+        scored = [(shared_prefix(last[0], blocks), lane, last) for lane, last in reversed(self._lanes.items())]
+        top = max((k for k, _, _ in scored), default=0)
         best: tuple[int, tuple | None, int, list[int]] | None = None
-        for lane, last in reversed(self._lanes.items()):  # the most recent first: it wins ties
-            m, holes = align(last[0], blocks)
-            if best is None or m > best[2]:
-                best = (lane, last, m, holes)
+        for k, lane, last in scored:  # the most recent first: it wins ties
+            if k == top:
+                m, holes = align(last[0], blocks)
+                if best is None or m > best[2]:
+                    best = (lane, last, m, holes)
         if best is not None and best[2] and best[2] >= JOIN_SHARE * len(best[1][0]):  # type: ignore[index]
             return best
         self._lane_rows.append([])
