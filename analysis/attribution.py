@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from analysis.blocks import BlockDraft, finalize
+from analysis.blockscan import BlockScan, key_of
 from analysis.clients import registry
 from analysis.clients.rules import UNKNOWN, Context, Rule, is_text, leading_user_parts
 from analysis.models import Block
@@ -68,64 +69,116 @@ def draft_cwd(d: BlockDraft) -> str | None:
 
 
 def find_cwd(drafts: list[BlockDraft], memo: Any = None) -> str | None:
-    """The working directory the client told the model about, if any."""
+    """The working directory the client told the model about (the first draft stating one), if any.
+
+    With a memo, drafts the previous call had at the same positions are not looked at again:
+    below the alignment's end only its changed positions (holes) are, and where that call
+    found its directory. The answer is the plain search's.
+    """
     if memo is None:
         return next((cwd for d in drafts if (cwd := draft_cwd(d))), None)
-    start, found = memo.cwd_prefix(drafts)
-    if found is not None:
-        return found
-    for index in range(start, len(drafts)):
+    m, holes, hit, found = memo.cwd_alignment(drafts)
+    scan_from = m  # below m, shared drafts state what the previous call's did
+    for p in holes:
+        if hit is not None and hit < p:
+            break
+        cwd = memo.cwd_of(drafts[p], draft_cwd)
+        if cwd:
+            return memo.remember_cwd(drafts, p, cwd)
+    if hit is not None and hit < m:
+        if hit not in holes:
+            return memo.remember_cwd(drafts, hit, found)
+        scan_from = hit + 1  # the previous call's directory was in a changed draft: search on from there
+    for index in range(scan_from, len(drafts)):
         cwd = memo.cwd_of(drafts[index], draft_cwd)
         if cwd:
-            memo.remember_cwd(drafts, index, cwd)
-            return cwd
-    memo.remember_cwd(drafts, None, None)
-    return None
+            return memo.remember_cwd(drafts, index, cwd)
+    return memo.remember_cwd(drafts, None, None)
+
+
+class _LeadingParts:
+    """`leading_user_parts(drafts)`, computed on first use: only user texts before the task ask,
+    so a long session's requests (past their task) never walk their drafts for it."""
+
+    __slots__ = ("_drafts", "_ids")
+
+    def __init__(self, drafts: list[BlockDraft]) -> None:
+        self._drafts = drafts
+        self._ids: frozenset[int] | None = None
+
+    def __contains__(self, draft_id: object) -> bool:
+        if self._ids is None:
+            self._ids = leading_user_parts(self._drafts)
+        return draft_id in self._ids
+
+
+def _attribute_one(draft: BlockDraft, position: int, ctx: Context, context: tuple, table: list[Rule],
+                   memo: Any) -> Block:
+    """One draft's block (the first matching rule decides); updates whether a user task was seen."""
+    key = (id(draft), position, context, ctx.user_task_seen)
+    if memo is not None:
+        hit = memo.attributed(key, draft)
+        if hit is not None:
+            block, ctx.user_task_seen = hit
+            return block
+    for rule in table:
+        if rule.applies(draft, ctx):
+            attrs = rule.resolve(draft, ctx)
+            break
+    else:  # only when the generic rules are switched off: generic.unknown always matches
+        rule, attrs = _FALLBACK, UNKNOWN
+    block = with_segments(finalize(draft, position, attrs.as_dict(), rule.id))
+    if draft.kind == "message_text" and (block.source == "user_task" or any(
+            s.source == "user_task" for s in block.segments)):
+        ctx.user_task_seen = True
+    if memo is not None:
+        memo.put_attributed(key, draft, (block, ctx.user_task_seen))
+    return block
 
 
 def attribute(drafts: list[BlockDraft], client: str, api: str, memo: Any = None,
               disabled_clients: Iterable[str] = ()) -> list[Block]:
-    """Run the rule table over drafts in order; return finished blocks.
+    """Run the rule table over drafts in order; return finished blocks."""
+    return attribute_scanned(drafts, client, api, memo, disabled_clients)[0]
 
-    With a memo, a draft seen before at the same position and in the same
-    context (client, cwd, whether a user task came earlier, rules switched off)
-    reuses its block.
+
+def attribute_scanned(drafts: list[BlockDraft], client: str, api: str, memo: Any = None,
+                      disabled_clients: Iterable[str] = ()) -> tuple[list[Block], BlockScan]:
+    """Finished blocks and their `BlockScan` (where each kind / source / rule is).
+
+    With a memo, a draft seen before at the same position and in the same context
+    (client, cwd, whether a user task came earlier, rules switched off) reuses its
+    block. Drafts that are the very objects of the previous call's at the same
+    positions (history resent, a few blocks changed) take over its blocks and scan in
+    slices; the changed ones are attributed again, and if one of them changes whether
+    a user task came earlier, everything after it is too.
     """
     disabled = frozenset(disabled_clients)
     table = rules(disabled)
-    ctx = Context(client=client, api=api, cwd=find_cwd(drafts, memo), leading_parts=leading_user_parts(drafts))
-    blocks: list[Block] = []
-    start = 0
+    ctx = Context(client=client, api=api, cwd=find_cwd(drafts, memo),
+                  leading_parts=_LeadingParts(drafts))  # type: ignore[arg-type]
     context = (client, api, ctx.cwd, disabled) if disabled else (client, api, ctx.cwd)
-    if memo is not None:
-        # Fast path: the leading drafts are the very objects of the previous call in this
-        # context, so their blocks are too (history resent unchanged).
-        start, blocks, ctx.user_task_seen = memo.attributed_prefix(context, drafts)
-    seen_after: list[bool] = []
-    for position in range(start, len(drafts)):
-        draft = drafts[position]
-        key = (id(draft), position, context, ctx.user_task_seen)
-        if memo is not None:
-            hit = memo.attributed(key, draft)
-            if hit is not None:
-                block, ctx.user_task_seen = hit
-                blocks.append(block)
-                seen_after.append(ctx.user_task_seen)
-                continue
-        for rule in table:
-            if rule.applies(draft, ctx):
-                attrs = rule.resolve(draft, ctx)
+    blocks: list[Block] = []
+    seen: list[bool] = []  # after each position: whether a user task came so far
+    scan, start = BlockScan(), 0
+    last = memo.attributed_alignment(context, drafts) if memo is not None else None
+    if last is not None:
+        m, holes, prev_blocks, prev_seen, prev_scan = last
+        blocks, seen, scan, start = prev_blocks[:m], prev_seen[:m], prev_scan.upto(m), m
+        for p in holes:
+            ctx.user_task_seen = seen[p - 1] if p else False
+            block = _attribute_one(drafts[p], p, ctx, context, table, memo)
+            if ctx.user_task_seen != seen[p]:  # the context of everything after p changed
+                del blocks[p:], seen[p:]
+                scan, start = scan.upto(p), p
                 break
-        else:  # only when the generic rules are switched off: generic.unknown always matches
-            rule, attrs = _FALLBACK, UNKNOWN
-        block = with_segments(finalize(draft, position, attrs.as_dict(), rule.id))
-        if draft.kind == "message_text" and (block.source == "user_task" or any(
-                s.source == "user_task" for s in block.segments)):
-            ctx.user_task_seen = True
-        if memo is not None:
-            memo.put_attributed(key, draft, (block, ctx.user_task_seen))
-        blocks.append(block)
-        seen_after.append(ctx.user_task_seen)
+            scan.replace(p, key_of(blocks[p]), key_of(block))
+            blocks[p] = block
+    ctx.user_task_seen = seen[start - 1] if start else False
+    for position in range(start, len(drafts)):
+        blocks.append(_attribute_one(drafts[position], position, ctx, context, table, memo))
+        seen.append(ctx.user_task_seen)
+    scan.extend(blocks, start)
     if memo is not None:
-        memo.remember_attributed(context, drafts, blocks, start, seen_after)
-    return blocks
+        memo.remember_attributed(context, drafts, blocks, seen, scan)
+    return blocks, scan

@@ -24,7 +24,7 @@ from analysis.canonical import (
 from analysis.models import Block, BlockKind, Role
 
 
-@dataclass
+@dataclass(eq=False)  # identity equality: the memo compares lists of drafts by slices
 class BlockDraft:
     path: str
     kind: BlockKind

@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis import tokens
+from analysis.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
+from analysis.blockscan import BlockKey
 from analysis.blockstore import BlockStore
 from analysis.cachecheck import CacheRules
 from analysis.db import dataset_dir
@@ -146,13 +148,28 @@ def write_dataset(out: Path, capture_id: str, tables: dict[str, list[dict]], met
 # --- the build ------------------------------------------------------------------------------
 
 
+def _is_summary(key: BlockKey) -> bool:
+    return key.source == "summary"
+
+
+def _is_user_task(key: BlockKey) -> bool:
+    return key.source == "user_task"
+
+
+def _outside_cache_key(key: BlockKey) -> bool:
+    return key.rule_id in CACHE_TRANSPARENT_RULES
+
+
 def build(capture: Capture, prices: PriceTable, rules: CacheRules,
-          progress: Progress | None = None) -> tuple[dict[str, list[dict]], BuildStats]:
+          progress: Progress | None = None, reuse: bool = True) -> tuple[dict[str, list[dict]], BuildStats]:
+    """The tables of a capture. `reuse=False` parses every request from scratch and lets the
+    block store take over nothing from the previous request: the reference the fast paths
+    (which make a long session cost what it adds) must match exactly."""
     from ctxtap.capture.paths import redaction_key
     from redaction import Redactor
 
     redactor = Redactor(redaction_key(), capture.manifest.capture_id)
-    store = BlockStore()
+    store = BlockStore(reuse_prefix=reuse)
     assigner = SessionAssigner()
     recs: list[CallRec] = []
     stats = BuildStats()
@@ -163,14 +180,18 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
                                       strict=True) if m and r == "full")
         exchanges = progress(exchanges, total)
     memo = ParseMemo()
-    for call in parse_exchanges(exchanges, memo):
+    for call in parse_exchanges(exchanges, memo if reuse else None):
         rb = store.add_request(call.call_key, call.request.blocks)
-        compacted = any(b.source == "summary" for b in call.request.blocks)
-        placement = assigner.place(call, rb.conversation, continues_after_compaction=compacted)
+        # the store's scan of the request says where its summary, tasks and billing lines are
+        scan, blocks = store.scan, call.request.blocks
+        compacted = scan.any(_is_summary)
+        tasks = {blocks[p].content_hash for p in scan.all(_is_user_task)}
+        placement = assigner.place(call, rb.conversation, continues_after_compaction=compacted, tasks=tasks)
+        transparent = scan.all(_outside_cache_key)
         stats.blocks_total += len(call.request.blocks)
         stats.context_bytes_total += rb.context_bytes
         call.request.blocks = []  # the store holds what is needed, once
-        recs.append(CallRec(call, placement, rb, rb.content_ids, call.call_key))
+        recs.append(CallRec(call, placement, rb, rb.content_ids, call.call_key, transparent))
     stats.body_bytes_scanned, stats.body_bytes_seen = memo.bytes_scanned, memo.bytes_seen
     store.tokenise()
     stats.requests = len(recs)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from analysis.divergence import describe_change
 from analysis.sequences import common_prefix
@@ -50,21 +52,33 @@ class CacheRules:
         return CacheRule(**values)
 
 
+class TokenCounts(Protocol):
+    """Estimated tokens of a request's leading blocks."""
+
+    def upto(self, p: int) -> int:
+        """Tokens of blocks [0, p)."""
+        ...
+
+
 @dataclass
 class ReqView:
-    """What the prefix analysis needs of one request."""
+    """What the prefix analysis needs of one request.
+
+    Sequences may be lazy (read by position) and token counts come as prefix sums,
+    so building a view costs nothing per block of resent history.
+    """
 
     request_id: str
     provider: str
     model: str | None
     ts_start: float
     ts_end: float | None
-    hashes: list  # content keys per block (equal keys = identical content)
-    cache_keys: list  # the same, with blocks the provider leaves out of its cache key neutralised
-    tokens: list[int]  # estimated tokens per block
-    paths: list[str]
-    kinds: list[str]
-    sources: list[str]
+    hashes: Sequence[int]  # content keys per block (equal keys = identical content)
+    cache_keys: Sequence[int]  # the same, with blocks the provider leaves out of its cache key neutralised
+    tokens: TokenCounts  # estimated tokens of the leading blocks
+    paths: Sequence[str]
+    kinds: Sequence[str]
+    sources: Sequence[str]
     texts: list[str] | None  # loaded lazily only for the divergent block
     breakpoints: dict[int, str]  # position -> ttl ("ephemeral", "5m", "1h")
     auto_breakpoint: str | None  # Anthropic top-level cache_control
@@ -108,21 +122,21 @@ def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: f
         return 0, facts
     common = common_prefix(prev.cache_keys, cur.cache_keys)
     facts["prefix_extended"] = common == len(prev.cache_keys)
-    common_tokens = sum(cur.tokens[:common])
+    common_tokens = cur.tokens.upto(common)
     facts.update(common_blocks=common, common_tokens=common_tokens)
     if rule.mode == "breakpoints":
         written = sorted(set(prev.breakpoints) | ({len(prev.hashes) - 1} if prev.auto_breakpoint else set()))
         reading = sorted(set(cur.breakpoints) | ({len(cur.hashes) - 1} if cur.auto_breakpoint else set()))
-        prev_cached = sum(prev.tokens[: written[-1] + 1]) if written else 0
+        prev_cached = prev.tokens.upto(written[-1] + 1) if written else 0
         facts["prev_cached_tokens"] = prev_cached
         best = -1
         for b in written:
             if b < common and any(0 <= c - b <= rule.lookback_blocks for c in reading):
                 best = max(best, b)
-        cacheable = sum(cur.tokens[: best + 1]) if best >= 0 else 0
+        cacheable = cur.tokens.upto(best + 1) if best >= 0 else 0
         ttl = _ttl(prev, best, rule) if best >= 0 else rule.ttl_s
     else:
-        prev_cached = sum(prev.tokens)
+        prev_cached = prev.tokens.upto(len(prev.hashes))
         facts["prev_cached_tokens"] = prev_cached
         cacheable = (common_tokens // rule.granularity) * rule.granularity
         ttl = rule.ttl_s

@@ -14,10 +14,11 @@ the tracked arrays, so the next body can reuse this one in turn.
 from __future__ import annotations
 
 import json
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxtap.capture.bodies import common_prefix_len as common_prefix
+from analysis.sequences import shared_bytes as common_prefix
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"
@@ -37,12 +38,14 @@ class ScannedBody:
     reused_keys: set[str] = field(default_factory=set)  # values taken over from the previous body
     reused_elements: dict[str, int] = field(default_factory=dict)  # array key -> leading elements reused
     scanned_bytes: int = 0  # bytes actually parsed (the rest was reused)
+    skipped_bytes: int = 0  # of the bytes after the shared prefix, those of values found again
 
 
 class _Cursor:
     """A str view of data[base:] with char -> byte offset conversion."""
 
     def __init__(self, data: bytes, base: int) -> None:
+        self.data = data
         self.text = data[base:].decode("utf-8")
         self.base = base
         self.ascii = self.text.isascii()
@@ -118,8 +121,15 @@ def scan(data: bytes, tracked: tuple[str, ...] = (), prev: ScannedBody | None = 
                 if sep == "}":
                     return _finish(out, cursor, pos)
                 continue
-        value, vstart, vend = cursor.value(pos)
-        out.obj[key] = value
+        same = _same_value(cursor, pos, prev, key) if prev is not None else None
+        if same is not None:  # the previous body's value, byte for byte: take over its object
+            vstart, vend = same
+            out.obj[key] = prev.obj[key]  # type: ignore[union-attr]
+            out.reused_keys.add(key)
+            out.skipped_bytes += cursor.byte(vend) - cursor.byte(vstart)
+        else:
+            value, vstart, vend = cursor.value(pos)
+            out.obj[key] = value
         out.key_starts[key] = cursor.byte(kstart)
         out.spans[key] = (cursor.byte(vstart), cursor.byte(vend))
         pos, sep = cursor.expect(vend, ",}")
@@ -127,11 +137,32 @@ def scan(data: bytes, tracked: tuple[str, ...] = (), prev: ScannedBody | None = 
             return _finish(out, cursor, pos)
 
 
+def _same_value(cursor: _Cursor, pos: int, prev: ScannedBody, key: str) -> tuple[int, int] | None:
+    """(start, end) in characters of a value whose bytes are the previous body's value for `key`.
+
+    Values after the first change (Claude Code sends its tools after the growing history)
+    are found again by comparing bytes instead of being parsed again. The same bytes
+    followed by a separator are the same JSON value.
+    """
+    span = prev.spans.get(key)
+    if span is None or key in prev.elements:
+        return None
+    vs, ve = span
+    start = cursor.skip_ws(pos)
+    if not cursor.data.startswith(memoryview(prev.data)[vs:ve], cursor.byte(start)):
+        return None
+    end = start + (ve - vs if cursor.ascii else len(prev.data[vs:ve].decode("utf-8")))
+    after = cursor.skip_ws(end)
+    if after < len(cursor.text) and cursor.text[after] in ",}":
+        return start, end
+    return None
+
+
 def _finish(out: ScannedBody, cursor: _Cursor, pos: int) -> ScannedBody:
     rest = cursor.text[pos:]
     if rest.strip():
         raise ScanError("trailing data after the JSON object")
-    out.scanned_bytes = len(out.data) - cursor.base
+    out.scanned_bytes = len(out.data) - cursor.base - out.skipped_bytes
     return out
 
 
@@ -158,12 +189,8 @@ def _take_over(out: ScannedBody, prev: ScannedBody, shared: int,
             last_end = vend
             continue
         if key in tracked and key in prev.elements and vstart < shared:
-            kept = 0
-            for _estart, eend in prev.elements[key]:
-                if eend <= shared:
-                    kept += 1
-                else:
-                    break
+            # element spans are in byte order: those ending inside the shared prefix lead
+            kept = bisect_right(prev.elements[key], shared, key=_end)
             out.obj[key] = prev.obj[key][:kept]
             out.elements[key] = prev.elements[key][:kept]
             out.key_starts[key] = kstart
@@ -175,6 +202,10 @@ def _take_over(out: ScannedBody, prev: ScannedBody, shared: int,
     if last_end is not None:
         return last_end, "__after__"
     return prev.data.index(b"{") + 1, None
+
+
+def _end(span: tuple[int, int]) -> int:
+    return span[1]
 
 
 def _scan_array_tail(cursor: _Cursor, pos: int, out: ScannedBody, key: str, opened: bool = False) -> int:

@@ -6,14 +6,18 @@ of the number of turns. With a `ParseMemo`:
 
 - each request body is scanned incrementally against the previous body of its
   stream (`analysis.incremental_json`): history elements inside the shared byte
-  prefix come back as the very same Python objects;
+  prefix, and values after it that did not change, come back as the very same
+  Python objects;
 - per-item drafts, attribution results and finished blocks are cached by the
   identity of those objects (the memo keeps them alive and checks `is`, so an
   id can never be confused with a later object's).
 
-So each history element is parsed, attributed and hashed once; a request costs
-a dictionary lookup per element it shares with its predecessor. The parsers stay
-pure: without a memo they do exactly the same work from scratch.
+So each history element is parsed, attributed and hashed once. What the previous
+call already had is taken over in slices: the scanner records how many leading
+elements of each array it carried over (`_lineage`); drafts compare by identity
+in C, and attribution steps over a few changed drafts (`analysis.sequences.align`).
+A request costs time in what it adds, not in the history it shares. The parsers
+stay pure: without a memo they do exactly the same work from scratch.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from analysis.blockscan import BlockScan
 from analysis.incremental_json import ScanError, scan
 from analysis.protocols.common import load_json
-from analysis.sequences import identical_prefix
+from analysis.sequences import align
 
 MAX_STREAMS = 64
 MAX_ENTRIES = 500_000
@@ -51,6 +56,7 @@ class ParseMemo:
         self._last_attr: _Bounded = _Bounded(MAX_STREAMS)
         self._last_items: _Bounded = _Bounded(MAX_STREAMS)
         self._last_cwd: tuple | None = None
+        self._lineage: _Bounded = _Bounded(MAX_STREAMS * 4)  # id(list) -> (list, base, leading shared)
         self.bytes_scanned = 0
         self.bytes_seen = 0
 
@@ -65,15 +71,38 @@ class ParseMemo:
         if not raw:
             return load_json(raw)
         self.bytes_seen += len(raw)
+        prev = self._scans.get(stream)
         try:
-            scanned = scan(raw, tracked, prev=self._scans.get(stream))
+            scanned = scan(raw, tracked, prev=prev)
         except (ScanError, UnicodeDecodeError, RecursionError, ValueError):
             self._scans.pop(stream, None)
             self.bytes_scanned += len(raw)
             return load_json(raw)
         self._scans.put(stream, scanned)
         self.bytes_scanned += scanned.scanned_bytes
+        if prev is not None:
+            for key, kept in scanned.reused_elements.items():
+                items, base = scanned.obj[key], prev.obj[key]
+                if kept and items is not base:
+                    self._lineage.put(id(items), (items, base, kept))
         return scanned.obj, None
+
+    def identical_prefix(self, prev: list, items: list) -> int:
+        """Leading elements of `items` that are the very objects of `prev` (by `is`).
+
+        Arrays the scanner carried over from the previous body start from the count it
+        recorded, so only the elements past it are compared one by one.
+        """
+        if prev is items:
+            return len(items)
+        k = 0
+        hit = self._lineage.get(id(items))
+        if hit is not None and hit[0] is items and hit[1] is prev:
+            k = hit[2]
+        n = min(len(prev), len(items))
+        while k < n and prev[k] is items[k]:
+            k += 1
+        return k
 
     # --- per-item drafts --------------------------------------------------------------------
 
@@ -102,47 +131,53 @@ class ParseMemo:
         return self._last_items.get(key)
 
     def remember_items(self, key: tuple, items: list, marks: tuple) -> None:
-        """Keep this call's items and where each one's drafts end, for the next call's prefix."""
-        reused, drafts, warnings, names, ends = marks
+        """Keep this call's items and where each one's drafts, warnings, tool names and replay
+        facts end, for the next call's prefix. `items` is kept as is (parsed bodies are never
+        modified), so the scanner's lineage can vouch for its leading elements."""
+        reused, drafts, warnings, names, facts, ends = marks
         last = self._last_items.get(key)
         if reused and last is not None:
-            # the first `reused` items were taken over: splice their marks in front of ours
-            _, (p_drafts, p_warn, p_names, p_ends) = last
-            b, w, t = p_ends[reused - 1]
-            drafts = p_drafts[:b] + drafts
-            warnings = p_warn[:w] + warnings
-            names = p_names[:t] + names
-            ends = p_ends[:reused] + [(eb + b, ew + w, et + t) for eb, ew, et in ends]
-        self._last_items.put(key, (list(items), (drafts, warnings, names, ends)))
+            # The first `reused` items were taken over: splice their marks in front of ours.
+            # The previous record's lists belong to it alone (readers take slices) and it is
+            # replaced now, so they are cut and extended in place, not copied.
+            _, (p_drafts, p_warn, p_names, p_facts, p_ends) = last
+            b, w, t, f = p_ends[reused - 1]
+            for mine, theirs, cut in ((drafts, p_drafts, b), (warnings, p_warn, w), (names, p_names, t),
+                                      (facts, p_facts, f)):
+                del theirs[cut:]
+                theirs.extend(mine)
+            del p_ends[reused:]
+            p_ends.extend((eb + b, ew + w, et + t, ef + f) for eb, ew, et, ef in ends)
+            drafts, warnings, names, facts, ends = p_drafts, p_warn, p_names, p_facts, p_ends
+        self._last_items.put(key, (items, (drafts, warnings, names, facts, ends)))
 
-    def attributed_prefix(self, context: tuple, drafts: list) -> tuple[int, list, bool]:
-        """(n, blocks, user task seen): the longest run of leading drafts identical (same objects)
-        to the previous call's in this context, with the blocks they produced."""
+    def attributed_alignment(self, context: tuple, drafts: list) -> tuple | None:
+        """(m, holes, blocks, seen, scan) of the previous call in this context: its drafts are the
+        very objects of these at every position below m except the holes (see `align`)."""
         last = self._last_attr.get(context)
         if last is None:
-            return 0, [], False
-        prev_drafts, prev_blocks, prev_seen = last
-        k = identical_prefix(prev_drafts, drafts)
-        return k, prev_blocks[:k], (prev_seen[k - 1] if k else False)
+            return None
+        prev_drafts, prev_blocks, prev_seen, prev_scan = last
+        m, holes = align(prev_drafts, drafts)  # drafts compare by identity
+        return m, holes, prev_blocks, prev_seen, prev_scan
 
-    def remember_attributed(self, context: tuple, drafts: list, blocks: list, start: int,
-                            seen_after: list[bool]) -> None:
-        last = self._last_attr.get(context)
-        prefix_seen = last[2][:start] if last is not None and start else []
-        self._last_attr.put(context, (list(drafts), blocks, prefix_seen + seen_after))
+    def remember_attributed(self, context: tuple, drafts: list, blocks: list, seen: list[bool],
+                            scan: BlockScan) -> None:
+        # draft lists are not changed once attributed: kept as they are, for identity comparisons
+        self._last_attr.put(context, (drafts, blocks, seen, scan))
 
-    def cwd_prefix(self, drafts: list) -> tuple[int, str | None]:
-        """(index to scan from, cwd) using the previous call: drafts it already scanned are skipped."""
+    def cwd_alignment(self, drafts: list) -> tuple[int, list[int], int | None, str | None]:
+        """(m, holes, hit, cwd): how drafts line up with the previous call's (see `align`), and the
+        position and value of the first working directory that call found (None: none)."""
         if self._last_cwd is None:
-            return 0, None
+            return 0, [], None, None
         prev, hit, cwd = self._last_cwd
-        k = identical_prefix(prev, drafts)
-        if hit is not None and hit < k:
-            return k, cwd
-        return k, None
+        m, holes = align(prev, drafts)  # drafts compare by identity
+        return m, holes, hit, cwd
 
-    def remember_cwd(self, drafts: list, hit: int | None, cwd: str | None) -> None:
-        self._last_cwd = (list(drafts), hit, cwd)
+    def remember_cwd(self, drafts: list, hit: int | None, cwd: str | None) -> str | None:
+        self._last_cwd = (drafts, hit, cwd)  # draft lists are not changed once attributed
+        return cwd
 
     def cwd_of(self, draft: Any, compute) -> str | None:
         hit = self._cwd.get(id(draft))

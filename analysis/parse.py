@@ -18,7 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.attribution import attribute
+from analysis.attribution import attribute_scanned
+from analysis.blockscan import BlockScan
 from analysis.errors import protocol_error, transport_error
 from analysis.identity import extra_request_headers, identify
 from analysis.memo import ParseMemo
@@ -123,9 +124,9 @@ def _parse_http(ex: Exchange, r: ProtocolMatch, state: ParseState, memo: ParseMe
         draft = protocol.parse_request(body, RequestContext(ex.path, pstate, memo))
     headers = list(ex.request_headers)
     identity = identify(headers, raw, draft.facts, ex.client, ex.client_version, state.disabled_clients)
-    request = _request(r, draft, identity, memo, state.disabled_clients)
+    request, scan = _request(r, draft, identity, memo, state.disabled_clients)
     response = _http_response(ex, r)
-    purpose = _purpose(r, request, identity, lower_headers(headers), draft, state.disabled_clients)
+    purpose = _purpose(r, request, identity, lower_headers(headers), draft, scan, state.disabled_clients)
     protocol.remember(pstate, body, draft, response)
     return ModelCall(
         call_key=ex.flow_id,
@@ -197,11 +198,11 @@ def _ws_call(ex: Exchange, r: ProtocolMatch, state: ParseState, turn: WsTurn, la
     body, draft = protocol.parse_ws_request(turn.obj, RequestContext(ex.path, pstate, memo), last_response)
     headers = extra_request_headers(draft.facts, state.disabled_clients) + list(ex.request_headers)
     identity = identify(headers, message.content, draft.facts, ex.client, ex.client_version, state.disabled_clients)
-    request = _request(r, draft, identity, memo, state.disabled_clients)
+    request, scan = _request(r, draft, identity, memo, state.disabled_clients)
     response = protocol.parse_ws_response(server)
     if not server and ex.error:
         response.parse_error = ex.error
-    purpose = _purpose(r, request, identity, lower_headers(headers), draft, state.disabled_clients)
+    purpose = _purpose(r, request, identity, lower_headers(headers), draft, scan, state.disabled_clients)
     protocol.remember(pstate, body, draft, response)
     return ModelCall(
         call_key=f"{ex.flow_id}#{message.index}",
@@ -226,15 +227,15 @@ def _ws_call(ex: Exchange, r: ProtocolMatch, state: ParseState, turn: WsTurn, la
 
 
 def _request(r: ProtocolMatch, draft: RequestDraft, identity: CallIdentity, memo: ParseMemo | None = None,
-             disabled_clients: frozenset[str] = frozenset()) -> ParsedRequest:
-    blocks = attribute(draft.blocks, identity.client, r.api, memo, disabled_clients)
-    return ParsedRequest(
+             disabled_clients: frozenset[str] = frozenset()) -> tuple[ParsedRequest, BlockScan]:
+    blocks, scan = attribute_scanned(draft.blocks, identity.client, r.api, memo, disabled_clients)
+    request = ParsedRequest(
         api=r.api,
         endpoint=draft.endpoint or r.endpoint,
         model=draft.model,
         stream=draft.stream,
         max_output_tokens=draft.max_output_tokens,
-        blocks=blocks,
+        blocks=[],
         n_tools=len(draft.tool_names),
         tool_names=draft.tool_names,
         previous_response_id=draft.previous_response_id,
@@ -244,11 +245,15 @@ def _request(r: ProtocolMatch, draft: RequestDraft, identity: CallIdentity, memo
         parse_error=draft.error or ("; ".join(draft.warnings[:3]) if draft.warnings else None),
         warnings=draft.warnings,
     )
+    # The blocks are finished Block models already: validating the list again would cost
+    # time per block of history on every request. Nothing changes a request's list in place.
+    request.blocks = blocks
+    return request, scan
 
 
 def _purpose(
     r: ProtocolMatch, request: ParsedRequest, identity: CallIdentity, headers: dict[str, str], draft: RequestDraft,
-    disabled_clients: frozenset[str] = frozenset(),
+    scan: BlockScan | None = None, disabled_clients: frozenset[str] = frozenset(),
 ) -> PurposeInfo:
     facts = Facts(
         endpoint=request.endpoint,
@@ -257,6 +262,7 @@ def _purpose(
         headers=headers,
         request=request,
         body_facts=draft.facts,
+        scan=scan,
     )
     return classify_purpose(facts, disabled_clients)
 

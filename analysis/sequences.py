@@ -1,28 +1,105 @@
-"""Leading runs two sequences share: by equality (block keys) or by identity (reused objects).
+"""Shared-prefix lengths at C speed.
 
-Agents resend their history, so most work in the analyzer is "how far does this
-request agree with the previous one". `identical_prefix` is the memo's fast path:
-objects taken over from an earlier parse are the very same objects (`is`), which
-is both cheaper and stricter than equality.
+Every request resends its predecessor's history, so the analyzer keeps asking how
+many leading elements (or bytes) two requests share. A Python loop over the
+elements makes every request cost time in proportion to its history; comparing
+slices lets CPython's C code do the walking (a pointer comparison per element,
+`memcmp` for bytes), and bisecting the first unequal slice keeps the total linear.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+FIRST_CHUNK = 4096  # bytes compared in the first step; every equal chunk doubles the next one ...
+MAX_CHUNK = 1 << 16  # ... up to this: the unequal chunk is compared again while bisecting it
 
 
-def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Number of leading positions where `a` and `b` hold equal items."""
+def shared_prefix(a: Sequence, b: Sequence) -> int:
+    """Leading positions where `a` and `b` hold equal elements.
+
+    Equality is Python's `==`, which CPython checks as identity first: for
+    elements whose equality *is* identity (plain objects, `eq=False` dataclasses)
+    this is the count of leading identical objects. Works on lists, tuples and
+    arrays; a slice comparison stops at its first unequal element.
+    """
+    if type(a) is not type(b):  # a list never equals an array: compare like with like
+        a, b = list(a), list(b)
     n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    # slice only the longer one (a list slice touches every element it copies)
+    if (a if len(a) == n else a[:n]) == (b if len(b) == n else b[:n]):
+        return n
+    lo, hi = 0, n - 1  # a[:lo] == b[:lo], and the first difference lies in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
-def identical_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """Number of leading positions where `a` and `b` hold the very same objects."""
+def shared_bytes(a: bytes, b: bytes) -> int:
+    """Length of the common prefix of two byte strings, without copying either.
+
+    Chunks grow while they match, so a long shared prefix costs one `memcmp`
+    pass and few calls; the first unequal chunk is bisected (bounded, so the
+    bytes compared twice stay few).
+    """
+    n = min(len(a), len(b))
+    view = memoryview(b)
+    pos, step = 0, FIRST_CHUNK
+    while pos < n:
+        end = min(n, pos + step)
+        if a.startswith(view[pos:end], pos):
+            pos, step = end, min(step * 2, MAX_CHUNK)
+            continue
+        lo, hi = pos, end - 1  # a[:lo] == b[:lo], and the first difference lies in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if a.startswith(view[lo:mid], lo):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
+    return n
+
+
+MAX_HOLES = 4  # changed positions an alignment steps over before it stops
+
+
+def align(a: Sequence, b: Sequence, max_holes: int = MAX_HOLES) -> tuple[int, list[int]]:
+    """(m, holes): `a` and `b` hold equal elements at every position below `m` except `holes`.
+
+    Agents resend their history with a few blocks changed early on (a per-request hash
+    in the system prompt, a moved cache marker): a strict common prefix would stop at
+    the first of them. Stepping over up to `max_holes` changed positions keeps the rest
+    of the history shared. Equality is `==` as in `shared_prefix`.
+    """
+    if type(a) is not type(b):
+        a, b = list(a), list(b)
+    n = min(len(a), len(b))
+    pos = shared_prefix(a, b)
+    holes: list[int] = []
+    while pos < n and len(holes) < max_holes:
+        holes.append(pos)
+        pos += 1 + shared_prefix(a[pos + 1:n], b[pos + 1:n])
+    return pos, holes
+
+
+def common_prefix(a: Sequence, b: Sequence) -> int:
+    """Number of leading positions where `a` and `b` hold equal items (block keys)."""
+    return shared_prefix(a, b)
+
+
+def identical_prefix(a: Sequence, b: Sequence) -> int:
+    """Number of leading positions where `a` and `b` hold the very same objects.
+
+    For elements whose `==` may be a deep comparison (parsed JSON values): identity
+    is what the memo needs, and it is also the cheaper check.
+    """
+    if a is b:
+        return len(a)
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] is b[i]:

@@ -17,6 +17,7 @@ is `flattened`; a chain with a task not seen before is a new `main` chain.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from analysis.models import ModelCall
@@ -89,6 +90,8 @@ def containment(previous: list, current: list) -> float:
     """
     if not previous:
         return 0.0
+    if current[:len(previous)] == previous:  # the usual case, one C comparison: current extends previous
+        return 1.0
     prev = set(previous)
     return len(prev & set(current)) / len(prev)
 
@@ -111,11 +114,14 @@ class SessionAssigner:
         self.auto_counter: dict[str, int] = {}
         self.index = 0
 
-    def place(self, call: ModelCall, hashes: list, continues_after_compaction: bool = False) -> Placement:
+    def place(self, call: ModelCall, hashes: Sequence[int], continues_after_compaction: bool = False,
+              tasks: set[str] | None = None) -> Placement:
         """`hashes`: content keys of the request's conversation blocks (tool definitions left out).
 
         `continues_after_compaction`: the request starts from a summary of earlier history,
         so it continues the main thread even though it no longer carries that history.
+        `tasks`: content hashes of its user-task blocks, when the caller already knows them
+        (the block store's scan), so the request's blocks are not walked again.
         """
         sessions, auto_counter, index = self.sessions, self.auto_counter, self.index
         self.index += 1
@@ -133,7 +139,8 @@ class SessionAssigner:
                 auto_counter[call.identity.client] = n
                 key = f"{call.identity.client}:auto:{n}"
                 session = sessions[key] = _Session(key, "prefix-continuity", call.identity.client, call.ts_start)
-        tasks = {b.content_hash for b in call.request.blocks if b.source == "user_task"}
+        if tasks is None:
+            tasks = {b.content_hash for b in call.request.blocks if b.source == "user_task"}
         thread = _thread_for(session, call, hashes, side, continues_after_compaction, tasks)
         previous = thread.last if thread.count else None
         if thread.kind == "main" and tasks - session.tasks_seen:

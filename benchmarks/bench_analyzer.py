@@ -1,13 +1,17 @@
 """Analyzer benchmark: cost follows the unique content, not the resent history.
 
-Builds a synthetic corpus of many long Anthropic-style sessions (every request
-resends the whole history), imports it, and prints side by side:
+Builds synthetic corpora of long Anthropic-style sessions (every request resends
+the whole history) at T, 2T and 4T turns per session, imports them, and prints
+side by side, from one run:
   1. bytes tokenised / unique block bytes (target <= 1.05);
-  2. analysis time when turns per session double, against the growth of
-     cumulative request bytes (target <= 2.3x time for ~4x bytes);
-  3. speed against naive per-request tokenising of every block.
+  2. analysis time at each length (median of repeats run in rounds over the three
+     lengths, so a change in the machine's load hits each alike; wall and CPU), and
+     the time ratio of each doubling next to the ratio of unique content it adds
+     (target <= 2.2x time per doubling, while request bytes grow ~4x);
+  3. speed against naive per-request tokenising of every block (smallest corpus).
 
-Run: .venv/bin/python benchmarks/bench_analyzer.py [--sessions N] [--turns T]
+Run: .venv/bin/python benchmarks/bench_analyzer.py [--sessions N] [--turns T] [--repeats R] [--shape S]
+(--shape claude-code: the history first, a per-request billing hash, a moving cache breakpoint)
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -39,7 +44,20 @@ def text(rnd: random.Random, words: int) -> str:
     return " ".join(rnd.choice(WORDS) for _ in range(words))
 
 
-def session_entries(index: int, turns: int, start: float) -> list[dict]:
+def _claude_code_body(rnd: random.Random, tools: list, system: list, messages: list) -> dict:
+    """Claude Code's shape: the history first, a billing hash that changes on every request in
+    system[0], and the cache breakpoint moved to the newest message."""
+    messages = json.loads(json.dumps(messages))
+    last = messages[-1]
+    if isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"]}]
+    last["content"][-1]["cache_control"] = {"type": "ephemeral"}
+    billing = {"type": "text", "text": f"x-anthropic-billing-header: cc_version=9.9.9; cch={rnd.getrandbits(20):05x};"}
+    return {"model": "claude-sonnet-4-5", "messages": messages, "system": [billing, *system], "tools": tools,
+            "max_tokens": 8000, "stream": False}
+
+
+def session_entries(index: int, turns: int, start: float, shape: str = "plain") -> list[dict]:
     rnd = random.Random(index)
     tools = [{"name": f"tool_{i}", "description": text(rnd, 120),
               "input_schema": {"type": "object", "properties": {"arg": {"type": "string"}}}} for i in range(8)]
@@ -48,8 +66,11 @@ def session_entries(index: int, turns: int, start: float) -> list[dict]:
     entries = []
     ts = start
     for turn in range(turns):
-        body = {"model": "claude-sonnet-4-5", "max_tokens": 8000, "stream": False, "tools": tools,
-                "system": system, "messages": messages}
+        if shape == "claude-code":
+            body = _claude_code_body(rnd, tools, system, messages)
+        else:
+            body = {"model": "claude-sonnet-4-5", "max_tokens": 8000, "stream": False, "tools": tools,
+                    "system": system, "messages": messages}
         call_id = f"toolu_{index}_{turn}"
         response = {"id": f"msg_{index}_{turn}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                     "content": [{"type": "text", "text": text(rnd, 20)},
@@ -76,24 +97,29 @@ def session_entries(index: int, turns: int, start: float) -> list[dict]:
     return entries
 
 
-def build_capture(tmp: Path, sessions: int, turns: int) -> tuple[Path, int]:
-    entries = []
+def build_capture(tmp: Path, sessions: int, turns: int, shape: str = "plain") -> tuple[Path, int]:
+    """Import `sessions` sessions of `turns` turns; one HAR file per session keeps memory bounded."""
+    hars, request_bytes = [], 0
     for i in range(sessions):
-        entries += session_entries(i, turns, 1_800_000_000 + i * 10_000)
-    har = tmp / f"corpus-{turns}.har"
-    har.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "bench"}, "entries": entries}}))
+        entries = session_entries(i, turns, 1_800_000_000 + i * 10_000, shape)
+        request_bytes += sum(len(e["request"]["postData"]["text"]) for e in entries)
+        har = tmp / f"corpus-{turns}-{i}.har"
+        har.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "bench"}, "entries": entries}}))
+        hars.append(har)
+        del entries
     cap = tmp / f"cap-{turns}"
-    import_files([har], cap, b"k" * 32)
-    request_bytes = sum(len(e["request"]["postData"]["text"]) for e in entries)
+    import_files(hars, cap, b"k" * 32)
+    for har in hars:
+        har.unlink()
     return cap, request_bytes
 
 
-def analyse(cap: Path) -> tuple[float, dict]:
-    """(seconds, build stats) of one full (forced) analysis."""
-    start = time.perf_counter()
+def analyse(cap: Path) -> tuple[float, float, dict]:
+    """(wall seconds, CPU seconds, build stats) of one full (forced) analysis."""
+    start, cpu = time.perf_counter(), time.process_time()
     out, _ = ensure_analysis(cap, AnalyzeOptions(force=True))
-    seconds = time.perf_counter() - start
-    return seconds, json.loads((out / "_meta.json").read_text())["stats"]
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+    return seconds, cpu_seconds, json.loads((out / "_meta.json").read_text())["stats"]
 
 
 def naive_tokenise(cap: Path) -> tuple[float, int]:
@@ -108,30 +134,52 @@ def naive_tokenise(cap: Path) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--turns", type=int, default=40)
+    parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--turns", type=int, default=150, help="turns of the shortest corpus (then x2, x4)")
+    parser.add_argument("--repeats", type=int, default=5, help="analyses per corpus (in rounds); the median is reported")
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive tokenising comparison")
+    parser.add_argument("--shape", choices=["plain", "claude-code"], default="plain",
+                        help="plain: tools, system, then messages, nothing changes; claude-code: messages first, "
+                             "a per-request billing hash in system[0], the cache breakpoint on the newest message")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ctxtap-bench-analyzer-"))
     os.environ.setdefault("CTXTAP_CONFIG_DIR", str(tmp / "config"))
+    lengths = [args.turns, args.turns * 2, args.turns * 4]
+    repeats = max(1, args.repeats)
     try:
-        small, small_bytes = build_capture(tmp, args.sessions, args.turns)
-        large, large_bytes = build_capture(tmp, args.sessions, args.turns * 2)
-        analyse(small)  # warm caches (tokenizer load, imports)
-        # best of three: the machine's noise is larger than the effect near the target
-        t_small, s_small = min(analyse(small) for _ in range(3))
-        t_large, s_large = min(analyse(large) for _ in range(3))
-        t_naive, _ = naive_tokenise(large)
-        print(f"analyzer benchmark: {args.sessions} sessions, {args.turns} vs {args.turns * 2} turns each")
-        for label, seconds, stats, nbytes in (("small", t_small, s_small, small_bytes),
-                                              ("large", t_large, s_large, large_bytes)):
+        caps = [build_capture(tmp, args.sessions, turns, args.shape) for turns in lengths]
+        analyse(caps[0][0])  # warm caches (tokenizer load, imports)
+        runs: list[list[tuple[float, float, dict]]] = [[] for _ in lengths]
+        for _ in range(repeats):  # rounds over all lengths: a change in the machine's load hits each alike
+            for i, (cap, _) in enumerate(caps):
+                runs[i].append(analyse(cap))
+        results = []
+        for turns, (cap, nbytes), rs in zip(lengths, caps, runs, strict=True):
+            walls, cpus = [r[0] for r in rs], [r[1] for r in rs]
+            results.append({"turns": turns, "bytes": nbytes, "stats": rs[-1][2], "walls": walls, "cpus": cpus,
+                            "wall": statistics.median(walls), "cpu": statistics.median(cpus), "cap": cap})
+        print(f"analyzer benchmark ({args.shape}): {args.sessions} sessions of {', '.join(map(str, lengths))} turns, "
+              f"median of {repeats} analyses each, in {repeats} rounds over the three (wall and CPU seconds)")
+        for r in results:
+            stats = r["stats"]
             ratio = stats["bytes_tokenised"] / stats["unique_block_bytes"]
-            print(f"  {label}: {stats['requests']} requests, {nbytes / 1e6:7.1f} MB of request bodies, "
-                  f"{stats['unique_block_bytes'] / 1e6:6.2f} MB unique block text, analysed in {seconds:6.2f} s; "
+            print(f"  {r['turns']:4d} turns: {stats['requests']:5d} requests, {r['bytes'] / 1e6:7.1f} MB of request "
+                  f"bodies, {stats['unique_block_bytes'] / 1e6:5.2f} MB unique block text; analysed in "
+                  f"{r['wall']:6.2f} s wall ({min(r['walls']):.2f}-{max(r['walls']):.2f}), "
+                  f"{r['cpu']:6.2f} s CPU ({min(r['cpus']):.2f}-{max(r['cpus']):.2f}); "
                   f"bytes tokenised / unique block bytes = {ratio:.3f}  (target <= 1.05)")
-        print(f"  doubling turns: request bytes x{large_bytes / small_bytes:.2f}, "
-              f"analysis time x{t_large / t_small:.2f}  (target <= 2.3)")
-        print(f"  naive per-request tokenising of the large corpus: {t_naive:6.2f} s "
-              f"({t_naive / t_large:.1f}x the analyzer's whole run)")
+        print("  doubling turns        request bytes   unique content   time (wall)   time (CPU)   target")
+        for a, b in zip(results, results[1:], strict=False):
+            unique = b["stats"]["unique_block_bytes"] / a["stats"]["unique_block_bytes"]
+            print(f"  {a['turns']:4d} -> {b['turns']:4d} turns    x{b['bytes'] / a['bytes']:5.2f}"
+                  f"          x{unique:5.2f}           x{b['wall'] / a['wall']:5.2f}        "
+                  f"x{b['cpu'] / a['cpu']:5.2f}       <= 2.2")
+        if not args.no_naive:
+            first = results[0]
+            t_naive, _ = naive_tokenise(first["cap"])
+            print(f"  naive per-request tokenising of the {first['turns']}-turn corpus: {t_naive:6.2f} s "
+                  f"({t_naive / first['wall']:.1f}x the analyzer's whole run)")
+        print("  (2 cores shared with other work: wall above CPU means the run waited for a core)")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

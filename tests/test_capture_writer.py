@@ -82,3 +82,30 @@ def test_torn_spool_is_recovered_by_the_next_reader(tmp_path):
     assert cap.manifest.recovered and cap.manifest.status == "finalized"
     assert cap.manifest.spool_bytes_dropped == 6
     assert [f["state"] for f in cap.flows().to_pylist()] == ["complete"] * 5
+
+
+def test_writer_child_records_without_pyarrow_and_finalizes_at_the_end(tmp_path):
+    """The writer child stays lean while recording: the Parquet writer (pyarrow) is loaded only
+    for the final write, and a flow handed to it still ends up in the finalized capture."""
+    import asyncio
+    import re
+    from pathlib import Path
+
+    from ctxtap.capture.writer_proc import ProcessWriter
+
+    directory = tmp_path / "cap"
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 100_000}]}).encode()
+
+    async def record() -> tuple[str, int]:
+        writer = ProcessWriter(directory, b"k" * 32, {"capture_id": "lean-writer"})
+        await writer.submit(_request("f1", 1, body, body))
+        await writer.submit(_response("f1", b'{"ok": true}'))
+        maps = Path(f"/proc/{writer._proc.pid}/maps").read_text()
+        return maps, writer.close(finalize=True)
+
+    maps, code = asyncio.run(record())
+    assert code == 0
+    assert not re.search(r"arrow|duckdb", maps), "the writer child loaded pyarrow or duckdb while recording"
+    capture = Capture.open(directory)
+    assert capture.manifest.status == "finalized"
+    assert [ex.flow_id for ex in capture.exchanges()] == ["f1"]

@@ -89,3 +89,49 @@ def test_reuse_never_changes_the_result(prefix, suffix, others, ascii_only):
     assert second.obj == json.loads(b)
     for (s, e), element in zip(second.elements["messages"], second.obj["messages"], strict=True):
         assert json.loads(b[s:e]) == element
+
+
+def test_values_after_the_growing_history_are_found_again():
+    """Claude Code sends its tools after the messages: byte-identical values keep their objects."""
+    first = scan(body(30), TRACKED)
+    data = body(31)
+    second = scan(data, TRACKED, prev=first)
+    assert second.obj == json.loads(data)
+    assert second.obj["tools"] is first.obj["tools"]
+    for key, (s, e) in second.spans.items():
+        assert json.loads(data[s:e]) == second.obj[key]
+    third = scan(body(32, tail_key="tools"), TRACKED, prev=second)
+    assert third.obj["tools"] is first.obj["tools"]
+
+
+@pytest.mark.parametrize(("before", "after"), [
+    (b'{"messages": [1], "n": 12, "t": "\xc3\xa9"}', b'{"messages": [1, 2], "n": 123, "t": "\xc3\xa9"}'),
+    (b'{"messages": [1], "n": "ab", "t": 1}', b'{"messages": [1, 2], "n": "ab" , "t": 1}'),
+    (b'{"messages": [1], "n": [1], "t": true}', b'{"messages": [1, 2], "n": [1] }'),
+])
+def test_a_value_found_again_must_end_where_it_ended(before, after):
+    first = scan(before, TRACKED)
+    second = scan(after, TRACKED, prev=first)
+    assert json.dumps(second.obj) == json.dumps(json.loads(after))  # 1 is not true
+    for key, (s, e) in second.spans.items():
+        assert json.loads(after[s:e]) == second.obj[key]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(json_values, max_size=6),
+    st.lists(json_values, min_size=1, max_size=3),
+    st.dictionaries(st.sampled_from(["a", "tools", "zz"]), json_values, max_size=3),
+    st.dictionaries(st.sampled_from(["a", "tools", "zz"]), json_values, max_size=3),
+    st.booleans(),
+)
+def test_values_after_the_history_never_change_the_result(prefix, suffix, tail, other_tail, ascii_only):
+    """Values after the tracked array: found again when unchanged, parsed when not."""
+    before = {"model": "m", "messages": prefix, **tail}
+    after = {"model": "m", "messages": prefix + suffix, **tail, **other_tail}
+    a = json.dumps(before, ensure_ascii=ascii_only).encode()
+    b = json.dumps(after, ensure_ascii=ascii_only).encode()
+    second = scan(b, TRACKED, prev=scan(a, TRACKED))
+    assert json.dumps(second.obj) == json.dumps(json.loads(b))  # 1 is not true
+    for key, (s, e) in second.spans.items():
+        assert json.loads(b[s:e]) == second.obj[key]

@@ -90,9 +90,9 @@ RULES = (
 
 
 def probe(f: Facts) -> PurposeInfo | None:
-    for block in f.request.blocks:
-        if block.rule_id == "claude.quota-probe":
-            return info("probe", "claude.quota-probe", f"{block.path}={block.text.strip()!r}", max_tokens_evidence(f))
+    block = f.block(lambda k: k.rule_id == "claude.quota-probe")
+    if block is not None:
+        return info("probe", "claude.quota-probe", f"{block.path}={block.text.strip()!r}", max_tokens_evidence(f))
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from analysis.blocks import BlockDraft
+from analysis.blockscan import BlockKey
 from analysis.clients.registry import Client
 from analysis.clients.rules import (
     ASSISTANT,
@@ -56,7 +57,7 @@ from analysis.clients.rules import (
     user_context_part,
     user_text,
 )
-from analysis.models import ParsedRequest, PurposeInfo
+from analysis.models import PurposeInfo
 
 # --- attribution -----------------------------------------------------------------------------
 
@@ -117,9 +118,9 @@ def compact_endpoint(f: Facts) -> PurposeInfo | None:
 
 
 def compaction_text(f: Facts) -> PurposeInfo | None:
-    for block in f.request.blocks:
-        if block.rule_id in f.compaction_rules:
-            return info("compaction", "text.compaction", f"{block.path} matched {block.rule_id}")
+    block = f.block(lambda k: k.rule_id in f.compaction_rules)
+    if block is not None:
+        return info("compaction", "text.compaction", f"{block.path} matched {block.rule_id}")
     return None
 
 
@@ -130,7 +131,7 @@ def max_tokens_1(f: Facts) -> PurposeInfo | None:
 
 
 def title(f: Facts) -> PurposeInfo | None:
-    for block in instructions_and_last_user(f.request):
+    for block in instructions_and_last_user(f):
         if block.kind != "instruction_text" and f.request.n_tools:
             continue  # a user asking for a title in a tool-using turn is a main turn
         head = block.text[:600].lower()
@@ -141,7 +142,7 @@ def title(f: Facts) -> PurposeInfo | None:
 
 
 def side_call(f: Facts) -> PurposeInfo | None:
-    for block in instructions_and_last_user(f.request):
+    for block in instructions_and_last_user(f):
         head = block.text[:600]
         for marker in f.side_markers:
             if marker in head:
@@ -162,14 +163,15 @@ def side_shape(f: Facts) -> PurposeInfo | None:
     a title, summary, router or classifier call, whichever client sends it."""
     if f.request.n_tools:
         return None
-    instructions = [b for b in f.request.blocks if b.kind == "instruction_text"]
+    instructions = f.blocks_where(_is_instruction)
     text = "\n".join(b.text for b in instructions)
     small = f.request.max_output_tokens is not None and f.request.max_output_tokens <= SIDE_BUDGET
     short = bool(instructions) and len(text) <= SIDE_INSTRUCTION_CHARS
     if not (small or short):
         return None
-    users = [b for b in f.request.blocks if b.kind == "message_text" and b.role == "user"]
-    where = text if instructions else (users[-1].text[:SIDE_INSTRUCTION_CHARS] if users else "")
+    last_user = f.index.last(_is_user_text)
+    where = text if instructions else (f.request.blocks[last_user].text[:SIDE_INSTRUCTION_CHARS]
+                                       if last_user is not None else "")
     match = _SIDE_WORDS.search(where)
     if not match:
         return None
@@ -191,22 +193,36 @@ def tools_present(f: Facts) -> PurposeInfo | None:
 
 
 def user_task_no_tools(f: Facts) -> PurposeInfo | None:
-    has_task = any(b.source == "user_task" for b in f.request.blocks)
+    has_task = f.index.any(lambda k: k.source == "user_task")
     big = f.request.max_output_tokens is None or f.request.max_output_tokens > 1024
     if has_task and big:
         return info("main", "generic.user-task-no-tools", "tools=0", "user task present", max_tokens_evidence(f))
     return None
 
 
-def instructions_and_last_user(request: ParsedRequest) -> list:
-    """The instructions and every text part of the last user message (a title request may put its
-    instruction in one part and the conversation in the next)."""
-    blocks = [b for b in request.blocks if b.kind == "instruction_text"][:4]
-    users = [b for b in request.blocks if b.kind == "message_text" and b.role == "user"]
-    if users:
-        message = users[-1].path.split(".content", 1)[0]
-        blocks.extend(b for b in users if b.path.split(".content", 1)[0] == message)
-    return blocks
+def _is_instruction(key: BlockKey) -> bool:
+    return key.kind == "instruction_text"
+
+
+def _is_user_text(key: BlockKey) -> bool:
+    return key.kind == "message_text" and key.role == "user"
+
+
+def instructions_and_last_user(f: Facts) -> list:
+    """The first four instructions and every text part of the last user message (a title request
+    may put its instruction in one part and the conversation in the next), looked up in the
+    request's scan rather than by walking its history."""
+    blocks = f.request.blocks
+    out = [blocks[p] for p in f.index.first_n(_is_instruction, 4)]
+    message, tail = None, []
+    for p in f.index.backwards(_is_user_text):  # the last message's parts are the last user texts
+        here = blocks[p].path.split(".content", 1)[0]
+        if message is not None and here != message:
+            break
+        message = here
+        tail.append(blocks[p])
+    out.extend(reversed(tail))
+    return out
 
 
 PURPOSES = (

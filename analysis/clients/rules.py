@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.blocks import BlockDraft
-from analysis.models import CallIdentity, ParsedRequest, Purpose, PurposeInfo
+from analysis.blockscan import BlockKey, BlockScan
+from analysis.models import Block, CallIdentity, ParsedRequest, Purpose, PurposeInfo
 
 # --- attribution -----------------------------------------------------------------------------
 
@@ -281,6 +282,25 @@ class Facts:
     compaction_rules: frozenset[str] = frozenset()  # attribution rules that mark a compaction request
     title_markers: tuple[str, ...] = ()
     side_markers: tuple[str, ...] = ()
+    scan: BlockScan | None = None  # where the blocks are by kind / role / source / rule (built if not given)
+
+    @property
+    def index(self) -> BlockScan:
+        """The scan of the request's blocks: rules look blocks up instead of walking them all
+        (a long session's request would otherwise cost time in its whole history)."""
+        if self.scan is None:
+            self.scan = BlockScan.of(self.request.blocks)
+        return self.scan
+
+    def block(self, match: Callable[[BlockKey], bool]) -> Block | None:
+        """The first block whose key matches."""
+        position = self.index.first(match)
+        return self.request.blocks[position] if position is not None else None
+
+    def blocks_where(self, match: Callable[[BlockKey], bool]) -> list[Block]:
+        """Every block whose key matches, in position order."""
+        blocks = self.request.blocks
+        return [blocks[p] for p in self.index.all(match)]
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall, Usage
 from analysis.protocols.common import (
+    CallNames,
     RequestDraft,
     as_bool,
     as_dict,
     as_int,
     as_list,
     as_str,
-    call_names_replay,
     each_item,
     load_response_object,
     norm_role,
@@ -80,7 +80,7 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
     messages = body.get("messages")
     if not isinstance(messages, list):
         d.warn("messages is missing or not a list")
-    call_names: dict[str, str] = {}
+    call_names = CallNames()
 
     def message(msg: Any, i: int) -> None:
         if not isinstance(msg, dict):
@@ -99,11 +99,11 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
         else:
             d.warn(f"messages[{i}].content is neither a string nor a list")
 
-    each_item(memo, "anthropic.messages", as_list(messages), d, message, call_names_replay(call_names))
+    each_item(memo, "anthropic.messages", as_list(messages), d, message, call_names)
     return d
 
 
-def _part(part: Any, path: str, role: Role, index: int | None, call_names: dict[str, str]) -> BlockDraft:
+def _part(part: Any, path: str, role: Role, index: int | None, call_names: CallNames | dict[str, str]) -> BlockDraft:
     """One content block of system[] or messages[].content[]."""
     if isinstance(part, str):
         return BlockDraft(path, text_kind(role), role, part, part, "text", item_index=index)

@@ -17,13 +17,13 @@ from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall, Usage
 from analysis.protocols.common import (
+    CallNames,
     RequestDraft,
     as_bool,
     as_dict,
     as_int,
     as_list,
     as_str,
-    call_names_replay,
     each_item,
     load_response_object,
     norm_role,
@@ -82,7 +82,7 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
     messages = body.get("messages")
     if not isinstance(messages, list):
         d.warn("messages is missing or not a list")
-    call_names: dict[str, str] = {}
+    call_names = CallNames()
 
     def message(msg: Any, i: int) -> None:
         if not isinstance(msg, dict):
@@ -90,11 +90,11 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
             return
         _message(msg, i, d, call_names)
 
-    each_item(memo, "chat.messages", as_list(messages), d, message, call_names_replay(call_names))
+    each_item(memo, "chat.messages", as_list(messages), d, message, call_names)
     return d
 
 
-def _message(msg: dict, i: int, d: RequestDraft, call_names: dict[str, str]) -> None:
+def _message(msg: dict, i: int, d: RequestDraft, call_names: CallNames | dict[str, str]) -> None:
     role = norm_role(msg.get("role"))
     content = msg.get("content")
     if role == "tool":

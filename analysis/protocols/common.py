@@ -7,6 +7,7 @@ raising, and the parsers record a warning so the result says what was skipped.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,6 @@ from analysis.blocks import BlockDraft, json_text
 from analysis.canonical import base64_size, data_url_placeholder, loads
 from analysis.errors import protocol_error
 from analysis.models import ErrorInfo, ParsedResponse, ParseStatus, Role
-from analysis.sequences import identical_prefix
 
 
 @dataclass
@@ -182,15 +182,30 @@ def frame_json(content: bytes) -> Any:
         return None
 
 
+class Replay(ABC):
+    """Parser state that reused items must re-apply (e.g. tool-call id -> name maps).
+
+    `facts(drafts)` lists what one item's drafts contribute, once, when the item is
+    parsed; `apply(facts)` re-applies the facts of a run of reused items in one step.
+    Applying an item's facts has the same effect as parsing it again.
+    """
+
+    @abstractmethod
+    def facts(self, drafts: list) -> list: ...
+
+    @abstractmethod
+    def apply(self, facts: list) -> None: ...
+
+
 def each_item(memo: Any, tag: str, items: list[Any], d: RequestDraft, fn: Callable[[Any, int], None],
-              replay: Callable[[list], None] | None = None, start: int = 0) -> None:
+              replay: Replay | None = None, start: int = 0) -> None:
     """Run `fn(item, index)` for each item, which appends its drafts to `d`.
 
     With a memo (see `analysis.memo`), an item object seen before at the same
     index reuses its drafts, warnings and tool names instead of being parsed
-    again, and `replay(drafts)` re-applies other state it changed (call-id maps).
+    again, and `replay` re-applies other state it changed (call-id maps).
     When the leading items are the very objects of the previous call with this
-    tag, their drafts are taken over in one slice (and replayed for their state).
+    tag, their drafts are taken over in one slice (and their replay facts in one step).
     """
     first = 0
     if memo is not None:
@@ -202,69 +217,96 @@ def each_item(memo: Any, tag: str, items: list[Any], d: RequestDraft, fn: Callab
         if memo is not None:
             hit = memo.item(tag, index, item)
             if hit is not None:
-                drafts, warnings, tool_names = hit
+                drafts, warnings, tool_names, facts = hit
                 d.blocks.extend(drafts)
                 d.tool_names.extend(tool_names)
                 for warning in warnings:
                     d.warn(warning)
                 if replay is not None:
-                    replay(drafts)
-                marks.add(d)
+                    replay.apply(facts)
+                marks.add(d, facts)
                 continue
         n_blocks, n_warnings, n_names = len(d.blocks), len(d.warnings), len(d.tool_names)
         fn(item, index)
         if memo is not None:
-            memo.put_item(tag, index, item, (d.blocks[n_blocks:], d.warnings[n_warnings:], d.tool_names[n_names:]))
-        marks.add(d)
+            drafts = d.blocks[n_blocks:]
+            facts = replay.facts(drafts) if replay is not None else []
+            memo.put_item(tag, index, item, (drafts, d.warnings[n_warnings:], d.tool_names[n_names:], facts))
+            marks.add(d, facts)
     if memo is not None:
         memo.remember_items((tag, start), items, marks.finish(d, first))
 
 
 class _Marks:
-    """Where each item's drafts, warnings and tool names end, for reuse by the next call."""
+    """Where each item's drafts, warnings, tool names and replay facts end, for reuse by the next call."""
 
     def __init__(self, d: RequestDraft) -> None:
         self.base = (len(d.blocks), len(d.warnings), len(d.tool_names))
-        self.ends: list[tuple[int, int, int]] = []
+        self.facts: list = []
+        self.ends: list[tuple[int, int, int, int]] = []
 
-    def add(self, d: RequestDraft) -> None:
-        self.ends.append((len(d.blocks), len(d.warnings), len(d.tool_names)))
+    def add(self, d: RequestDraft, facts: list) -> None:
+        self.facts.extend(facts)
+        self.ends.append((len(d.blocks), len(d.warnings), len(d.tool_names), len(self.facts)))
 
     def finish(self, d: RequestDraft, reused: int) -> tuple:
         b0, w0, t0 = self.base
-        return (reused, d.blocks[b0:], d.warnings[w0:], d.tool_names[t0:],
-                [(b - b0, w - w0, t - t0) for b, w, t in self.ends])
+        return (reused, d.blocks[b0:], d.warnings[w0:], d.tool_names[t0:], self.facts,
+                [(b - b0, w - w0, t - t0, f) for b, w, t, f in self.ends])
 
 
 def _reuse_prefix(memo: Any, tag: str, start: int, items: list[Any], d: RequestDraft,
-                  replay: Callable[[list], None] | None) -> int:
+                  replay: Replay | None) -> int:
     last = memo.last_items((tag, start))
     if last is None:
         return 0
-    prev_items, (drafts, warnings, names, ends) = last
-    k = identical_prefix(prev_items, items)
+    prev_items, (drafts, warnings, names, facts, ends) = last
+    k = memo.identical_prefix(prev_items, items)
     if k == 0:
         return 0
-    b, w, t = ends[k - 1]
-    reused = drafts[:b]
-    d.blocks.extend(reused)
+    b, w, t, f = ends[k - 1]
+    d.blocks.extend(drafts if b == len(drafts) else drafts[:b])
     d.tool_names.extend(names[:t])
     for warning in warnings[:w]:
         d.warn(warning)
     if replay is not None:
-        replay(reused)  # rebuild call-id maps and counters from exactly these items
+        replay.apply(facts[:f])  # rebuild call-id maps and counters from exactly these items
     return k
 
 
-def call_names_replay(call_names: dict[str, str]) -> Callable[[list], None]:
-    """Replay for protocols that map tool-call ids to names (results are named after their call)."""
+class CallNames(Replay):
+    """Tool-call id -> name, as parsing meets the calls (results are named after their call).
 
-    def replay(drafts: list) -> None:
-        for draft in drafts:
-            if draft.kind == "tool_call" and draft.call_id and draft.tool_name:
-                call_names[draft.call_id] = draft.tool_name
+    Used like the dict it replaces (`names[id] = name`, `names.get(id)`). The calls of
+    reused items are not copied in: while nothing was recorded before them, their facts
+    are kept as they are and searched newest first on a miss, so reusing a long history
+    costs nothing per call in it. Lookups give what the dict would have held.
+    """
 
-    return replay
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._reused: list[tuple[str, str]] | None = None  # facts applied before anything else
+
+    def __setitem__(self, call_id: str, name: str) -> None:
+        self._names[call_id] = name
+
+    def get(self, call_id: str, default: str | None = None) -> str | None:
+        if call_id in self._names:  # recorded after the reused facts: the newer entry
+            return self._names[call_id]
+        if self._reused and call_id:
+            for reused_id, name in reversed(self._reused):
+                if reused_id == call_id:
+                    return name
+        return default
+
+    def facts(self, drafts: list) -> list[tuple[str, str]]:
+        return [(d.call_id, d.tool_name) for d in drafts if d.kind == "tool_call" and d.call_id and d.tool_name]
+
+    def apply(self, facts: list[tuple[str, str]]) -> None:
+        if self._reused is None and not self._names:
+            self._reused = facts
+        else:
+            self._names.update(facts)  # in order: a later call with the same id wins, as in parsing
 
 
 def load_response_object(raw: bytes | None) -> tuple[dict | None, Any]:

@@ -10,6 +10,7 @@ are linked by name and order (`<name>#<n>`), which is how Gemini pairs them.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from analysis.blocks import BlockDraft, json_text, structured_draft
@@ -17,6 +18,7 @@ from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error, protocol_error
 from analysis.models import ParsedResponse, Role, TokenCount, ToolCall, Usage
 from analysis.protocols.common import (
+    Replay,
     RequestDraft,
     as_dict,
     as_int,
@@ -100,14 +102,14 @@ def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
         d.blocks.append(BlockDraft("systemInstruction", "instruction_text", "system", system, system, "text"))
     elif isinstance(system, dict):
         for j, part in enumerate(as_list(system.get("parts"))):
-            d.blocks.append(_part(part, f"systemInstruction.parts[{j}]", "system", None, {}))
+            d.blocks.append(_part(part, f"systemInstruction.parts[{j}]", "system", None, Counter()))
     elif system is not None:
         d.warn("systemInstruction has an unexpected type")
 
     contents = inner.get("contents")
     if not isinstance(contents, list):
         d.warn("contents is missing or not a list")
-    counters: dict[str, dict[str, int]] = {"call": {}, "response": {}}
+    counters: Counter[tuple[str, str]] = Counter()  # (call | response, name) -> seen so far
 
     def content_item(content: Any, i: int) -> None:
         if isinstance(content, str):
@@ -123,25 +125,33 @@ def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
         for j, part in enumerate(as_list(parts)):
             d.blocks.append(_part(part, f"contents[{i}].parts[{j}]", role, i, counters))
 
-    def replay(drafts: list) -> None:
-        """Calls without ids are numbered per name: re-count the reused ones."""
-        for draft in drafts:
-            kind = {"tool_call": "call", "tool_result": "response"}.get(draft.kind)
-            if kind and draft.tool_name:
-                counters[kind][draft.tool_name] = counters[kind].get(draft.tool_name, 0) + 1
-
-    each_item(memo, "gemini.contents", as_list(contents), d, content_item, replay)
+    each_item(memo, "gemini.contents", as_list(contents), d, content_item, _CallCounts(counters))
     return d
 
 
-def _link_id(kind: str, name: str, given: Any, counters: dict[str, dict[str, int]]) -> str:
-    n = counters.setdefault(kind, {}).get(name, 0)
-    counters[kind][name] = n + 1
+class _CallCounts(Replay):
+    """Calls without ids are numbered per name: reused items re-count theirs (in one C-level update)."""
+
+    _KINDS = {"tool_call": "call", "tool_result": "response"}
+
+    def __init__(self, counters: Counter[tuple[str, str]]) -> None:
+        self.counters = counters
+
+    def facts(self, drafts: list) -> list[tuple[str, str]]:
+        return [(self._KINDS[d.kind], d.tool_name) for d in drafts if d.kind in self._KINDS and d.tool_name]
+
+    def apply(self, facts: list[tuple[str, str]]) -> None:
+        self.counters.update(facts)
+
+
+def _link_id(kind: str, name: str, given: Any, counters: Counter[tuple[str, str]]) -> str:
+    n = counters[(kind, name)]
+    counters[(kind, name)] = n + 1
     return given if isinstance(given, str) and given else f"{name}#{n}"
 
 
 def _part(
-    part: Any, path: str, role: Role, index: int | None, counters: dict[str, dict[str, int]]
+    part: Any, path: str, role: Role, index: int | None, counters: Counter[tuple[str, str]]
 ) -> BlockDraft:
     if isinstance(part, str):
         return BlockDraft(path, text_kind(role), role, part, part, "text", item_index=index)

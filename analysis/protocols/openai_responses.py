@@ -23,13 +23,13 @@ from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
 from analysis.models import ParsedResponse, Role, ToolCall, Usage
 from analysis.protocols.common import (
+    CallNames,
     RequestDraft,
     as_bool,
     as_dict,
     as_int,
     as_list,
     as_str,
-    call_names_replay,
     each_item,
     frame_json,
     load_response_object,
@@ -116,8 +116,7 @@ def parse_request(
     raw_input = body.get("input")
     if raw_input is not None and not isinstance(raw_input, str | list):
         d.warn("input is neither a string nor a list")
-    call_names: dict[str, str] = {}
-    replay = call_names_replay(call_names)
+    call_names = CallNames()
     position = 0
     # inherited items keep the id of the response that carried them: group runs by origin
     run: list[Any] = []
@@ -128,7 +127,7 @@ def parse_request(
         def one(item: Any, index: int, origin: str | None = run_origin) -> None:
             _item(item, f"input[{index}]", index, origin, d, call_names)
 
-        each_item(memo, f"responses.input:{run_origin}", run, d, one, replay, start=run_start)
+        each_item(memo, f"responses.input:{run_origin}", run, d, one, call_names, start=run_start)
 
     for item, origin in inherited:
         if run and origin != run_origin:
@@ -166,7 +165,7 @@ def _tool_block(tool: Any, path: str, role: Role, wire_type: str, names: list[st
 
 
 def _item(
-    item: Any, path: str, index: int, origin: str | None, d: RequestDraft, call_names: dict[str, str]
+    item: Any, path: str, index: int, origin: str | None, d: RequestDraft, call_names: CallNames | dict[str, str]
 ) -> None:
     """Blocks of one input item (a message becomes one block per content part)."""
     if not isinstance(item, dict):

@@ -37,6 +37,7 @@ class CallRec:
     blocks: RequestBlocks
     content_ids: array = field(default_factory=lambda: array("q"))
     request_id: str = ""
+    transparent: list[int] = field(default_factory=list)  # positions of blocks outside the cache key
 
 
 @dataclass

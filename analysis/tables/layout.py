@@ -59,11 +59,14 @@ def _layout_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
             return summarise_paths(paths, roles)
 
         via = set()
-        for i in indexes:
-            for o in recs[i].blocks.occurrences:
+        reach = 0  # occurrence ids below this are done: each distinct occurrence is looked at once
+        # requests repeat their predecessor's runs: the distinct runs cover every occurrence
+        for low, high in sorted({(occ, occ + n) for i in indexes for _s, n, occ in recs[i].blocks.runs}):
+            for o in range(max(low, reach), high):
                 row = store.occurrences[o]
                 if row["kind"] == "tool_result":
                     via.add((row["wire_type"], row["role"]))
+            reach = max(reach, high)
         dynamic = []
         for i in indexes:
             p = prefix_by_id.get(recs[i].request_id)

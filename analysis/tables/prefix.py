@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from analysis.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
+from array import array
+
 from analysis.blockstore import BlockStore
 from analysis.cachecheck import CacheRules, ReqView, cache_verdict, common_prefix, divergence, expected_reads
 from analysis.divergence import divergence_label, prefix_changed
@@ -36,16 +37,22 @@ def build(ctx: BuildContext) -> list[Row]:
     return _prefix_rows(ctx.recs, ctx.store, ctx.content_tokens, ctx.rules, ctx.tables["requests"])
 
 
-def _view(rec: CallRec, row: dict, store: BlockStore, content_tokens: list[int]) -> ReqView:
-    occ = [store.occurrences[o] for o in rec.blocks.occurrences]
-    breakpoints = dict(rec.blocks.breakpoints)
-    keys = [-1 if o["rule_id"] in CACHE_TRANSPARENT_RULES else c for o, c in zip(occ, rec.content_ids, strict=True)]
+def _view(rec: CallRec, row: dict, store: BlockStore) -> ReqView:
+    # lazy columns and token prefix sums: a view costs nothing per block of resent history;
+    # blocks outside the cache key (CACHE_TRANSPARENT_RULES, found when the request was stored)
+    # get the key -1
+    keys = rec.content_ids
+    if rec.transparent:
+        keys = array("q", keys)
+        for position in rec.transparent:
+            keys[position] = -1
     return ReqView(
         request_id=rec.request_id, provider=rec.call.provider, model=row["model"],
         ts_start=rec.call.ts_start, ts_end=rec.call.ts_end,
-        hashes=list(rec.content_ids), cache_keys=keys, tokens=[content_tokens[c] for c in rec.content_ids],
-        paths=[o["path"] for o in occ], kinds=[o["kind"] for o in occ], sources=[o["source"] for o in occ],
-        texts=None, breakpoints=breakpoints, auto_breakpoint=rec.call.request.top_level_cache_control,
+        hashes=rec.content_ids, cache_keys=keys, tokens=store.token_prefix(rec.blocks),
+        paths=store.column(rec.blocks, "path"), kinds=store.column(rec.blocks, "kind"),
+        sources=store.column(rec.blocks, "source"),
+        texts=None, breakpoints=dict(rec.blocks.breakpoints), auto_breakpoint=rec.call.request.top_level_cache_control,
         cache_read=row["cache_read_tokens"], cache_write=row["cache_write_tokens"],
         calibration=row["estimate_ratio"],
     )
@@ -58,7 +65,7 @@ def _prefix_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
 
     def view(i: int) -> ReqView:
         if i not in views:
-            views[i] = _view(recs[i], requests[i], store, content_tokens)
+            views[i] = _view(recs[i], requests[i], store)
         return views[i]
 
     def text_of(v: ReqView, pos: int) -> str:
@@ -80,7 +87,7 @@ def _prefix_rows(recs: list[CallRec], store: BlockStore, content_tokens: list[in
         else:
             kind, summary = divergence(prev, cur, text_of)
             common = common_prefix(prev.hashes, cur.hashes)
-            common_tokens = sum(cur.tokens[:common])
+            common_tokens = cur.tokens.upto(common)
             first_div = None if kind == "extended" else common
         expected_est, facts = expected_reads(prev, cur, rule, gap)
         expected, status, cause, explanation = cache_verdict(prev, cur, rule, expected_est, facts, gap)

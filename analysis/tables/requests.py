@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from analysis import tokens
+from analysis.blockstore import BlockStore
 from analysis.cachecheck import common_prefix
 from analysis.models import ModelCall
 from analysis.prices import PriceTable
@@ -80,7 +81,7 @@ COLUMNS: Columns = [
 
 
 def build(ctx: BuildContext) -> list[Row]:
-    return _request_rows(ctx.recs, ctx.content_tokens, ctx.prices, ctx.redact_text)
+    return _request_rows(ctx.recs, ctx.store, ctx.prices, ctx.redact_text)
 
 
 def _ttfb(call: ModelCall) -> dict:
@@ -100,7 +101,7 @@ def _usage_status(usage) -> str:
     return "not_available"
 
 
-def _request_rows(recs: list[CallRec], content_tokens: list[int], prices: PriceTable,
+def _request_rows(recs: list[CallRec], store: BlockStore, prices: PriceTable,
                   redact_text: Callable[[str], str]) -> list[Row]:
     rows = []
     cumulative: dict[str, int] = {}
@@ -112,7 +113,7 @@ def _request_rows(recs: list[CallRec], content_tokens: list[int], prices: PriceT
         rec = recs[i]
         call, pl = rec.call, rec.placement
         usage = call.response.usage
-        est = sum(content_tokens[c] for c in rec.content_ids)
+        est = store.token_prefix(rec.blocks).total  # from the request's runs, not block by block
         reported = usage.input_total.value
         prev = pl.previous_in_thread
         common = 0

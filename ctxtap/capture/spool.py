@@ -10,6 +10,7 @@ before it is intact by construction.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import struct
@@ -20,6 +21,31 @@ from pathlib import Path
 MAGIC = b"CTXS"
 _HEAD = struct.Struct(">4sIQI")  # magic, header length, payload length, crc32
 SPOOL_NAME = "spool.ctxs"
+LOCK_NAME = "writer.lock"  # in the spool directory; held by the process writing the capture
+
+
+def writer_alive(directory: Path) -> bool:
+    """True while a recorder holds the capture's writer lock.
+
+    Here, next to the spool, so the command line can ask without importing the writer
+    (redaction) or the reader (pyarrow).
+    """
+    lock = directory / "spool" / LOCK_NAME
+    if not lock.exists():
+        return False
+    try:
+        fd = os.open(lock, os.O_RDWR)
+    except FileNotFoundError:  # the recorder finished between the check and the open
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
 
 
 def encode_frame(header: dict, payload: bytes = b"") -> bytes:

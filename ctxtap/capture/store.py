@@ -6,7 +6,6 @@ interrupted capture is finalized by whichever command touches it first.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -30,29 +29,11 @@ from ctxtap.capture.finalize import (
 )
 from ctxtap.capture.manifest import MANIFEST_NAME, Manifest
 from ctxtap.capture.schema import FLOWS_SCHEMA, TELEMETRY_RECORDS_SCHEMA, TELEMETRY_SCHEMA, WS_SCHEMA
-from ctxtap.capture.spool import SPOOL_NAME, iter_frames
-from ctxtap.capture.writer import LOCK_NAME
+from ctxtap.capture.spool import SPOOL_NAME, iter_frames, writer_alive
 
 
 class CaptureError(Exception):
     """A path that is not a readable ctxtap capture."""
-
-
-def writer_alive(directory: Path) -> bool:
-    """True while a recorder holds the capture's writer lock."""
-    lock = directory / "spool" / LOCK_NAME
-    if not lock.exists():
-        return False
-    fd = os.open(lock, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
 
 
 def _pid_alive(pid: int | None) -> bool:

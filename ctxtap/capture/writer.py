@@ -40,13 +40,12 @@ from ctxtap.capture.events import (
     ws_message_type,
 )
 from ctxtap.capture.manifest import Manifest
-from ctxtap.capture.spool import SpoolFile
+from ctxtap.capture.spool import LOCK_NAME, SpoolFile
 from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
 from redaction.layered import capture_redactor, ruleset_version
 from redaction.streams import Released, SseRedactor, StreamRedactor
 
 SYNC_INTERVAL_S = 1.0
-LOCK_NAME = "writer.lock"
 
 
 def _sha(data: bytes | None) -> str | None:

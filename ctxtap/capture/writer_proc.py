@@ -18,7 +18,6 @@ than growing memory. The child's stdout stays open only so the proxy sees it exi
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import dataclasses
 import itertools
@@ -30,6 +29,10 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the proxy side runs on asyncio; the child has no event loop and never imports it
+    import asyncio
 
 from ctxtap.capture.events import ManifestNote
 
@@ -140,6 +143,10 @@ class ProcessWriter:
         self.manifest = manifest
         env = dict(os.environ)
         env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        # Bodies of a megabyte or more pass through the child one after another. glibc raises its
+        # mmap threshold after the first such buffer is freed and serves the next ones from a heap
+        # it rarely gives back; a fixed threshold keeps big buffers mapped, returned when freed.
+        env.setdefault("MALLOC_MMAP_THRESHOLD_", str(256 << 10))
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             env=env, bufsize=0,
@@ -151,6 +158,8 @@ class ProcessWriter:
             self._proc.kill()
             raise RuntimeError(f"capture writer failed to start: {ready!r}")
         self.telemetry_endpoint: str | None = ready.get("telemetry_endpoint")
+        import asyncio
+
         self._loop = asyncio.get_running_loop()
         self._out = self._proc.stdin.fileno()
         self._in = self._proc.stdout.fileno()
@@ -267,7 +276,9 @@ class ProcessWriter:
                 fut.set_exception(RuntimeError(message))
 
 
-MAX_BACKLOG_BYTES = 256 << 20
+# Bytes read from the proxy but not yet redacted and written. A few large bodies keep the
+# writer busy; beyond that a bigger backlog only holds memory (the pipe slows the proxy instead).
+MAX_BACKLOG_BYTES = 32 << 20
 
 
 class _Backlog:
@@ -312,8 +323,11 @@ def start_receiver(writer):
 
 
 def main() -> int:
-    """The child: read events and write them through a CaptureWriter until close or end-of-file."""
-    from ctxtap.capture.finalize import finalize
+    """The child: read events and write them through a CaptureWriter until close or end-of-file.
+
+    Imports only what recording uses; the Parquet writer (pyarrow, ~50 MB resident) is
+    imported for the finalisation at the end.
+    """
     from ctxtap.capture.manifest import Manifest
     from ctxtap.capture.writer import CaptureWriter
 
@@ -358,6 +372,8 @@ def main() -> int:
         if closing.get("ended_at"):
             writer.manifest.ended_at = closing["ended_at"]
             writer.manifest.save(directory)
+        from ctxtap.capture.finalize import finalize
+
         finalize(directory)
     return 0
 

@@ -15,6 +15,8 @@ import shutil
 import socket
 from pathlib import Path
 
+from ctxtap.capture.spool import writer_alive
+
 LOOPBACK = "127.0.0.1"
 DEBUG_ENV = "CTXTAP_DEBUG"
 # Errors of ctxtap's own modules whose message already names the cause and what to do.
@@ -77,26 +79,11 @@ def capture_dir_problem(directory: Path, option: str = "--out") -> str | None:
     reason instead of after the recorded command has run.
     """
     if (directory / "manifest.json").exists():
-        if (directory / "spool" / "writer.lock").exists() and _locked(directory / "spool" / "writer.lock"):
+        if writer_alive(directory):
             return (f"{directory} is being recorded right now by another ctxtap process. "
                     f"Choose another {option}, or stop that recording first.")
         return f"{directory} already holds a capture. Choose another {option} (or remove that capture)."
     return writable_dir_problem(directory, option)
-
-
-def _locked(lock: Path) -> bool:
-    import fcntl
-
-    fd = os.open(lock, os.O_RDWR)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
 
 
 def writable_dir_problem(directory: Path, option: str = "--out") -> str | None:
