@@ -33,12 +33,15 @@ class TokenFormat:
 
     `prefixes` are the possible first three bytes, which gate the
     regex; a format without prefixes is only tried where a token follows
-    `.`, `~` or `:` (JWT-like and Discord-like shapes).
+    `.`, `~` or `:` (JWT-like and Discord-like shapes), or where its own
+    `trigger` matched. A prefixed format's `trigger` replaces the one made
+    from its pattern (Hyperscan has no lookaround).
     """
 
     kind: str
     pattern: bytes
     prefixes: tuple[bytes, ...] = ()
+    trigger: bytes | None = None  # a shape without prefixes found by its own trigger (match start reported)
 
 
 # Order matters where formats share a prefix: the first that matches wins.
@@ -92,8 +95,21 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("npm-token", rb"npm_[A-Za-z0-9]{36}", (b"npm",)),
     TokenFormat("pypi-token", rb"pypi-AgE[A-Za-z0-9_\-]{50,}", (b"pyp",)),
     TokenFormat("sendgrid-key", rb"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", (b"SG.",)),
+    # Twilio API key SIDs (`SK` + 32) and account SIDs (`AC` + 32), as detect-secrets knows them.
     TokenFormat(
-        "twilio-key", rb"SK[0-9a-fA-F]{32}", tuple(b"SK" + bytes([c]) for c in b"0123456789abcdefABCDEF")
+        "twilio-key",
+        rb"SK[0-9a-fA-F]{32}|SK[0-9a-z]{32}|AC[0-9a-z]{32}",
+        tuple(p + bytes([c]) for p in (b"SK", b"AC") for c in b"0123456789abcdefghijklmnopqrstuvwxyz")
+        + tuple(b"SK" + bytes([c]) for c in b"ABCDEF"),
+    ),
+    # JFrog Artifactory API keys (`AKC...`, gitleaks' kind) and encrypted passwords (`AP[0-9A-F]...`).
+    TokenFormat("artifactory-api-key", rb"AKC[A-Za-z0-9]{10,}", (b"AKC",)),
+    TokenFormat(
+        "artifactory-password",
+        # after `APA`..`APF` a digit or an all-lowercase tail, so `APDUResponseHandler` is not one
+        rb"AP[0-9][A-Za-z0-9]{10,}|AP[A-F](?=[A-Za-z]*[0-9]|[a-z0-9]{10,}(?![A-Za-z0-9]))[A-Za-z0-9]{10,}",
+        tuple(b"AP" + bytes([c]) for c in b"0123456789ABCDEF"),
+        trigger=rb"AP[0-9A-F][A-Za-z0-9]{10}",
     ),
     TokenFormat("digitalocean-token", rb"do[opr]_v1_[a-f0-9]{64}", (b"doo", b"dop", b"dor")),
     TokenFormat("shopify-token", rb"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", (b"shp",)),
@@ -136,6 +152,8 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     # Shapes without a literal prefix: only tried around `.`, `~` and `:`.
     TokenFormat("telegram-bot-token", rb"(?:bot)?(?P<secret_tg>[0-9]{8,10}:AA[A-Za-z0-9_\-]{33})"),
     TokenFormat("discord-token", rb"[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"),
+    # Mailchimp API keys: 32 hex-like characters and the datacentre (`-us21`).
+    TokenFormat("mailchimp-key", rb"[0-9a-z]{32}-us[0-9]{1,2}", trigger=rb"[0-9a-z]{32}-us[0-9]"),
 )
 
 TOKEN_KINDS: tuple[str, ...] = tuple(dict.fromkeys(f.kind for f in TOKEN_FORMATS))
@@ -187,7 +205,9 @@ def token_triggers() -> list[Trigger]:
     out = []
     for f in TOKEN_FORMATS:
         if f.prefixes:
-            out.append(Trigger(_trigger_pattern(f.pattern), literals=f.prefixes, window=160))
+            out.append(Trigger(f.trigger or _trigger_pattern(f.pattern), literals=f.prefixes, window=160))
+        elif f.trigger is not None:
+            out.append(Trigger(f.trigger, window=0, som=True))
         elif f.kind == "telegram-bot-token":
             out.append(Trigger(_trigger_pattern(f.pattern), literals=(b":AA",), window=40, som=True))
         else:

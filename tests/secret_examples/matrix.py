@@ -90,6 +90,13 @@ class Example:
     name: str
     file: str
     line: int
+    token: str | None = None  # what carries a self-identifying format (see annotate.py); the secret by default
+
+
+def carried(ex: Example) -> str:
+    """The value a placement carries: a self-identifying example's token, else its secret."""
+    assert ex.secret is not None
+    return ex.token if ex.cls == "self-identifying" and ex.token and ex.secret in ex.token else ex.secret
 
 
 def load_examples(path: Path = EXAMPLES) -> tuple[dict, list[Example]]:
@@ -135,12 +142,12 @@ def in_context(ex: Example) -> str:
     """How a stream or a compressed body carries the secret: bare if it identifies itself, else named."""
     assert ex.secret is not None
     if ex.cls == "self-identifying":
-        return ex.secret
+        return carried(ex)
     return f"{_env_name(ex)}={_shell(ex.secret)}"
 
 
 def body_text(ex: Example, placement: str) -> str:
-    s = ex.secret or ""
+    s = carried(ex)
     name = _env_name(ex).lower()
     if placement == "prose":
         return f"Here is what I found in the logs: {s} -- is it still valid?"
@@ -306,14 +313,14 @@ def build_events(examples: list[Example], positions: int | None, seed: int = 0) 
     for placement, header in (("header-named", "x-api-key"), ("header-neutral", "x-client-data")):
         for group in _groups(secrets, PER_FLOW):
             fid = flows.flow_id()
-            flows.request(fid, headers=[(header, ex.secret) for ex in group])
+            flows.request(fid, headers=[(header, carried(ex)) for ex in group])
             flows.response(fid, b"{}")
             add([Case(ex, placement) for ex in group], fid)
     # query strings
     for placement, param in (("query-named", "api_key"), ("query-neutral", "ref"), ("query-encoded", "next")):
         for group in _groups(secrets, PER_FLOW):
             fid = flows.flow_id()
-            values = [quote(in_context(ex) if placement == "query-encoded" else ex.secret, safe="") for ex in group]
+            values = [quote(in_context(ex) if placement == "query-encoded" else carried(ex), safe="") for ex in group]
             query = "&".join(f"{param}={v}" for v in values)
             flows.request(fid, url=f"https://generativelanguage.googleapis.com/v1beta/models/m:generateContent?{query}",
                           host="generativelanguage.googleapis.com", path=f"/v1beta/models/m:generateContent?{query}")
