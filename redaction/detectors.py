@@ -340,10 +340,9 @@ _SIG_VALUE_RE = re.compile(rb"sig=([A-Za-z0-9%+/=]{20,})")
 _DIGITS = frozenset(b"0123456789")
 _AZURE_SECRET_RE = re.compile(rb"[A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])")
 _AZURE_SECRET_CHARS = frozenset(TOKEN_CHARS + b"~.")
-_PLACEHOLDER_PASSWORDS = frozenset(
-    b"password passwd pass pw pwd secret changeme example xxx xxxx xxxxx xxxxxx *** ****"
-    b" ***** ****** ******** your-password yourpassword your_password mypassword".split()
-)
+# Only templates are kept: a word like `password` or `changeme` may be the real (weak) password,
+# so a URL's userinfo fails closed on it.
+_PLACEHOLDER_PASSWORDS = frozenset(b"your-password yourpassword your_password".split())
 
 # Triggers of `find_context_spans`, in this order.
 CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
@@ -408,7 +407,7 @@ def _glued_before(data: bytes, start: int) -> bool:
 
 
 def is_placeholder_password(password: bytes) -> bool:
-    """`user:password@`, `:${DB_PASS}@`, `:<pw>@` and `:****@` in docs are not secrets."""
+    """`:${DB_PASS}@`, `:<pw>@`, `:****@` and `:your-password@` in docs are templates, not secrets."""
     if password.lower() in _PLACEHOLDER_PASSWORDS:
         return True
     return password[:1] in (b"$", b"<", b"{", b"[") or not password.strip(b"*xX")

@@ -7,7 +7,7 @@ credential name beside it: the gitleaks rule (regex, keywords, entropy) or the
 detect-secrets plugin fires on `x: TOKEN` alone. The *token* is what carries
 the format: the secret itself (`ghp_…`), or the smallest match of the rule
 that holds it when the format is the surrounding shape (a URL with a password,
-`curl -u user:pass`). Everything else is *name-marked*: gitleaks' keyword
+`curl -u user:pass`) — a shape without a credential name in it. Everything else is *name-marked*: gitleaks' keyword
 rules and a bare 40-hex value need the name or keyword next to them. Placements
 of a self-identifying example carry its token; a leak is still any fragment of
 its secret on disk.
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 import tomllib
 from collections import Counter
@@ -31,9 +32,13 @@ ROOT = HERE.parent.parent
 EXAMPLES = HERE / "examples.jsonl"
 GITLEAKS_TOML = ROOT / "redaction" / "rules" / "gitleaks.toml"
 PROBE = "x: {}"
+# A token whose shape around the secret holds one of these is marked by a name, not by its format.
+CREDENTIAL_WORD = re.compile(r"(?i)key|pass|pwd|token|secret|auth|credential")
 # detect-secrets plugins whose verdict rests on a keyword or a name, and the unmarked high-entropy ones
 DS_NAME_PLUGINS = {"keyword", "cloudant", "ibm_cloud_iam", "ibm_cos_hmac", "softlayer", "azure_storage_key"}
 DS_UNMARKED = {"high_entropy_strings"}
+# detect-secrets test modules named apart from the plugin module they test
+TEST_TO_PLUGIN = {"aws_key": "aws", "mailchimp_key": "mailchimp", "stripe_key": "stripe"}
 
 
 def _regex(go: str):
@@ -82,6 +87,11 @@ def _one_line(s: str) -> bool:
     return "\n" not in s and "\r" not in s
 
 
+def _format_carrier(token: str, secret: str) -> bool:
+    """Can `token` carry `secret` as a self-identifying format: one line, holding it, no credential name?"""
+    return bool(token) and secret in token and _one_line(token) and not CREDENTIAL_WORD.search(token.replace(secret, ""))
+
+
 def annotate_gitleaks(row: dict, rules: dict[str, GitleaksRule]) -> None:
     rule = rules.get(row["family"])
     secret = row.get("secret")
@@ -99,7 +109,7 @@ def annotate_gitleaks(row: dict, rules: dict[str, GitleaksRule]) -> None:
         return
     m = rule.match(row["text"])
     for token in (m.group(0).strip(" \t'\"`=:,;"), m.group(0).strip()) if m else ():
-        if token and secret in token and _one_line(token) and rule.match(PROBE.format(token)):
+        if _format_carrier(token, secret) and rule.match(PROBE.format(token)):
             row["cls"], row["token"] = "self-identifying", token
             return
     row["cls"] = "name-marked"
@@ -120,7 +130,7 @@ def _ds_flags(plugin, text: str) -> bool:
 
 def annotate_detect_secrets(row: dict, plugins: dict[str, type]) -> None:
     plugin_name = row["file"].rsplit("/", 1)[-1].removesuffix("_test.py")
-    cls = plugins.get(plugin_name)
+    cls = plugins.get(plugin_name) or plugins.get(TEST_TO_PLUGIN.get(plugin_name, ""))
     row["token"] = row.get("secret")
     if plugin_name in DS_UNMARKED:
         row["cls"] = "unmarked"
@@ -142,7 +152,7 @@ def annotate_detect_secrets(row: dict, plugins: dict[str, type]) -> None:
         row["cls"], row["token"] = "self-identifying", row["secret"]
         return
     for token in tokens:
-        if row["secret"] in token and _one_line(token) and _ds_flags(plugin, PROBE.format(token)):
+        if _format_carrier(token, row["secret"]) and _ds_flags(plugin, PROBE.format(token)):
             row["cls"], row["token"] = "self-identifying", token
             return
     row["cls"] = "name-marked"
