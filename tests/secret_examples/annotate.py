@@ -135,17 +135,25 @@ def annotate_detect_secrets(row: dict, plugins: dict[str, type]) -> None:
     if plugin_name in DS_UNMARKED:
         row["cls"] = "unmarked"
         return
-    if plugin_name in DS_NAME_PLUGINS or cls is None or row["label"] != "tp":
+    if cls is None or row["label"] != "tp":
         row["cls"] = "name-marked" if plugin_name in DS_NAME_PLUGINS else row["cls"]
         return
-    plugin = cls()
     match = next((m for rx in getattr(cls, "denylist", ()) for m in [rx.search(row["text"])] if m), None)
-    tokens = [row["text"].strip()]
+    tokens = [row["text"].strip()]  # the example as written first: `://user:pw@` alone is no natural carrier
     if match is not None:
-        tokens[:0] = [match.group(0).strip(" \t'\"`=:,;"), match.group(0).strip()]
-        secret = _group(match, 0).strip(" \t'\"`=:,;")
-        if not row.get("secret") or len(row["secret"]) < 8 or row["secret"] not in tokens[0]:
-            row["secret"] = secret
+        tokens += [match.group(0).strip(" \t'\"`=:,;"), match.group(0).strip()]
+        value = _group(match, 0).strip(" \t'\"`=:,;")
+        # the reported secret may be a prefix (`ghp`), the name (`softlayer`) or the whole line
+        # (`IBMCLOUDIAMAPIKEY=...`): the rule's value group is the secret then
+        current = row.get("secret") or ""
+        if len(current) < 8 or current not in tokens[0] or (current not in value and value in current) \
+                or value not in row["text"].replace(current, "\0") and current not in value:
+            row["secret"] = value
+        row["token"] = row["secret"]
+    if plugin_name in DS_NAME_PLUGINS:
+        row["cls"] = "name-marked"
+        return
+    plugin = cls()
     if not row.get("secret"):
         return
     if _ds_flags(plugin, PROBE.format(row["secret"])):

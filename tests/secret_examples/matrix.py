@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import time
 import zlib
 from collections import defaultdict
@@ -48,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples.jsonl"
 KEY = b"\x07" * 32
 FRAGMENT = 8
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9-]{1,48}:[0-9a-f]{6}\]")
 PER_FLOW = 40
 
 # placement -> (group for the table, whether a credential name is present)
@@ -536,7 +538,8 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
     A fragment counts only if it identifies one secret: fragments shared by
     several secrets (a common prefix such as `sk-ant-a`) or found in the
     wording the placements put around the secret are not evidence of a leak;
-    the whole secret always is.
+    the whole secret always is, unless it is itself a word of a placeholder kind
+    (`password` in `url-password`), which the redaction counts name.
     """
     ordinary: dict[str, set[str]] = defaultdict(set)
     # placeholder kinds and redaction counts name rules (`aws-amazon-bedrock-api-key-short-lived`):
@@ -554,7 +557,8 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
     automaton = ahocorasick.Automaton()
     patterns: dict[str, set[str]] = defaultdict(set)
     for secret in secrets:
-        patterns[secret.encode("utf-8").decode("latin-1")].add(secret)
+        if secret not in kinds:  # a secret that is a word of a kind (`password`) is seen in every count of it
+            patterns[secret.encode("utf-8").decode("latin-1")].add(secret)
         for frag in _fragments(secret):
             if len(users[frag]) == 1 and frag not in ordinary[secret] and frag not in rule_words:
                 patterns[frag].add(secret)
@@ -566,7 +570,8 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
         by_flow[case.flow].append(i)
     leaks: set[int] = set()
     for fid, idxs in by_flow.items():
-        view = views.get(fid, "").encode("utf-8", "surrogatepass").decode("latin-1")
+        # a placeholder's kind is the redactor's word (`url-password`), not the secret `password`
+        view = _PLACEHOLDER.sub("[REDACTED]", views.get(fid, "")).encode("utf-8", "surrogatepass").decode("latin-1")
         found: set[str] = set()
         for _, who in automaton.iter(view):
             found |= who
