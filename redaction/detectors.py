@@ -33,12 +33,15 @@ class TokenFormat:
 
     `prefixes` are the possible first three bytes, which gate the
     regex; a format without prefixes is only tried where a token follows
-    `.`, `~` or `:` (JWT-like and Discord-like shapes).
+    `.`, `~` or `:` (JWT-like and Discord-like shapes), or where its own
+    `trigger` matched. A prefixed format's `trigger` replaces the one made
+    from its pattern (Hyperscan has no lookaround).
     """
 
     kind: str
     pattern: bytes
     prefixes: tuple[bytes, ...] = ()
+    trigger: bytes | None = None  # a shape without prefixes found by its own trigger (match start reported)
 
 
 # Order matters where formats share a prefix: the first that matches wins.
@@ -92,8 +95,21 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("npm-token", rb"npm_[A-Za-z0-9]{36}", (b"npm",)),
     TokenFormat("pypi-token", rb"pypi-AgE[A-Za-z0-9_\-]{50,}", (b"pyp",)),
     TokenFormat("sendgrid-key", rb"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", (b"SG.",)),
+    # Twilio API key SIDs (`SK` + 32) and account SIDs (`AC` + 32), as detect-secrets knows them.
     TokenFormat(
-        "twilio-key", rb"SK[0-9a-fA-F]{32}", tuple(b"SK" + bytes([c]) for c in b"0123456789abcdefABCDEF")
+        "twilio-key",
+        rb"SK[0-9a-fA-F]{32}|SK[0-9a-z]{32}|AC[0-9a-z]{32}",
+        tuple(p + bytes([c]) for p in (b"SK", b"AC") for c in b"0123456789abcdefghijklmnopqrstuvwxyz")
+        + tuple(b"SK" + bytes([c]) for c in b"ABCDEF"),
+    ),
+    # JFrog Artifactory API keys (`AKC...`, gitleaks' kind) and encrypted passwords (`AP[0-9A-F]...`).
+    TokenFormat("artifactory-api-key", rb"AKC[A-Za-z0-9]{10,}", (b"AKC",)),
+    TokenFormat(
+        "artifactory-password",
+        # after `APA`..`APF` a digit or an all-lowercase tail, so `APDUResponseHandler` is not one
+        rb"AP[0-9][A-Za-z0-9]{10,}|AP[A-F](?=[A-Za-z]*[0-9]|[a-z0-9]{10,}(?![A-Za-z0-9]))[A-Za-z0-9]{10,}",
+        tuple(b"AP" + bytes([c]) for c in b"0123456789ABCDEF"),
+        trigger=rb"AP[0-9A-F][A-Za-z0-9]{10}",
     ),
     TokenFormat("digitalocean-token", rb"do[opr]_v1_[a-f0-9]{64}", (b"doo", b"dop", b"dor")),
     TokenFormat("shopify-token", rb"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", (b"shp",)),
@@ -136,6 +152,8 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     # Shapes without a literal prefix: only tried around `.`, `~` and `:`.
     TokenFormat("telegram-bot-token", rb"(?:bot)?(?P<secret_tg>[0-9]{8,10}:AA[A-Za-z0-9_\-]{33})"),
     TokenFormat("discord-token", rb"[MNO][A-Za-z0-9]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}"),
+    # Mailchimp API keys: 32 hex-like characters and the datacentre (`-us21`).
+    TokenFormat("mailchimp-key", rb"[0-9a-z]{32}-us[0-9]{1,2}", trigger=rb"[0-9a-z]{32}-us[0-9]"),
 )
 
 TOKEN_KINDS: tuple[str, ...] = tuple(dict.fromkeys(f.kind for f in TOKEN_FORMATS))
@@ -187,7 +205,9 @@ def token_triggers() -> list[Trigger]:
     out = []
     for f in TOKEN_FORMATS:
         if f.prefixes:
-            out.append(Trigger(_trigger_pattern(f.pattern), literals=f.prefixes, window=160))
+            out.append(Trigger(f.trigger or _trigger_pattern(f.pattern), literals=f.prefixes, window=160))
+        elif f.trigger is not None:
+            out.append(Trigger(f.trigger, window=0, som=True))
         elif f.kind == "telegram-bot-token":
             out.append(Trigger(_trigger_pattern(f.pattern), literals=(b":AA",), window=40, som=True))
         else:
@@ -320,10 +340,9 @@ _SIG_VALUE_RE = re.compile(rb"sig=([A-Za-z0-9%+/=]{20,})")
 _DIGITS = frozenset(b"0123456789")
 _AZURE_SECRET_RE = re.compile(rb"[A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])")
 _AZURE_SECRET_CHARS = frozenset(TOKEN_CHARS + b"~.")
-_PLACEHOLDER_PASSWORDS = frozenset(
-    b"password passwd pass pw pwd secret changeme example xxx xxxx xxxxx xxxxxx *** ****"
-    b" ***** ****** ******** your-password yourpassword your_password mypassword".split()
-)
+# Only templates are kept: a word like `password` or `changeme` may be the real (weak) password,
+# so a URL's userinfo fails closed on it.
+_PLACEHOLDER_PASSWORDS = frozenset(b"your-password yourpassword your_password".split())
 
 # Triggers of `find_context_spans`, in this order.
 CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
@@ -388,7 +407,7 @@ def _glued_before(data: bytes, start: int) -> bool:
 
 
 def is_placeholder_password(password: bytes) -> bool:
-    """`user:password@`, `:${DB_PASS}@`, `:<pw>@` and `:****@` in docs are not secrets."""
+    """`:${DB_PASS}@`, `:<pw>@`, `:****@` and `:your-password@` in docs are templates, not secrets."""
     if password.lower() in _PLACEHOLDER_PASSWORDS:
         return True
     return password[:1] in (b"$", b"<", b"{", b"[") or not password.strip(b"*xX")

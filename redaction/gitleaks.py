@@ -46,6 +46,9 @@ _QUOTES_3 = "[\\s'\"]{0,3}"
 _QUOTES_5 = "[\\x60'\"\\s=]{0,5}"
 _ESCAPED_QUOTES_3 = "(?:[\\s'\"]|\\\\{1,3}[\"'])" + "{0,3}"
 _ESCAPED_QUOTES_5 = "(?:[\\x60'\"\\s=]|\\\\{1,3}[\"'])" + "{0,5}"
+_GREEDY_CONTEXT = r"(?:.*|.*(?:[\r\n]{1,2}.*){1,5})"
+_LAZY_CONTEXT = r"(?:.*?|.*?(?:[\r\n]{1,2}.*?){1,5})"
+_VALUE_END = "[\\s\"'\x60\\\\,;)<>\\]}]"
 _ASSIGNMENT_OPS = "(?:=|>|:{1,3}=|\\|\\||:|=>|\\?=|,)"
 
 _POSIX = {
@@ -269,9 +272,20 @@ def _adapt(source: str, *, for_python: bool) -> str:
     """gitleaks' idioms widened for agent traffic (see the module docstring)."""
     source = _no_backslash_in_tokens(source)
     source = source.replace(_QUOTES_3, _ESCAPED_QUOTES_3).replace(_QUOTES_5, _ESCAPED_QUOTES_5)
+    if for_python:
+        # a greedy context run (`curl\b(?:.*|...)-u`) spans to the last `-u` of a one-line JSON body,
+        # hiding every command before it: match it lazily, so each command is found
+        source = source.replace(_GREEDY_CONTEXT, _LAZY_CONTEXT)
     # Hyperscan has no lookahead: it consumes the delimiter (one report per token, not one per length).
     end = _PY_END if for_python else _HS_END
     source = source.replace(_END_OF_TOKEN_OR_B, end).replace(_END_OF_TOKEN, end)
+    # A rule's own end group that allows the end of input (`(?:[/#?:]|$)`) also ends at a quote,
+    # space or bracket: in traffic the value sits inside JSON or prose, not at the end of a file.
+    for tail in ("|$)", "|\\z)", "|\\Z)"):
+        if source.endswith(tail):
+            widened = f"(?={_VALUE_END})" if for_python else _VALUE_END
+            source = f"{source[: -len(tail)]}{tail[:-1]}|{widened})"
+            break
     return _replace_word_boundaries(source, _PY_START_B if for_python else "")
 
 

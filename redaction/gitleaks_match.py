@@ -157,6 +157,9 @@ def _accept(
     return not any(a.allows(secret, match, line) for a in rule.allowlists)
 
 
+MIN_SECRET_GROUP = 8
+
+
 def _secret_span(rule: Rule, m: re.Match[bytes]) -> tuple[int, int]:
     if m.re.groups == 0:
         return m.span()
@@ -167,7 +170,9 @@ def _secret_span(rule: Rule, m: re.Match[bytes]) -> tuple[int, int]:
     for g in range(1, m.re.groups + 1):
         s, e = m.span(g)
         if e > s:
-            return s, e
+            # a short first group is structure (a repeated `([a-z0-9]{4}-){3}`), not the secret:
+            # gitleaks would report only that piece, ctxtap redacts the whole match (fail closed)
+            return (s, e) if e - s >= MIN_SECRET_GROUP else m.span()
     return m.span()
 
 

@@ -13,6 +13,7 @@ from urllib.parse import unquote
 
 from redaction.assignments import looks_random
 from redaction.detectors import TOKEN_CHARS, is_placeholder_password
+from redaction.encodings import percent_decode
 from redaction.headers import header_kind, split_auth_scheme, split_cookies
 from redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
 from redaction.scanner import Scanner, get_scanner
@@ -230,6 +231,8 @@ class Redactor:
             for start, end, name in iter_params(url):
                 value = url[start:end]
                 kind = query_param_kind(name)
+                if kind is None and value:
+                    edits.extend(self._encoded_value_edits(value, start))
                 if (
                     kind is None
                     or not value
@@ -243,6 +246,20 @@ class Redactor:
             return encode_authority_placeholders(self.redact_text(url), keep_parseable=parseable)
         except Exception:
             return self._unscannable(str(url).encode("utf-8", "replace")).decode("ascii")
+
+    def _encoded_value_edits(self, value: str, offset: int) -> list[tuple[int, int, str]]:
+        """Secrets in a percent-encoded query value under any name (`?ref=curl%20-u%20me%3Apw`)."""
+        if not value.isascii() or ("%" not in value and "+" not in value):
+            return []
+        raw = value.encode("ascii")
+        decoded, origin = percent_decode(raw, True)
+        edits = []
+        for span in self._scanner.find_spans(decoded):
+            lo = origin[span.start]
+            hi = origin[span.end] if span.end < len(decoded) else len(raw)
+            secret = value[lo:hi]
+            edits.append((offset + lo, offset + hi, self._placeholder_str(span.kind, secret, percent_encoded=True)))
+        return edits
 
     def _userinfo_edits(self, url: str, start: int, end: int) -> list[tuple[int, int, str]]:
         userinfo = url[start:end]

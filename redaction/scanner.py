@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from redaction import cli_flags, encodings
+from redaction import cli_flags, encodings, json_escapes
 from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
 from redaction.detectors import (
     CONTEXT_TRIGGERS,
@@ -51,11 +51,21 @@ class Scanner:
     def backend(self) -> str:
         return self.engine.name
 
-    def find_spans(self, data: bytes, *, decode: bool = True) -> list[Span]:
-        """Secrets in `data`, sorted and disjoint. Existing placeholders are left alone."""
+    def find_spans(self, data: bytes, *, decode: bool = True, depth: int = 0) -> list[Span]:
+        """Secrets in `data`, sorted and disjoint. Existing placeholders are left alone.
+
+        `decode` also opens percent-encoded runs and JSON strings whose escapes hide
+        a rule's quotes (`depth` counts the JSON levels opened so far).
+        """
         hits = self.engine.scan(data)
         if not hits.by_trigger:
-            return []  # most headers, URLs and small values: no trigger, nothing to verify
+            # most headers, URLs and small values: no trigger, nothing to verify (escaped quotes
+            # can hide a rule's trigger, so JSON strings holding them are still opened)
+            if not decode:
+                return []
+            found: list[Span] = []
+            json_escapes.find_escaped_spans(data, found, self._unescaped_spans, depth)
+            return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         tokens, context, assign, cli, enc, gl = (
             [hits.get(i) for i in r] for r in self._ranges
         )
@@ -67,15 +77,23 @@ class Scanner:
         cli_flags.find_cli_spans(data, cli, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
+            json_escapes.find_escaped_spans(data, spans, self._unescaped_spans, depth)
         if not spans:
             return spans
-        protected: list[tuple[int, int]] = []
+        return [_whole_escapes(data, s) for s in merge_spans(spans, self._protected(data))]
+
+    @staticmethod
+    def _protected(data: bytes) -> list[tuple[int, int]]:
+        """Existing placeholders: never redacted again."""
         if PLACEHOLDER_MARK in data:
-            protected = [m.span() for m in PLACEHOLDER_RE.finditer(data)]
-        return [_whole_escapes(data, s) for s in merge_spans(spans, protected)]
+            return [m.span() for m in PLACEHOLDER_RE.finditer(data)]
+        return []
 
     def _decoded_spans(self, decoded: bytes) -> list[Span]:
         return self.find_spans(decoded, decode=False)
+
+    def _unescaped_spans(self, decoded: bytes, depth: int) -> list[Span]:
+        return self.find_spans(decoded, depth=depth)
 
     def kind_of_value(self, value: bytes) -> str | None:
         """The kind of a value that is exactly one secret recognised by its format, else None.

@@ -612,7 +612,7 @@ _PROSE = [
     "Use the key parameter to choose the sort key; the primary key is the id column.",
     "The access token expires after one hour, after which the client uses its refresh token.",
     "Pass the secret name, not the secret itself, to the deployment template.",
-    "Connection: postgres://user:password@localhost:5432/app (replace user and password).",
+    "Connection: postgres://user:<password>@localhost:5432/app (replace user and password).",
     "Example: export OPENAI_API_KEY=your-api-key-here, then run the script.",
     "See commit 3f2a1c9e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39 for the fix; it touched auth.py.",
     "Session 0030e94e-4049-46f0-9e37-62b791f0b167 started at 19:23:51 and sent 14 requests.",

@@ -313,11 +313,18 @@ def test_url_user_names_and_placeholder_passwords_are_kept(redactor: Redactor) -
     for url in (
         "ssh://git@github.com/org/repo.git",
         "https://alice@example.com/",
-        "postgres://user:password@localhost:5432/app",
+        "postgres://user:<password>@localhost:5432/app",
         "postgres://app:${DB_PASSWORD}@db:5432/app",
         "https://example.com/search?q=token&page=2",
     ):
         assert redactor.redact_url(url) == url
+
+
+def test_url_passwords_that_are_words_fail_closed(redactor: Redactor) -> None:
+    """`password` or `changeme` may be the real password: only templates (`${X}`, `<x>`, `***`) are kept."""
+    for word in ("password", "pass", "changeme", "secret"):
+        out = redactor.redact_url(f"postgres://user:{word}@localhost:5432/app")
+        assert f":{word}@" not in out and "REDACTED:url-password:" in out
 
 
 # --- what must stay ----------------------------------------------------------------------------

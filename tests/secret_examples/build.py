@@ -24,7 +24,7 @@ plugin, `(line, expected_secret)`); they are read by importing those modules.
 The secret inside a flagged line is what detect-secrets itself reports for
 it (its `scan_line`), or the line itself when it is a single token.
 
-Classes: `self-identifying` (a format that says what it is), `name-marked`
+Classes (decided afterwards by `annotate.py`, from each scanner's own rule): `self-identifying` (a format that says what it is), `name-marked`
 (only the credential name next to it marks it: gitleaks' semi-generic rules,
 keyword/name plugins) and `unmarked` (high-entropy strings: neither).
 """
@@ -45,6 +45,8 @@ import sys
 import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from tests.secret_examples.annotate import annotate
 
 try:  # the builder runs on CPython 3.11+; the parser module was renamed there
     import re._parser as sre_parse  # type: ignore[import-not-found]
@@ -624,8 +626,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     with OUT.open("w") as fh:
         fh.write(json.dumps({"header": header}) + "\n")
-        for ex in gl + ds:
-            fh.write(json.dumps(asdict(ex), ensure_ascii=False) + "\n")
+        for row in annotate([asdict(ex) for ex in gl + ds]):  # classes by each scanner's own rule
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
     print(json.dumps(header, indent=2))
     print(f"{len(gl)} gitleaks and {len(ds)} detect-secrets examples -> {OUT}")
     return 0

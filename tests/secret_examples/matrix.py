@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import time
 import zlib
 from collections import defaultdict
@@ -48,6 +49,7 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples.jsonl"
 KEY = b"\x07" * 32
 FRAGMENT = 8
+_PLACEHOLDER = re.compile(r"\[REDACTED:[a-z0-9-]{1,48}:[0-9a-f]{6}\]")
 PER_FLOW = 40
 
 # placement -> (group for the table, whether a credential name is present)
@@ -90,6 +92,13 @@ class Example:
     name: str
     file: str
     line: int
+    token: str | None = None  # what carries a self-identifying format (see annotate.py); the secret by default
+
+
+def carried(ex: Example) -> str:
+    """The value a placement carries: a self-identifying example's token, else its secret."""
+    assert ex.secret is not None
+    return ex.token if ex.cls == "self-identifying" and ex.token and ex.secret in ex.token else ex.secret
 
 
 def load_examples(path: Path = EXAMPLES) -> tuple[dict, list[Example]]:
@@ -135,12 +144,12 @@ def in_context(ex: Example) -> str:
     """How a stream or a compressed body carries the secret: bare if it identifies itself, else named."""
     assert ex.secret is not None
     if ex.cls == "self-identifying":
-        return ex.secret
+        return carried(ex)
     return f"{_env_name(ex)}={_shell(ex.secret)}"
 
 
 def body_text(ex: Example, placement: str) -> str:
-    s = ex.secret or ""
+    s = carried(ex)
     name = _env_name(ex).lower()
     if placement == "prose":
         return f"Here is what I found in the logs: {s} -- is it still valid?"
@@ -306,14 +315,14 @@ def build_events(examples: list[Example], positions: int | None, seed: int = 0) 
     for placement, header in (("header-named", "x-api-key"), ("header-neutral", "x-client-data")):
         for group in _groups(secrets, PER_FLOW):
             fid = flows.flow_id()
-            flows.request(fid, headers=[(header, ex.secret) for ex in group])
+            flows.request(fid, headers=[(header, carried(ex)) for ex in group])
             flows.response(fid, b"{}")
             add([Case(ex, placement) for ex in group], fid)
     # query strings
     for placement, param in (("query-named", "api_key"), ("query-neutral", "ref"), ("query-encoded", "next")):
         for group in _groups(secrets, PER_FLOW):
             fid = flows.flow_id()
-            values = [quote(in_context(ex) if placement == "query-encoded" else ex.secret, safe="") for ex in group]
+            values = [quote(in_context(ex) if placement == "query-encoded" else carried(ex), safe="") for ex in group]
             query = "&".join(f"{param}={v}" for v in values)
             flows.request(fid, url=f"https://generativelanguage.googleapis.com/v1beta/models/m:generateContent?{query}",
                           host="generativelanguage.googleapis.com", path=f"/v1beta/models/m:generateContent?{query}")
@@ -529,7 +538,8 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
     A fragment counts only if it identifies one secret: fragments shared by
     several secrets (a common prefix such as `sk-ant-a`) or found in the
     wording the placements put around the secret are not evidence of a leak;
-    the whole secret always is.
+    the whole secret always is, unless it is itself a word of a placeholder kind
+    (`password` in `url-password`), which the redaction counts name.
     """
     ordinary: dict[str, set[str]] = defaultdict(set)
     # placeholder kinds and redaction counts name rules (`aws-amazon-bedrock-api-key-short-lived`):
@@ -547,7 +557,8 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
     automaton = ahocorasick.Automaton()
     patterns: dict[str, set[str]] = defaultdict(set)
     for secret in secrets:
-        patterns[secret.encode("utf-8").decode("latin-1")].add(secret)
+        if secret not in kinds:  # a secret that is a word of a kind (`password`) is seen in every count of it
+            patterns[secret.encode("utf-8").decode("latin-1")].add(secret)
         for frag in _fragments(secret):
             if len(users[frag]) == 1 and frag not in ordinary[secret] and frag not in rule_words:
                 patterns[frag].add(secret)
@@ -559,7 +570,8 @@ def find_leaks(cases: list[Case], views: dict[str, str]) -> set[int]:
         by_flow[case.flow].append(i)
     leaks: set[int] = set()
     for fid, idxs in by_flow.items():
-        view = views.get(fid, "").encode("utf-8", "surrogatepass").decode("latin-1")
+        # a placeholder's kind is the redactor's word (`url-password`), not the secret `password`
+        view = _PLACEHOLDER.sub("[REDACTED]", views.get(fid, "")).encode("utf-8", "surrogatepass").decode("latin-1")
         found: set[str] = set()
         for _, who in automaton.iter(view):
             found |= who

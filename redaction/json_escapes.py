@@ -1,0 +1,109 @@
+"""Secrets inside JSON strings whose escapes hide a rule's delimiters.
+
+A tool result that quotes `curl -u ":pw"` or `<add key="Password" value="pw"/>`
+reaches the model as `curl -u \\":pw\\"`: the quotes a rule anchors on are
+escaped, so the raw bytes match nothing. Each JSON string literal holding an
+escaped quote or backslash is decoded (with, for every decoded byte, the
+offset it came from), scanned with every detector (itself included, so JSON
+inside JSON is opened too), and each secret found is mapped back onto the
+escaped bytes — the placeholder replaces the whole escaped run, so nothing of
+the secret survives and the JSON stays valid.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from redaction.spans import Span
+
+# An escaped quote or backslash: an odd run of backslashes before `"` or a `\\` pair.
+_HIDING_ESCAPE = re.compile(rb'(?<!\\)(?:\\\\)*\\"|\\\\')
+_ESCAPE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
+_SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t"}
+MAX_DEPTH = 4
+
+
+def _unescaped_quote(data: bytes, pos: int) -> bool:
+    """Is the `"` at `pos` a string delimiter (preceded by an even run of backslashes)?"""
+    n = 0
+    while pos - n - 1 >= 0 and data[pos - n - 1] == 0x5C:
+        n += 1
+    return n % 2 == 0
+
+
+def _string_around(data: bytes, pos: int) -> tuple[int, int]:
+    """Content bounds of the JSON string literal holding `pos`; the whole of `data` where no
+    quote delimits it (a decoded string's content, one level down, has none)."""
+    lo = data.rfind(b'"', 0, pos)
+    while lo >= 0 and not _unescaped_quote(data, lo):
+        lo = data.rfind(b'"', 0, lo)
+    hi = data.find(b'"', pos + 1)
+    while hi >= 0 and not _unescaped_quote(data, hi):
+        hi = data.find(b'"', hi + 1)
+    return lo + 1, len(data) if hi < 0 else hi
+
+
+def json_unescape(raw: bytes) -> tuple[bytes, list[int]]:
+    """Decoded UTF-8 bytes of a string literal's content and each byte's offset in `raw` (plus the end)."""
+    out = bytearray()
+    origin: list[int] = []
+    last = 0
+    pending_high: tuple[int, int] | None = None  # (code unit, offset) of a high surrogate
+    for m in _ESCAPE.finditer(raw):
+        if m.start() > last:
+            if pending_high is not None:
+                _emit(out, origin, chr(pending_high[0]), pending_high[1])
+                pending_high = None
+            out += raw[last : m.start()]
+            origin.extend(range(last, m.start()))
+        if m.group(1) is not None:
+            unit = int(m.group(1), 16)
+            if pending_high is not None and 0xDC00 <= unit <= 0xDFFF:
+                code = 0x10000 + ((pending_high[0] - 0xD800) << 10) + (unit - 0xDC00)
+                _emit(out, origin, chr(code), pending_high[1])
+                pending_high = None
+            else:
+                if pending_high is not None:
+                    _emit(out, origin, chr(pending_high[0]), pending_high[1])
+                    pending_high = None
+                if 0xD800 <= unit <= 0xDBFF:
+                    pending_high = (unit, m.start())
+                else:
+                    _emit(out, origin, chr(unit), m.start())
+        else:
+            if pending_high is not None:
+                _emit(out, origin, chr(pending_high[0]), pending_high[1])
+                pending_high = None
+            out += _SIMPLE[m.group(2)]
+            origin.append(m.start())
+        last = m.end()
+    if pending_high is not None:
+        _emit(out, origin, chr(pending_high[0]), pending_high[1])
+    out += raw[last:]
+    origin.extend(range(last, len(raw)))
+    origin.append(len(raw))
+    return bytes(out), origin
+
+
+def _emit(out: bytearray, origin: list[int], char: str, at: int) -> None:
+    encoded = char.encode("utf-8", "surrogatepass")
+    out += encoded
+    origin.extend([at] * len(encoded))
+
+
+def find_escaped_spans(data: bytes, out: list[Span], scan: Callable[[bytes, int], list[Span]], depth: int) -> None:
+    """Append spans (over the escaped bytes) of secrets found in decoded string literals."""
+    if depth >= MAX_DEPTH or (b'\\"' not in data and b"\\\\" not in data):
+        return
+    done_until = -1
+    for m in _HIDING_ESCAPE.finditer(data):
+        if m.start() < done_until:
+            continue
+        lo, hi = _string_around(data, m.end() - 1)
+        done_until = hi
+        decoded, origin = json_unescape(data[lo:hi])
+        for span in scan(decoded, depth + 1):
+            start = lo + origin[span.start]
+            end = lo + origin[span.end] if span.end < len(decoded) else hi
+            out.append(Span(start, end, span.kind, span.priority, span.encoded))
