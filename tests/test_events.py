@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect
+from analysis.db import connect, fetch_rows
 from analysis.tables.events import wall_time_ms
 from ctxtap.capture.events import TelemetryEvent
 from ctxtap.capture.finalize import finalize
@@ -217,3 +217,40 @@ def test_gemini_tool_spans_time_calls_that_have_no_id_on_the_wire(tmp_path, ctxt
     assert {e["evidence_detail"] for e in fin.values()} == {"span tool_call"}
     start = {e["tool_call_id"]: e for e in events if e["event"] == "tool_started"}
     assert start[calls[1]["tool_call_id"]]["ts"] == pytest.approx(t + 0.010, abs=1e-3)
+
+
+def test_calls_timed_by_telemetry_say_whether_they_overlapped(tmp_path, ctxtap_config) -> None:
+    """`tool_calls.concurrent` is filled from client-telemetry tool times, null without them."""
+    entries = _import_fixture("claude", tmp_path)
+    plain = tmp_path / "plain"
+    writer = CaptureWriter(plain, redaction_key(), Manifest(capture_id="cc0", source="import"))
+    for seq, entry in enumerate(entries):
+        for event in har_events(entry, seq, f"har-{seq}", {}, False):
+            writer.submit(event)
+    writer.flush()
+    writer.close()
+    finalize(plain)
+    calls = [e for e in _events(plain, ctxtap_config) if e["event"] == "tool_requested"]
+    assert len(calls) >= 2
+    assert {r["concurrent"] for r in fetch_rows(connect([plain]), "SELECT concurrent FROM tool_calls")} == {None}
+    # the same run with both tools timed by telemetry: the first two at the same moment, the rest apart
+    timed = tmp_path / "timed"
+    writer = CaptureWriter(timed, redaction_key(), Manifest(capture_id="cc1", source="import"))
+    for seq, entry in enumerate(entries):
+        for event in har_events(entry, seq, f"har-{seq}", {}, False):
+            writer.submit(event)
+    base = calls[0]["ts"] + 0.050
+    for i, call in enumerate(calls):
+        end = base if i < 2 else base + 10.0 * i  # 42 ms runs: the first two overlap, later ones do not
+        writer.submit(TelemetryEvent(seq=i, ts=base + 20, source="otlp-receiver", flow_id=None, path="/v1/logs",
+                                     signal="logs", content_type="application/x-protobuf", content_encoding=None,
+                                     user_agent="OTel-OTLP-Exporter-JavaScript",
+                                     body=_logs_for(call["tool_call_id"], int(end * 1e9))))
+    writer.flush()
+    writer.close()
+    finalize(timed)
+    _events(timed, ctxtap_config)  # analysed
+    rows = {r["call_id"]: r["concurrent"] for r in fetch_rows(connect([timed]), "SELECT call_id, concurrent FROM tool_calls")}
+    ids = [c["tool_call_id"] for c in calls]
+    assert rows[ids[0]] is True and rows[ids[1]] is True
+    assert all(rows[i] is False for i in ids[2:])

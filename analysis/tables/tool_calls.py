@@ -37,7 +37,7 @@ COLUMNS: Columns = [
     ("result_tokens", I64, "Token estimate of the result."),
     ("gap_ms", F64, "From the end of the proposing response to the start of the request carrying the result."),
     ("turn_index", I64, "User turn of the proposing request (requests.turn_index)."),
-    ("concurrent", B, "Ran at the same time as another call: true/false only where start and finish times are known; null otherwise (proposed together is parallel_group_size, not proof of overlap)."),
+    ("concurrent", B, "Ran at the same time as another call of the session: true/false only where the client's telemetry timed both (the `tool_calls` view fills it from `events`); null otherwise (proposed together is parallel_group_size, not proof of overlap)."),
     ("repeat_of", S, "call_id of an earlier identical call (same name, canonicalised arguments) in the same user turn; a re-read after a new user turn is not a repeat."),
     ("stuck_on_error", B, "A repeat of a call whose result was an error."),
     ("attempt_of", S, "For a retry after an error: call_id of the first attempt (same name and arguments, same turn)."),
