@@ -22,6 +22,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 # would cost more than the bytes themselves. A batch belongs to a response that has not ended,
 # so holding it back never loses a completed flow.
 CHUNK_BATCH = 256 * 1024
+_REPLAY_TOKEN = re.compile(r"/_replay/[^/]+/")
+
 # Arrival offsets kept per streamed response (for replay pacing); past this many reads the last
 # entry is moved forward instead, so a pathological stream cannot grow memory.
 MAX_CHUNK_OFFSETS = 20_000
@@ -309,7 +312,8 @@ class Recorder:
 
     def request_event(self, flow: http.HTTPFlow, state: _FlowState) -> RequestEvent:
         req = flow.request
-        upstream = req.url
+        # a replay's cassette server takes its per-run token in the route's path: never stored
+        upstream = _REPLAY_TOKEN.sub("/_replay/<token>/", req.url)
         return RequestEvent(
             flow_id=flow.id, seq=state.seq, record_full=state.record_full, is_model=state.is_model,
             provider=state.provider, api=state.api, endpoint=state.endpoint, websocket=state.websocket,

@@ -51,6 +51,10 @@ def test_claude_replays_its_own_run_with_only_volatile_differences(claude_captur
     assert "executes the tool calls the recorded model asked for" in err  # said before it starts
     assert err.index("executes the tool calls") < err.index("replay proxy on")
     assert "claude: 3 turns, 8 model calls, 6 tool calls, 1 retries" in result.stdout and result.returncode == 0
+    import pyarrow.parquet as pq
+
+    upstreams = [u for u in pq.read_table(out / "flows.parquet", columns=["upstream_url"]).column(0).to_pylist() if u]
+    assert upstreams and all("/_replay/<token>/" in u for u in upstreams)  # the run's token is not on disk
     assert "replayed 8 model requests: 8 as recorded, 0 diverged, 0 recorded requests never asked for" in err
     # Claude Code's per-request billing hash and the demo's timestamp are volatile, listed apart
     assert "volatile fields" in err and "hash " in err and "timestamp 20" in err
