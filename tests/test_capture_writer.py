@@ -109,3 +109,31 @@ def test_writer_child_records_without_pyarrow_and_finalizes_at_the_end(tmp_path)
     capture = Capture.open(directory)
     assert capture.manifest.status == "finalized"
     assert [ex.flow_id for ex in capture.exchanges()] == ["f1"]
+
+
+def test_a_prespawned_writer_child_serves_the_next_capture(tmp_path):
+    """`prespawn` starts the next capture's child ahead (experiments switch captures between
+    runs); the next ProcessWriter takes it, and a second writer without a spare starts its own."""
+    import asyncio
+
+    from ctxtap.capture import writer_proc
+
+    writer_proc.prespawn()
+    spare_pid = writer_proc._spare.pid
+
+    async def record(directory, flow_id) -> tuple[int, int]:
+        writer = writer_proc.ProcessWriter(directory, b"k" * 32, {"capture_id": flow_id})
+        await writer.submit(_request(flow_id, 1, b"{}", b"{}"))
+        await writer.submit(_response(flow_id, b'{"ok": true}'))
+        return writer._proc.pid, writer.close(finalize=True)
+
+    first_pid, code = asyncio.run(record(tmp_path / "a", "a1"))
+    assert first_pid == spare_pid and code == 0 and writer_proc._spare is None
+    second_pid, code = asyncio.run(record(tmp_path / "b", "b1"))
+    assert second_pid != spare_pid and code == 0
+    for name, flow in (("a", "a1"), ("b", "b1")):
+        assert [ex.flow_id for ex in Capture.open(tmp_path / name).exchanges()] == [flow]
+    writer_proc.prespawn()
+    spare = writer_proc._spare
+    writer_proc.discard_spare()
+    assert spare.poll() is not None and writer_proc._spare is None

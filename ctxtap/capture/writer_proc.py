@@ -124,6 +124,50 @@ def _read_frame(fh) -> object | None:
     return obj
 
 
+def _spawn() -> subprocess.Popen:
+    """A writer child: it imports what recording needs, then waits for its capture's init frame."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    # Bodies of a megabyte or more pass through the child one after another. glibc raises its
+    # mmap threshold after the first such buffer is freed and serves the next ones from a heap
+    # it rarely gives back; a fixed threshold keeps big buffers mapped, returned when freed.
+    env.setdefault("MALLOC_MMAP_THRESHOLD_", str(256 << 10))
+    return subprocess.Popen(
+        [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env=env, bufsize=0,
+    )
+
+
+_spare: subprocess.Popen | None = None
+_spare_lock = threading.Lock()
+
+
+def prespawn() -> None:
+    """Start the next capture's writer child now, while a run goes on: one proxy recording many
+    captures in turn (`ctxtap experiment run`) then switches without waiting for an interpreter
+    and its imports. A spare never used exits on its own when this process closes its pipe."""
+    global _spare
+    with _spare_lock:
+        if _spare is None or _spare.poll() is not None:
+            _spare = _spawn()
+
+
+def discard_spare() -> None:
+    global _spare
+    with _spare_lock:
+        spare, _spare = _spare, None
+    if spare is not None:
+        spare.kill()
+        spare.wait()
+
+
+def _take_spare() -> subprocess.Popen | None:
+    global _spare
+    with _spare_lock:
+        spare, _spare = _spare, None
+    return spare if spare is not None and spare.poll() is None else None
+
+
 class ProcessWriter:
     """The proxy's handle on a writer child process.
 
@@ -141,16 +185,7 @@ class ProcessWriter:
         """
         self.directory = directory
         self.manifest = manifest
-        env = dict(os.environ)
-        env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        # Bodies of a megabyte or more pass through the child one after another. glibc raises its
-        # mmap threshold after the first such buffer is freed and serves the next ones from a heap
-        # it rarely gives back; a fixed threshold keeps big buffers mapped, returned when freed.
-        env.setdefault("MALLOC_MMAP_THRESHOLD_", str(256 << 10))
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            env=env, bufsize=0,
-        )
+        self._proc = _take_spare() or _spawn()
         _write_frame(self._proc.stdin, {"directory": str(directory), "key": redaction_key, "manifest": manifest,
                                         "telemetry": telemetry})
         ready = _read_frame(self._proc.stdout)

@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxtap.capture import writer_proc
+
 PROXY_START_TIMEOUT_S = 120.0  # generous: a loaded 2-core machine takes tens of seconds for a first start
 
 
@@ -52,6 +54,7 @@ class SharedProxy:
         assert self._proxy.port is not None
         self.env = client_env(self._proxy.port)
         self.capture = first_capture
+        writer_proc.prespawn()  # the writer of the run after this one
 
     def _on_loop(self, fn) -> None:
         loop = self._proxy._loop
@@ -79,7 +82,9 @@ class SharedProxy:
         except Exception as exc:  # the next run is recorded as failed to start, with this reason
             raise ProxyError(f"cannot switch the recording to {capture}: {exc}") from None
         self.capture = capture
-        return time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0
+        writer_proc.prespawn()  # the next switch finds its writer child started while this run goes on
+        return elapsed
 
     def finish(self) -> float:
         """Finalize the current capture (the proxy keeps running without one until `close`)."""
@@ -92,6 +97,7 @@ class SharedProxy:
 
     def close(self) -> None:
         self._proxy.stop()
+        writer_proc.discard_spare()
 
 
 @dataclass
