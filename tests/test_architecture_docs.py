@@ -12,7 +12,7 @@ from analysis.db import connect
 from analysis.schema import render_doc
 from analysis.views import views_doc
 from ctxtap.capture.schema_doc import render as render_capture_doc
-from reports.html import blockdata, model, palette
+from reports.html import blockdata, diffpage, model, palette
 from reports.html.render import environment
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ def _template_attributes(env: jinja2.Environment) -> dict[str, set[str]]:
 
 def _documented(capture: Path) -> set[str]:
     names: set[str] = set(model.ROW_EXTRAS)
-    for module in (model, blockdata, palette):
+    for module in (model, blockdata, palette, diffpage):
         for obj in vars(module).values():
             if dataclasses.is_dataclass(obj) and isinstance(obj, type):
                 names |= {f.name for f in dataclasses.fields(obj)}

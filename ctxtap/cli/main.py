@@ -116,7 +116,7 @@ class _Commands(click.Group):
     so `ctxtap proxy` does not carry the report or publish machinery in its process."""
 
     PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo",
-               "serve": "ctxtap.cli.live"}
+               "diff": "ctxtap.cli.diff", "serve": "ctxtap.cli.live"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})

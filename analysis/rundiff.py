@@ -1,0 +1,406 @@
+"""Compare two runs side by side: captures, sessions or single requests (`ctxtap diff A B`).
+
+A run is named `CAPTURE`, `CAPTURE#SESSION`, `CAPTURE#SESSION#N` (N: the request's position
+in the session's main thread, 0-based as `seq_in_thread`) or `CAPTURE@REQUEST_ID`. Every number
+is read from the views over both captures, so the comparison says what `ctxtap sql` would;
+each delta is B - A with its sign. The context layout of the two runs' first main requests is
+diffed block by block by `analysis.diff`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, computed_field
+
+from analysis.db import dataset_dir, fetch_rows
+from analysis.diff import RequestDiff, request_diff
+
+_IDS = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+                  r"|(?<![0-9A-Za-z])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{5,}(?![0-9A-Za-z])")
+
+
+def mask_ids(text: str) -> str:
+    """The text with UUIDs and hex ids/hashes (5+ hex digits, letters and digits mixed) masked:
+    `ctxtap diff --ignore-ids` compares two runs without the per-request hashes and ids every
+    run has, while dates, times and everything else still count."""
+    return _IDS.sub("<id>", text)
+
+
+class TargetError(ValueError):
+    """A run name that does not resolve (no such capture, session or request), in words."""
+
+
+class Target(BaseModel):
+    """A run as the user named it, parsed (paths not resolved yet)."""
+
+    text: str
+    capture: str
+    session: str | None = None
+    seq: int | None = None
+    request_id: str | None = None
+
+
+class Run(BaseModel):
+    """A resolved run: which requests of which capture it covers."""
+
+    label: str
+    capture: str
+    capture_id: str
+    session_id: str | None = None
+    request_id: str | None = None
+    kind: Literal["capture", "session", "request"]
+    first_main_request_id: str | None = None
+
+
+class Metric(BaseModel):
+    group: str
+    name: str
+    a: float | None = None
+    b: float | None = None
+    unit: str = ""  # "", "tokens", "ms", "s", "usd", "rate"
+    lower_is_better: bool | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def delta(self) -> float | None:
+        return None if self.a is None or self.b is None else self.b - self.a
+
+
+class SourceTokens(BaseModel):
+    source: str
+    a_first: int = 0
+    b_first: int = 0
+    a_total: int = 0
+    b_total: int = 0
+
+
+class RunDiff(BaseModel):
+    a: Run
+    b: Run
+    layout: RequestDiff | None = None
+    layout_note: str | None = None  # why there is no layout diff
+    metrics: list[Metric]
+    sources: list[SourceTokens]
+    a_miss_causes: dict[str, int]
+    b_miss_causes: dict[str, int]
+
+
+def parse_target(text: str, is_dir: Callable[[str], bool] | None = None) -> Target:
+    """Split a run name into capture path and selector; a path that exists as given wins."""
+    is_dir = is_dir or (lambda p: Path(p).is_dir())
+    if is_dir(text):
+        return Target(text=text, capture=text)
+    if "@" in text:
+        capture, request_id = text.split("@", 1)
+        if capture and request_id and is_dir(capture):
+            return Target(text=text, capture=capture, request_id=request_id)
+    if "#" in text:
+        capture, _, rest = text.partition("#")
+        session, sep, seq = rest.rpartition("#")
+        if not sep:
+            session, seq = rest, ""
+        if seq and not seq.isdigit():
+            session, seq = rest, ""
+        if capture and session and is_dir(capture):
+            return Target(text=text, capture=capture, session=session, seq=int(seq) if seq else None)
+    raise TargetError(f"{text!r} names no capture directory; a run is CAPTURE, CAPTURE#SESSION, "
+                      "CAPTURE#SESSION#N or CAPTURE@REQUEST_ID")
+
+
+def capture_id_of(capture: str | Path) -> str:
+    """The capture id its analysis dataset is partitioned by."""
+    parts = sorted((dataset_dir(Path(capture)) / "requests").glob("capture_id=*"))
+    if not parts:
+        raise TargetError(f"{capture} has no analysis dataset (run `ctxtap analyze {capture}` first)")
+    return parts[0].name.split("=", 1)[1]
+
+
+def _one(con: Any, sql: str, params: list[Any]) -> tuple | None:
+    return con.execute(sql, params).fetchone()
+
+
+def resolve(con: Any, target: Target) -> Run:
+    """The run a parsed target names over a connection that reads its capture."""
+    cid = capture_id_of(target.capture)
+    if not _one(con, "SELECT 1 FROM requests WHERE capture_id = ? LIMIT 1", [cid]):
+        raise TargetError(f"{target.capture} holds no model requests")
+    if target.request_id is not None:
+        row = _one(con, "SELECT request_id, session_id FROM requests WHERE capture_id = ? AND request_id = ?",
+                   [cid, target.request_id])
+        if row is None:
+            raise TargetError(f"{target.text}: no request {target.request_id!r} in {target.capture} "
+                              f"(list them: ctxtap sql {target.capture} \"SELECT request_id FROM requests\")")
+        return Run(label=target.text, capture=target.capture, capture_id=cid, session_id=row[1],
+                   request_id=row[0], kind="request", first_main_request_id=row[0])
+    session = None
+    if target.session is not None:
+        ids = [r[0] for r in con.execute(
+            "SELECT DISTINCT session_id FROM requests WHERE capture_id = ? AND (session_id = ? OR "
+            "starts_with(session_id, ?)) ORDER BY 1", [cid, target.session, target.session]).fetchall()]
+        exact = [s for s in ids if s == target.session]
+        if not ids:
+            raise TargetError(f"{target.text}: no session {target.session!r} in {target.capture} "
+                              f"(list them: ctxtap sql {target.capture} \"SELECT session_id FROM sessions\")")
+        if not exact and len(ids) > 1:
+            raise TargetError(f"{target.text}: {target.session!r} starts {len(ids)} sessions ({', '.join(ids[:4])}); "
+                              "give more of the id")
+        session = exact[0] if exact else ids[0]
+    if target.seq is not None:
+        row = _one(con, """
+            SELECT r.request_id FROM requests r
+            WHERE r.capture_id = ? AND r.session_id = ? AND r.thread_kind = 'main' AND r.seq_in_thread = ?
+            ORDER BY r.ts_start LIMIT 1""", [cid, session, target.seq])
+        if row is None:
+            n = _one(con, "SELECT max(seq_in_thread) FROM requests WHERE capture_id = ? AND session_id = ? "
+                          "AND thread_kind = 'main'", [cid, session])
+            raise TargetError(f"{target.text}: the session's main thread has no request {target.seq} "
+                              f"(positions 0..{n[0] if n and n[0] is not None else '?'})")
+        return Run(label=target.text, capture=target.capture, capture_id=cid, session_id=session,
+                   request_id=row[0], kind="request", first_main_request_id=row[0])
+    first = _one(con, """
+        SELECT request_id FROM requests
+        WHERE capture_id = ? AND (? IS NULL OR session_id = ?) AND thread_kind = 'main' AND n_blocks > 0
+        ORDER BY error_layer IS NOT NULL, ts_start LIMIT 1""", [cid, session, session])
+    return Run(label=target.text, capture=target.capture, capture_id=cid, session_id=session,
+               kind="session" if session else "capture", first_main_request_id=first[0] if first else None)
+
+
+_SCOPE = """scope AS (
+    SELECT * FROM requests
+    WHERE capture_id = $1 AND ($2 IS NULL OR session_id = $2) AND ($3 IS NULL OR request_id = $3)
+)"""
+
+_METRICS_SQL = f"""
+WITH {_SCOPE},
+sess AS (SELECT session_id, max(turn_index) AS turns FROM scope GROUP BY session_id),
+main AS (
+    SELECT g.* FROM growth g
+    WHERE g.capture_id = $1 AND g.thread_kind = 'main' AND g.thread_id IN (SELECT thread_id FROM scope)
+    ORDER BY g.n_requests DESC, g.thread_id LIMIT 1
+),
+calls AS (
+    SELECT * FROM tool_calls WHERE capture_id = $1 AND request_id IN (SELECT request_id FROM scope)
+),
+pre AS (SELECT p.* FROM prefix p JOIN scope s USING (capture_id, request_id))
+SELECT
+    (SELECT count(*) FROM scope) AS requests,
+    (SELECT count(*) FROM scope WHERE thread_kind = 'main') AS main_requests,
+    (SELECT count(*) FROM scope WHERE thread_kind = 'side') AS side_requests,
+    (SELECT count(*) FROM scope WHERE thread_kind = 'subagent') AS subagent_requests,
+    (SELECT sum(turns) FROM sess) AS turns,
+    (SELECT count(*) FROM scope WHERE error_layer IS NOT NULL) AS errors,
+    (SELECT sum(input_tokens_reported) FROM scope) AS input_tokens_reported,
+    (SELECT sum(input_tokens_estimated) FROM scope) AS input_tokens_estimated,
+    (SELECT sum(cache_read_tokens) FROM scope) AS cache_read_tokens,
+    (SELECT sum(cache_write_tokens) FROM scope) AS cache_write_tokens,
+    (SELECT sum(output_tokens) FROM scope) AS output_tokens,
+    (SELECT sum(cache_read_tokens) FILTER (WHERE input_tokens_reported IS NOT NULL AND cache_read_tokens IS NOT NULL)
+          / nullif(sum(input_tokens_reported) FILTER (WHERE cache_read_tokens IS NOT NULL), 0) FROM scope)
+        AS cache_hit_rate,
+    (SELECT count(*) FROM pre WHERE miss_cause IS NOT NULL AND miss_cause <> 'cold_start') AS cache_misses,
+    (SELECT count(*) FROM pre WHERE prefix_changed) AS prefix_changes,
+    (SELECT fit_p FROM main) AS growth_p,
+    (SELECT fit_m FROM main) AS growth_m,
+    (SELECT fit_r2 FROM main) AS growth_r2,
+    (SELECT total_input_tokens FROM main) AS growth_total,
+    (SELECT count(*) FROM calls) AS tool_calls,
+    (SELECT count(DISTINCT request_id) FILTER (WHERE parallel_group_size > 1) FROM calls) AS parallel_groups,
+    (SELECT count(*) FILTER (WHERE repeat_of IS NOT NULL) FROM calls) AS repeated_calls,
+    (SELECT count(*) FILTER (WHERE result_status = 'error') FROM calls) AS tool_errors,
+    (SELECT median(ttfb_ms) FROM scope) AS ttfb_p50_ms,
+    (SELECT quantile_cont(ttfb_ms, 0.95) FROM scope) AS ttfb_p95_ms,
+    (SELECT median(duration_ms) FROM scope) AS duration_p50_ms,
+    (SELECT sum(duration_ms) FROM scope) AS model_time_ms,
+    (SELECT max(coalesce(ts_end, ts_start)) - min(ts_start) FROM scope) AS wall_s,
+    (SELECT sum(cost_usd) FROM scope) AS cost_usd
+"""
+
+# (column, group, label, unit, lower is better)
+METRICS: tuple[tuple[str, str, str, str, bool | None], ...] = (
+    ("requests", "turns", "model requests", "", None),
+    ("main_requests", "turns", "main-loop requests", "", None),
+    ("side_requests", "turns", "side requests", "", None),
+    ("subagent_requests", "turns", "subagent requests", "", None),
+    ("turns", "turns", "user turns", "", None),
+    ("errors", "turns", "failed requests", "", True),
+    ("input_tokens_reported", "tokens", "input tokens (reported)", "tokens", True),
+    ("input_tokens_estimated", "tokens", "input tokens (estimated)", "tokens", True),
+    ("cache_read_tokens", "tokens", "cache reads", "tokens", None),
+    ("cache_write_tokens", "tokens", "cache writes", "tokens", None),
+    ("output_tokens", "tokens", "output tokens", "tokens", None),
+    ("cache_hit_rate", "cache", "cache hit rate", "rate", False),
+    ("cache_misses", "cache", "cache misses (not cold start)", "", True),
+    ("prefix_changes", "cache", "prefix changes", "", True),
+    ("growth_p", "growth", "growth fit p (stable prefix)", "tokens", None),
+    ("growth_m", "growth", "growth fit m (per request)", "tokens", True),
+    ("growth_r2", "growth", "growth fit R²", "", None),
+    ("growth_total", "growth", "main thread cumulative input", "tokens", True),
+    ("tool_calls", "tool loop", "tool calls", "", None),
+    ("parallel_groups", "tool loop", "parallel groups", "", None),
+    ("repeated_calls", "tool loop", "repeated calls", "", True),
+    ("tool_errors", "tool loop", "tool errors", "", True),
+    ("ttfb_p50_ms", "latency", "time to first byte p50", "ms", True),
+    ("ttfb_p95_ms", "latency", "time to first byte p95", "ms", True),
+    ("duration_p50_ms", "latency", "request duration p50", "ms", True),
+    ("model_time_ms", "latency", "model time (sum of durations)", "ms", True),
+    ("wall_s", "latency", "wall time (first start to last end)", "s", True),
+    ("cost_usd", "cost", "cost", "usd", True),
+)
+
+
+def run_metrics(con: Any, run: Run) -> dict[str, Any]:
+    """The run's numbers, keyed as METRICS names them."""
+    return fetch_rows(con, _METRICS_SQL,
+                      [run.capture_id, run.session_id, run.request_id])[0]
+
+
+def _sources(con: Any, run: Run) -> tuple[dict[str, int], dict[str, int]]:
+    first: dict[str, int] = {}
+    if run.first_main_request_id:
+        first = dict(con.execute("SELECT source, sum(tokens_estimated) FROM tokens_by_source WHERE capture_id = ? "
+                                 "AND request_id = ? GROUP BY 1", [run.capture_id, run.first_main_request_id]).fetchall())
+    total = dict(con.execute(f"""WITH {_SCOPE}
+        SELECT t.source, sum(t.tokens_estimated) FROM tokens_by_source t JOIN scope s USING (capture_id, request_id)
+        GROUP BY 1""", [run.capture_id, run.session_id, run.request_id]).fetchall())
+    return ({k: int(v or 0) for k, v in first.items()}, {k: int(v or 0) for k, v in total.items()})
+
+
+def _miss_causes(con: Any, run: Run) -> dict[str, int]:
+    rows = con.execute(f"""WITH {_SCOPE}
+        SELECT p.miss_cause, count(*) FROM prefix p JOIN scope s USING (capture_id, request_id)
+        WHERE p.miss_cause IS NOT NULL GROUP BY 1 ORDER BY 2 DESC, 1""",
+                       [run.capture_id, run.session_id, run.request_id]).fetchall()
+    return {k: int(v) for k, v in rows}
+
+
+def run_diff(con: Any, a: Run, b: Run, *, normalise: Callable[[str], str] | None = None) -> RunDiff:
+    """Runs A and B side by side over one connection that reads both captures."""
+    ma, mb = run_metrics(con, a), run_metrics(con, b)
+    metrics = [Metric(group=g, name=label, a=_num(ma[col]), b=_num(mb[col]), unit=unit, lower_is_better=lower)
+               for col, g, label, unit, lower in METRICS]
+    (fa, ta), (fb, tb) = _sources(con, a), _sources(con, b)
+    names = sorted(set(fa) | set(fb) | set(ta) | set(tb), key=lambda s: -(tb.get(s, 0) + ta.get(s, 0)))
+    sources = [SourceTokens(source=s, a_first=fa.get(s, 0), b_first=fb.get(s, 0), a_total=ta.get(s, 0),
+                            b_total=tb.get(s, 0)) for s in names]
+    layout, note = None, None
+    if a.first_main_request_id and b.first_main_request_id:
+        layout = request_diff(con, a.first_main_request_id, b.first_main_request_id, normalise=normalise,
+                              a_capture_id=a.capture_id, b_capture_id=b.capture_id)
+    else:
+        missing = [r.label for r in (a, b) if not r.first_main_request_id]
+        note = f"no main-loop request with context blocks in {', '.join(missing)}: no layout to compare"
+    return RunDiff(a=a, b=b, layout=layout, layout_note=note, metrics=metrics, sources=sources,
+                   a_miss_causes=_miss_causes(con, a), b_miss_causes=_miss_causes(con, b))
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+# -- words -------------------------------------------------------------------------------------
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "n/a"
+    if unit == "rate":
+        return f"{value:.1%}"
+    if unit == "usd":
+        return f"${value:,.4f}" if abs(value) >= 0.01 else f"${value:,.6f}"
+    if unit == "s":
+        return f"{value:,.2f} s"
+    if unit == "ms":
+        return f"{value:,.0f} ms"
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}"
+
+
+def fmt_delta(metric: Metric) -> str:
+    """B - A with its sign (`+12`, `-3.4 pp`, `0`), or `n/a` when a side has no value."""
+    d = metric.delta
+    if d is None:
+        return "n/a"
+    if d == 0:
+        return "0"
+    sign = "+" if d > 0 else "-"
+    if metric.unit == "rate":
+        text = f"{abs(d) * 100:.1f} pp"
+    else:
+        text = fmt_value(abs(d), metric.unit)
+    if text.strip("$0.,") in ("", " pp", " ms", " s"):
+        return "≈0"  # differs below the precision shown
+    if metric.unit != "rate" and metric.a:
+        text += f" ({sign}{abs(d) / abs(metric.a):.0%})"
+    return sign + text
+
+
+def verdict(metric: Metric) -> str:
+    """`better` / `worse` for metrics with a direction, else empty (also when the delta shows as ≈0)."""
+    d = metric.delta
+    if not d or metric.lower_is_better is None or fmt_delta(metric) == "≈0":
+        return ""
+    return "better" if (d < 0) == metric.lower_is_better else "worse"
+
+
+def _op_words(layout: RequestDiff) -> str:
+    counts = layout.counts()
+    words = {"same": "same", "changed": "changed", "moved": "moved", "only_a": "only in A", "only_b": "only in B"}
+    volatile = sum(1 for c in layout.changes if c.volatile)
+    parts = [f"{words[op]} {counts[op]} ({layout.tokens_by_op[op]:,} tok)" for op in words]
+    if volatile:
+        parts[0] += f", {volatile} of them volatile-only"
+    return ", ".join(parts)
+
+
+def text_lines(d: RunDiff, *, max_blocks: int = 40, max_diff_lines: int = 12) -> Iterator[str]:
+    """The terminal form of a run diff."""
+    for tag, run in (("A", d.a), ("B", d.b)):
+        what = run.kind + (f" {run.session_id}" if run.session_id and run.kind != "capture" else "")
+        yield f"{tag}  {run.label}  ({what})"
+    yield ""
+    if d.layout is None:
+        yield f"layout: {d.layout_note}"
+    else:
+        lay = d.layout
+        yield f"layout of the first main request  (A {lay.a_request_id}  vs  B {lay.b_request_id})"
+        yield f"  first divergence: {lay.first_divergence_words}"
+        yield f"  blocks: {_op_words(lay)}"
+        cache_a = "n/a" if lay.a_cache_read_tokens is None else f"{lay.a_cache_read_tokens:,}"
+        cache_b = "n/a" if lay.b_cache_read_tokens is None else f"{lay.b_cache_read_tokens:,}"
+        brk = "" if lay.cache_break_position is None else f"; B's cached prefix ends before block {lay.cache_break_position}"
+        yield f"  cache reads: A {cache_a}, B {cache_b}{brk}"
+        shown = [(k, c) for k, c in enumerate(lay.changes) if c.op != "same"]
+        if shown:
+            yield f"  {'pos':>4}  {'op':<9} {'path':<28} {'source':<22} {'tokens':>7}"
+        for k, c in shown[:max_blocks]:
+            s = c.side
+            yield f"  {s.position:>4}  {c.op:<9} {s.path[:28]:<28} {(s.source or '')[:22]:<22} {c.tokens:>7,}"
+            if k == lay.first_divergence and c.text_diff:
+                for line in c.text_diff[:max_diff_lines]:
+                    yield f"        {line[:140]}"
+                if len(c.text_diff) > max_diff_lines:
+                    yield f"        … {len(c.text_diff) - max_diff_lines} more diff lines (--json has them all)"
+        if len(shown) > max_blocks:
+            yield f"  … {len(shown) - max_blocks} more changed blocks (--json has them all)"
+    yield ""
+    yield f"{'tokens by source (estimated)':<30} {'A first':>9} {'B first':>9} {'delta':>9}   {'A all':>10} {'B all':>10} {'delta':>10}"
+    for s in d.sources:
+        yield (f"  {s.source:<28} {s.a_first:>9,} {s.b_first:>9,} {s.b_first - s.a_first:>+9,}   "
+               f"{s.a_total:>10,} {s.b_total:>10,} {s.b_total - s.a_total:>+10,}")
+    group = None
+    for m in d.metrics:
+        if m.group != group:
+            group = m.group
+            yield ""
+            yield f"{group:<36} {'A':>14} {'B':>14}  delta (B - A)"
+        yield (f"  {m.name:<34} {fmt_value(m.a, m.unit):>14} {fmt_value(m.b, m.unit):>14}  {fmt_delta(m)}"
+               + (f"  {verdict(m)}" if verdict(m) else ""))
+    yield ""
+    for tag, causes in (("A", d.a_miss_causes), ("B", d.b_miss_causes)):
+        words = ", ".join(f"{k.replace('_', ' ')} ×{v}" for k, v in causes.items()) or "none"
+        yield f"cache miss causes {tag}: {words}"

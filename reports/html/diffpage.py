@@ -1,0 +1,172 @@
+"""`ctxtap diff --html`: two runs side by side as one self-contained page in the report's style.
+
+Reads the diff models of `analysis.rundiff` (themselves computed from the views) and formats
+them into the dataclasses below; the template only reads them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from markupsafe import Markup
+
+from analysis.diff import BlockChange
+from analysis.rundiff import RunDiff, fmt_delta, fmt_value, verdict
+from ctxtap import __version__
+from reports.html import palette
+from reports.html.render import _static, environment
+
+OP_LABELS = {"same": "same", "changed": "changed", "moved": "moved", "only_a": "only in A", "only_b": "only in B"}
+MAX_BLOCK_ROWS = 400
+
+
+@dataclass
+class DiffLine:
+    kind: str  # "add", "del", "ctx", "hunk"
+    text: str
+
+
+@dataclass
+class DiffBlockRow:
+    position: int
+    op: str
+    op_label: str
+    path: str
+    source: str
+    fill: str
+    tokens: int
+    volatile: bool
+    is_first: bool
+    lines: list[DiffLine] = field(default_factory=list)
+
+
+@dataclass
+class DiffSourceRow:
+    source: str
+    label: str
+    fill: str
+    a_first: int
+    b_first: int
+    d_first: int
+    a_total: int
+    b_total: int
+    d_total: int
+    a_width: float  # bar widths in percent of the largest total
+    b_width: float
+
+
+@dataclass
+class DiffMetricRow:
+    name: str
+    a: str
+    b: str
+    delta: str
+    verdict: str
+
+
+@dataclass
+class DiffMetricGroup:
+    name: str
+    rows: list[DiffMetricRow]
+
+
+@dataclass
+class DiffPage:
+    title: str
+    a_label: str
+    b_label: str
+    a_kind: str
+    b_kind: str
+    a_request: str
+    b_request: str
+    first_divergence: str
+    block_summary: str
+    cache_line: str
+    layout_note: str
+    block_rows: list[DiffBlockRow]
+    hidden_same: int
+    source_rows: list[DiffSourceRow]
+    metric_groups: list[DiffMetricGroup]
+    miss_a: str
+    miss_b: str
+    generated: str
+    version: str
+
+
+def _lines(change: BlockChange) -> list[DiffLine]:
+    out = []
+    for line in change.text_diff or ():
+        kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "ctx")
+        out.append(DiffLine(kind, line))
+    return out
+
+
+def _fill(source: str | None) -> str:
+    return palette.SOURCES[palette.source_index(source)].fill
+
+
+def _misses(causes: dict[str, int]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} ×{v}" for k, v in causes.items()) or "none"
+
+
+def _short(label: str) -> str:
+    """The last two parts of a run's path (`runs/a/capture` -> `a/capture`)."""
+    return "/".join(Path(label).parts[-2:])
+
+
+def diff_page(d: RunDiff) -> DiffPage:
+    rows: list[DiffBlockRow] = []
+    hidden = 0
+    summary = cache = note = ""
+    first_words = ""
+    a_req = b_req = ""
+    if d.layout is None:
+        note = d.layout_note or ""
+    else:
+        lay = d.layout
+        a_req, b_req = lay.a_request_id, lay.b_request_id
+        first_words = lay.first_divergence_words
+        counts = lay.counts()
+        summary = ", ".join(f"{OP_LABELS[op]} {counts[op]} ({lay.tokens_by_op[op]:,} tokens)" for op in OP_LABELS)
+        ra = "n/a" if lay.a_cache_read_tokens is None else f"{lay.a_cache_read_tokens:,}"
+        rb = "n/a" if lay.b_cache_read_tokens is None else f"{lay.b_cache_read_tokens:,}"
+        cache = f"cache reads: A {ra}, B {rb}"
+        if lay.cache_break_position is not None:
+            cache += f"; B's cached prefix ends before block {lay.cache_break_position}"
+        for k, c in enumerate(lay.changes):
+            if len(rows) >= MAX_BLOCK_ROWS:
+                hidden += 1
+                continue
+            s = c.side
+            rows.append(DiffBlockRow(s.position, c.op, OP_LABELS[c.op] + (" (volatile)" if c.volatile else ""),
+                                     s.path, s.source or "unknown", _fill(s.source), c.tokens, c.volatile,
+                                     k == lay.first_divergence, _lines(c)))
+    biggest = max([1] + [max(s.a_total, s.b_total) for s in d.sources])
+    sources = [DiffSourceRow(s.source, palette.SOURCES[palette.source_index(s.source)].label, _fill(s.source),
+                             s.a_first, s.b_first, s.b_first - s.a_first, s.a_total, s.b_total,
+                             s.b_total - s.a_total, round(100 * s.a_total / biggest, 1),
+                             round(100 * s.b_total / biggest, 1)) for s in d.sources]
+    groups: list[DiffMetricGroup] = []
+    for m in d.metrics:
+        if not groups or groups[-1].name != m.group:
+            groups.append(DiffMetricGroup(m.group, []))
+        groups[-1].rows.append(DiffMetricRow(m.name, fmt_value(m.a, m.unit), fmt_value(m.b, m.unit), fmt_delta(m),
+                                             verdict(m)))
+    return DiffPage(
+        title=f"ctxtap diff: {_short(d.a.label)} vs {_short(d.b.label)}",
+        a_label=d.a.label, b_label=d.b.label, a_kind=d.a.kind, b_kind=d.b.kind, a_request=a_req, b_request=b_req,
+        first_divergence=first_words, block_summary=summary, cache_line=cache, layout_note=note, block_rows=rows,
+        hidden_same=hidden, source_rows=sources, metric_groups=groups, miss_a=_misses(d.a_miss_causes),
+        miss_b=_misses(d.b_miss_causes), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), version=__version__)
+
+
+def render_diff_page(d: RunDiff) -> str:
+    template = environment().get_template("diff.html.j2")
+    return template.render(page=diff_page(d), css=Markup(_static("report.css")))
+
+
+def write_diff_page(d: RunDiff, out: Path) -> Path:
+    out.write_text(render_diff_page(d), encoding="utf-8")
+    return out
