@@ -194,3 +194,21 @@ def resolve_request(src: CaptureSource, ref: str) -> str | None:
     if len(rows) == 1 or (rows and rows[0]["request_id"] == ref):
         return rows[0]["request_id"]
     return None
+
+
+def request_pair_diff(src: CaptureSource, b: str, a: str | None = None) -> dict[str, Any]:
+    """Request B against A (default: B's thread predecessor), with the shared diff of `analysis.diff`."""
+    from analysis.diff import request_diff
+    from reports.html.diffpage import OP_LABELS, DiffBlockRow, _fill, _lines
+
+    d = request_diff(src.cursor(), b) if a is None else request_diff(src.cursor(), a, b)
+    rows = []
+    for k, c in enumerate(d.changes):
+        s = c.side
+        rows.append(DiffBlockRow(s.position, c.op, OP_LABELS[c.op] + (" (volatile)" if c.volatile else ""),
+                                 s.path, s.source or "unknown", _fill(s.source), c.tokens, c.volatile,
+                                 k == d.first_divergence, _lines(c)))
+    counts = d.counts()
+    summary = ", ".join(f"{OP_LABELS[op]} {counts[op]} ({d.tokens_by_op.get(op, 0):,} tokens)" for op in OP_LABELS)
+    return {"diff": d, "rows": rows, "summary": summary,
+            "a": request(src, d.a_request_id), "b": request(src, d.b_request_id)}

@@ -144,6 +144,22 @@ class Request(Base):
                   response=queries.clip(r.get("response_text")))
 
 
+class Diff(Base):
+    def get(self, c: str) -> None:
+        src = self.source(c)
+        b = queries.resolve_request(src, self.get_query_argument("b", ""))
+        typed = self.get_query_argument("a", "").strip()
+        a = queries.resolve_request(src, typed) if typed else None
+        if b is None or (typed and a is None):
+            raise tornado.web.HTTPError(404, reason="no such request (give a full request id, or a start of one "
+                                                    "that only one request has)")
+        try:
+            data = queries.request_pair_diff(src, b, a)
+        except LookupError as exc:
+            raise tornado.web.HTTPError(404, reason=str(exc)) from None
+        self.page("requestdiff.html.j2", c=int(c), src=src, predecessor=a is None, **data)
+
+
 class ApiState(Base):
     def get(self) -> None:
         states = [s.state() for s in self.live.sources]
@@ -182,6 +198,7 @@ class Static(Base):
 
 HANDLERS: list[tuple[str, type]] = [
     (r"/", Index), (r"/c/(\d+)", Sessions), (r"/c/(\d+)/session", Session), (r"/c/(\d+)/request", Request),
+    (r"/c/(\d+)/diff", Diff),
     (r"/api/state", ApiState), (r"/api/c/(\d+)/sessions", ApiSessions), (r"/api/c/(\d+)/requests", ApiRequests),
     (r"/api/c/(\d+)/charts", ApiCharts), (r"/static/([A-Za-z0-9_.-]+)", Static),
 ]
