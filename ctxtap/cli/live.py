@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import tempfile
 import threading
 from pathlib import Path
@@ -29,6 +30,10 @@ def announce(url: str, open_browser: bool, echo=click.echo) -> None:
         import webbrowser
 
         webbrowser.open(url)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 @click.command()
@@ -79,6 +84,7 @@ def serve(captures, ui_port, open_browser) -> None:
             raise click.ClickException(port_in_use(ui_port)) from None
         announce(ui.url, open_browser)
         click.echo("ctxtap: Ctrl-C stops it", err=True)
+        signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM ends it as cleanly as Ctrl-C
         try:
             ui.serve_forever()
         except KeyboardInterrupt:

@@ -186,6 +186,15 @@ class ApiCharts(Base):
             "utf-8", "replace"))
 
 
+class NotFound(Base):
+    """Anything else: refused without the token like every route, then 404."""
+
+    def prepare(self) -> None:
+        super().prepare()
+        if not self._finished:
+            raise tornado.web.HTTPError(404)
+
+
 class Static(Base):
     def get(self, name: str) -> None:
         data = pages.static_file(name)
@@ -243,7 +252,7 @@ class LiveUI:
 
     def _app(self) -> tornado.web.Application:
         return tornado.web.Application([*self.extra_handlers, *HANDLERS], live_ui=self, xsrf_cookies=False,
-                                       compress_response=False)
+                                       compress_response=False, default_handler_class=NotFound)
 
     async def _run(self, started: threading.Event | None = None) -> None:
         self._loop = asyncio.get_running_loop()
