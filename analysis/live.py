@@ -41,7 +41,9 @@ from ctxtap.capture.schema import FLOWS_SCHEMA, WS_SCHEMA
 from ctxtap.capture.spool import SPOOL_NAME, iter_frames
 from ctxtap.capture.store import Capture
 
-KEEP_VERSIONS = 3  # dataset versions kept on disk: a reader may still be on the previous one
+KEEP_VERSIONS = 3  # dataset versions kept on disk at least: a reader may still be on an older one
+GRACE_S = 10.0  # and each superseded version for this long
+MIN_BUILD_INTERVAL_S = 0.2  # new requests arriving faster than this are taken in together
 HEADER_COLUMNS = ["flow_id", "method", "url", "status", "request_headers", "response_headers", "error"]
 
 
@@ -66,6 +68,7 @@ class LiveStats:
     parsed_flows: int = 0
     last_build_s: float = 0.0
     frames: int = 0
+    spool_offset: int = 0
 
 
 @dataclass
@@ -104,6 +107,8 @@ class LiveAnalysis:
         self._read_parquet = False
         self._lock = threading.Lock()
         self._snap = _Snapshot()
+        self._superseded: list[tuple[float, Path]] = []
+        self._last_build = 0.0
 
     # --- what readers see --------------------------------------------------------------------
 
@@ -140,6 +145,8 @@ class LiveAnalysis:
             from redaction import Redactor
 
             self._redact = Redactor(redaction_key(), manifest.capture_id).redact_text
+        if time.monotonic() - self._last_build < MIN_BUILD_INTERVAL_S:
+            return False
         new = self._read_spool()
         finalized = manifest.status == "finalized"
         if finalized and not self._read_parquet and not (self.capture_dir / "spool" / SPOOL_NAME).exists():
@@ -167,7 +174,7 @@ class LiveAnalysis:
         new = False
         try:
             for header, payload, end in iter_frames(path, self._offset):
-                self._offset = end
+                self._offset = self.stats.spool_offset = end
                 self.stats.frames += 1
                 new = True
                 if header.get("t") == "body":
@@ -248,14 +255,17 @@ class LiveAnalysis:
             version += 1
             dataset = self.work_dir / f"v{version}"
             self._write(dataset / "analysis")
+            self._last_build = time.monotonic()
             self.stats.builds += 1
             self.stats.requests = len(self._recs)
             self.stats.last_build_s = time.perf_counter() - start
         with self._lock:
+            if self._snap.dataset is not None and self._snap.dataset != dataset:
+                self._superseded.append((time.monotonic(), self._snap.dataset))
             self._snap = _Snapshot(version, dataset, in_progress, finalized, time.time())
-        for old in sorted(self.work_dir.glob("v*"), key=lambda p: int(p.name[1:]) if p.name[1:].isdigit() else 0):
-            if old.name[1:].isdigit() and int(old.name[1:]) <= version - KEEP_VERSIONS:
-                shutil.rmtree(old, ignore_errors=True)
+        # a reader may still be querying an older version: remove it only after a grace period
+        while len(self._superseded) > KEEP_VERSIONS - 1 and self._superseded[0][0] < time.monotonic() - GRACE_S:
+            shutil.rmtree(self._superseded.pop(0)[1], ignore_errors=True)
 
     def _write(self, out: Path) -> None:
         assert self._capture is not None
@@ -279,6 +289,8 @@ class LiveAnalysis:
             try:
                 self.poll()
             except Exception as exc:  # keep following: the next frames may parse
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+                del self.errors[:-20]
                 if on_error is not None:
                     on_error(exc)
             stop.wait(interval)

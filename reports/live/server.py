@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import math
+import os
 import secrets
 import socket
+import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -103,6 +106,16 @@ class Base(tornado.web.RequestHandler):
     def json(self, data: Any) -> None:
         self.set_header("Content-Type", "application/json; charset=utf-8")
         self.finish(json.dumps(_clean(data), default=str, ensure_ascii=True))
+
+    def log_exception(self, typ, value, tb) -> None:
+        """One line, never a traceback in the recorder's terminal (CTXTAP_DEBUG=1 shows it)."""
+        if isinstance(value, tornado.web.HTTPError):
+            return
+        if os.environ.get("CTXTAP_DEBUG"):
+            super().log_exception(typ, value, tb)
+            return
+        sys.stderr.write(f"ctxtap live view: {self.request.method} {self.request.path} failed: "
+                         f"{typ.__name__}: {str(value).splitlines()[0] if str(value) else ''}\n")
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         self.set_header("Content-Type", "text/plain; charset=utf-8")
@@ -223,6 +236,7 @@ class LiveUI:
         self.host = host
         self.port = 0
         self.env = pages.environment()
+        logging.getLogger("tornado.access").disabled = True  # no line per request in the recorder's terminal
         self.extra_handlers = list(extra_handlers)
         self._sockets: list[socket.socket] = []
         self._loop: asyncio.AbstractEventLoop | None = None

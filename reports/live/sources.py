@@ -31,6 +31,7 @@ class State:
     finalized: bool
     in_progress: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    stats: dict[str, Any] = field(default_factory=dict)
 
 
 class CaptureSource:
@@ -88,16 +89,23 @@ class LiveSource(CaptureSource):
         with self._lock:
             if snap.dataset is None:
                 raise DatasetError("nothing recorded yet")
-            if self._con is None or snap.version != self._version:
+            if self._con is None or snap.version != self._version or not snap.dataset.exists():
                 self._con = connect([snap.dataset])
                 self._version = snap.version
             return self._con.cursor()
 
     def rows(self, sql: str, params: list | tuple = ()) -> list[dict[str, Any]]:
-        try:
-            return super().rows(sql, params)
-        except DatasetError:
-            return []
+        for attempt in range(3):
+            try:
+                return super().rows(sql, params)
+            except DatasetError:
+                return []
+            except duckdb.IOException:  # its version was removed under a slow query: take the newest
+                with self._lock:
+                    self._con = None
+                if attempt == 2:
+                    raise
+        return []
 
     def state(self) -> State:
         snap = self.analysis.snapshot()
@@ -105,7 +113,7 @@ class LiveSource(CaptureSource):
             version=snap.version, live=True, finalized=snap.finalized,
             in_progress=[{"flow_id": p.flow_id, "client": p.client, "host": p.host, "path": p.path,
                           "ts_start": p.ts_start, "ts_first_chunk": p.ts_first_chunk} for p in snap.in_progress],
-            errors=list(self.analysis.errors[-5:]))
+            errors=list(self.analysis.errors[-5:]), stats=dict(self.analysis.stats.__dict__))
 
     def flow(self, flow_id: str) -> dict[str, Any] | None:
         return self.analysis.flow(flow_id) or stored_flow(self.path, flow_id)

@@ -104,7 +104,10 @@
       self.total = data.total;
       self.loading[page] = false;
       self.render();
-    }).catch(function () { self.loading[page] = false; });
+    }).catch(function () {
+      self.loading[page] = false;
+      if (gen === self.generation) { window.setTimeout(function () { self.render(); }, 1000); }  /* try again */
+    });
   };
   VList.prototype.reset = function () {
     this.generation += 1;
