@@ -28,7 +28,7 @@ def test_live_view_while_an_agent_runs(tmp_path: Path, ctxtap_config) -> None:
 
     ARTIFACTS.mkdir(exist_ok=True)
     with ModelServer(script="long", chunk_delay_s=0.02) as server, sync_playwright() as p:
-        rec = record_live(tmp_path, ctxtap_config, server.url, turns=3, tool_s=0.5)
+        rec = record_live(tmp_path, ctxtap_config, server.url, turns=3, tool_s=1.0)
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
             context = browser.new_context(viewport=VIEWPORT)
@@ -62,7 +62,8 @@ def test_live_view_while_an_agent_runs(tmp_path: Path, ctxtap_config) -> None:
             done = rec.agent_done()
             assert done is not None and done > 10, "the agent did not finish"
             assert rec.proc.poll() is None, "ctxtap record ended before the test looked"
-            assert counts[-1] == done
+            state = page.evaluate("fetch('/api/state').then(r => r.text())")
+            assert counts[-1] == done, (counts[-20:], state, errors)
             growing = sorted({c for c in counts if 0 < c < done})
             assert len(growing) >= 2, f"rows did not appear one by one while the agent ran: {counts}"
             assert in_progress_seen, "a streaming request was never shown in progress"
