@@ -39,10 +39,14 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--n
 UA = "claude-cli/2.1.0 (external, cli)"
 
 
-def live_url(lines: list[str]) -> str:
-    for line in lines:
-        if "live view at " in line:
-            return line.split("live view at ", 1)[1].strip()
+def live_url(lines: list[str], timeout: float = 120) -> str:
+    """The URL `ctxtap proxy --live` printed (the view starts beside the proxy, so it may come later)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in list(lines):
+            if "live view at " in line:
+                return line.split("live view at ", 1)[1].strip()
+        time.sleep(0.1)
     raise RuntimeError("no live view URL in the proxy's output:\n" + "".join(lines))
 
 
@@ -84,7 +88,7 @@ def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
             context = page = None
             try:
                 if mode == "live":
-                    url = live_url(pp.lines)
+                    url = live_url(pp.stdout_lines)
                     base = url.split("/?", 1)[0]
                     session = str(uuid.uuid4())
                     session_request(pp.port, ca, session, 0)

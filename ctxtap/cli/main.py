@@ -229,13 +229,21 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
                          model_hosts=list(model_hosts), record_all=record_all, offline=offline,
                          redact=list(redact))
 
-    children = []
+    children: list = []
+    starting: list = []
+
+    def start_view(capture_dir: Path) -> None:
+        child = _start_live(capture_dir, live, ui_port, open_browser)
+        if child is not None:
+            children.append(child)
 
     def ready(host: str, actual_port: int, capture_dir: Path | None) -> None:
         click.echo(f"# ctxtap proxy listening on {host}:{actual_port}, recording to {capture_dir}")
-        child = _start_live(capture_dir or out, live, ui_port, open_browser)
-        if child is not None:
-            children.append(child)
+        if live:  # started beside the proxy's loop, which goes on serving meanwhile
+            import threading
+
+            starting.append(threading.Thread(target=start_view, args=(capture_dir or out,), daemon=True))
+            starting[-1].start()
         click.echo("# export these in the shell whose traffic you want to record:")
         for key, value in client_env(actual_port, "127.0.0.1" if host in ("0.0.0.0", "::") else host).items():
             click.echo(f"export {key}={shlex.quote(value)}")
@@ -246,6 +254,8 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
     except ProxyStartError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
+        for thread in starting:
+            thread.join()
         for child in children:
             child.stop()
     if capture_dir is not None:
