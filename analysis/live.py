@@ -43,7 +43,7 @@ from ctxtap.capture.store import Capture
 
 KEEP_VERSIONS = 3  # dataset versions kept on disk at least: a reader may still be on an older one
 GRACE_S = 10.0  # and each superseded version for this long
-MIN_BUILD_INTERVAL_S = 0.2  # new requests arriving faster than this are taken in together
+MIN_BUILD_INTERVAL_S = 0.1  # new requests arriving faster than this are taken in together
 HEADER_COLUMNS = ["flow_id", "method", "url", "status", "request_headers", "response_headers", "error"]
 
 
@@ -283,7 +283,7 @@ class LiveAnalysis:
 
     # --- running ---------------------------------------------------------------------------------
 
-    def follow(self, stop: threading.Event, interval: float = 0.1, on_error=None) -> None:
+    def follow(self, stop: threading.Event, interval: float = 0.05, on_error=None) -> None:
         """Poll until `stop` is set (run in a thread of the live-view process)."""
         while not stop.is_set():
             try:

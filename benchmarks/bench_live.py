@@ -68,10 +68,12 @@ def session_request(port: int, ca: str, session: str, turn: int) -> float:
     return end
 
 
-def open_session_page(page, url: str, base: str, session: str) -> None:
+def open_session_page(page, url: str, base: str) -> None:
     page.goto(url)
-    page.goto(f"{base}/c/0/session?id=claude-code:{session}")
-    page.wait_for_selector("#requests .vrow")
+    page.goto(f"{base}/c/0")
+    page.wait_for_selector("#sessions .vrow", timeout=60_000)
+    page.click("#sessions .vrow >> nth=0")
+    page.wait_for_selector("#requests .vrow", timeout=60_000)
 
 
 def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
@@ -94,12 +96,11 @@ def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
                     session_request(pp.port, ca, session, 0)
                     context = browser.new_context()
                     page = context.new_page()
-                    open_session_page(page, url, base, session)
+                    open_session_page(page, url, base)
                     for turn in range(1, 1 + n // 4):  # 2. response end -> row visible
                         shown = page.locator("#requests .vrow").count()
                         end = session_request(pp.port, ca, session, turn)
-                        page.wait_for_function(f"document.querySelectorAll('#requests .vrow').length > {shown}",
-                                               polling="raf", timeout=30_000)
+                        page.wait_for_selector(f"#requests .vrow >> nth={shown}", timeout=30_000)
                         visible.append(time.perf_counter() - end)
                 firsts[mode].extend(sse_request(pp.port, ca, body)[0] for _ in range(n))
             finally:

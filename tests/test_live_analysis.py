@@ -55,7 +55,9 @@ def test_live_analysis_follows_a_recording_and_matches_the_full_build(tmp_path: 
             while_running = live.stats.requests
         finally:
             proxy.stop()
-            time.sleep(0.3)
+            deadline = time.monotonic() + 30
+            while not live.snapshot().finalized and time.monotonic() < deadline:
+                time.sleep(0.05)
             stop.set()
             follower.join()
     assert live.errors == []

@@ -211,3 +211,14 @@ def test_serve_analyses_a_capture_without_a_dataset_and_follows_one_being_record
     err = said + err
     assert "still being recorded" in err and "following it live" in err and "Traceback" not in err
     assert not any(p.name.startswith("v") for p in recording.iterdir())  # the followed capture is untouched
+
+
+def test_a_long_sessions_charts_are_binned_like_the_reports(synth1000: Path) -> None:
+    from reports.live import queries
+
+    src = CaptureSource(synth1000)
+    (sid, n), = src.cursor().execute("SELECT session_id, n_requests FROM sessions").fetchall()
+    assert n > queries.MAX_CHART_COLUMNS
+    svg = str(queries.session_charts(src, sid))
+    assert "(binned: one column per " in svg, svg[:300]
+    assert svg.count("<svg") >= 2 and len(svg) < 600_000

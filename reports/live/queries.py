@@ -14,7 +14,7 @@ from typing import Any
 from markupsafe import Markup
 
 from reports.html import charts
-from reports.html.sessions import thread_label
+from reports.html.sessions import _binned_thread, thread_label
 from reports.live.sources import CaptureSource
 
 Row = dict[str, Any]
@@ -109,33 +109,43 @@ def cache_words(r: Row) -> str:
     return words
 
 
+MAX_CHART_COLUMNS = 300  # a longer thread is charted in bins of requests, as the report does
+
+
 def session_charts(src: CaptureSource, session_id: str) -> Markup:
-    """The report's growth and cache charts of the session's main and subagent threads (the same code)."""
-    rows = src.rows("""
-        SELECT r.request_id, r.thread_id, r.thread_kind, r.seq_in_thread, r.input_tokens_reported,
-               r.input_uncached_tokens, r.cache_read_tokens, r.cache_write_tokens, r.cumulative_input_tokens,
-               r.client, p.prefix_changed, p.miss_cause, p.cache_status, p.divergence_summary, p.miss_explanation, p.gap_s,
-               g.fitted_cumulative_tokens, r.seq_in_session + 1 AS num, r.purpose, r.error_layer, r.status
-        FROM requests r LEFT JOIN prefix p USING (request_id) LEFT JOIN growth_points g USING (request_id)
-        WHERE r.session_id = ? AND r.thread_kind <> 'side' ORDER BY r.thread_id, r.seq_in_thread""", [session_id])
-    if not rows:
-        return Markup("")
-    threads: dict[str, list[Row]] = defaultdict(list)
-    for r in rows:
-        threads[r["thread_id"]].append(r)
-    by_source: dict[str, dict[str, int]] = defaultdict(dict)
-    for r in src.rows("SELECT t.request_id, t.source, t.tokens_estimated FROM tokens_by_source t "
-                      "JOIN requests r USING (request_id) WHERE r.session_id = ?", [session_id]):
-        by_source[r["request_id"]][r["source"]] = int(r["tokens_estimated"] or 0)
-    growth = {g["thread_id"]: g for g in src.rows("SELECT * FROM growth WHERE thread_id IN "
-                                                    "(SELECT DISTINCT thread_id FROM requests WHERE session_id = ?)",
-                                                    [session_id])}
+    """The report's growth and cache charts of the session's main and subagent threads (the same code);
+    a long thread is drawn from its `thread_bins` rows, so the cost does not grow with the thread."""
+    threads = src.rows("""
+        SELECT thread_id, any_value(thread_kind) AS kind, any_value(client) AS client, count(*) AS n,
+               bool_or(input_tokens_reported IS NOT NULL) AS has_usage
+        FROM requests WHERE session_id = ? AND thread_kind <> 'side'
+        GROUP BY thread_id ORDER BY min(seq_in_session) LIMIT 4""", [session_id])
     out = []
-    for tid, trows in list(threads.items())[:4]:
-        label = f"{trows[0].get('client') or ''} {thread_label(tid, trows[0]['thread_kind'] or 'main', session_id)}"
-        out.append(charts.growth_chart(trows, by_source, growth.get(tid), label))
-        if any(r.get("input_tokens_reported") is not None for r in trows):
-            out.append(charts.cache_chart(trows, label))
+    for t in threads:
+        tid = t["thread_id"]
+        label = f"{t['client'] or ''} {thread_label(tid, t['kind'] or 'main', session_id)}"
+        growth = (src.rows("SELECT * FROM growth WHERE thread_id = ?", [tid]) or [None])[0]
+        if t["n"] > MAX_CHART_COLUMNS:
+            k = -(-t["n"] // MAX_CHART_COLUMNS)
+            bins, bin_sources = _binned_thread(src.cursor(), tid, k)
+            out.append(charts.growth_chart(bins, bin_sources, growth, label, bin_size=k))
+            if t["has_usage"]:
+                out.append(charts.cache_chart(bins, label, bin_size=k))
+            continue
+        rows = src.rows("""
+            SELECT r.request_id, r.seq_in_thread, r.input_tokens_reported, r.input_uncached_tokens,
+                   r.cache_read_tokens, r.cache_write_tokens, r.cumulative_input_tokens, p.prefix_changed,
+                   p.miss_cause, p.cache_status, p.divergence_summary, p.miss_explanation, p.gap_s,
+                   g.fitted_cumulative_tokens, r.seq_in_session + 1 AS num, r.purpose, r.error_layer, r.status
+            FROM requests r LEFT JOIN prefix p USING (request_id) LEFT JOIN growth_points g USING (request_id)
+            WHERE r.thread_id = ? ORDER BY r.seq_in_thread""", [tid])
+        by_source: dict[str, dict[str, int]] = defaultdict(dict)
+        for r in src.rows("SELECT t.request_id, t.source, t.tokens_estimated FROM tokens_by_source t "
+                          "JOIN requests r USING (request_id) WHERE r.thread_id = ?", [tid]):
+            by_source[r["request_id"]][r["source"]] = int(r["tokens_estimated"] or 0)
+        out.append(charts.growth_chart(rows, by_source, growth, label))
+        if t["has_usage"]:
+            out.append(charts.cache_chart(rows, label))
     return Markup("").join(out)
 
 

@@ -188,7 +188,7 @@
       }
       version = state.version;
       showInProgress(state);
-      next = state.live ? 300 : 5000;
+      next = state.live ? 200 : 5000;
     }).catch(function () {}).then(function () { window.setTimeout(poll, next); });
   }
 
