@@ -98,9 +98,9 @@ def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
                     page = context.new_page()
                     open_session_page(page, url, base)
                     for turn in range(1, 1 + n // 4):  # 2. response end -> row visible
-                        shown = page.locator("#requests .vrow").count()
                         end = session_request(pp.port, ca, session, turn)
-                        page.wait_for_selector(f"#requests .vrow >> nth={shown}", timeout=30_000)
+                        # row `turn` (0-based) drawn: the timeline follows its end as rows arrive
+                        page.wait_for_selector(f"#requests .vrow[style*='top: {turn * 30}px']", timeout=30_000)
                         visible.append(time.perf_counter() - end)
                 firsts[mode].extend(sse_request(pp.port, ca, body)[0] for _ in range(n))
             finally:

@@ -100,8 +100,15 @@
     this.loading[page] = true;
     getJson(this.url(page * PAGE)).then(function (data) {
       if (gen !== self.generation) { return; }
+      /* a reader at the end of a growing list stays at its end (a live timeline follows new rows) */
+      var atEnd = self.total > 0 && self.body.scrollTop + self.body.clientHeight >= self.total * ROW - ROW;
+      var grew = data.total > self.total;
       self.pages[page] = data.rows;
       self.total = data.total;
+      if (atEnd && grew) {
+        self.space.style.height = (self.total * ROW) + "px";
+        self.body.scrollTop = self.total * ROW;
+      }
       self.loading[page] = false;
       self.render();
     }).catch(function () {
