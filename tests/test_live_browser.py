@@ -24,7 +24,7 @@ pytestmark = pytest.mark.browser
 def test_live_view_while_an_agent_runs(tmp_path: Path, ctxtap_config) -> None:
     if not CHROMIUM.exists():
         pytest.skip("Chromium is not installed at /usr/bin/chromium (Debian: apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
     with ModelServer(script="long", chunk_delay_s=0.02) as server, sync_playwright() as p:
@@ -68,6 +68,7 @@ def test_live_view_while_an_agent_runs(tmp_path: Path, ctxtap_config) -> None:
             assert len(growing) >= 2, f"rows did not appear one by one while the agent ran: {counts}"
             assert in_progress_seen, "a streaming request was never shown in progress"
             page.wait_for_selector(".charts svg")
+            expect(page.locator("#session-cards [data-field=n_requests]")).to_have_text(str(done), timeout=30_000)
             page.screenshot(path=str(ARTIFACTS / "live-session.png"), full_page=True)
 
             # open the last request: its ribbon and block list (the report's viewer)

@@ -23,7 +23,7 @@ from tests.proxyharness import ROOT, ctxtap_env, routes_to, run_ctxtap, start_pr
 from tests.test_report_synthetic import HOSTILE
 
 ROUTES = ["/", "/c/0", "/c/0/session?id=x", "/c/0/request?id=x", "/c/0/diff?b=x", "/api/state",
-          "/api/c/0/sessions", "/api/c/0/requests?session=x", "/api/c/0/charts?session=x", "/static/live.js",
+          "/api/c/0/sessions", "/api/c/0/requests?session=x", "/api/c/0/charts?session=x", "/api/c/0/session?id=x", "/static/live.js",
           "/static/report.js", "/no/such/page"]
 
 

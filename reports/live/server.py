@@ -192,6 +192,11 @@ class ApiRequests(Base):
         self.json(queries.requests_page(self.source(c), self.get_query_argument("session", ""), offset, limit))
 
 
+class ApiSession(Base):
+    def get(self, c: str) -> None:
+        self.json(queries.session(self.source(c), self.get_query_argument("id", "")) or {})
+
+
 class ApiCharts(Base):
     def get(self, c: str) -> None:
         self.set_header("Content-Type", "text/html; charset=utf-8")
@@ -222,7 +227,8 @@ HANDLERS: list[tuple[str, type]] = [
     (r"/", Index), (r"/c/(\d+)", Sessions), (r"/c/(\d+)/session", Session), (r"/c/(\d+)/request", Request),
     (r"/c/(\d+)/diff", Diff),
     (r"/api/state", ApiState), (r"/api/c/(\d+)/sessions", ApiSessions), (r"/api/c/(\d+)/requests", ApiRequests),
-    (r"/api/c/(\d+)/charts", ApiCharts), (r"/static/([A-Za-z0-9_.-]+)", Static),
+    (r"/api/c/(\d+)/charts", ApiCharts),
+    (r"/api/c/(\d+)/session", ApiSession), (r"/static/([A-Za-z0-9_.-]+)", Static),
 ]
 
 

@@ -162,6 +162,18 @@
       .then(function (svg) { el.innerHTML = svg; })  /* server-made SVG, texts escaped there */
       .catch(function () {});
   }
+  function refreshCards() {
+    var el = document.getElementById("session-cards");
+    if (!el) { return; }
+    var fmts = { num: num, pct: pct, money: money };
+    getJson("/api/c/" + el.getAttribute("data-c") + "/session?id=" + q(el.getAttribute("data-session")))
+      .then(function (s) {
+        Array.prototype.forEach.call(el.querySelectorAll("[data-field]"), function (v) {
+          var key = v.getAttribute("data-field");
+          if (key in s) { v.textContent = fmts[v.getAttribute("data-fmt")](s[key]); }
+        });
+      }).catch(function () {});
+  }
   function showInProgress(state) {
     Array.prototype.forEach.call(document.querySelectorAll(".inprogress[data-c]"), function (box) {
       var cap = state.captures[Number(box.getAttribute("data-c"))];
@@ -192,6 +204,7 @@
       if (version !== null && state.version !== version) {
         lists.forEach(function (l) { l.reset(); });
         refreshCharts();
+        refreshCards();
       }
       version = state.version;
       showInProgress(state);
