@@ -190,6 +190,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer requests, a 3,000-request capture")
     parser.add_argument("--requests", type=int, default=None, help="N of the scale test (default 10,000)")
+    parser.add_argument("--part", choices=["all", "latency", "scale"], default="all", help="run only one part")
     args = parser.parse_args()
     n_latency = 40 if args.quick else 200
     n_scale = args.requests or (3000 if args.quick else 10_000)
@@ -202,8 +203,10 @@ def main() -> int:
         os.environ["CTXTAP_CONFIG_DIR"] = str(confdir)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
-            bench_latency(tmp, confdir, n_latency, browser)
-            bench_scale(tmp, confdir, n_scale, browser)
+            if args.part in ("all", "latency"):
+                bench_latency(tmp, confdir, n_latency, browser)
+            if args.part in ("all", "scale"):
+                bench_scale(tmp, confdir, n_scale, browser)
         finally:
             browser.close()
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

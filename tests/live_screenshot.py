@@ -19,7 +19,7 @@ CHROMIUM = "/usr/bin/chromium"
 
 
 def main() -> int:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
     from ctxtap.modelserver import ModelServer
     from tests.livescenario import record_live
@@ -42,8 +42,11 @@ def main() -> int:
             deadline = time.monotonic() + 120
             while rec.agent_done() is None and time.monotonic() < deadline:
                 page.wait_for_timeout(200)
-            page.wait_for_timeout(1500)
+            done = rec.agent_done()
+            expect(page.locator("#session-cards [data-field=n_requests]")).to_have_text(str(done), timeout=60_000)
+            expect(page.locator(".vcount")).to_contain_text(f"{done} requests", timeout=60_000)
             page.wait_for_selector(".charts svg")
+            page.wait_for_timeout(500)
             out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(out), clip={"x": 0, "y": 0, "width": 1400, "height": 1000})
         finally:

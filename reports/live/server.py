@@ -20,6 +20,7 @@ import socket
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import urlencode
 
@@ -32,6 +33,7 @@ from reports.live.sources import CaptureSource, DatasetError
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+QUERY_THREADS = 4
 STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
 
@@ -92,6 +94,11 @@ class Base(tornado.web.RequestHandler):
         self.set_header("Content-Type", "text/plain; charset=utf-8")
         self.finish(f"403 forbidden: {why}\n")
 
+    async def run(self, fn, *args):
+        """Queries run in the server's thread pool: a slow one (a long thread's charts) never holds up
+        the others, and the event loop keeps answering."""
+        return await asyncio.get_running_loop().run_in_executor(self.live.pool, fn, *args)
+
     def source(self, c: str) -> CaptureSource:
         try:
             return self.live.sources[int(c)]
@@ -127,81 +134,92 @@ class Base(tornado.web.RequestHandler):
 
 
 class Index(Base):
-    def get(self) -> None:
-        self.page("index.html.j2", captures=[queries.capture_row(s) for s in self.live.sources])
+    async def get(self) -> None:
+        rows = await self.run(lambda: [queries.capture_row(s) for s in self.live.sources])
+        self.page("index.html.j2", captures=rows)
 
 
 class Sessions(Base):
-    def get(self, c: str) -> None:
+    async def get(self, c: str) -> None:
         src = self.source(c)
-        self.page("sessions.html.j2", c=int(c), src=src, cap=queries.capture_row(src))
+        self.page("sessions.html.j2", c=int(c), src=src, cap=await self.run(queries.capture_row, src))
 
 
 class Session(Base):
-    def get(self, c: str) -> None:
+    async def get(self, c: str) -> None:
         src = self.source(c)
-        sid = self.get_query_argument("id", "")
-        s = queries.session(src, sid)
+        s = await self.run(queries.session, src, self.get_query_argument("id", ""))
         if s is None:
             raise tornado.web.HTTPError(404, reason="no such session (yet)")
         self.page("session.html.j2", c=int(c), src=src, s=s)
 
 
 class Request(Base):
-    def get(self, c: str) -> None:
+    async def get(self, c: str) -> None:
         src = self.source(c)
-        r = queries.request(src, self.get_query_argument("id", ""))
-        if r is None:
+        rid = self.get_query_argument("id", "")
+
+        def load() -> tuple[dict, dict] | None:
+            r = queries.request(src, rid)
+            return None if r is None else (r, pages.request_ribbon(src, r))
+
+        found = await self.run(load)
+        if found is None:
             raise tornado.web.HTTPError(404, reason="no such request (yet)")
-        self.page("request.html.j2", c=int(c), src=src, r=r, ribbon=pages.request_ribbon(src, r),
-                  response=queries.clip(r.get("response_text")))
+        r, ribbon = found
+        self.page("request.html.j2", c=int(c), src=src, r=r, ribbon=ribbon, response=queries.clip(r.get("response_text")))
 
 
 class Diff(Base):
-    def get(self, c: str) -> None:
+    async def get(self, c: str) -> None:
         src = self.source(c)
-        b = queries.resolve_request(src, self.get_query_argument("b", ""))
-        typed = self.get_query_argument("a", "").strip()
-        a = queries.resolve_request(src, typed) if typed else None
-        if b is None or (typed and a is None):
-            raise tornado.web.HTTPError(404, reason="no such request (give a full request id, or a start of one "
-                                                    "that only one request has)")
-        try:
-            data = queries.request_pair_diff(src, b, a)
-        except LookupError as exc:
-            raise tornado.web.HTTPError(404, reason=str(exc)) from None
-        self.page("requestdiff.html.j2", c=int(c), src=src, predecessor=a is None, **data)
+        b_ref, typed = self.get_query_argument("b", ""), self.get_query_argument("a", "").strip()
+
+        def load() -> tuple[bool, dict]:
+            b = queries.resolve_request(src, b_ref)
+            a = queries.resolve_request(src, typed) if typed else None
+            if b is None or (typed and a is None):
+                raise tornado.web.HTTPError(404, reason="no such request (give a full request id, or a start of "
+                                                        "one that only one request has)")
+            try:
+                return a is None, queries.request_pair_diff(src, b, a)
+            except LookupError as exc:
+                raise tornado.web.HTTPError(404, reason=str(exc)) from None
+
+        predecessor, data = await self.run(load)
+        self.page("requestdiff.html.j2", c=int(c), src=src, predecessor=predecessor, **data)
 
 
 class ApiState(Base):
-    def get(self) -> None:
+    def get(self) -> None:  # in-memory only: answered on the loop
         states = [s.state() for s in self.live.sources]
         self.json({"version": sum(s.version for s in states), "live": any(s.live for s in states),
                    "captures": [s.__dict__ for s in states]})
 
 
 class ApiSessions(Base):
-    def get(self, c: str) -> None:
+    async def get(self, c: str) -> None:
         offset, limit = queries.page_args(self.get_query_argument("offset", "0"), self.get_query_argument("limit", "100"))
-        self.json(queries.sessions_page(self.source(c), offset, limit))
+        self.json(await self.run(queries.sessions_page, self.source(c), offset, limit))
 
 
 class ApiRequests(Base):
-    def get(self, c: str) -> None:
+    async def get(self, c: str) -> None:
         offset, limit = queries.page_args(self.get_query_argument("offset", "0"), self.get_query_argument("limit", "100"))
-        self.json(queries.requests_page(self.source(c), self.get_query_argument("session", ""), offset, limit))
+        self.json(await self.run(queries.requests_page, self.source(c), self.get_query_argument("session", ""),
+                                 offset, limit))
 
 
 class ApiSession(Base):
-    def get(self, c: str) -> None:
-        self.json(queries.session(self.source(c), self.get_query_argument("id", "")) or {})
+    async def get(self, c: str) -> None:
+        self.json(await self.run(queries.session, self.source(c), self.get_query_argument("id", "")) or {})
 
 
 class ApiCharts(Base):
-    def get(self, c: str) -> None:
+    async def get(self, c: str) -> None:
+        svg = await self.run(queries.session_charts, self.source(c), self.get_query_argument("session", ""))
         self.set_header("Content-Type", "text/html; charset=utf-8")
-        self.finish(str(queries.session_charts(self.source(c), self.get_query_argument("session", ""))).encode(
-            "utf-8", "replace"))
+        self.finish(str(svg).encode("utf-8", "replace"))
 
 
 class NotFound(Base):
@@ -244,6 +262,7 @@ class LiveUI:
         self.env = pages.environment()
         logging.getLogger("tornado.access").disabled = True  # no line per request in the recorder's terminal
         self.extra_handlers = list(extra_handlers)
+        self.pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="ctxtap-live-query")
         self._sockets: list[socket.socket] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: tornado.httpserver.HTTPServer | None = None
