@@ -44,6 +44,8 @@ from ctxtap.capture.store import Capture
 KEEP_VERSIONS = 3  # dataset versions kept on disk at least: a reader may still be on an older one
 GRACE_S = 10.0  # and each superseded version for this long
 MIN_BUILD_INTERVAL_S = 0.1  # new requests arriving faster than this are taken in together
+BUILD_DUTY = 4  # and a build waits 4x the last build's time: the view takes at most ~1/4 of a core,
+MAX_BUILD_WAIT_S = 0.5  # but never longer than this (rows must appear within a second)
 HEADER_COLUMNS = ["flow_id", "method", "url", "status", "request_headers", "response_headers", "error"]
 
 
@@ -145,7 +147,8 @@ class LiveAnalysis:
             from redaction import Redactor
 
             self._redact = Redactor(redaction_key(), manifest.capture_id).redact_text
-        if time.monotonic() - self._last_build < MIN_BUILD_INTERVAL_S:
+        wait = min(MAX_BUILD_WAIT_S, max(MIN_BUILD_INTERVAL_S, BUILD_DUTY * self.stats.last_build_s))
+        if time.monotonic() - self._last_build < wait:
             return False
         new = self._read_spool()
         finalized = manifest.status == "finalized"
