@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxtap-installed
 
-.PHONY: demo test test-realcli test-mitm12 lint bench clean
+.PHONY: demo test test-realcli test-mitm12 lint bench clean screenshot-live
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+# The README's picture of the live view (docs/live-view.png): a scripted agent recorded with
+# `ctxtap record --live`, its session page in headless Chromium. Not part of `make test`.
+screenshot-live: $(STAMP)
+	$(BIN)/python tests/live_screenshot.py docs/live-view.png
 
 clean:
 	rm -rf $(VENV) $(VENV12) .pytest_cache .ruff_cache test-artifacts

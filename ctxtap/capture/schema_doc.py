@@ -24,8 +24,9 @@ While a recorder is running (or after it was killed), the data is in
 `spool/spool.ctxs`: frames of `MAGIC "CTXS" | u32 header length | u64 payload
 length | u32 CRC32 | JSON header | payload`. Record types: `req`, `resp`, `err`
 (flow facts, merged by `flow_id`), `ws` (one WebSocket message), `wsend`,
-`body` (payload = encoded body), `tel` (one telemetry payload with its decoded records)
-and `writer_error`. The next command that opens
+`body` (payload = encoded body), `tel` (one telemetry payload with its decoded records),
+`chunk1` (when a streamed response's first piece reached the writer, `ts_first_chunk`: live
+views show the stream under way; not kept in Parquet) and `writer_error`. The next command that opens
 the capture finalizes it into Parquet (`recovered: true` in the manifest).
 
 Everything stored has passed through the redactor: header values, URLs and

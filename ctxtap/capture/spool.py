@@ -89,11 +89,15 @@ def read_frames(path: Path) -> tuple[list[tuple[dict, bytes]], int]:
     return frames, max(0, size - end)
 
 
-def iter_frames(path: Path) -> Iterator[tuple[dict, bytes, int]]:
-    """Yield (header, payload, end offset) for each intact frame, stopping at a torn one."""
+def iter_frames(path: Path, start: int = 0) -> Iterator[tuple[dict, bytes, int]]:
+    """Yield (header, payload, end offset) for each intact frame, stopping at a torn one.
+
+    `start`: the end offset of a frame read before (a live reader follows the spool from there).
+    """
     if not path.exists():
         return
     with open(path, "rb") as fh:
+        fh.seek(start)
         while True:
             head = fh.read(_HEAD.size)
             if len(head) < _HEAD.size:

@@ -224,6 +224,8 @@ class CaptureWriter:
         elif isinstance(event, ResponseChunk):
             stream = self._streams.get(event.flow_id)
             if stream is not None:
+                if not stream.size and event.data:  # the first piece: a live view shows the stream as under way
+                    self.spool.append({"t": "chunk1", "flow_id": event.flow_id, "ts_first_chunk": time.time()})
                 stream.feed(event.data)
         elif isinstance(event, StreamStart):
             self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding, self.redactor)

@@ -60,7 +60,36 @@ def _proxy_options(f):
                      help="Address to listen on. Anything but loopback exposes the proxy to the network.")(f)
     f = click.option("--out", type=click.Path(file_okay=False, path_type=Path),
                      help="Capture directory (default: captures/<capture-id>).")(f)
+    f = click.option("--live", is_flag=True,
+                     help="Watch the recording in a local web UI (a separate process; it never slows the proxy).")(f)
+    f = click.option("--ui-port", type=click.IntRange(0, 65535), default=0, show_default="a free port",
+                     help="With --live: port of the web UI (127.0.0.1 only).")(f)
+    f = click.option("--open", "open_browser", is_flag=True, help="With --live: open the view in the default browser.")(f)
     return f
+
+
+def _start_live(out: Path, live: bool, ui_port: int, open_browser: bool):
+    """The live view's child process (None without --live). A view that cannot start is said, and the
+    recording goes on without it."""
+    if not live:
+        return None
+    from reports.live.launch import LiveStartError, start_live
+
+    try:
+        child = start_live(out, ui_port)
+    except LiveStartError as exc:
+        reason = str(exc)
+        if "in use" in reason:
+            from ctxtap.cli.live import port_in_use
+
+            reason = port_in_use(ui_port)
+        click.echo(f"ctxtap: the live view did not start: {reason}. Recording goes on without it; "
+                   f"browse it afterwards with: ctxtap serve {out}", err=True)
+        return None
+    from ctxtap.cli.live import announce
+
+    announce(child.url, open_browser)
+    return child
 
 
 def _summary_lines(capture, counts: dict | None = None) -> list[str]:
@@ -90,7 +119,8 @@ class _Commands(click.Group):
     so `ctxtap proxy` does not carry the report or publish machinery in its process."""
 
     PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo",
-               "replay": "ctxtap.cli.replay", "diff": "ctxtap.cli.diff", "experiment": "ctxtap.cli.experiment"}
+               "replay": "ctxtap.cli.replay", "diff": "ctxtap.cli.diff", "experiment": "ctxtap.cli.experiment",
+               "serve": "ctxtap.cli.live"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})
@@ -135,7 +165,8 @@ def main() -> None:
                    "loopback receiver and store it in the capture, redacted. Claude Code, Gemini CLI and Codex; "
                    "your own OTEL_*/telemetry settings win.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
-def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host, telemetry) -> None:
+def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host, telemetry, live, ui_port,
+           open_browser) -> None:
     """Run COMMAND through the recording proxy and capture its model traffic.
 
     Starts a proxy on a free port with ctxtap's own CA (created on first use,
@@ -178,7 +209,9 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     elif tel.user_settings or tel.client:
         click.echo(f"ctxtap: client telemetry not injected: {tel.reason}", err=True)
     code = 127
+    child = None
     try:
+        child = _start_live(out, live, ui_port, open_browser)
         code = subprocess.call(tel.argv or list(command), env=env)
     except FileNotFoundError:
         click.echo(f"ctxtap: command not found: {command[0]}. Check the spelling or give its full path.", err=True)
@@ -189,6 +222,8 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
         code = 130
     finally:
         proxy.stop()
+        if child is not None:
+            child.stop()
     capture = _open(str(out))
     for line in _summary_lines(capture):
         click.echo(line, err=True)
@@ -198,7 +233,8 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
 @main.command()
 @_proxy_options
 @click.option("--port", default=8080, show_default=True, help="Port to listen on (0: any free port).")
-def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_host) -> None:
+def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_host, live, ui_port,
+          open_browser) -> None:
     """Run the recording proxy until Ctrl-C / SIGTERM, then finalize the capture.
 
     Prints the environment variables a client needs; export them in another
@@ -214,8 +250,21 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
                          model_hosts=list(model_hosts), record_all=record_all, offline=offline,
                          redact=list(redact))
 
+    children: list = []
+    starting: list = []
+
+    def start_view(capture_dir: Path) -> None:
+        child = _start_live(capture_dir, live, ui_port, open_browser)
+        if child is not None:
+            children.append(child)
+
     def ready(host: str, actual_port: int, capture_dir: Path | None) -> None:
         click.echo(f"# ctxtap proxy listening on {host}:{actual_port}, recording to {capture_dir}")
+        if live:  # started beside the proxy's loop, which goes on serving meanwhile
+            import threading
+
+            starting.append(threading.Thread(target=start_view, args=(capture_dir or out,), daemon=True))
+            starting[-1].start()
         click.echo("# export these in the shell whose traffic you want to record:")
         for key, value in client_env(actual_port, "127.0.0.1" if host in ("0.0.0.0", "::") else host).items():
             click.echo(f"export {key}={shlex.quote(value)}")
@@ -225,6 +274,11 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
         capture_dir = run_foreground(config, ready)
     except ProxyStartError as exc:
         raise click.ClickException(str(exc)) from exc
+    finally:
+        for thread in starting:
+            thread.join()
+        for child in children:
+            child.stop()
     if capture_dir is not None:
         for line in _summary_lines(_open(str(capture_dir))):
             click.echo(line, err=True)

@@ -1,0 +1,95 @@
+"""`ctxtap serve`: the live view over finished captures (and any still being recorded)."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import tempfile
+import threading
+from pathlib import Path
+
+import click
+
+
+def ui_options(f):
+    f = click.option("--open", "open_browser", is_flag=True, help="Open the view in the default browser.")(f)
+    f = click.option("--ui-port", type=click.IntRange(0, 65535), default=0, show_default="a free port",
+                     help="Port of the local web UI (127.0.0.1 only).")(f)
+    return f
+
+
+def port_in_use(port: int) -> str:
+    return (f"the UI port {port} is in use (another ctxtap serve or --live view?). Pick another with "
+            "--ui-port, or leave it out for a free one.")
+
+
+def announce(url: str, open_browser: bool, echo=click.echo) -> None:
+    echo(f"ctxtap: live view at {url}", err=True)
+    echo("ctxtap: the link carries the view's access token: do not share it", err=True)
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@click.command()
+@click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@ui_options
+def serve(captures, ui_port, open_browser) -> None:
+    """Browse captures in a local web UI: sessions, timelines, requests, diffs.
+
+    Captures are analysed first if needed. A capture still being recorded is
+    followed live (read-only). Ctrl-C stops the server.
+    """
+    from analysis.live import LiveAnalysis
+    from ctxtap.capture.store import Capture, CaptureError
+    from ctxtap.cli.main import _ensure
+    from reports.live.server import LiveUI, PortInUse
+    from reports.live.sources import CaptureSource, DatasetError, LiveSource
+
+    sources = []
+    work: list[Path] = []
+    stop = threading.Event()
+    try:
+        for path in dict.fromkeys(p.resolve() for p in captures):
+            try:
+                live = Capture.open(path).live
+            except CaptureError as exc:
+                raise click.ClickException(str(exc)) from None
+            if live:
+                click.echo(f"ctxtap: {path} is still being recorded (its writer holds the lock): "
+                           "following it live, read-only", err=True)
+                work.append(Path(tempfile.mkdtemp(prefix="ctxtap-live-")))
+                analysis = LiveAnalysis(path, work[-1])
+                threading.Thread(target=analysis.follow, args=(stop,), daemon=True).start()
+                sources.append(LiveSource(analysis))
+                continue
+            _ensure([path], quiet=False)
+            src = CaptureSource(path)
+            try:
+                src.check()
+            except DatasetError as exc:
+                raise click.ClickException(
+                    f"the analysis dataset of {path} cannot be read ({exc}). Rebuild it: "
+                    f"ctxtap analyze --force {path}") from None
+            sources.append(src)
+        ui = LiveUI(sources)
+        try:
+            ui.bind(ui_port)
+        except PortInUse:
+            raise click.ClickException(port_in_use(ui_port)) from None
+        announce(ui.url, open_browser)
+        click.echo("ctxtap: Ctrl-C stops it", err=True)
+        signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM ends it as cleanly as Ctrl-C
+        try:
+            ui.serve_forever()
+        except KeyboardInterrupt:
+            pass
+    finally:
+        stop.set()
+        for w in work:
+            shutil.rmtree(w, ignore_errors=True)

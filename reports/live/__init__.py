@@ -1,0 +1,1 @@
+"""The live view: a local web UI over captures, finished or being recorded (see ARCHITECTURE.md)."""
