@@ -160,6 +160,17 @@ def _outside_cache_key(key: BlockKey) -> bool:
     return key.rule_id in CACHE_TRANSPARENT_RULES
 
 
+def add_call(store: BlockStore, assigner: SessionAssigner, call) -> CallRec:
+    """One parsed call into the block store and its session (the full build and the live view)."""
+    rb = store.add_request(call.call_key, call.request.blocks)
+    # the store's scan of the request says where its summary, tasks and billing lines are
+    scan, blocks = store.scan, call.request.blocks
+    compacted = scan.any(_is_summary)
+    tasks = {blocks[p].content_hash for p in scan.all(_is_user_task)}
+    placement = assigner.place(call, rb.conversation, continues_after_compaction=compacted, tasks=tasks)
+    return CallRec(call, placement, rb, rb.content_ids, call.call_key, scan.all(_outside_cache_key))
+
+
 def build(capture: Capture, prices: PriceTable, rules: CacheRules,
           progress: Progress | None = None, reuse: bool = True) -> tuple[dict[str, list[dict]], BuildStats]:
     """The tables of a capture. `reuse=False` parses every request from scratch and lets the
@@ -181,17 +192,11 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
         exchanges = progress(exchanges, total)
     memo = ParseMemo()
     for call in parse_exchanges(exchanges, memo if reuse else None):
-        rb = store.add_request(call.call_key, call.request.blocks)
-        # the store's scan of the request says where its summary, tasks and billing lines are
-        scan, blocks = store.scan, call.request.blocks
-        compacted = scan.any(_is_summary)
-        tasks = {blocks[p].content_hash for p in scan.all(_is_user_task)}
-        placement = assigner.place(call, rb.conversation, continues_after_compaction=compacted, tasks=tasks)
-        transparent = scan.all(_outside_cache_key)
+        rec = add_call(store, assigner, call)
         stats.blocks_total += len(call.request.blocks)
-        stats.context_bytes_total += rb.context_bytes
+        stats.context_bytes_total += rec.blocks.context_bytes
         call.request.blocks = []  # the store holds what is needed, once
-        recs.append(CallRec(call, placement, rb, rb.content_ids, call.call_key, transparent))
+        recs.append(rec)
     stats.body_bytes_scanned, stats.body_bytes_seen = memo.bytes_scanned, memo.bytes_seen
     store.tokenise()
     stats.requests = len(recs)

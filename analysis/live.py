@@ -28,14 +28,14 @@ import pyarrow.parquet as pq
 
 from analysis import tokens
 from analysis.blockstore import BlockStore
-from analysis.build import ANALYSIS_VERSION, write_dataset
+from analysis.build import ANALYSIS_VERSION, add_call, write_dataset
 from analysis.cachecheck import CacheRules
 from analysis.memo import ParseMemo
 from analysis.parse import ParseState, parse_exchange
 from analysis.prices import PriceTable
 from analysis.sessions import SessionAssigner
 from analysis.tables import TABLES, BuildContext, CallRec
-from ctxtap.capture.finalize import FLOWS_FILE, WS_FILE, assemble
+from ctxtap.capture.finalize import FLOWS_FILE, WS_FILE, TelemetrySink, assemble
 from ctxtap.capture.manifest import MANIFEST_NAME, Manifest
 from ctxtap.capture.schema import FLOWS_SCHEMA, WS_SCHEMA
 from ctxtap.capture.spool import SPOOL_NAME, iter_frames
@@ -101,9 +101,14 @@ class LiveAnalysis:
         self._parsed: set[str] = set()
         self._state = ParseState()
         self._memo = ParseMemo()
+        # The block store finishes (renumbers its occurrences) when a dataset is written, and takes
+        # no request after that: this one only places calls in sessions as they arrive; each
+        # dataset is written from a fresh store fed the requests' blocks kept in `_history`.
         self._store = BlockStore()
         self._assigner = SessionAssigner()
         self._recs: list[CallRec] = []
+        self._history: list[tuple[str, list]] = []  # (request id, blocks) of every parsed call, in order
+        self._tokens: dict[str, int] = {}  # token estimates by content hash, carried from build to build
         self._capture: Capture | None = None
         self._redact = None
         self._read_parquet = False
@@ -155,7 +160,12 @@ class LiveAnalysis:
         if finalized and not self._read_parquet and not (self.capture_dir / "spool" / SPOOL_NAME).exists():
             new = self._read_finalized() or new
         if new:
-            flows, ws_rows = assemble(((h, b"") for h in self._meta_frames), manifest.capture_id, lambda _: None)
+            telemetry = TelemetrySink()
+            flows, ws_rows = assemble(((h, b"") for h in self._meta_frames), manifest.capture_id, lambda _: None,
+                                      telemetry)
+            # the tables that read the capture's flows and telemetry (network, exposures, events) see
+            # what the spool holds so far, as they see the Parquet files of a finalized capture
+            self._capture.set_tables(flows, ws_rows, telemetry.payloads, telemetry.records)
             # every column present, as in the finalized tables (plus the live-only first-chunk time)
             flows = [{**{n: f.get(n) for n in FLOWS_SCHEMA.names}, "ts_first_chunk": f.get("ts_first_chunk")}
                      for f in flows]
@@ -243,11 +253,9 @@ class LiveAnalysis:
                 self.errors.append(f"flow {flow['flow_id']}: {type(exc).__name__}: {exc}")
                 continue
             for call in parse_exchange(exchange, self._state, self._memo):
-                rb = self._store.add_request(call.call_key, call.request.blocks)
-                compacted = any(b.source == "summary" for b in call.request.blocks)
-                placement = self._assigner.place(call, rb.conversation, continues_after_compaction=compacted)
+                self._recs.append(add_call(self._store, self._assigner, call))
+                self._history.append((call.call_key, call.request.blocks))
                 call.request.blocks = []
-                self._recs.append(CallRec(call, placement, rb, rb.content_ids, call.call_key))
         return True
 
     def _publish(self, built: bool, in_progress: list[InProgress], finalized: bool) -> None:
@@ -272,9 +280,18 @@ class LiveAnalysis:
 
     def _write(self, out: Path) -> None:
         assert self._capture is not None
-        self._store.tokenise()
-        ctx = BuildContext(capture=self._capture, recs=self._recs, store=self._store,
-                           content_tokens=self._store.content_tokens(), prices=self.prices, rules=self.rules,
+        store = BlockStore()
+        recs = []
+        for (request_id, blocks), rec in zip(self._history, self._recs, strict=True):
+            rb = store.add_request(request_id, blocks)  # resent history: the store's fast path
+            recs.append(CallRec(rec.call, rec.placement, rb, rb.content_ids, rec.request_id, rec.transparent))
+        for h, row in store.content.items():  # count only contents new since the last build
+            if h in self._tokens:
+                store.tokens_by_hash[h] = row["tokens_estimated"] = self._tokens[h]
+        store.tokenise()
+        self._tokens.update(store.tokens_by_hash)
+        ctx = BuildContext(capture=self._capture, recs=recs, store=store,
+                           content_tokens=store.content_tokens(), prices=self.prices, rules=self.rules,
                            redact_text=self._redact)
         for table in TABLES:
             ctx.tables[table.name] = table.build(ctx)

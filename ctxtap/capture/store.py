@@ -130,6 +130,14 @@ class Capture:
                 f"a copy, or record or import the traffic again (`ctxtap info` still shows its manifest)."
             ) from None
 
+    def set_tables(self, flows: list[dict], ws_rows: list[dict], telemetry: list[dict],
+                   telemetry_records: list[dict]) -> None:
+        """The capture's tables from spool rows read elsewhere (a live view following the writer)."""
+        self._flows = _table(flows, FLOWS_SCHEMA)
+        self._ws = _table(ws_rows, WS_SCHEMA)
+        self._telemetry = _table(telemetry, TELEMETRY_SCHEMA)
+        self._telemetry_records = _table(telemetry_records, TELEMETRY_RECORDS_SCHEMA)
+
     def flows(self) -> pa.Table:
         if self._flows is None:
             self._flows = self._read(FLOWS_FILE)
