@@ -39,9 +39,8 @@ def test_real_cli_telemetry_times_its_tools(cli: str, realcli_tools: Toolbox, ct
     assert told["enabled"] and told["client"] == spec.client, told
     cap = Capture.open(run.capture)
     payloads = [p for p in cap.telemetry().to_pylist() if p["source"] == "otlp-receiver"]
-    if not payloads:
-        pytest.skip(f"{cli} {spec.install_spec} sent no OTLP to the receiver although told to "
-                    f"({sorted(told['injected_env'])}): this version has no exporter that honours them")
+    # the pinned versions export when told to: none arriving is a broken injection, not a missing exporter
+    assert payloads, f"{cli} {spec.install_spec} sent no OTLP although told to ({sorted(told['injected_env'])})"
     assert all(p["parse_status"] == "ok" for p in payloads), [(p["path"], p["parse_status"]) for p in payloads]
     names = {(r["body"], r["name"]) for r in cap.telemetry_records().to_pylist()}
     assert any(TOOL_EVENT[cli] in pair for pair in names), sorted(n for pair in names for n in pair if n)[:40]
