@@ -12,10 +12,12 @@ import json
 import logging
 import socket
 import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING
 
 from wsproto import ConnectionType, WSConnection
-from wsproto.events import AcceptConnection, BytesMessage, CloseConnection, Ping, Request, TextMessage
+from wsproto.events import AcceptConnection, CloseConnection, Ping, Request, TextMessage
 from wsproto.extensions import PerMessageDeflate
 
 from .records import Received, Sent
@@ -30,6 +32,34 @@ log = logging.getLogger("ctxtap.modelserver")
 def _raw_head(handler: _Handler) -> bytes:
     lines = "".join(f"{k}: {v}\r\n" for k, v in handler.headers.items())
     return handler.raw_requestline + lines.encode("latin-1") + b"\r\n"
+
+
+def text_messages(handler: BaseHTTPRequestHandler, ws: WSConnection) -> Iterator[str]:
+    """The whole text messages a client sends on an upgraded connection, until it closes or the
+    socket ends; pings are answered and the close is echoed here (the model and replay servers share it)."""
+    pending: list[str] = []
+    while True:
+        try:
+            data = handler.rfile.read1(65536)
+        except OSError:
+            return
+        ws.receive_data(data or None)
+        for event in ws.events():
+            if isinstance(event, TextMessage):
+                pending.append(event.data)
+                if event.message_finished:
+                    text, pending = "".join(pending), []
+                    yield text
+            elif isinstance(event, Ping):
+                handler.connection.sendall(ws.send(event.response()))
+            elif isinstance(event, CloseConnection):
+                try:
+                    handler.connection.sendall(ws.send(event.response()))
+                except Exception:  # the peer may already be gone, or the close already sent
+                    pass
+                return
+        if not data:
+            return
 
 
 def serve_websocket(handler: _Handler, rec: Received) -> None:
@@ -48,34 +78,10 @@ def serve_websocket(handler: _Handler, rec: Received) -> None:
     sent = Sent(index=rec.index, status=101, headers=[("x-request-id", rid)])
     owner.recorder.add_sent(sent)
     headers = list(handler.headers.items())
-    pending: list[str] = []
-    while True:
-        try:
-            data = handler.rfile.read1(65536)
-        except OSError:
+    for text in text_messages(handler, ws):
+        owner.recorder.add_frame(rec, text)
+        if not _answer(handler, ws, sent, headers, text):
             return
-        ws.receive_data(data or None)
-        for event in ws.events():
-            if isinstance(event, TextMessage):
-                pending.append(event.data)
-                if event.message_finished:
-                    text, pending = "".join(pending), []
-                    owner.recorder.add_frame(rec, text)
-                    if not _answer(handler, ws, sent, headers, text):
-                        return
-            elif isinstance(event, BytesMessage):
-                continue
-            elif isinstance(event, Ping):
-                handler.connection.sendall(ws.send(event.response()))
-            elif isinstance(event, CloseConnection):
-                try:
-                    handler.connection.sendall(ws.send(event.response()))
-                except Exception:  # the peer may already be gone
-                    pass
-                return
-        if not data:
-            return
-
 
 def _answer(handler: _Handler, ws: WSConnection, sent: Sent, headers: list[tuple[str, str]], text: str) -> bool:
     """Send the reply frames for one client frame; False when the connection was cut."""

@@ -26,9 +26,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from wsproto import ConnectionType, WSConnection
-from wsproto.events import AcceptConnection, CloseConnection, Ping, Request, TextMessage
+from wsproto.events import AcceptConnection, Request, TextMessage
 from wsproto.extensions import PerMessageDeflate
 
+from ctxtap.modelserver.websocket import text_messages
 from ctxtap.replay.cassette import Block, Cassette, Recorded, parse_blocks
 
 log = logging.getLogger("ctxtap.replay")
@@ -264,29 +265,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.close_connection = True
         self.connection.sendall(ws.send(AcceptConnection(extensions=[PerMessageDeflate()])))
-        pending: list[str] = []
-        while True:
-            try:
-                data = self.rfile.read1(65536)
-            except OSError:
-                return
-            ws.receive_data(data or None)
-            for event in ws.events():
-                if isinstance(event, TextMessage):
-                    pending.append(event.data)
-                    if event.message_finished:
-                        text, pending = "".join(pending), []
-                        self._answer_frame(ws, host, path, text)
-                elif isinstance(event, Ping):
-                    self.connection.sendall(ws.send(event.response()))
-                elif isinstance(event, CloseConnection):
-                    try:
-                        self.connection.sendall(ws.send(event.response()))
-                    except OSError:
-                        pass
-                    return
-            if not data:
-                return
+        for text in text_messages(self, ws):
+            self._answer_frame(ws, host, path, text)
 
     def _answer_frame(self, ws: WSConnection, host: str, path: str, text: str) -> None:
         owner = self.server.owner
