@@ -23,7 +23,29 @@ from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionV
 from reports.html.overview import build_overview
 from reports.html.sessions import build_sessions
 
-__all__ = ["LARGE_TABLE", "ReportContext", "build_context", "capture_info"]
+__all__ = ["LARGE_TABLE", "Connections", "ReportContext", "build_context", "capture_info"]
+
+
+class Connections:
+    """One sandboxed connection per set of captures for the whole of one report: opening one binds
+    every view over the datasets (a quarter of a second for a capture), and a report reads the same
+    captures for its plan, each capture, the overview and every re-planned render."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[Path, ...], duckdb.DuckDBPyConnection] = {}
+
+    def get(self, captures: Sequence[Path]) -> duckdb.DuckDBPyConnection:
+        from analysis.db import connect
+
+        key = tuple(Path(p) for p in captures)
+        if key not in self._open:
+            self._open[key] = connect(list(key))
+        return self._open[key]
+
+    def close(self) -> None:
+        for con in self._open.values():
+            con.close()
+        self._open.clear()
 
 
 def capture_info(path: Path, con: duckdb.DuckDBPyConnection) -> CaptureInfo:
@@ -34,12 +56,10 @@ def capture_info(path: Path, con: duckdb.DuckDBPyConnection) -> CaptureInfo:
                        started_at=started_at, ended_at=ended_at, n_requests=n)
 
 
-def plan_inputs(captures: Sequence[Path]) -> tuple[int, int]:
+def plan_inputs(captures: Sequence[Path], cons: Connections | None = None) -> tuple[int, int]:
     """(model requests, bytes the distinct block texts take at least) of a report of these captures,
     to plan its detail before building it."""
-    from analysis.db import connect
-
-    con = connect([Path(p) for p in captures])
+    con = (cons or Connections()).get(captures)
     requests = con.execute("SELECT count(*) FROM requests").fetchone()[0]
     (texts,) = con.execute(f"""
         SELECT coalesce(sum(least(bytes, {MIN_CAP_BYTES}) + {TEXT_ENTRY_MIN_BYTES}), 0) FROM (
@@ -48,11 +68,11 @@ def plan_inputs(captures: Sequence[Path]) -> tuple[int, int]:
     return requests, int(texts)
 
 
-def build_context(captures: Sequence[Path], title: str | None = None, detail: Detail | None = None) -> ReportContext:
+def build_context(captures: Sequence[Path], title: str | None = None, detail: Detail | None = None,
+                  cons: Connections | None = None) -> ReportContext:
     """Read every capture's analysis dataset (which must exist) into one report context, as detailed
     as `detail` allows (default: every request)."""
-    from analysis.db import connect
-
+    cons = cons or Connections()
     detail = detail or Detail.full()
     blocks = BlockData()
     blocks.compact = not detail.is_full
@@ -60,7 +80,7 @@ def build_context(captures: Sequence[Path], title: str | None = None, detail: De
     sessions: list[SessionView] = []
     notes: list[str] = []
     for path in captures:
-        con = connect([Path(path)])
+        con = cons.get([path])
         cap = capture_info(Path(path), con)
         blocks.add_capture(con, cap.capture_id, ctxtap_sql(cap.path))
         mine = build_sessions(cap, con, blocks, len(sessions), detail, notes)
@@ -75,6 +95,6 @@ def build_context(captures: Sequence[Path], title: str | None = None, detail: De
     if title is None:
         clients = sorted({s.client for s in sessions})
         title = f"ctxtap report — {', '.join(clients) or 'no model traffic'}"
-    overview = build_overview(connect([Path(p) for p in captures]))
+    overview = build_overview(cons.get(captures))
     return ReportContext(title=title, captures=infos, overview=overview, sessions=sessions,
                          comparison=comparison, blocks=blocks, notes=notes, detail=detail, evidence=evidence)

@@ -14,6 +14,7 @@ that do not fit are left out. The notes at the top say what was aggregated.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import time
@@ -28,7 +29,7 @@ from markupsafe import Markup, escape
 from ctxtap import __version__
 from reports.html import palette
 from reports.html.budget import PAGE_SHARE, Detail, first_detail
-from reports.html.context import LARGE_TABLE, ReportContext, build_context, plan_inputs
+from reports.html.context import LARGE_TABLE, Connections, ReportContext, build_context, plan_inputs
 from reports.html.formatting import FILTERS, num, size
 from reports.html.output import default_output
 
@@ -58,7 +59,9 @@ def _static(name: str) -> str:
     return resources.files("reports.html").joinpath("static", name).read_text(encoding="utf-8")
 
 
+@functools.cache
 def environment() -> jinja2.Environment:
+    """One environment per process: its templates are compiled once, not on every render."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("reports.html", "templates"),
         autoescape=True,  # every template, whatever its extension: block texts are untrusted
@@ -127,11 +130,12 @@ def render_report(captures: Sequence[Path], out: Path, *, title: str | None = No
     if analyse:
         for path in paths:
             ensure_analysis(path)
-    total, min_text_bytes = plan_inputs(paths)
+    cons = Connections()
+    total, min_text_bytes = plan_inputs(paths, cons)
     detail = first_detail(total, max_bytes, min_text_bytes)
     previous_page = None
     for plans in range(1, MAX_PLANS + 1):  # noqa: B007 (the count is reported)
-        ctx = build_context(paths, title, detail)
+        ctx = build_context(paths, title, detail, cons)
         html, page, notes = _render(ctx, max_bytes)
         size_ = len(html.encode("utf-8", "replace"))
         target = PAGE_SHARE * max_bytes
@@ -151,6 +155,7 @@ def render_report(captures: Sequence[Path], out: Path, *, title: str | None = No
             f"This report is {size(size_)}, over its bound of {size(max_bytes)} even with every session "
             f"aggregated: its {num(len(ctx.sessions))} sessions' headers, cards and charts take room whatever the "
             "plan. Report fewer captures at once, or raise --max-size."])
+    cons.close()
     data = html.encode("utf-8", "replace")  # a lone surrogate in a table cell: "?"
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
