@@ -199,6 +199,12 @@ _CAMEL_WORD_RE = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _WORDS_RE = re.compile(rb"_*[a-z][a-z_\-]*\??|[A-Za-z]+\?")
 _EXPRESSION_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:[+*/\-][A-Za-z_][A-Za-z0-9_]*)+")
 _MASK_RE = re.compile(rb"(?i)x{4}|\*{3}|\.\.\.|\xe2\x80\xa6|#{4}")
+# A value made only of mask characters (`xxxx`, `****`, `...`): what a strong name's value must be to count as masked.
+_ALL_MASK_RE = re.compile(rb"(?i)(?:[x*.#_\-]|\xe2\x80\xa6|\xe2\x80\xa2)+")
+# Letters no word has: a run longer than words get (`abcdefghijabcdefghij`), one letter thrice (`npm_xxxxxxx`).
+_LONG_LETTER_RUN_RE = re.compile(rb"[a-z]{16}|([a-z])\1\1")
+# A digit-only value this long under a strong name is a credential (numeric ids and secrets), not a count.
+_MIN_SECRET_DIGITS = 8
 
 
 def _name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> tuple[str, bool] | None:
@@ -291,18 +297,24 @@ def _is_code_reference(value: bytes) -> bool:
     return has_word and starts_like_name and all(_reads_as_identifier(segment) for segment in segments)
 
 
-def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = True) -> bool:
+def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = True, strong: bool = False) -> bool:
     """Values that are clearly not secrets: empty, numbers, booleans, references, masks, code.
 
     `code_context` is False for tight `NAME=value` (env files), where a dotted
-    value is data, not `module.Attribute`.
+    value is data, not `module.Attribute`. Under a `strong` name the checks fail
+    closed: a value only partly masked (`npm_xxxxxxxx`) or a long digit run
+    (`740969285179606295`) is redacted.
     """
     if len(value) < 4:
         return True
-    if _REFERENCE_RE.match(value) or _MASK_RE.search(value):
+    if _REFERENCE_RE.match(value):
+        return True
+    if _ALL_MASK_RE.fullmatch(value) if strong else _MASK_RE.search(value):
         return True
     lower = value.lower()
-    if lower in _NON_SECRET_WORDS or _NUMBERISH_RE.fullmatch(value):
+    if lower in _NON_SECRET_WORDS:
+        return True
+    if _NUMBERISH_RE.fullmatch(value) and not (strong and value.isdigit() and len(value) >= _MIN_SECRET_DIGITS):
         return True
     if b"://" in value or _ENV_NAME_RE.fullmatch(value) or _PATH_RE.fullmatch(value):
         return True
@@ -311,13 +323,15 @@ def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = T
     # No digit from here on.
     if b"your" in lower or kw.rstrip(b"s") in lower:
         return True  # your-api-key-here, "password": "passwordField"
-    if _WORDS_RE.fullmatch(value):
+    if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value):
         return True  # "password": "unreserved", "token": "string?"
     if quoted:
         return False
     if _IDENTIFIER_RE.fullmatch(value) or _EXPRESSION_RE.fullmatch(value):
         # `password=password`, `token: str`, `key = self.api_key`, `pwd+pwd`; but
         # `PASS=xKqLpVzRtWmN` does not read as a name.
+        if strong and _LONG_LETTER_RUN_RE.search(lower):
+            return False  # `npm_xxxxxxxxxxx`: no programmer's name
         return len(value) < 12 or b"." in value or _reads_as_identifier(value)
     return False
 
@@ -432,6 +446,11 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             spaced = _SPACED_RUN_RE.match(data, v_start)
             if spaced is not None and data[spaced.end() : spaced.end() + len(quote)] == quote:
                 v_end = spaced.end()
+        if strong and (v_end is None or data[v_end : v_end + len(quote)] != quote):
+            # `"password": "p\\u00e4ss\\\\w\\"rd"`: JSON escapes inside the string are part of the value
+            escaped_end = _escaped_string_end(data, v_start, quote)
+            if escaped_end is not None:
+                v_end = escaped_end
         if v_end is None or data[v_end : v_end + len(quote)] != quote:
             return None  # empty, too long, or spaces/escapes inside: prose, not a credential
         quoted = True
@@ -444,23 +463,68 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             v_end -= 1  # sentence punctuation (or a pipe) after a bare value
         nxt = data[v_end : v_end + 1]
         if nxt in (b"(", b"[", b"{"):
-            return None  # a call or an index: code
+            word_end = _WORD_RUN_RE.match(data, v_start).end()  # type: ignore[union-attr]
+            if not strong or word_end - v_start > _MAX_VALUE or _balanced(data[v_start:word_end]):
+                return None  # a call or an index: code
+            v_end = word_end  # `apikey = m{{h}o)p${e]n`: brackets no expression closes are part of the value
         if sep == b":" and nxt in (b",", b")", b"=") and _IDENTIFIER_RE.fullmatch(data[v_start:v_end]):
             return None  # `private_key: PKCS7PrivateKeyTypes,`: a type annotation
         quoted = False
         tight = tight and v_start == pos and nxt not in (b",", b")")
     value = data[v_start:v_end]
+    if quoted and b"\\" in value:
+        value = value.replace(b"\\", b"")  # judged without its escapes
     if not strong and not looks_random(value):
         return None  # the common case (`"key": "status"`), decided before the slower checks
     if b" " in value:
         if _is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not _passphrase(value):
             return None
-    elif _is_non_secret(value, quoted, kw, code_context=not tight):
+    elif _is_non_secret(value, quoted, kw, code_context=not tight, strong=strong):
         return None
     scheme = head.group("scheme")
     if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":
         kind = "basic-auth"
     return Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT)
+
+
+_WORD_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\,;]*")
+_CLOSERS = {0x29: 0x28, 0x5D: 0x5B, 0x7D: 0x7B}  # ) ] }
+
+
+def _balanced(run: bytes) -> bool:
+    """Do the brackets of `run` nest (`get(x)`, `keys[0]`), as an expression's would?"""
+    stack: list[int] = []
+    for c in run:
+        if c in (0x28, 0x5B, 0x7B):
+            stack.append(c)
+        elif c in _CLOSERS and (not stack or stack.pop() != _CLOSERS[c]):
+            return False
+    return not stack
+
+
+def _escaped_string_end(data: bytes, start: int, quote: bytes) -> int | None:
+    """End of a quoted string whose value holds escapes, or None (a newline, too long, never closed).
+
+    The closing quote is `quote` itself: for `"` one preceded by an even number
+    of backslashes; for `\\"` (JSON inside a JSON string) one preceded by
+    4k+1 backslashes, and so on for each level of escaping.
+    """
+    level = len(quote) - 1  # backslashes in the opening quote: 0, 1, 3, 7...
+    char = quote[-1:]
+    pos = start
+    limit = min(len(data), start + _MAX_VALUE)
+    while pos < limit:
+        i = data.find(char, pos, limit)
+        nl = data.find(b"\n", pos, i if i >= 0 else limit)
+        if i < 0 or nl >= 0:
+            return None
+        j = i
+        while j > start and data[j - 1] == 0x5C:
+            j -= 1
+        if (i - j) % (2 * (level + 1)) == level and j > start:
+            return j
+        pos = i + 1
+    return None
 
 
 def _passphrase(value: bytes) -> bool:
