@@ -332,6 +332,8 @@ def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = T
         # `PASS=xKqLpVzRtWmN` does not read as a name.
         if strong and _LONG_LETTER_RUN_RE.search(lower):
             return False  # `npm_xxxxxxxxxxx`: no programmer's name
+        if strong and not code_context:
+            return len(value) < 12 or b"." in value  # `DB_PASS=TestSourcePassword`: env data, not code
         return len(value) < 12 or b"." in value or _reads_as_identifier(value)
     return False
 
@@ -439,6 +441,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         return None
     quote = head.group("q")
     v_start = head.end()
+    data_line = False  # a bare value filling an env or YAML line: data, not code
     if quote is not None:
         v_end = _run_end(_QUOTED_RUN_RE, data, v_start)
         if v_end is not None and data[v_end : v_end + len(quote)] != quote and strong:
@@ -455,7 +458,16 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             return None  # empty, too long, or spaces/escapes inside: prose, not a credential
         quoted = True
     else:
-        v_end = _run_end(_BARE_RUN_RE, data, v_start)
+        line_start = _at_line_start(data, start) if strong else 0
+        if line_start and tight and sep == b"=":
+            v_end = _run_end(_ENV_RUN_RE, data, v_start)  # `DB_PASS=a,b{c}` in an env file: to the space
+            data_line = True
+        elif line_start and sep == b":" and v_start > pos:
+            # `db_pass: p\4ss w0rd` in YAML: to the line's end
+            v_end = _yaml_value_end(data, v_start, escaped=line_start == _ESCAPED_LINE)
+            data_line = True
+        else:
+            v_end = _run_end(_BARE_RUN_RE, data, v_start)
         if v_end is None:
             return None
         v_end = _next_stop(stops, v_start, v_end)
@@ -479,12 +491,55 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     if b" " in value:
         if _is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not _passphrase(value):
             return None
-    elif _is_non_secret(value, quoted, kw, code_context=not tight, strong=strong):
+    elif _is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong):
         return None
     scheme = head.group("scheme")
     if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":
         kind = "basic-auth"
     return Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT)
+
+
+# An env line's bare value runs to whitespace or a shell operator; `,` `|` `{}` `[]` belong to it.
+_ENV_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\;&<>()]*")
+_LINE_TAIL_RE = re.compile(rb"[^\n\r]{0,257}")
+# What a YAML scalar running to the line's end must not hold: code, quotes, sentence punctuation, a comment.
+_NOT_YAML_SCALAR_RE = re.compile(rb"[(){}\[\];,\"'`]|[.:] |\.$| #| = ")
+_LINE_PREFIX = (b"export ", b"- ", b"set ")
+
+
+_RAW_LINE, _ESCAPED_LINE = 1, 2
+
+
+def _at_line_start(data: bytes, start: int) -> int:
+    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `)?
+
+    0 if not, `_RAW_LINE`, or `_ESCAPED_LINE` after an escaped `\\n` (a file inside a JSON string).
+    """
+    i = start
+    while i > 0 and data[i - 1] in b" \t":
+        i -= 1
+    for prefix in _LINE_PREFIX:
+        if data[max(0, i - len(prefix)) : i] == prefix:
+            i -= len(prefix)
+            while i > 0 and data[i - 1] in b" \t":
+                i -= 1
+            break
+    if i == 0 or data[i - 1] in b"\n\r":
+        return _RAW_LINE
+    return _ESCAPED_LINE if data[max(0, i - 2) : i] in (b"\\n", b"\\r") else 0
+
+
+def _yaml_value_end(data: bytes, start: int, escaped: bool) -> int | None:
+    """End of a plain YAML scalar that fills the rest of its line, else of its first word."""
+    word_end = _run_end(_BARE_RUN_RE, data, start)
+    tail = _LINE_TAIL_RE.match(data, start).group()  # type: ignore[union-attr]
+    cut = tail.find(b"\\n") if escaped else -1
+    tail = (tail[:cut] if cut >= 0 else tail).rstrip(b" \t")
+    if len(tail) > 256 or not tail or _NOT_YAML_SCALAR_RE.search(tail) or _REFERENCE_RE.match(tail):
+        return word_end
+    if b" " in tail and (len(tail.split()) > 8 or not _passphrase(tail)):
+        return word_end
+    return start + len(tail)
 
 
 _WORD_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\,;]*")
@@ -502,6 +557,19 @@ def _balanced(run: bytes) -> bool:
     return not stack
 
 
+_MAX_ESCAPED = 512
+_ESCAPED_STOP_RE = re.compile(rb"[ \t\n\r]|\\+[nrt]")
+
+
+def _line_ends(data: bytes, start: int, end: int, level: int) -> bool:
+    """Is there whitespace, or a newline/tab escaped at this level (not an escaped backslash before `n`)?"""
+    for m in _ESCAPED_STOP_RE.finditer(data, start, end):
+        run = m.end() - m.start() - 1
+        if run <= 0 or run % (2 * (level + 1)) == level + 1:
+            return True
+    return False
+
+
 def _escaped_string_end(data: bytes, start: int, quote: bytes) -> int | None:
     """End of a quoted string whose value holds escapes, or None (a newline, too long, never closed).
 
@@ -512,12 +580,11 @@ def _escaped_string_end(data: bytes, start: int, quote: bytes) -> int | None:
     level = len(quote) - 1  # backslashes in the opening quote: 0, 1, 3, 7...
     char = quote[-1:]
     pos = start
-    limit = min(len(data), start + _MAX_VALUE)
+    limit = min(len(data), start + _MAX_ESCAPED)
     while pos < limit:
         i = data.find(char, pos, limit)
-        nl = data.find(b"\n", pos, i if i >= 0 else limit)
-        if i < 0 or nl >= 0:
-            return None
+        if i < 0 or _line_ends(data, pos, i, level):
+            return None  # a line ends (raw or escaped) or a space comes first: not one value
         j = i
         while j > start and data[j - 1] == 0x5C:
             j -= 1
