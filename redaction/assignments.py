@@ -48,7 +48,7 @@ _KEYWORD_PATTERNS = (
 )
 # keyword, optional closing quote of a quoted name (possibly escaped), separator.
 _ASSIGN_RES = tuple(
-    re.compile(rb"(?i)(?P<kw>" + kw + rb")(?P<close>\\*[\"'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))")
+    re.compile(rb"(?i)(?P<kw>" + kw + rb")(?P<close>\\*[\"'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:)|[!=]==?)")
     for kw in _KEYWORD_PATTERNS
 )
 # The same without lookaheads, for the engine; the Python regex confirms each hit.
@@ -56,7 +56,7 @@ _ASSIGN_RES = tuple(
 # attribute list) has two triggers: after a name character (`api_key`, `apiKey`:
 # any value may follow) and alone, where only a value that can look random
 # (16 characters of a token alphabet) is worth a look.
-_SEP = rb"(?:\\*[\"'`])?[ \t]*(?::=|=>|=|:)"
+_SEP = rb"(?:\\*[\"'`])?[ \t]*!?(?::=|=>|=|:)"
 _NAME_CHAR = rb"[A-Za-z0-9_.\-]"
 _RANDOM_VALUE = (
     rb"[ \t]*(?:[bBrRuUfF]{1,2})?(?:\\*[\"'`])?(?:(?:bearer|basic|token|bot)[ \t]+)?[A-Za-z0-9+/=_.~:%\-]{16}"
@@ -431,6 +431,9 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         return None
     kind, strong = named
     sep = m.group("sep")
+    comparison = sep in (b"==", b"!=", b"===", b"!==")
+    if comparison and not strong:
+        return None  # `if token == other`: only a strong name compared with a literal gives a secret away
     if kw == b"signature" and sep != b"=":
         return None  # `"signature": "..."` is a thinking-block signature, not a credential
     tight = m.group("close") is None and m.end("kw") == m.start("sep")
@@ -457,6 +460,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         if v_end is None or data[v_end : v_end + len(quote)] != quote:
             return None  # empty, too long, or spaces/escapes inside: prose, not a credential
         quoted = True
+    elif comparison:
+        return None  # `password == expected`: a comparison with a variable, not a literal
     else:
         line_start = _at_line_start(data, start) if strong else 0
         if line_start and tight and sep == b"=":
@@ -500,7 +505,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
 
 
 # An env line's bare value runs to whitespace or a shell operator; `,` `|` `{}` `[]` belong to it.
-_ENV_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\;&<>()]*")
+# In a file inside a JSON string, `\\u00e4` and `\\\\` are characters of the value; `\\n` ends it.
+_ENV_RUN_RE = re.compile(rb"(?:[^ \t\n\r\x0b\x0c\"'`\\;&<>()]|\\u[0-9a-fA-F]{4}|\\\\)*")
 _LINE_TAIL_RE = re.compile(rb"[^\n\r]{0,257}")
 # What a YAML scalar running to the line's end must not hold: code, quotes, sentence punctuation, a comment.
 _NOT_YAML_SCALAR_RE = re.compile(rb"[(){}\[\];,\"'`]|[.:] |\.$| #| = ")
