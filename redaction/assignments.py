@@ -467,7 +467,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         if line_start and tight and sep == b"=":
             v_end = _run_end(_ENV_RUN_RE, data, v_start)  # `DB_PASS=a,b{c}` in an env file: to the space
             data_line = True
-        elif line_start and sep == b":" and v_start > pos:
+        elif line_start and sep == b":" and v_start > pos and m.group("close") is None:
             # `db_pass: p\4ss w0rd` in YAML: to the line's end
             v_end = _yaml_value_end(data, v_start, escaped=line_start == _ESCAPED_LINE)
             data_line = True
@@ -514,6 +514,7 @@ _LINE_PREFIX = (b"export ", b"- ", b"set ")
 
 
 _RAW_LINE, _ESCAPED_LINE = 1, 2
+_JSON_VALUE_OPEN_RE = re.compile(rb"[:\[,][ \t]*\\*$")
 
 
 def _at_line_start(data: bytes, start: int) -> int:
@@ -532,15 +533,25 @@ def _at_line_start(data: bytes, start: int) -> int:
             break
     if i == 0 or data[i - 1] in b"\n\r":
         return _RAW_LINE
-    return _ESCAPED_LINE if data[max(0, i - 2) : i] in (b"\\n", b"\\r") else 0
+    if data[max(0, i - 2) : i] in (b"\\n", b"\\r"):
+        return _ESCAPED_LINE
+    # the first line of a JSON string value (`"text": "DB_PASS=..."`), escaped or not
+    j = i
+    while j > 0 and data[j - 1] == 0x5C:
+        j -= 1
+    if i > 0 and data[i - 1] == 0x22 and _JSON_VALUE_OPEN_RE.search(data, max(0, j - 1 - 8), j - 1):
+        return _ESCAPED_LINE
+    return 0
 
 
 def _yaml_value_end(data: bytes, start: int, escaped: bool) -> int | None:
     """End of a plain YAML scalar that fills the rest of its line, else of its first word."""
     word_end = _run_end(_BARE_RUN_RE, data, start)
     tail = _LINE_TAIL_RE.match(data, start).group()  # type: ignore[union-attr]
-    cut = tail.find(b"\\n") if escaped else -1
-    tail = (tail[:cut] if cut >= 0 else tail).rstrip(b" \t")
+    if escaped:  # a line inside a JSON string ends at an escaped newline or at the string's end
+        cut = min((c for c in (tail.find(b"\\n"), tail.find(b'"')) if c >= 0), default=len(tail))
+        tail = tail[:cut].rstrip(b"\\")
+    tail = tail.rstrip(b" \t")
     if len(tail) > 256 or not tail or _NOT_YAML_SCALAR_RE.search(tail) or _REFERENCE_RE.match(tail):
         return word_end
     if b" " in tail and (len(tail.split()) > 8 or not _passphrase(tail)):
