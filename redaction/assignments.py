@@ -464,8 +464,11 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         return None  # `password == expected`: a comparison with a variable, not a literal
     else:
         line_start = _at_line_start(data, start) if strong else 0
-        if line_start and tight and sep == b"=":
-            v_end = _run_end(_ENV_RUN_RE, data, v_start)  # `DB_PASS=a,b{c}` in an env file: to the space
+        if strong and (line_start or env_style) and tight and sep == b"=":
+            # `DB_PASS=a,b.c` in an env file or a shell command: to the space
+            v_end = _run_end(_ENV_RUN_RE, data, v_start)
+            while v_end is not None and v_end > v_start and data[v_end - 1] == 0x2C:
+                v_end -= 1  # `f(API_KEY=value, ...)`
             data_line = True
         elif line_start and sep == b":" and v_start > pos and m.group("close") is None:
             # `db_pass: p\4ss w0rd` in YAML: to the line's end
@@ -480,8 +483,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             v_end -= 1  # sentence punctuation (or a pipe) after a bare value
         nxt = data[v_end : v_end + 1]
         if nxt in (b"(", b"[", b"{"):
-            word_end = _WORD_RUN_RE.match(data, v_start).end()  # type: ignore[union-attr]
-            if not strong or word_end - v_start > _MAX_VALUE or _balanced(data[v_start:word_end]):
+            word_end = _unbalanced_run_end(data, v_start) if strong else None
+            if word_end is None:
                 return None  # a call or an index: code
             v_end = word_end  # `apikey = m{{h}o)p${e]n`: brackets no expression closes are part of the value
         if sep == b":" and nxt in (b",", b")", b"=") and _IDENTIFIER_RE.fullmatch(data[v_start:v_end]):
@@ -506,7 +509,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
 
 # An env line's bare value runs to whitespace or a shell operator; `,` `|` `{}` `[]` belong to it.
 # In a file inside a JSON string, `\\u00e4` and `\\\\` are characters of the value; `\\n` ends it.
-_ENV_RUN_RE = re.compile(rb"(?:[^ \t\n\r\x0b\x0c\"'`\\;&<>()]|\\u[0-9a-fA-F]{4}|\\\\)*")
+_ENV_RUN_RE = re.compile(rb"(?:[^ \t\n\r\x0b\x0c\"'`\\;&<>()\[\]{}]|\\u[0-9a-fA-F]{4}|\\\\)*")
 _LINE_TAIL_RE = re.compile(rb"[^\n\r]{0,257}")
 # What a YAML scalar running to the line's end must not hold: code, quotes, sentence punctuation, a comment.
 _NOT_YAML_SCALAR_RE = re.compile(rb"[(){}\[\];,\"'`]|[.:] |\.$| #| = ")
@@ -559,19 +562,34 @@ def _yaml_value_end(data: bytes, start: int, escaped: bool) -> int | None:
     return start + len(tail)
 
 
-_WORD_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\,;]*")
 _CLOSERS = {0x29: 0x28, 0x5D: 0x5B, 0x7D: 0x7B}  # ) ] }
+_RUN_ENDERS = frozenset(b" \t\n\r\x0b\x0c\"'`\\,;")
 
 
-def _balanced(run: bytes) -> bool:
-    """Do the brackets of `run` nest (`get(x)`, `keys[0]`), as an expression's would?"""
+def _unbalanced_run_end(data: bytes, start: int) -> int | None:
+    """End of a bare value whose brackets no expression could close (`m{{h}o)p$`), else None.
+
+    Inside brackets anything goes (`get(a, b)`, `env["X"]`, a call over lines);
+    outside them the value ends at a space, quote or `,`. Only a closer that
+    does not match its opener makes the run a value rather than code.
+    """
     stack: list[int] = []
-    for c in run:
+    i, n = start, min(len(data), start + _MAX_VALUE)
+    while i < n:
+        c = data[i]
+        if not stack and c in _RUN_ENDERS:
+            break
         if c in (0x28, 0x5B, 0x7B):
             stack.append(c)
-        elif c in _CLOSERS and (not stack or stack.pop() != _CLOSERS[c]):
-            return False
-    return not stack
+        elif c in _CLOSERS:
+            if not stack:
+                break  # the enclosing expression's closer: `f(api_key=g(x))`
+            if stack.pop() != _CLOSERS[c]:
+                while i < n and data[i] not in _RUN_ENDERS:
+                    i += 1
+                return i
+        i += 1
+    return None
 
 
 _MAX_ESCAPED = 512

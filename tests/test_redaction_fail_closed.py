@@ -62,18 +62,21 @@ def test_env_and_yaml_lines_hold_their_value_to_the_end(redactor: Redactor) -> N
     _assert_redacted(redactor, "service:\n  aws_secret_access_key: value with quotes and spaces\n",
                      "value with quotes and spaces")
     _assert_redacted(redactor, "square_api_key: sq0csp-f\\ooiKyQCiyDoJBkH7Wuplp2d9JA\n", "sq0csp-f\\ooiKyQCiyDoJBkH7Wuplp2d9JA")
+    _assert_redacted(redactor, "Found it: KEYWORD_API_KEY=A,.:-\u00a8@*\u00bf?! -- rotate it.", "A,.:-\u00a8@*\u00bf?!")
     out = redactor.redact_text(json.dumps({"type": "text_delta", "text": "KEYWORD_API_KEY=A,.:-\u00a8@*\u00bf?!"}))
     assert "\\u00bf" not in out and "[REDACTED:" in out  # a JSON string's first line is a line
     for text in ("    password: The password to use.\n", "    api_key: str = Field(default=None)\n",
                  "    password: PasswordType\n", "api_key = get_key(name)\n", "  secret: ${SECRET}\n",
-                 "x = f(api_key=api_key, b=1)\n"):
+                 "x = f(api_key=api_key, b=1)\n", 'API_KEY=os.environ["X"]\n', "f(API_KEY=some_value, b=1)\n"):
         _kept(redactor, text)
 
 
 def test_brackets_no_expression_closes(redactor: Redactor) -> None:
     secret = "m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"
     _assert_redacted(redactor, f"apikey = {secret}\n", secret)
-    for text in ("api_key = os.environ[KEY]\n", "password = prompt(text)\n", "token = tokens[0]\n"):
+    for text in ("api_key = os.environ[KEY]\n", "password = prompt(text)\n", "token = tokens[0]\n",
+                 'api_key = os.environ["API_KEY"]\n', "password = get(a, b)\n", "x(api_key=g(x))\n",
+                 "token = f(x,\n    y)\n"):
         _kept(redactor, text)
 
 
