@@ -321,7 +321,7 @@ def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = T
     if any(c in b"0123456789" for c in value):
         return not quoted and code_context and _is_code_reference(value)  # `rfc3279.RSAPublicKey`
     # No digit from here on.
-    if b"your" in lower or kw.rstrip(b"s") in lower:
+    if b"your" in lower or (kw and kw.rstrip(b"s") in lower):  # no name given (gitleaks rules): no name to echo
         return True  # your-api-key-here, "password": "passwordField"
     if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value):
         return True  # "password": "unreserved", "token": "string?"

@@ -93,3 +93,10 @@ def test_discord_token_a_few_bytes_into_its_run(redactor: Redactor) -> None:
     token = "MyOTQ4MTN5OTU5MTDwMEcxNg.GSwJyi.sbaw8msOR3Wi6vPUzeIWy_P0vJbB0UuRVjH8l8"
     _assert_redacted(redactor, f"see AT{token} here", token, "discord-token")
     _kept(redactor, f"see xyzabcdefgAT{token} here")  # deep inside a longer run: not a token start
+
+
+def test_gitleaks_name_rules_take_digit_free_values(redactor: Redactor) -> None:
+    """A gitleaks `name = value` rule has no name of ctxtap's to echo: `cafebabe:deadbeef` is a value."""
+    _assert_redacted(redactor, 'BUNDLE_GEMS__CONTRIBSYS__COM: "cafebabe:deadbeef"\n', "cafebabe:deadbeef",
+                     "sidekiq-secret")
+    _kept(redactor, '{"password": "unreserved"}')  # a word, with its quotes in the rule's secret group
