@@ -597,10 +597,14 @@ _ESCAPED_STOP_RE = re.compile(rb"[ \t\n\r]|\\+[nrt]")
 
 
 def _line_ends(data: bytes, start: int, end: int, level: int) -> bool:
-    """Is there whitespace, or a newline/tab escaped at this level (not an escaped backslash before `n`)?"""
+    """Is there whitespace, or a newline/tab escaped at this level (not an escaped backslash before `n`)?
+
+    At level 0 (a JSON string, a string literal) an escaped newline is part of the value: the string
+    closes on this line. One level down (a file inside a JSON string) it is where the file's line ends.
+    """
     for m in _ESCAPED_STOP_RE.finditer(data, start, end):
         run = m.end() - m.start() - 1
-        if run <= 0 or run % (2 * (level + 1)) == level + 1:
+        if run <= 0 or level and run % (2 * (level + 1)) == level + 1:
             return True
     return False
 

@@ -100,3 +100,8 @@ def test_gitleaks_name_rules_take_digit_free_values(redactor: Redactor) -> None:
     _assert_redacted(redactor, 'BUNDLE_GEMS__CONTRIBSYS__COM: "cafebabe:deadbeef"\n', "cafebabe:deadbeef",
                      "sidekiq-secret")
     _kept(redactor, '{"password": "unreserved"}')  # a word, with its quotes in the rule's secret group
+
+
+def test_a_string_literal_with_escapes_is_one_value(redactor: Redactor) -> None:
+    secret = "sq0csp-f\\ooiKyQCiyDoJBkH7Wuplp2d9JA\\nCMIwe\\5bafEY^"  # backslashes as the source wrote them
+    _assert_redacted(redactor, f'square_api_token = "{secret}"\n', secret)
