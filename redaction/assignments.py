@@ -48,7 +48,7 @@ _KEYWORD_PATTERNS = (
 )
 # keyword, optional closing quote of a quoted name (possibly escaped), separator.
 _ASSIGN_RES = tuple(
-    re.compile(rb"(?i)(?P<kw>" + kw + rb")(?P<close>\\*[\"'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:))")
+    re.compile(rb"(?i)(?P<kw>" + kw + rb")(?P<close>\\*[\"'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:)|[!=]==?)")
     for kw in _KEYWORD_PATTERNS
 )
 # The same without lookaheads, for the engine; the Python regex confirms each hit.
@@ -56,7 +56,7 @@ _ASSIGN_RES = tuple(
 # attribute list) has two triggers: after a name character (`api_key`, `apiKey`:
 # any value may follow) and alone, where only a value that can look random
 # (16 characters of a token alphabet) is worth a look.
-_SEP = rb"(?:\\*[\"'`])?[ \t]*(?::=|=>|=|:)"
+_SEP = rb"(?:\\*[\"'`])?[ \t]*!?(?::=|=>|=|:)"
 _NAME_CHAR = rb"[A-Za-z0-9_.\-]"
 _RANDOM_VALUE = (
     rb"[ \t]*(?:[bBrRuUfF]{1,2})?(?:\\*[\"'`])?(?:(?:bearer|basic|token|bot)[ \t]+)?[A-Za-z0-9+/=_.~:%\-]{16}"
@@ -199,6 +199,12 @@ _CAMEL_WORD_RE = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _WORDS_RE = re.compile(rb"_*[a-z][a-z_\-]*\??|[A-Za-z]+\?")
 _EXPRESSION_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:[+*/\-][A-Za-z_][A-Za-z0-9_]*)+")
 _MASK_RE = re.compile(rb"(?i)x{4}|\*{3}|\.\.\.|\xe2\x80\xa6|#{4}")
+# A value made only of mask characters (`xxxx`, `****`, `...`): what a strong name's value must be to count as masked.
+_ALL_MASK_RE = re.compile(rb"(?i)(?:[x*.#_\-]|\xe2\x80\xa6|\xe2\x80\xa2)+")
+# Letters no word has: a run longer than words get (`abcdefghijabcdefghij`), one letter thrice (`npm_xxxxxxx`).
+_LONG_LETTER_RUN_RE = re.compile(rb"[a-z]{16}|([a-z])\1\1")
+# A digit-only value this long under a strong name is a credential (numeric ids and secrets), not a count.
+_MIN_SECRET_DIGITS = 8
 
 
 def _name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> tuple[str, bool] | None:
@@ -291,33 +297,43 @@ def _is_code_reference(value: bytes) -> bool:
     return has_word and starts_like_name and all(_reads_as_identifier(segment) for segment in segments)
 
 
-def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = True) -> bool:
+def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = True, strong: bool = False) -> bool:
     """Values that are clearly not secrets: empty, numbers, booleans, references, masks, code.
 
     `code_context` is False for tight `NAME=value` (env files), where a dotted
-    value is data, not `module.Attribute`.
+    value is data, not `module.Attribute`. Under a `strong` name the checks fail
+    closed: a value only partly masked (`npm_xxxxxxxx`) or a long digit run
+    (`740969285179606295`) is redacted.
     """
     if len(value) < 4:
         return True
-    if _REFERENCE_RE.match(value) or _MASK_RE.search(value):
+    if _REFERENCE_RE.match(value):
+        return True
+    if _ALL_MASK_RE.fullmatch(value) if strong else _MASK_RE.search(value):
         return True
     lower = value.lower()
-    if lower in _NON_SECRET_WORDS or _NUMBERISH_RE.fullmatch(value):
+    if lower in _NON_SECRET_WORDS:
+        return True
+    if _NUMBERISH_RE.fullmatch(value) and not (strong and value.isdigit() and len(value) >= _MIN_SECRET_DIGITS):
         return True
     if b"://" in value or _ENV_NAME_RE.fullmatch(value) or _PATH_RE.fullmatch(value):
         return True
     if any(c in b"0123456789" for c in value):
         return not quoted and code_context and _is_code_reference(value)  # `rfc3279.RSAPublicKey`
     # No digit from here on.
-    if b"your" in lower or kw.rstrip(b"s") in lower:
+    if b"your" in lower or (kw and kw.rstrip(b"s") in lower):  # no name given (gitleaks rules): no name to echo
         return True  # your-api-key-here, "password": "passwordField"
-    if _WORDS_RE.fullmatch(value):
+    if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value):
         return True  # "password": "unreserved", "token": "string?"
     if quoted:
         return False
     if _IDENTIFIER_RE.fullmatch(value) or _EXPRESSION_RE.fullmatch(value):
         # `password=password`, `token: str`, `key = self.api_key`, `pwd+pwd`; but
         # `PASS=xKqLpVzRtWmN` does not read as a name.
+        if strong and _LONG_LETTER_RUN_RE.search(lower):
+            return False  # `npm_xxxxxxxxxxx`: no programmer's name
+        if strong and not code_context:
+            return len(value) < 12 or b"." in value  # `DB_PASS=TestSourcePassword`: env data, not code
         return len(value) < 12 or b"." in value or _reads_as_identifier(value)
     return False
 
@@ -415,6 +431,9 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         return None
     kind, strong = named
     sep = m.group("sep")
+    comparison = sep in (b"==", b"!=", b"===", b"!==")
+    if comparison and not strong:
+        return None  # `if token == other`: only a strong name compared with a literal gives a secret away
     if kw == b"signature" and sep != b"=":
         return None  # `"signature": "..."` is a thinking-block signature, not a credential
     tight = m.group("close") is None and m.end("kw") == m.start("sep")
@@ -425,6 +444,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         return None
     quote = head.group("q")
     v_start = head.end()
+    data_line = False  # a bare value filling an env or YAML line: data, not code
     if quote is not None:
         v_end = _run_end(_QUOTED_RUN_RE, data, v_start)
         if v_end is not None and data[v_end : v_end + len(quote)] != quote and strong:
@@ -432,11 +452,30 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             spaced = _SPACED_RUN_RE.match(data, v_start)
             if spaced is not None and data[spaced.end() : spaced.end() + len(quote)] == quote:
                 v_end = spaced.end()
+        if strong and (v_end is None or data[v_end : v_end + len(quote)] != quote):
+            # `"password": "p\\u00e4ss\\\\w\\"rd"`: JSON escapes inside the string are part of the value
+            escaped_end = _escaped_string_end(data, v_start, quote)
+            if escaped_end is not None:
+                v_end = escaped_end
         if v_end is None or data[v_end : v_end + len(quote)] != quote:
             return None  # empty, too long, or spaces/escapes inside: prose, not a credential
         quoted = True
+    elif comparison:
+        return None  # `password == expected`: a comparison with a variable, not a literal
     else:
-        v_end = _run_end(_BARE_RUN_RE, data, v_start)
+        line_start = _at_line_start(data, start) if strong else 0
+        if strong and (line_start or env_style) and tight and sep == b"=":
+            # `DB_PASS=a,b.c` in an env file or a shell command: to the space
+            v_end = _run_end(_ENV_RUN_RE, data, v_start)
+            while v_end is not None and v_end > v_start and data[v_end - 1] == 0x2C:
+                v_end -= 1  # `f(API_KEY=value, ...)`
+            data_line = True
+        elif line_start and sep == b":" and v_start > pos and m.group("close") is None:
+            # `db_pass: p\4ss w0rd` in YAML: to the line's end
+            v_end = _yaml_value_end(data, v_start, escaped=line_start == _ESCAPED_LINE)
+            data_line = True
+        else:
+            v_end = _run_end(_BARE_RUN_RE, data, v_start)
         if v_end is None:
             return None
         v_end = _next_stop(stops, v_start, v_end)
@@ -444,23 +483,154 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             v_end -= 1  # sentence punctuation (or a pipe) after a bare value
         nxt = data[v_end : v_end + 1]
         if nxt in (b"(", b"[", b"{"):
-            return None  # a call or an index: code
+            word_end = _unbalanced_run_end(data, v_start) if strong else None
+            if word_end is None:
+                return None  # a call or an index: code
+            v_end = word_end  # `apikey = m{{h}o)p${e]n`: brackets no expression closes are part of the value
         if sep == b":" and nxt in (b",", b")", b"=") and _IDENTIFIER_RE.fullmatch(data[v_start:v_end]):
             return None  # `private_key: PKCS7PrivateKeyTypes,`: a type annotation
         quoted = False
         tight = tight and v_start == pos and nxt not in (b",", b")")
     value = data[v_start:v_end]
+    if quoted and b"\\" in value:
+        value = value.replace(b"\\", b"")  # judged without its escapes
     if not strong and not looks_random(value):
         return None  # the common case (`"key": "status"`), decided before the slower checks
     if b" " in value:
         if _is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not _passphrase(value):
             return None
-    elif _is_non_secret(value, quoted, kw, code_context=not tight):
+    elif _is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong):
         return None
     scheme = head.group("scheme")
     if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":
         kind = "basic-auth"
     return Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT)
+
+
+# An env line's bare value runs to whitespace or a shell operator; `,` `|` `{}` `[]` belong to it.
+# In a file inside a JSON string, `\\u00e4` and `\\\\` are characters of the value; `\\n` ends it.
+_ENV_RUN_RE = re.compile(rb"(?:[^ \t\n\r\x0b\x0c\"'`\\;&<>()\[\]{}]|\\u[0-9a-fA-F]{4}|\\\\)*")
+_LINE_TAIL_RE = re.compile(rb"[^\n\r]{0,257}")
+# What a YAML scalar running to the line's end must not hold: code, quotes, sentence punctuation, a comment.
+_NOT_YAML_SCALAR_RE = re.compile(rb"[(){}\[\];,\"'`]|[.:] |\.$| #| = ")
+_LINE_PREFIX = (b"export ", b"- ", b"set ")
+
+
+_RAW_LINE, _ESCAPED_LINE = 1, 2
+_JSON_VALUE_OPEN_RE = re.compile(rb"[:\[,][ \t]*\\*$")
+
+
+def _at_line_start(data: bytes, start: int) -> int:
+    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `)?
+
+    0 if not, `_RAW_LINE`, or `_ESCAPED_LINE` after an escaped `\\n` (a file inside a JSON string).
+    """
+    i = start
+    while i > 0 and data[i - 1] in b" \t":
+        i -= 1
+    for prefix in _LINE_PREFIX:
+        if data[max(0, i - len(prefix)) : i] == prefix:
+            i -= len(prefix)
+            while i > 0 and data[i - 1] in b" \t":
+                i -= 1
+            break
+    if i == 0 or data[i - 1] in b"\n\r":
+        return _RAW_LINE
+    if data[max(0, i - 2) : i] in (b"\\n", b"\\r"):
+        return _ESCAPED_LINE
+    # the first line of a JSON string value (`"text": "DB_PASS=..."`), escaped or not
+    j = i
+    while j > 0 and data[j - 1] == 0x5C:
+        j -= 1
+    if i > 0 and data[i - 1] == 0x22 and _JSON_VALUE_OPEN_RE.search(data, max(0, j - 1 - 8), j - 1):
+        return _ESCAPED_LINE
+    return 0
+
+
+def _yaml_value_end(data: bytes, start: int, escaped: bool) -> int | None:
+    """End of a plain YAML scalar that fills the rest of its line, else of its first word."""
+    word_end = _run_end(_BARE_RUN_RE, data, start)
+    tail = _LINE_TAIL_RE.match(data, start).group()  # type: ignore[union-attr]
+    if escaped:  # a line inside a JSON string ends at an escaped newline or at the string's end
+        cut = min((c for c in (tail.find(b"\\n"), tail.find(b'"')) if c >= 0), default=len(tail))
+        tail = tail[:cut].rstrip(b"\\")
+    tail = tail.rstrip(b" \t")
+    if len(tail) > 256 or not tail or _NOT_YAML_SCALAR_RE.search(tail) or _REFERENCE_RE.match(tail):
+        return word_end
+    if b" " in tail and (len(tail.split()) > 8 or not _passphrase(tail)):
+        return word_end
+    return start + len(tail)
+
+
+_CLOSERS = {0x29: 0x28, 0x5D: 0x5B, 0x7D: 0x7B}  # ) ] }
+_RUN_ENDERS = frozenset(b" \t\n\r\x0b\x0c\"'`\\,;")
+
+
+def _unbalanced_run_end(data: bytes, start: int) -> int | None:
+    """End of a bare value whose brackets no expression could close (`m{{h}o)p$`), else None.
+
+    Inside brackets anything goes (`get(a, b)`, `env["X"]`, a call over lines);
+    outside them the value ends at a space, quote or `,`. Only a closer that
+    does not match its opener makes the run a value rather than code.
+    """
+    stack: list[int] = []
+    i, n = start, min(len(data), start + _MAX_VALUE)
+    while i < n:
+        c = data[i]
+        if not stack and c in _RUN_ENDERS:
+            break
+        if c in (0x28, 0x5B, 0x7B):
+            stack.append(c)
+        elif c in _CLOSERS:
+            if not stack:
+                break  # the enclosing expression's closer: `f(api_key=g(x))`
+            if stack.pop() != _CLOSERS[c]:
+                while i < n and data[i] not in _RUN_ENDERS:
+                    i += 1
+                return i
+        i += 1
+    return None
+
+
+_MAX_ESCAPED = 512
+_ESCAPED_STOP_RE = re.compile(rb"[ \t\n\r]|\\+[nrt]")
+
+
+def _line_ends(data: bytes, start: int, end: int, level: int) -> bool:
+    """Is there whitespace, or a newline/tab escaped at this level (not an escaped backslash before `n`)?
+
+    At level 0 (a JSON string, a string literal) an escaped newline is part of the value: the string
+    closes on this line. One level down (a file inside a JSON string) it is where the file's line ends.
+    """
+    for m in _ESCAPED_STOP_RE.finditer(data, start, end):
+        run = m.end() - m.start() - 1
+        if run <= 0 or level and run % (2 * (level + 1)) == level + 1:
+            return True
+    return False
+
+
+def _escaped_string_end(data: bytes, start: int, quote: bytes) -> int | None:
+    """End of a quoted string whose value holds escapes, or None (a newline, too long, never closed).
+
+    The closing quote is `quote` itself: for `"` one preceded by an even number
+    of backslashes; for `\\"` (JSON inside a JSON string) one preceded by
+    4k+1 backslashes, and so on for each level of escaping.
+    """
+    level = len(quote) - 1  # backslashes in the opening quote: 0, 1, 3, 7...
+    char = quote[-1:]
+    pos = start
+    limit = min(len(data), start + _MAX_ESCAPED)
+    while pos < limit:
+        i = data.find(char, pos, limit)
+        if i < 0 or _line_ends(data, pos, i, level):
+            return None  # a line ends (raw or escaped) or a space comes first: not one value
+        j = i
+        while j > start and data[j - 1] == 0x5C:
+            j -= 1
+        if (i - j) % (2 * (level + 1)) == level and j > start:
+            return j
+        pos = i + 1
+    return None
 
 
 def _passphrase(value: bytes) -> bool:

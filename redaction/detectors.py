@@ -270,13 +270,33 @@ def escape_before(data: bytes, start: int) -> bool:
     return start >= 3 and data[start - 3] == 0x25 and all(c in _HEX for c in data[start - 2 : start])
 
 
+_DISCORD_RE = re.compile(TOKEN_FORMATS[_DISCORD].pattern + _NOT_TOKEN)
+_DISCORD_SLACK = 4  # bytes a Discord token's first segment may run longer than its shape
+
+
+def _discord_in_run(data: bytes, start: int) -> bool:
+    """A Discord token a few bytes into its run (`AT` + `MyOTQ4...`): its two dotted tails are shape enough.
+
+    The tails (6 and 27+ characters after dots) do not occur in base64, hex or
+    identifiers, so a first segment a little longer than the shape's still ends in a token.
+    """
+    if data[start : start + 1] not in (b"M", b"N", b"O"):
+        return False
+    run = start
+    while run > 0 and data[run - 1] in _TOKEN_BYTES:
+        run -= 1
+        if start - run > _DISCORD_SLACK:
+            return False
+    return _DISCORD_RE.match(data, start) is not None
+
+
 def token_at(data: bytes, start: int) -> re.Match[bytes] | None:
     """The token format matching at `start`, if `start` is where a token can begin."""
     after_slash = False
     if start > 0:
         before = data[start - 1]
         if before in _TOKEN_BYTES:
-            if not escape_before(data, start):
+            if not escape_before(data, start) and not _discord_in_run(data, start):
                 return None  # inside a longer run: `foo_ghp_...`
         elif before in (0x2B, 0x2F):  # `+`, `/`: maybe inside base64
             after_slash = True

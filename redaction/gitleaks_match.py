@@ -284,7 +284,7 @@ def _credential_context(rule: Rule, data: bytes, f: Finding) -> bool:
     norm = name.rsplit(b".", 1)[-1].replace(b"_", b"").replace(b"-", b"").decode("ascii", "replace")
     if norm in NOT_SECRET_NAMES:
         return False
-    if is_non_secret_value(value, True, b""):
+    if is_non_secret_value(value.strip(b"\"'`"), True, b""):  # some rules' secret group holds the quotes
         return False
     if rule.id == GENERIC_RULE:
         return looks_random(value) and not _UUID_RE.fullmatch(value)

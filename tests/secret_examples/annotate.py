@@ -83,6 +83,24 @@ def gitleaks_rules(path: Path = GITLEAKS_TOML) -> dict[str, GitleaksRule]:
     return {r["id"]: GitleaksRule(r) for r in tomllib.loads(path.read_text())["rules"]}
 
 
+# `name: value`, `name = value`, `AccountKey=value`: a rule whose match (or whose reported secret) is a
+# whole assignment; the secret is the value. A separator without a space counts only after a credential
+# word (`user:pass` is a value, not a pair).
+_PAIR = re.compile(r"(?s)(?P<name>[A-Za-z_.][\w.-]*)(?:(?P<sp>[ \t]*(?::|=)[ \t]+)|(?P<tight>:=|=|:))"
+                   r"(?:[|>][-+]?\s+)?[ \t]*(?P<q>[\"']?)(?P<value>.+?)(?P=q)")
+
+
+_CREDENTIAL_NAME = re.compile(r"(?i)(?:key|pass(?:word)?|pwd|token|secret|auth|credentials?)$")
+
+
+def value_of_pair(secret: str) -> str:
+    """The value of a `name: value` pair reported as a secret; any other secret unchanged."""
+    m = _PAIR.fullmatch(secret)
+    if m is None or (m.group("tight") and not _CREDENTIAL_NAME.search(m.group("name"))):
+        return secret
+    return m.group("value")
+
+
 def _one_line(s: str) -> bool:
     return "\n" not in s and "\r" not in s
 
@@ -94,6 +112,8 @@ def _format_carrier(token: str, secret: str) -> bool:
 
 def annotate_gitleaks(row: dict, rules: dict[str, GitleaksRule]) -> None:
     rule = rules.get(row["family"])
+    if row.get("secret"):
+        row["secret"] = value_of_pair(row["secret"])
     secret = row.get("secret")
     row["token"] = secret
     if rule is None and row["label"] == "tp" and secret:
@@ -128,6 +148,17 @@ def _ds_flags(plugin, text: str) -> bool:
         return bool(list(plugin.analyze_line(filename="config.txt", line=text, line_number=1)))
 
 
+def _outside_value(match, current: str) -> bool:
+    """Is the reported secret a part of the rule's shape (its name, the URL) rather than of its value?"""
+    group = next((i for i, g in enumerate(match.groups(), 1) if g and len(g) >= 8), 0)
+    v_start, v_end = match.span(group)
+    at = match.group(0).find(current)
+    if at < 0 or not current:
+        return False
+    start = match.start() + at
+    return start + len(current) <= v_start or start >= v_end
+
+
 def annotate_detect_secrets(row: dict, plugins: dict[str, type]) -> None:
     plugin_name = row["file"].rsplit("/", 1)[-1].removesuffix("_test.py")
     cls = plugins.get(plugin_name) or plugins.get(TEST_TO_PLUGIN.get(plugin_name, ""))
@@ -142,12 +173,13 @@ def annotate_detect_secrets(row: dict, plugins: dict[str, type]) -> None:
     tokens = [row["text"].strip()]  # the example as written first: `://user:pw@` alone is no natural carrier
     if match is not None:
         tokens += [match.group(0).strip(" \t'\"`=:,;"), match.group(0).strip()]
-        value = _group(match, 0).strip(" \t'\"`=:,;")
+        value = value_of_pair(_group(match, 0).strip(" \t'\"`=:,;"))
         # the reported secret may be a prefix (`ghp`), the name (`softlayer`) or the whole line
         # (`IBMCLOUDIAMAPIKEY=...`): the rule's value group is the secret then
-        current = row.get("secret") or ""
+        current = row["secret"] = value_of_pair(row.get("secret") or "")
         if len(current) < 8 or current not in tokens[0] or (current not in value and value in current) \
-                or value not in row["text"].replace(current, "\0") and current not in value:
+                or value not in row["text"].replace(current, "\0") and current not in value \
+                or _outside_value(match, current):
             row["secret"] = value
         row["token"] = row["secret"]
     if plugin_name in DS_NAME_PLUGINS:

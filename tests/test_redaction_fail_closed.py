@@ -1,0 +1,107 @@
+"""Fail closed next to a strong credential name; stay open in code (issue 12, "Fail closed where uncertain").
+
+A value beside a strong name (`*_API_KEY`, `*password`, `*secret`) is redacted
+unless it is clearly not a secret value: empty, a reference (`${VAR}`), a mask
+made only of mask characters, a short number, a word, or code (a call, an
+attribute, a type annotation). Each near miss below is a shape the upstream
+scanners' examples hold; each counterpart is what source code holds. Run on
+both engines, raw and JSON-escaped (via `_assert_redacted`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from redaction import Redactor
+from tests.test_redaction_rules import BACKENDS, KEY, _assert_redacted
+
+
+@pytest.fixture(params=BACKENDS)
+def redactor(request: pytest.FixtureRequest) -> Redactor:
+    return Redactor(KEY, "fail-closed", backend=request.param)
+
+
+def _kept(redactor: Redactor, text: str) -> None:
+    assert redactor.redact_text(text) == text
+
+
+def test_long_digit_runs_under_a_strong_name(redactor: Redactor) -> None:
+    for text in ("DISCORD_API_KEY=740969285179606295\n", '{"client_secret": "40884296071505466145987236037162"}',
+                 "asana_api_key: 2390517206283163\n"):
+        _assert_redacted(redactor, text, text.split("=")[-1].split(":")[-1].strip(' "}\n'))
+    for text in ('{"api_key_version": 20240101}', "PASSWORD_MIN_LENGTH=12\n", '{"api_key": "1.2.3"}',
+                 '{"token": "12345678901234"}'):  # a weak name needs a random-looking value
+        _kept(redactor, text)
+
+
+def test_partly_masked_and_letter_run_values_under_a_strong_name(redactor: Redactor) -> None:
+    _assert_redacted(redactor, "//registry.npmjs.org/:_authToken=npm_xxxxxxxxxxx\n", "npm_xxxxxxxxxxx")
+    _assert_redacted(redactor, '{"cloudant_api_key": "abcdefghijabcdefghijabcd"}', "abcdefghijabcdefghijabcd")
+    for text in ("API_KEY=xxxxxxxxxxxx\n", '{"password": "********"}', '{"password": "unreserved"}',
+                 "SECRET_KEY=...\n"):
+        _kept(redactor, text)
+
+
+def test_json_escapes_inside_a_quoted_value(redactor: Redactor) -> None:
+    secret = 'sq0csp-f\\ooiKy\\nCMIwe"5bafEY^'
+    body = json.dumps({"square_secret": secret})
+    out = redactor.redact_text(body)
+    assert "ooiKy" not in out and "5bafEY" not in out and json.loads(out)["square_secret"].startswith("[REDACTED:")
+    out = redactor.redact_text(json.dumps({"payload": body}))  # one level deeper
+    assert "ooiKy" not in out and "5bafEY" not in out
+    _assert_redacted(redactor, json.dumps({"db_password": "A,.:-\u00a8@*\u00bf?!"}), "A,.:-\u00a8@*\u00bf?!")
+    # an escaped newline or a space ends the search: prose after a name is not swallowed
+    _kept(redactor, json.dumps({"text": 'the "password": "is \\ then long prose follows" here'}))
+
+
+def test_env_and_yaml_lines_hold_their_value_to_the_end(redactor: Redactor) -> None:
+    _assert_redacted(redactor, "APP=1\nKEYWORD_API_KEY=A,.:-\u00a8@*\u00bf?!\nPORT=8080\n", "A,.:-\u00a8@*\u00bf?!")
+    _assert_redacted(redactor, "NUGET_API_KEY=TestSource-Password\n", "TestSource-Password")
+    _assert_redacted(redactor, "service:\n  aws_secret_access_key: value with quotes and spaces\n",
+                     "value with quotes and spaces")
+    _assert_redacted(redactor, "square_api_key: sq0csp-f\\ooiKyQCiyDoJBkH7Wuplp2d9JA\n", "sq0csp-f\\ooiKyQCiyDoJBkH7Wuplp2d9JA")
+    _assert_redacted(redactor, "Found it: KEYWORD_API_KEY=A,.:-\u00a8@*\u00bf?! -- rotate it.", "A,.:-\u00a8@*\u00bf?!")
+    out = redactor.redact_text(json.dumps({"type": "text_delta", "text": "KEYWORD_API_KEY=A,.:-\u00a8@*\u00bf?!"}))
+    assert "\\u00bf" not in out and "[REDACTED:" in out  # a JSON string's first line is a line
+    for text in ("    password: The password to use.\n", "    api_key: str = Field(default=None)\n",
+                 "    password: PasswordType\n", "api_key = get_key(name)\n", "  secret: ${SECRET}\n",
+                 "x = f(api_key=api_key, b=1)\n", 'API_KEY=os.environ["X"]\n', "f(API_KEY=some_value, b=1)\n"):
+        _kept(redactor, text)
+
+
+def test_brackets_no_expression_closes(redactor: Redactor) -> None:
+    secret = "m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"
+    _assert_redacted(redactor, f"apikey = {secret}\n", secret)
+    for text in ("api_key = os.environ[KEY]\n", "password = prompt(text)\n", "token = tokens[0]\n",
+                 'api_key = os.environ["API_KEY"]\n', "password = get(a, b)\n", "x(api_key=g(x))\n",
+                 "token = f(x,\n    y)\n"):
+        _kept(redactor, text)
+
+
+def test_a_strong_name_compared_with_a_literal(redactor: Redactor) -> None:
+    secret = "m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"
+    _assert_redacted(redactor, f'if (api_key != "{secret}") {{', secret)
+    _assert_redacted(redactor, f'if (db_pass === "{secret}") {{', secret)
+    for text in ("if password == other:\n", 'if token == "abc":\n', 'if api_key == "":\n',
+                 "if (password !== confirm) {\n"):
+        _kept(redactor, text)
+
+
+def test_discord_token_a_few_bytes_into_its_run(redactor: Redactor) -> None:
+    token = "MyOTQ4MTN5OTU5MTDwMEcxNg.GSwJyi.sbaw8msOR3Wi6vPUzeIWy_P0vJbB0UuRVjH8l8"
+    _assert_redacted(redactor, f"see AT{token} here", token, "discord-token")
+    _kept(redactor, f"see xyzabcdefgAT{token} here")  # deep inside a longer run: not a token start
+
+
+def test_gitleaks_name_rules_take_digit_free_values(redactor: Redactor) -> None:
+    """A gitleaks `name = value` rule has no name of ctxtap's to echo: `cafebabe:deadbeef` is a value."""
+    _assert_redacted(redactor, 'BUNDLE_GEMS__CONTRIBSYS__COM: "cafebabe:deadbeef"\n', "cafebabe:deadbeef",
+                     "sidekiq-secret")
+    _kept(redactor, '{"password": "unreserved"}')  # a word, with its quotes in the rule's secret group
+
+
+def test_a_string_literal_with_escapes_is_one_value(redactor: Redactor) -> None:
+    secret = "sq0csp-f\\ooiKyQCiyDoJBkH7Wuplp2d9JA\\nCMIwe\\5bafEY^"  # backslashes as the source wrote them
+    _assert_redacted(redactor, f'square_api_token = "{secret}"\n', secret)
