@@ -45,7 +45,11 @@ class Scanner:
         for group in groups:
             self._ranges.append(range(len(triggers), len(triggers) + len(group)))
             triggers.extend(group)
-        self.engine: HyperscanEngine | PythonEngine = build_engine(triggers, backend)
+        # The name rules' triggers begin one byte before their keyword: their starts are found
+        # in Python (start-of-match tracking would make up most of the Hyperscan database).
+        self.engine: HyperscanEngine | PythonEngine = build_engine(
+            triggers, backend, python_starts=frozenset(self._ranges[2])
+        )
 
     @property
     def backend(self) -> str:

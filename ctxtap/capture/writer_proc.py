@@ -363,7 +363,7 @@ def main() -> int:
     Imports only what recording uses; the Parquet writer (pyarrow, ~50 MB resident) is
     imported for the finalisation at the end.
     """
-    from ctxtap.capture.manifest import Manifest
+    from ctxtap.capture.manifest_file import ManifestRecord
     from ctxtap.capture.writer import CaptureWriter
 
     # Ctrl-C and SIGTERM reach the whole process group; the writer must outlive them long
@@ -376,7 +376,7 @@ def main() -> int:
         return 2
     directory = Path(init["directory"])
     try:
-        writer = CaptureWriter(directory, init["key"], Manifest.model_validate(init["manifest"]))
+        writer = CaptureWriter(directory, init["key"], ManifestRecord.from_fields(init["manifest"]))
     except Exception as exc:  # report why instead of dying silently
         _write_frame(stdout, {"ready": False, "error": str(exc)})
         stdout.flush()
