@@ -25,6 +25,8 @@ from redaction.gitleaks_match import GitleaksDetector
 from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
 from redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
 
+_NO_HITS: tuple = ()  # a trigger that did not match (shared, never appended to)
+
 
 class Scanner:
     """Every detector's triggers in one engine, and the dispatch of its hits."""
@@ -70,9 +72,8 @@ class Scanner:
             found: list[Span] = []
             json_escapes.find_escaped_spans(data, found, self._unescaped_spans, depth)
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
-        tokens, context, assign, cli, enc, gl = (
-            [hits.get(i) for i in r] for r in self._ranges
-        )
+        get = hits.by_trigger.get
+        tokens, context, assign, cli, enc, gl = ([get(i, _NO_HITS) for i in r] for r in self._ranges)
         spans: list[Span] = []
         find_token_spans(data, token_starts(data, tokens), spans)
         find_context_spans(data, context, spans)

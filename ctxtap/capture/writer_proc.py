@@ -101,22 +101,26 @@ def _read_exact(fh, size: int) -> bytes | None:
     return data if len(data) == size else None
 
 
-def _read_frame(fh) -> object | None:
+def _read_len(fh) -> int | None:
     head = _read_exact(fh, _LEN.size)
-    if head is None:
+    return None if head is None else _LEN.unpack(head)[0]
+
+
+def _read_frame(fh) -> object | None:
+    """One frame; each body is read straight into its own bytes object (no copy of the frame)."""
+    total = _read_len(fh)
+    plen = _read_len(fh) if total is not None else None
+    data = _read_exact(fh, plen) if plen is not None else None
+    if data is None:
         return None
-    (total,) = _LEN.unpack(head)
-    body = _read_exact(fh, total)
-    if body is None:
-        return None
-    view = memoryview(body)
-    (plen,) = _LEN.unpack(view[:8])
-    data = view[8:8 + plen]
     pos = 8 + plen
     buffers = []
     while pos < total:
-        (blen,) = _LEN.unpack(view[pos:pos + 8])
-        buffers.append(bytes(view[pos + 8:pos + 8 + blen]))
+        blen = _read_len(fh)
+        buf = _read_exact(fh, blen) if blen is not None else None
+        if buf is None:
+            return None
+        buffers.append(buf)
         pos += 8 + blen
     obj = pickle.loads(data, buffers=buffers)
     if isinstance(obj, tuple) and len(obj) == 2:
