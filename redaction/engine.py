@@ -193,7 +193,9 @@ class HyperscanEngine:
         return hits
 
 
-_START_REACH = 4096  # how far before its end a recovered match may start
+# How far before its end a recovered match may start: a name, its separator and a value, with
+# room to spare (the fallback engine looks no further than a trigger's window either side).
+_START_REACH = 320
 
 
 def _leftmost_start(regex: re.Pattern[bytes], literals: tuple[bytes, ...], data: bytes, lowered: bytes,

@@ -40,10 +40,13 @@ def _string_around(data: bytes, pos: int) -> tuple[int, int]:
     lo = data.rfind(b'"', 0, pos)
     while lo >= 0 and not _unescaped_quote(data, lo):
         lo = data.rfind(b'"', 0, lo)
-    hi = data.find(b'"', pos + 1)
-    while hi >= 0 and not _unescaped_quote(data, hi):
-        hi = data.find(b'"', hi + 1)
-    return lo + 1, len(data) if hi < 0 else hi
+    # `pos + 1` is where an escape or a plain byte begins (`pos` ends an escape or a `\\` pair):
+    # from there the string runs through plain bytes and escapes to its unescaped closing quote.
+    hi = _STRING_REST.match(data, pos + 1).end()  # type: ignore[union-attr]
+    return lo + 1, hi if hi < len(data) and data[hi] == 0x22 else len(data)
+
+
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)
 
 
 def json_unescape(raw: bytes) -> tuple[bytes, list[int]]:
