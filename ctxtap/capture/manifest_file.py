@@ -69,4 +69,5 @@ class ManifestRecord:
         return cls(**{k: v for k, v in fields.items() if k in known})
 
     def save(self, directory: Path) -> None:
-        write_manifest(json.loads(json.dumps(dataclasses.asdict(self))), directory)
+        # JSON values as pydantic's json mode gives them (tuples as lists); anything odd as text
+        write_manifest(json.loads(json.dumps(dataclasses.asdict(self), default=str)), directory)
