@@ -219,11 +219,17 @@ class GitleaksDetector:
 
     def find(self, data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
         """Append a span per verified finding; `hits[i]` are the matches of rule i's trigger."""
+        if len(hits) != len(self.ruleset.rules):
+            raise ValueError("one list of hits per rule")
+        self.find_hit(data, [(i, found) for i, found in enumerate(hits) if found], out)
+
+    def find_hit(self, data: bytes, hits: list[tuple[int, list[tuple[int, int]]]], out: list[Span]) -> None:
+        """`find` for the rules that matched only: (rule index, its trigger's matches), by index."""
         n = len(data)
         glob = self.ruleset.global_allowlist
-        for rule, found in zip(self.ruleset.rules, hits, strict=True):
-            if not found:
-                continue
+        rules = self.ruleset.rules
+        for index, found in hits:
+            rule = rules[index]
             # The trigger's end includes the delimiter after the token; lookbehinds see two bytes more.
             back = rule.max_width + 8 if not rule.gated else rule.max_width + 256
             ahead = _TAIL if not rule.gated else rule.max_width + 256

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from json.decoder import scanstring
 
 from redaction.spans import Span
 
-# An escaped quote or backslash: an odd run of backslashes before `"` or a `\\` pair.
-_HIDING_ESCAPE = re.compile(rb'(?<!\\)(?:\\\\)*\\"|\\\\')
+# An escaped quote or a `\\` pair: found at the first backslash of its run (a literal
+# first byte, so `re` skips to it in C).
+_HIDING_RUN = re.compile(rb'\\[\\"]')
 _ESCAPE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 _SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 MAX_DEPTH = 4
@@ -38,10 +40,13 @@ def _string_around(data: bytes, pos: int) -> tuple[int, int]:
     lo = data.rfind(b'"', 0, pos)
     while lo >= 0 and not _unescaped_quote(data, lo):
         lo = data.rfind(b'"', 0, lo)
-    hi = data.find(b'"', pos + 1)
-    while hi >= 0 and not _unescaped_quote(data, hi):
-        hi = data.find(b'"', hi + 1)
-    return lo + 1, len(data) if hi < 0 else hi
+    # `pos + 1` is where an escape or a plain byte begins (`pos` ends an escape or a `\\` pair):
+    # from there the string runs through plain bytes and escapes to its unescaped closing quote.
+    hi = _STRING_REST.match(data, pos + 1).end()  # type: ignore[union-attr]
+    return lo + 1, hi if hi < len(data) and data[hi] == 0x22 else len(data)
+
+
+_STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)
 
 
 def json_unescape(raw: bytes) -> tuple[bytes, list[int]]:
@@ -92,18 +97,43 @@ def _emit(out: bytearray, origin: list[int], char: str, at: int) -> None:
     origin.extend([at] * len(encoded))
 
 
+def decode_string(raw: bytes) -> bytes:
+    """`json_unescape(raw)[0]`, in C where the content is valid UTF-8 with only JSON's escapes.
+
+    Most opened strings hold no secret, so the offsets (a Python loop over every byte) are
+    worked out only for those that do.
+    """
+    try:
+        text = raw.decode("utf-8")
+        value, end = scanstring(text + '"', 0, False)
+    except ValueError:  # not UTF-8, or an escape JSON does not have: the regex decoder keeps it
+        return json_unescape(raw)[0]
+    if end != len(text) + 1:
+        return json_unescape(raw)[0]
+    return value.encode("utf-8", "surrogatepass")
+
+
 def find_escaped_spans(data: bytes, out: list[Span], scan: Callable[[bytes, int], list[Span]], depth: int) -> None:
-    """Append spans (over the escaped bytes) of secrets found in decoded string literals."""
+    """Append spans (over the escaped bytes) of secrets found in decoded string literals.
+
+    Each string literal holding an escaped quote or a `\\\\` pair is decoded once (the
+    search goes on after its closing quote).
+    """
     if depth >= MAX_DEPTH or (b'\\"' not in data and b"\\\\" not in data):
         return
-    done_until = -1
-    for m in _HIDING_ESCAPE.finditer(data):
-        if m.start() < done_until:
-            continue
-        lo, hi = _string_around(data, m.end() - 1)
-        done_until = hi
-        decoded, origin = json_unescape(data[lo:hi])
-        for span in scan(decoded, depth + 1):
-            start = lo + origin[span.start]
-            end = lo + origin[span.end] if span.end < len(decoded) else hi
-            out.append(Span(start, end, span.kind, span.priority, span.encoded))
+    search = _HIDING_RUN.search
+    m = search(data)
+    while m is not None:
+        lo, hi = _string_around(data, m.start() + 1)
+        raw = data[lo:hi]
+        decoded = decode_string(raw)
+        spans = scan(decoded, depth + 1)
+        if spans:
+            exact, origin = json_unescape(raw)
+            if exact != decoded:  # never expected: trust the slow decoder
+                decoded, spans = exact, scan(exact, depth + 1)
+            for span in spans:
+                start = lo + origin[span.start]
+                end = lo + origin[span.end] if span.end < len(decoded) else hi
+                out.append(Span(start, end, span.kind, span.priority, span.encoded))
+        m = search(data, max(hi, m.end()))

@@ -17,7 +17,6 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 
-from redaction.pii import PII_RULESET_VERSION, PiiRedactor
 from redaction.redactor import Redactor
 from redaction.version import RULESET_VERSION
 
@@ -28,6 +27,8 @@ class LayeredRedactor:
     """`Redactor` first (credentials), then `PiiRedactor` (personal data) on its output."""
 
     def __init__(self, key: bytes, capture_id: str = "") -> None:
+        from redaction.pii import PiiRedactor  # only captures that ask for it pay for its rules
+
         self.credentials = Redactor(key, capture_id)
         self.pii = PiiRedactor(key, capture_id)
 
@@ -65,4 +66,8 @@ def capture_redactor(key: bytes, capture_id: str, redact: Iterable[str] = ()) ->
 
 def ruleset_version(redact: Iterable[str] = ()) -> str:
     """What to store as the capture's `redaction_ruleset`: `creds-...` or `creds-...+pii-...`."""
-    return f"{RULESET_VERSION}+{PII_RULESET_VERSION}" if "pii" in set(redact or ()) else RULESET_VERSION
+    if "pii" not in set(redact or ()):
+        return RULESET_VERSION
+    from redaction.pii import PII_RULESET_VERSION
+
+    return f"{RULESET_VERSION}+{PII_RULESET_VERSION}"

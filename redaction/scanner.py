@@ -25,6 +25,8 @@ from redaction.gitleaks_match import GitleaksDetector
 from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
 from redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
 
+_NO_HITS: tuple = ()  # a trigger that did not match (shared, never appended to)
+
 
 class Scanner:
     """Every detector's triggers in one engine, and the dispatch of its hits."""
@@ -45,7 +47,11 @@ class Scanner:
         for group in groups:
             self._ranges.append(range(len(triggers), len(triggers) + len(group)))
             triggers.extend(group)
-        self.engine: HyperscanEngine | PythonEngine = build_engine(triggers, backend)
+        # The name rules' triggers begin one byte before their keyword: their starts are found
+        # in Python (start-of-match tracking would make up most of the Hyperscan database).
+        self.engine: HyperscanEngine | PythonEngine = build_engine(
+            triggers, backend, python_starts=frozenset(self._ranges[2])
+        )
 
     @property
     def backend(self) -> str:
@@ -66,13 +72,14 @@ class Scanner:
             found: list[Span] = []
             json_escapes.find_escaped_spans(data, found, self._unescaped_spans, depth)
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
-        tokens, context, assign, cli, enc, gl = (
-            [hits.get(i) for i in r] for r in self._ranges
-        )
+        get = hits.by_trigger.get
+        tokens, context, assign, cli, enc = ([get(i, _NO_HITS) for i in r] for r in self._ranges[:5])
+        first_rule = self._ranges[5].start  # gitleaks' 221 rules: only those that matched
+        gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if i >= first_rule)
         spans: list[Span] = []
         find_token_spans(data, token_starts(data, tokens), spans)
         find_context_spans(data, context, spans)
-        self.gitleaks.find(data, gl, spans)
+        self.gitleaks.find_hit(data, gl, spans)
         find_assignment_spans(data, assign, spans, [s.start for s in spans if s.priority <= PRIORITY_GITLEAKS])
         cli_flags.find_cli_spans(data, cli, spans)
         if decode:
@@ -133,10 +140,11 @@ def get_scanner(backend: str | None = None) -> Scanner:
 
 def clear_caches() -> None:
     """Forget remembered verdicts (benchmarks measure cold bodies)."""
-    from redaction import assignments, gitleaks_match
+    from redaction import assignments, entropy, gitleaks_match
 
     assignments._REJECTED.clear()
     gitleaks_match._VERDICTS.clear()
+    entropy.clear_cache()
 
 
 def find_spans(data: bytes) -> list[Span]:

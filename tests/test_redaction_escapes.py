@@ -108,3 +108,19 @@ def test_detect_secrets_formats_gitleaks_lacks(redactor: Redactor, secret: str, 
 @pytest.mark.parametrize("word", ["APDUResponseHandler", "APACHE_LICENSE", "ACCOUNTING", "SKIPPED_TESTS_ARE_REPORTED_HERE_OK"])
 def test_words_shaped_like_those_formats_stay(redactor: Redactor, word: str) -> None:
     assert redactor.redact_text(f"see {word} here") == f"see {word} here"
+
+
+def test_the_c_decoder_gives_the_bytes_of_the_offset_decoder() -> None:
+    """`decode_string` (json's C scanner, offsets left out) must equal `json_unescape`'s bytes,
+    or spans found in an opened string would be mapped back onto the wrong escaped bytes."""
+    import random
+
+    from redaction.json_escapes import decode_string, json_unescape
+
+    rnd = random.Random(7)
+    pieces = ["\\\\", '\\"', "\\n", "\\t", "\\/", "a", "é", "\\u00e9", "\\ud83d\\ude00", "\\ud800", "\\udc00x",
+              "\\x", "\\u12", "\x01", " ", "key=\\\"v\\\""]
+    raws = [b"\xff\\\"abc", b"abc\\", b""]
+    for _ in range(2000):
+        raws.append("".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 30))).encode("utf-8", "surrogatepass"))
+    assert [decode_string(r) for r in raws] == [json_unescape(r)[0] for r in raws]

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,13 +11,7 @@ from pydantic import BaseModel, Field
 
 from ctxtap import __version__
 from ctxtap.capture.ids import new_capture_id  # noqa: F401 - re-exported for callers
-
-MANIFEST_NAME = "manifest.json"
-FORMAT_VERSION = 1
-
-
-def iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds")
+from ctxtap.capture.manifest_file import FORMAT_VERSION, MANIFEST_NAME, iso, write_manifest  # noqa: F401
 
 
 class Manifest(BaseModel):
@@ -47,15 +39,7 @@ class Manifest(BaseModel):
 
     def save(self, directory: Path) -> None:
         """Atomic write: a crash leaves either the old or the new manifest."""
-        data = self.model_dump(mode="json")
-        data["started_at_iso"] = iso(self.started_at)
-        data["ended_at_iso"] = iso(self.ended_at)
-        tmp = directory / (MANIFEST_NAME + ".tmp")
-        with open(tmp, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, directory / MANIFEST_NAME)
+        write_manifest(self.model_dump(mode="json"), directory)
 
     @classmethod
     def load(cls, directory: Path) -> Manifest:

@@ -20,6 +20,7 @@ import traceback
 from collections import Counter
 from concurrent.futures import Future
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from ctxtap.capture.bodies import BodyEncoder
@@ -39,11 +40,14 @@ from ctxtap.capture.events import (
     is_terminal_ws_message,
     ws_message_type,
 )
-from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.spool import LOCK_NAME, SpoolFile
 from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
 from redaction.layered import capture_redactor, ruleset_version
 from redaction.streams import Released, SseRedactor, StreamRedactor
+
+if TYPE_CHECKING:  # the writer child saves a ManifestRecord and never imports pydantic
+    from ctxtap.capture.manifest import Manifest
+    from ctxtap.capture.manifest_file import ManifestRecord
 
 SYNC_INTERVAL_S = 1.0
 
@@ -131,7 +135,7 @@ class CaptureWriter:
         self,
         directory: Path,
         redaction_key: bytes,
-        manifest: Manifest,
+        manifest: Manifest | ManifestRecord,
     ) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)

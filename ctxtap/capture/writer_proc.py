@@ -101,22 +101,26 @@ def _read_exact(fh, size: int) -> bytes | None:
     return data if len(data) == size else None
 
 
-def _read_frame(fh) -> object | None:
+def _read_len(fh) -> int | None:
     head = _read_exact(fh, _LEN.size)
-    if head is None:
+    return None if head is None else _LEN.unpack(head)[0]
+
+
+def _read_frame(fh) -> object | None:
+    """One frame; each body is read straight into its own bytes object (no copy of the frame)."""
+    total = _read_len(fh)
+    plen = _read_len(fh) if total is not None else None
+    data = _read_exact(fh, plen) if plen is not None else None
+    if data is None:
         return None
-    (total,) = _LEN.unpack(head)
-    body = _read_exact(fh, total)
-    if body is None:
-        return None
-    view = memoryview(body)
-    (plen,) = _LEN.unpack(view[:8])
-    data = view[8:8 + plen]
     pos = 8 + plen
     buffers = []
     while pos < total:
-        (blen,) = _LEN.unpack(view[pos:pos + 8])
-        buffers.append(bytes(view[pos + 8:pos + 8 + blen]))
+        blen = _read_len(fh)
+        buf = _read_exact(fh, blen) if blen is not None else None
+        if buf is None:
+            return None
+        buffers.append(buf)
         pos += 8 + blen
     obj = pickle.loads(data, buffers=buffers)
     if isinstance(obj, tuple) and len(obj) == 2:
@@ -363,7 +367,7 @@ def main() -> int:
     Imports only what recording uses; the Parquet writer (pyarrow, ~50 MB resident) is
     imported for the finalisation at the end.
     """
-    from ctxtap.capture.manifest import Manifest
+    from ctxtap.capture.manifest_file import ManifestRecord
     from ctxtap.capture.writer import CaptureWriter
 
     # Ctrl-C and SIGTERM reach the whole process group; the writer must outlive them long
@@ -376,7 +380,7 @@ def main() -> int:
         return 2
     directory = Path(init["directory"])
     try:
-        writer = CaptureWriter(directory, init["key"], Manifest.model_validate(init["manifest"]))
+        writer = CaptureWriter(directory, init["key"], ManifestRecord.from_fields(init["manifest"]))
     except Exception as exc:  # report why instead of dying silently
         _write_frame(stdout, {"ready": False, "error": str(exc)})
         stdout.flush()
