@@ -2,8 +2,8 @@
 -- request_bins) and business source, the mean estimated tokens per request of the bin.
 -- Equal to averaging tokens_by_source over the bin's requests, but computed from the requests'
 -- runs of consecutive occurrences (request_block_runs) against running totals of each source's
--- tokens over occurrence ids: the cost follows runs x sources, not every position of every
--- request (a 10,000-request thread resends 1.5 million positions).
+-- tokens over occurrence ids: the cost follows the distinct run ends x sources, not every
+-- position of every request (a 10,000-request thread resends 1.5 million positions).
 CREATE OR REPLACE MACRO thread_bin_sources(k) AS TABLE
 WITH members AS (
     SELECT b.capture_id, b.thread_id, b.bin, b.request_id,
