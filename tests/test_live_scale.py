@@ -83,3 +83,21 @@ def test_a_request_pages_ribbon_reads_only_its_requests_blocks_and_draws_the_sam
         "SELECT count(*) FROM blocks WHERE request_id = ?", [ids[1]]).fetchone()[0]
     assert _resolved(part.data_json()) == _resolved(full.data_json())  # the page embeds the same data
     assert part.texts_json(100_000) == full.texts_json(100_000)
+
+
+def test_live_history_shares_resent_blocks_so_each_update_compares_pointers(synth30: Path, tmp_path: Path) -> None:
+    """A live update feeds every request again to a fresh block store: the blocks a request resends
+    must be the very objects its predecessor held (equal ones would be compared field by field)."""
+    from analysis.live import LiveAnalysis
+    from analysis.sequences import shared_prefix
+
+    live = LiveAnalysis(synth30, tmp_path / "work")
+    assert live.poll()
+    history = [blocks for _, blocks in live._history]
+    assert len(history) >= 30
+    resent = 0
+    for earlier, later in zip(history, history[1:], strict=False):
+        k = shared_prefix(earlier, later)
+        assert all(a is b for a, b in zip(earlier[:k], later[:k], strict=True))
+        resent += k
+    assert resent > 10 * len(history)  # the session resends its history: most blocks are shared objects
