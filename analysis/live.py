@@ -33,6 +33,7 @@ from analysis.cachecheck import CacheRules
 from analysis.memo import ParseMemo
 from analysis.parse import ParseState, parse_exchange
 from analysis.prices import PriceTable
+from analysis.sequences import shared_prefix
 from analysis.sessions import SessionAssigner
 from analysis.tables import TABLES, BuildContext, CallRec
 from ctxtap.capture.finalize import FLOWS_FILE, WS_FILE, TelemetrySink, assemble
@@ -46,6 +47,7 @@ GRACE_S = 10.0  # and each superseded version for this long
 MIN_BUILD_INTERVAL_S = 0.1  # new requests arriving faster than this are taken in together
 BUILD_DUTY = 4  # and a build waits 4x the last build's time: the view takes at most ~1/4 of a core,
 MAX_BUILD_WAIT_S = 0.5  # but never longer than this (rows must appear within a second)
+RECENT_REQUESTS = 8  # a new request's resent blocks are looked for in this many latest requests
 HEADER_COLUMNS = ["flow_id", "method", "url", "status", "request_headers", "response_headers", "error"]
 
 
@@ -254,9 +256,21 @@ class LiveAnalysis:
                 continue
             for call in parse_exchange(exchange, self._state, self._memo):
                 self._recs.append(add_call(self._store, self._assigner, call))
-                self._history.append((call.call_key, call.request.blocks))
+                self._history.append((call.call_key, self._shared(call.request.blocks)))
                 call.request.blocks = []
         return True
+
+    def _shared(self, blocks: list) -> list:
+        """The blocks, with the leading ones a recent request already sent replaced by that request's
+        (equal) objects. Every dataset feeds all requests again to a fresh block store, whose prefix
+        comparisons are then pointer comparisons instead of model equality: the cost of a live
+        update stops growing with the equality checks of all history (paid here once per request)."""
+        best, source = 0, None
+        for _, earlier in self._history[-RECENT_REQUESTS:]:
+            k = shared_prefix(earlier, blocks)
+            if k > best:
+                best, source = k, earlier
+        return blocks if source is None else [*source[:best], *blocks[best:]]
 
     def _publish(self, built: bool, in_progress: list[InProgress], finalized: bool) -> None:
         dataset = self._snap.dataset

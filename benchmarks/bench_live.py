@@ -191,6 +191,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="fewer requests, a 3,000-request capture")
     parser.add_argument("--requests", type=int, default=None, help="N of the scale test (default 10,000)")
     parser.add_argument("--part", choices=["all", "latency", "scale"], default="all", help="run only one part")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="generate the scale part's captures here and reuse them on the next run")
     args = parser.parse_args()
     n_latency = 40 if args.quick else 200
     n_scale = args.requests or (3000 if args.quick else 10_000)
@@ -199,14 +201,14 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp_s, sync_playwright() as p:
         tmp = Path(tmp_s)
-        confdir = tmp / "config"
+        confdir = (args.keep or tmp) / "config"
         os.environ["CTXTAP_CONFIG_DIR"] = str(confdir)
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
             if args.part in ("all", "latency"):
                 bench_latency(tmp, confdir, n_latency, browser)
             if args.part in ("all", "scale"):
-                bench_scale(tmp, confdir, n_scale, browser)
+                bench_scale(args.keep or tmp, confdir, n_scale, browser)
         finally:
             browser.close()
     print(f"\nload average {os.getloadavg()[0]:.1f} at the end")

@@ -159,38 +159,56 @@ class BlockData:
         self.left_out_texts = 0
         self.embedded_texts = 0
         self._texts: dict[str, str] = {}  # content hash -> text, as read
+        self.occ_index: dict[str, dict[int, int]] = {}  # capture loaded in part: occurrence id -> column
 
     # -- occurrences -----------------------------------------------------------------------------
 
-    def add_capture(self, con: duckdb.DuckDBPyConnection, capture_id: str, command: str = "") -> None:
+    def add_capture(self, con: duckdb.DuckDBPyConnection, capture_id: str, command: str = "",
+                    request_ids: Sequence[str] | None = None) -> None:
         """Load one capture's occurrences (its connection sees only that capture); `command` is
-        `ctxtap sql CAPTURE`, for the queries that read what an aggregated report leaves out."""
+        `ctxtap sql CAPTURE`, for the queries that read what an aggregated report leaves out.
+
+        With `request_ids`, only the occurrences those requests' blocks use (a page that draws a
+        request or two of a 10,000-request capture: its cost follows the requests, not the capture);
+        `load_positions` may then be asked for those requests only."""
         if capture_id in self.offsets:
             return
         self.cons[capture_id] = con
         self.commands[capture_id] = command
-        rows = con.execute("""
+        wanted, params = "", []
+        if request_ids is not None:
+            wanted = """JOIN (SELECT DISTINCT unnest(range(occurrence_start, occurrence_start + n)) AS occurrence_id
+                        FROM t_request_block_runs WHERE request_id IN (SELECT unnest(?::VARCHAR[]))) w
+                        ON w.occurrence_id = o.occurrence_id"""
+            params = [sorted(set(request_ids))]
+        rows = con.execute(f"""
             SELECT o.occurrence_id, o.source, c.tokens_estimated, c.bytes, o.path, o.kind, o.role,
                    o.wire_type, o.authority, o.scope, o.lifetime, o.content_type, o.rule_id,
                    o.tool_name, o.is_error, o.content_hash
-            FROM t_block_occurrences o
+            FROM t_block_occurrences o {wanted}
             JOIN t_block_content c ON c.content_hash = o.content_hash
-            ORDER BY o.occurrence_id""").fetchall()
+            ORDER BY o.occurrence_id""", params).fetchall()
         sections: dict[int, list[int]] = {}  # occurrence -> flat [source index, tokens, ...] of its segments
         try:
-            for occ_id, sources, tokens in con.execute("""
-                    SELECT occurrence_id, list(source ORDER BY segment_index), list(tokens_estimated ORDER BY segment_index)
-                    FROM t_block_segments GROUP BY occurrence_id HAVING count(*) > 1""").fetchall():
+            for occ_id, sources, tokens in con.execute(f"""
+                    SELECT o.occurrence_id, list(o.source ORDER BY o.segment_index),
+                           list(o.tokens_estimated ORDER BY o.segment_index)
+                    FROM t_block_segments o {wanted} GROUP BY o.occurrence_id HAVING count(*) > 1""",
+                                                       params).fetchall():
                 sections[occ_id] = [v for src, n in zip(sources, tokens, strict=True)
                                     for v in (source_index(src), int(n or 0))]
         except duckdb.Error:  # datasets from before segments
             pass
         s, cols = self.strings, self.cols
         base = self.offsets[capture_id] = len(cols["src"])
+        index: dict[int, int] | None = None if request_ids is None else {}
         for (occ, source, tok, nbytes, path, kind, role, wire, authority, scope, lifetime, ctype, rule,
              tool, is_error, chash) in rows:
-            while len(cols["src"]) < base + occ:  # holes in occurrence ids: keep positions aligned
-                self._append_blank()
+            if index is not None:  # only some occurrences: each gets the next column
+                index[occ] = len(cols["src"])
+            else:
+                while len(cols["src"]) < base + occ:  # holes in occurrence ids: keep positions aligned
+                    self._append_blank()
             txt = self.text_index.get(chash)
             if txt is None:
                 txt = self.text_index[chash] = len(self.text_sizes)
@@ -208,6 +226,8 @@ class BlockData:
             cols["err"].append(1 if is_error else 0)
             cols["txt"].append(txt)
             cols["seg"].append(sections.get(occ, 0))
+        if index is not None:
+            self.occ_index[capture_id] = index
 
     def _append_blank(self) -> None:
         for name, col in self.cols.items():
@@ -230,8 +250,12 @@ class BlockData:
         for rid in wanted:
             self.request_positions[(capture_id, rid)] = []
         base = self.offsets[capture_id]
+        index = self.occ_index.get(capture_id)
         for rid, _start, n, occ_start in rows:
-            self.request_positions[(capture_id, rid)].extend(range(base + occ_start, base + occ_start + n))
+            if index is None:
+                self.request_positions[(capture_id, rid)].extend(range(base + occ_start, base + occ_start + n))
+            else:
+                self.request_positions[(capture_id, rid)].extend(index[o] for o in range(occ_start, occ_start + n))
         try:
             marks = con.execute("""
                 SELECT request_id, position, cache_breakpoint FROM t_request_breakpoints

@@ -48,8 +48,8 @@ def request_ribbon(src: CaptureSource, r: dict[str, Any]) -> dict[str, Any]:
     capture_id = r["capture_id"]
     blocks = BlockData()
     blocks.compact = True  # embed only the two rows' occurrences and texts
-    blocks.add_capture(src.cursor(), capture_id, f"ctxtap sql {src.path}")
     ids = [i for i in (r.get("previous_request_id"), r["request_id"]) if i]
+    blocks.add_capture(src.cursor(), capture_id, f"ctxtap sql {src.path}", request_ids=ids)  # not the whole capture
     blocks.load_positions(capture_id, ids)
     rows = []
     for rid in ids:

@@ -147,8 +147,9 @@ def session_charts(src: CaptureSource, session_id: str) -> Markup:
             FROM requests r LEFT JOIN prefix p USING (request_id) LEFT JOIN growth_points g USING (request_id)
             WHERE r.thread_id = ? ORDER BY r.seq_in_thread""", [tid])
         by_source: dict[str, dict[str, int]] = defaultdict(dict)
-        for r in src.rows("SELECT t.request_id, t.source, t.tokens_estimated FROM tokens_by_source t "
-                          "JOIN requests r USING (request_id) WHERE r.thread_id = ?", [tid]):
+        ids = [r["request_id"] for r in rows]  # a literal list: filtered before the segments expand
+        for r in src.rows("SELECT request_id, source, tokens_estimated FROM tokens_by_source "
+                          f"WHERE request_id IN ({in_list(ids)})"):
             by_source[r["request_id"]][r["source"]] = int(r["tokens_estimated"] or 0)
         out.append(charts.growth_chart(rows, by_source, growth, label))
         if t["has_usage"]:

@@ -84,6 +84,9 @@
     this.total = 0;
     this.generation = 0;
     var self = this, pending = false;
+    /* resolved when the first page has arrived (or failed): the charts wait for it, so their
+       query never competes with the rows a reader is waiting for */
+    this.ready = new Promise(function (resolve) { self.markReady = resolve; });
     this.body.addEventListener("scroll", function () {
       if (pending) { return; }
       pending = true;
@@ -111,8 +114,10 @@
       }
       self.loading[page] = false;
       self.render();
+      self.markReady();
     }).catch(function () {
       self.loading[page] = false;
+      self.markReady();
       if (gen === self.generation) { window.setTimeout(function () { self.render(); }, 1000); }  /* try again */
     });
   };
@@ -214,7 +219,7 @@
 
   function init() {
     lists.forEach(function (l) { l.render(); });
-    refreshCharts();
+    Promise.all(lists.map(function (l) { return l.ready; })).then(refreshCharts);
     poll();
     if (view === "request" && window.ctxtapReport) {
       window.ctxtapReport.openViewer(main.getAttribute("data-ribbon"), Number(main.getAttribute("data-row")), -1);
