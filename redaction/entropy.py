@@ -14,15 +14,13 @@ def shannon_entropy(data: bytes) -> float:
     """
     if not data:
         return 0.0
-    if type(data) is bytes:
-        return _entropy(data)
-    return _compute(bytes(data))
+    return _entropy(bytes(data))  # bytes(b) is b itself: hashable for the cache, no copy
 
 
-def _compute(data: bytes) -> float:
+@lru_cache(maxsize=8192)
+def _entropy(data: bytes) -> float:
     n = len(data)
     return -sum(c / n * math.log2(c / n) for c in Counter(data).values())
 
 
-_entropy = lru_cache(maxsize=8192)(_compute)
 clear_cache = _entropy.cache_clear

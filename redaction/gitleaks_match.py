@@ -217,14 +217,9 @@ class GitleaksDetector:
                     )
                 )
 
-    def find(self, data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
-        """Append a span per verified finding; `hits[i]` are the matches of rule i's trigger."""
-        if len(hits) != len(self.ruleset.rules):
-            raise ValueError("one list of hits per rule")
-        self.find_hit(data, [(i, found) for i, found in enumerate(hits) if found], out)
-
-    def find_hit(self, data: bytes, hits: list[tuple[int, list[tuple[int, int]]]], out: list[Span]) -> None:
-        """`find` for the rules that matched only: (rule index, its trigger's matches), by index."""
+    def find(self, data: bytes, hits: list[tuple[int, list[tuple[int, int]]]], out: list[Span]) -> None:
+        """Append a span per verified finding; `hits`: (rule index, its trigger's matches) of the
+        rules that matched only, by index (most of the ~220 rules match nothing in a body)."""
         n = len(data)
         glob = self.ruleset.global_allowlist
         rules = self.ruleset.rules

@@ -79,7 +79,7 @@ class Scanner:
         spans: list[Span] = []
         find_token_spans(data, token_starts(data, tokens), spans)
         find_context_spans(data, context, spans)
-        self.gitleaks.find_hit(data, gl, spans)
+        self.gitleaks.find(data, gl, spans)
         find_assignment_spans(data, assign, spans, [s.start for s in spans if s.priority <= PRIORITY_GITLEAKS])
         cli_flags.find_cli_spans(data, cli, spans)
         if decode:

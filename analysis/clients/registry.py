@@ -9,13 +9,12 @@ elsewhere (tests, plugins).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
+from analysis.builtins import BuiltinModules
 from analysis.clients.rules import IdentityStep, PurposeRule, Rule
 
 
@@ -36,32 +35,16 @@ class Client:
 
 
 _registered: dict[str, Client] = {}
-_loaded = False
-_loading = False
-# Other threads wait while one thread imports the built-ins (seeing the registry half-filled,
-# a parallel experiment's analysis found no protocols); the loading thread may re-enter.
-_load_lock = threading.RLock()
 _version = 0  # bumped on every change, so engines can cache what they build from the clients
 
 
-def _load_builtins() -> None:
-    global _loaded, _loading
-    if _loaded:
-        return
-    with _load_lock:
-        if _loaded or _loading:
-            return
-        _loading = True
-        try:
-            package = importlib.import_module("analysis.clients")
-            for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-                module = importlib.import_module(f"analysis.clients.{info.name}")
-                client = getattr(module, "CLIENT", None)
-                if isinstance(client, Client) and client.name not in _registered:
-                    _registered[client.name] = client
-            _loaded = True
-        finally:
-            _loading = False
+def _add_builtin(module: ModuleType) -> None:
+    client = getattr(module, "CLIENT", None)
+    if isinstance(client, Client) and client.name not in _registered:
+        _registered[client.name] = client
+
+
+_load_builtins = BuiltinModules("analysis.clients", _add_builtin).load
 
 
 def register(client: Client) -> Client:

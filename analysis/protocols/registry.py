@@ -30,14 +30,13 @@ registry decides which protocol a recorded flow speaks.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from analysis.builtins import BuiltinModules
 from analysis.errors import classify_error, parse_json_body
 from analysis.models import ParsedResponse, Usage
 from analysis.protocols.common import RequestDraft
@@ -209,32 +208,16 @@ def _host_matches(host: str, patterns: tuple[str, ...]) -> bool:
 
 _registered: dict[str, Protocol] = {}
 _ordered: list[Protocol] = []
-_loaded = False
-_loading = False
-# Other threads wait while one thread imports the built-ins (seeing the registry half-filled,
-# a parallel experiment's analysis found no protocols); the loading thread may re-enter.
-_load_lock = threading.RLock()
 
 
-def _load_builtins() -> None:
-    """Import every module of this package once and register the `PROTOCOL` each defines."""
-    global _loaded, _loading
-    if _loaded:
-        return
-    with _load_lock:
-        if _loaded or _loading:
-            return
-        _loading = True
-        try:
-            package = importlib.import_module("analysis.protocols")
-            for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
-                module = importlib.import_module(f"analysis.protocols.{info.name}")
-                protocol = getattr(module, "PROTOCOL", None)
-                if isinstance(protocol, Protocol) and protocol.api not in _registered:
-                    _add(protocol)
-            _loaded = True
-        finally:
-            _loading = False
+def _add_builtin(module: ModuleType) -> None:
+    protocol = getattr(module, "PROTOCOL", None)
+    if isinstance(protocol, Protocol) and protocol.api not in _registered:
+        _add(protocol)
+
+
+# Every module of this package is imported once, and the `PROTOCOL` each defines registered.
+_load_builtins = BuiltinModules("analysis.protocols", _add_builtin).load
 
 
 def _add(protocol: Protocol) -> None:
