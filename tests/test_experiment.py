@@ -339,9 +339,27 @@ timeout = 60
     assert sum(v["n_missing"] for v in rep["variants"]) == 8 - len(runs)
 
 
+BARRIER = """\
+import os, pathlib, sys, time
+gate = pathlib.Path(sys.argv[1])
+(gate / sys.argv[2]).touch()
+deadline = time.monotonic() + 60
+while len(list(gate.iterdir())) < 2:  # wait until another run has started too
+    if time.monotonic() > deadline:
+        sys.exit("no other run started within 60 s: the runs did not run at once")
+    time.sleep(0.05)
+os.execv(sys.executable, [sys.executable, "-m", "ctxtap.demo", *sys.argv[3:]])
+"""
+
+
 def test_parallel_runs_each_get_their_own_proxy_and_capture(tmp_path, ctxtap_config) -> None:
-    spec = spec_file(tmp_path, """\
-command = "{python} -m ctxtap.demo {agent} --turns 2"
+    # each run waits at a barrier until a second run has started, so the check does not depend on timing:
+    # run in turn, the first run would wait alone and fail
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (tmp_path / "barrier.py").write_text(BARRIER)
+    spec = spec_file(tmp_path, f"""\
+command = "{{python}} {tmp_path / 'barrier.py'} {gate} {{run_id}} {{agent}} --turns 2"
 repeats = 2
 timeout = 120
 [server]
