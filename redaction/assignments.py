@@ -39,16 +39,23 @@ from redaction.spans import PRIORITY_ASSIGNMENT, Span
 _KEYWORD_PATTERNS = (
     rb"key",
     rb"token",
-    rb"secret",
+    rb"secrete?",
     rb"pass(?:word|wd|phrase)?",
-    rb"pwd",
+    rb"pwd?",
     rb"auth(?:orization)?",
     rb"credentials?",
     rb"signature",
 )
-# keyword, optional closing quote of a quoted name (possibly escaped), separator.
+# keyword, words after it (`password_super_secure`, strong names only), an index (`secret[25]`),
+# optional closing quote of a quoted name (possibly escaped), separator; or, under a strong name,
+# no separator before a quoted value (`password "..."`).
+_TAIL = rb"(?:[_\-][A-Za-z0-9]{1,24}){1,3}"
+_INDEX = rb"\[[0-9]{0,4}\]"
 _ASSIGN_RES = tuple(
-    re.compile(rb"(?i)(?P<kw>" + kw + rb")(?P<close>\\*[\"'`])?[ \t]*(?P<sep>:=|=>|=(?!=)|:(?!:)|[!=]==?)")
+    re.compile(
+        rb"(?i)(?P<kw>" + kw + rb")(?P<tail>" + _TAIL + rb")?(?P<idx>" + _INDEX + rb")?(?P<close>\\*[\"'`])?[ \t]*"
+        rb"(?P<sep>:=|=>|=(?!=)|:(?!:)|[!=]==?|(?<=[ \t])(?=\\*[\"'`]))"
+    )
     for kw in _KEYWORD_PATTERNS
 )
 # The same without lookaheads, for the engine; the Python regex confirms each hit.
@@ -56,7 +63,8 @@ _ASSIGN_RES = tuple(
 # attribute list) has two triggers: after a name character (`api_key`, `apiKey`:
 # any value may follow) and alone, where only a value that can look random
 # (16 characters of a token alphabet) is worth a look.
-_SEP = rb"(?:\\*[\"'`])?[ \t]*!?(?::=|=>|=|:)"
+_SEP = rb"(?:" + _INDEX + rb")?(?:\\*[\"'`])?[ \t]*!?(?::=|=>|=|:)"
+_NO_SEP = rb"[ \t]+\\*[\"'`]"  # `password "..."`: strong names only
 _NAME_CHAR = rb"[A-Za-z0-9_.\-]"
 _RANDOM_VALUE = (
     rb"[ \t]*(?:[bBrRuUfF]{1,2})?(?:\\*[\"'`])?(?:(?:bearer|basic|token|bot)[ \t]+)?[A-Za-z0-9+/=_.~:%\-]{16}"
@@ -73,12 +81,21 @@ def _triggers() -> list[tuple[int, Trigger]]:
         add(index, _NAME_CHAR + kw + _SEP, kw)
         add(index, rb"(?:^|[^A-Za-z0-9_.\-])" + kw + _SEP + _RANDOM_VALUE, kw)
 
+    def strong(index: int, pattern: bytes, literal: bytes) -> None:
+        add(index, pattern + _SEP, literal)
+        add(index, pattern + _TAIL + _SEP, literal)  # `password_super_secure = `
+        add(index, pattern + _NO_SEP, literal)
+
     split(0, b"key")
+    add(0, b"key" + _TAIL + _SEP, b"key")  # `apikey_myservice:` (the name before `key` must be strong)
     split(1, b"token")
-    add(2, b"secret" + _SEP, b"secret")
-    add(3, rb"pass(?:word|wd|phrase)" + _SEP, b"pass")
+    strong(2, b"secrete?", b"secret")
+    strong(3, rb"pass(?:word|wd|phrase)", b"pass")
     split(3, b"pass")
+    add(3, _NAME_CHAR + b"pass" + _TAIL + _SEP, b"pass")  # `db_pass_secure :=`
     split(4, b"pwd")
+    add(4, _NAME_CHAR + b"pwd" + _TAIL + _SEP, b"pwd")
+    split(4, b"pw")
     add(5, b"authorization" + _SEP, b"authorization")
     split(5, b"auth")
     add(6, _NAME_CHAR + rb"credentials?" + _SEP, b"credential")
@@ -103,9 +120,9 @@ _NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _MAX_NAME = 80
 
 # What may follow the separator before the value proper: spaces, a string
-# prefix (`b"..."`), an opening quote (possibly escaped), an auth scheme.
+# prefix (`b"..."`, C#'s `@"..."` and `$"..."`), an opening quote (possibly escaped), an auth scheme.
 _VALUE_HEAD_RE = re.compile(
-    rb"[ \t]*(?:[bBrRuUfF]{1,2}(?=[\"'`]))?(?P<q>\\*[\"'`])?(?P<scheme>(?i:bearer|basic|token|bot)[ \t]+)?"
+    rb"[ \t]*(?:(?:[bBrRuUfF]{1,2}|\$?@|@?\$)(?=\\*[\"'`]))?(?P<q>\\*[\"'`])?(?P<scheme>(?i:bearer|basic|token|bot)[ \t]+)?"
 )
 _MAX_VALUE = 4096
 
@@ -221,11 +238,11 @@ def _name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> 
     word = kw.decode("ascii")
     if word in ("password", "passwd", "passphrase"):
         return "password", True
-    if word in ("pwd", "pass"):
+    if word in ("pwd", "pw", "pass"):
         if bare:
             return "password", False  # `pass = ...`, `PWD=/home/me`: the value must look random
         return ("password", True) if boundary and norm != "oldpwd" else None
-    if word == "secret":
+    if word in ("secret", "secrete"):
         return "generic-secret", True
     if word == "authorization":
         return "authorization", True
@@ -297,13 +314,16 @@ def _is_code_reference(value: bytes) -> bool:
     return has_word and starts_like_name and all(_reads_as_identifier(segment) for segment in segments)
 
 
-def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = True, strong: bool = False) -> bool:
+def _is_non_secret(
+    value: bytes, quoted: bool, kw: bytes, code_context: bool = True, strong: bool = False, literal: bool = False
+) -> bool:
     """Values that are clearly not secrets: empty, numbers, booleans, references, masks, code.
 
     `code_context` is False for tight `NAME=value` (env files), where a dotted
     value is data, not `module.Attribute`. Under a `strong` name the checks fail
     closed: a value only partly masked (`npm_xxxxxxxx`) or a long digit run
-    (`740969285179606295`) is redacted.
+    (`740969285179606295`) is redacted. A `literal` (a string assigned to a strong name
+    in code or config: `password = "rootpasswd"`) is a secret even when it is one word.
     """
     if len(value) < 4:
         return True
@@ -323,7 +343,7 @@ def _is_non_secret(value: bytes, quoted: bool, kw: bytes, code_context: bool = T
     # No digit from here on.
     if b"your" in lower or (kw and kw.rstrip(b"s") in lower):  # no name given (gitleaks rules): no name to echo
         return True  # your-api-key-here, "password": "passwordField"
-    if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value):
+    if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value) and not (literal and value.isalpha()):
         return True  # "password": "unreserved", "token": "string?"
     if quoted:
         return False
@@ -399,6 +419,31 @@ def _run_end(regex: re.Pattern[bytes], data: bytes, start: int) -> int | None:
     return end
 
 
+# Words after a credential's name that make it describe the credential, not hold it.
+_DESCRIBING_WORDS = frozenset(
+    b"""
+    name names id ids arn ref refs path paths file files dir env var vars url uri type kind length len size
+    min max count field fields label prompt policy pattern regex version provider manager store backend mode
+    format header param rotation expiry expires expiration ttl timeout hint help description desc message msg
+    error errors title placeholder input reset required enabled disabled strength rules rule schema column
+    """.split()
+)
+
+
+def _secret_tail(tail: bytes) -> bool:
+    """`_super_secure`, `_myservice`: still the secret; `_length`, `_file`, `_id`: about it."""
+    words = re.split(rb"[_\-]", tail.lower())
+    return not any(w in _DESCRIBING_WORDS or w.isdigit() for w in words if w)
+
+
+_QUOTED_STATEMENT_RE = re.compile(rb"[ \t]*(\\*)([\"'`])([^\s\"'`\\]{1,256})\1\2[ \t]*(?:[;,)]|\\[nr]|\r?\n|$)")
+
+
+def _quoted_word_ends_statement(data: bytes, pos: int) -> bool:
+    """After `password` and a space: one quoted word that ends a statement (`password "x";`)."""
+    return _QUOTED_STATEMENT_RE.match(data, pos) is not None
+
+
 def _next_stop(stops: list[int], start: int, end: int) -> int:
     i = bisect.bisect_right(stops, start)
     return stops[i] if i < len(stops) and stops[i] < end else end
@@ -407,7 +452,9 @@ def _next_stop(stops: list[int], start: int, end: int) -> int:
 def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span | None:
     kw_start, kw_end = m.span("kw")
     kw = m.group("kw").lower()
-    if kw_end < len(data) and data[kw_end] in _NAME_BYTES:
+    tail = m.group("tail")
+    name_end = max(kw_end, m.end("tail"), m.end("idx"))
+    if name_end < len(data) and data[name_end] in _NAME_BYTES:
         return None  # `tokens`, `keyboard`: the keyword is not the end of the name
     start = kw_start
     while start > 0 and data[start - 1] in _NAME_BYTES and kw_end - start < _MAX_NAME:
@@ -430,13 +477,17 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     if named is None:
         return None
     kind, strong = named
+    if tail is not None and not (strong and _secret_tail(tail)):
+        return None  # `key_name`, `password_length`: the words after the keyword say what it is
     sep = m.group("sep")
+    if not sep and not (strong and _quoted_word_ends_statement(data, m.end())):
+        return None  # `print("Enter password " + x)`: a space before a quote is not an assignment
     comparison = sep in (b"==", b"!=", b"===", b"!==")
     if comparison and not strong:
         return None  # `if token == other`: only a strong name compared with a literal gives a secret away
     if kw == b"signature" and sep != b"=":
         return None  # `"signature": "..."` is a thinking-block signature, not a credential
-    tight = m.group("close") is None and m.end("kw") == m.start("sep")
+    tight = m.group("close") is None and name_end == m.start("sep")
 
     pos = m.end()
     head = _VALUE_HEAD_RE.match(data, pos)
@@ -464,8 +515,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         return None  # `password == expected`: a comparison with a variable, not a literal
     else:
         line_start = _at_line_start(data, start) if strong else 0
-        if strong and (line_start or env_style) and tight and sep == b"=":
-            # `DB_PASS=a,b.c` in an env file or a shell command: to the space
+        if strong and ((line_start or env_style) and tight and sep == b"=" or line_start and sep in (b"=", b":=")):
+            # `DB_PASS=a,b.c` in an env file or a shell command, `secret = a,b.c` in an INI file: to the space
             v_end = _run_end(_ENV_RUN_RE, data, v_start)
             while v_end is not None and v_end > v_start and data[v_end - 1] == 0x2C:
                 v_end -= 1  # `f(API_KEY=value, ...)`
@@ -492,6 +543,10 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         quoted = False
         tight = tight and v_start == pos and nxt not in (b",", b")")
     value = data[v_start:v_end]
+    # `password = "rootpasswd"`, a YAML line's `password: "rootpasswd"` (a name, not a JSON key, given a
+    # string): a literal
+    literal = (strong and quoted and m.group("close") is None
+               and (sep in (b"=", b":=") or sep == b":" and _at_line_start(data, start) > 0))
     if quoted and b"\\" in value:
         value = value.replace(b"\\", b"")  # judged without its escapes
     if not strong and not looks_random(value):
@@ -499,7 +554,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     if b" " in value:
         if _is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not _passphrase(value):
             return None
-    elif _is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong):
+    elif _is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong, literal=literal):
         return None
     scheme = head.group("scheme")
     if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":
@@ -645,3 +700,29 @@ def _passphrase(value: bytes) -> bool:
 def is_non_secret_value(value: bytes, quoted: bool, kw: bytes) -> bool:
     """Is `value`, given under a credential name `kw`, clearly not a secret (empty, a reference, a word)?"""
     return _is_non_secret(value, quoted, kw, code_context=False)
+
+
+_NAME_KEYWORD_RE = re.compile(
+    rb"(?i)(?P<kw>pass(?:word|wd|phrase)?|secrete?|pwd?|key|token|authorization|auth|credentials?)"
+    rb"(?P<tail>" + _TAIL + rb")?\Z"
+)
+
+
+def strong_name_kind(name: bytes) -> tuple[str, bytes] | None:
+    """(placeholder kind, keyword) of a name that says it holds a secret (`db_password`, `privateKey`,
+    `my_password_sec`), else None."""
+    m = _NAME_KEYWORD_RE.search(name)
+    if m is None:
+        return None
+    at, kw_end = m.span("kw")
+    kw = m.group("kw").lower()
+    camel = at > 0 and name[at] in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ" and name[at - 1] in b"abcdefghijklmnopqrstuvwxyz0123456789"
+    named = _name_kind(name[:kw_end].lower().lstrip(b"-."), kw, camel, name.isupper() and b"-" not in name)
+    if named is None or not named[1] or (m.group("tail") is not None and not _secret_tail(m.group("tail"))):
+        return None
+    return named[0], kw
+
+
+def is_non_secret_literal(value: bytes, kw: bytes) -> bool:
+    """Is a string literal compared with a strong name's variable clearly not a secret?"""
+    return _is_non_secret(value, True, kw, strong=True)

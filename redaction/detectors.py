@@ -165,6 +165,7 @@ CONTEXT_KINDS: tuple[str, ...] = (
     "url-password",
     "azure-client-secret",
     "azure-sas-signature",
+    "softlayer-api-key",
 )
 
 
@@ -355,6 +356,8 @@ _SLACK_HOOK_RE = re.compile(rb"hooks\.slack\.com/(?:services|workflows|triggers)
 _DISCORD_HOOK_RE = re.compile(
     rb"(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{5,}/(?P<v>[A-Za-z0-9_\-]{20,})"
 )
+# IBM SoftLayer's SOAP API takes the key in the URL path.
+_SOFTLAYER_RE = re.compile(rb"(?i)api\.softlayer\.com/soap/v3(?:\.1)?/(?P<v>[a-z0-9]{64})(?![a-z0-9])")
 _SIG_VALUE_RE = re.compile(rb"sig=([A-Za-z0-9%+/=]{20,})")
 # Entra ID (Azure AD) client secrets: `abc8Q~` then 31-34 chars; `.` and `~` split them into short runs.
 _DIGITS = frozenset(b"0123456789")
@@ -377,15 +380,17 @@ CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"discord(?:app)?\.com/api/webhooks/", literals=(b"discord",), window=40, som=True),
     Trigger(rb"[0-9]Q~", literals=(b"Q~",), window=2, som=True),
     Trigger(rb"sig=", literals=(b"sig=",), window=0, som=True),
+    Trigger(rb"api\.softlayer\.com/soap/", literals=(b"softlayer.com/soap/",), window=8, som=True, caseless=True),
 )
 
 
 def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
-    """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures and Entra secrets.
+    """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures, Entra secrets
+    and SoftLayer keys in URLs.
 
     `hits[i]` are the (start, end) matches of `CONTEXT_TRIGGERS[i]`.
     """
-    pem, url, slack, discord, azure, sig = hits
+    pem, url, slack, discord, azure, sig, softlayer = hits
     for start, _ in pem:
         m = _PEM_RE.match(data, start)
         if m is not None:
@@ -417,6 +422,10 @@ def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list
             m = _SIG_VALUE_RE.match(data, start)
             if m is not None:
                 out.append(Span(*m.span(1), "azure-sas-signature", PRIORITY_CONTEXT))
+    for start, _ in softlayer:
+        m = _SOFTLAYER_RE.match(data, start)
+        if m is not None:
+            out.append(Span(*m.span("v"), "softlayer-api-key", PRIORITY_FORMAT))
 
 
 def _glued_before(data: bytes, start: int) -> bool:

@@ -200,6 +200,10 @@ class GitleaksDetector:
     def __init__(self, ruleset: RuleSet) -> None:
         self.ruleset = ruleset
         self.triggers: list[Trigger] = []
+        # Rules that span lines (`kind: Secret` ... `data:`): inside a JSON string their newlines are escapes.
+        self.multiline = frozenset(
+            i for i, rule in enumerate(ruleset.rules) if "(?s" in rule.regex or "\\n" in rule.regex or "\\r" in rule.regex
+        )
         for rule in ruleset.rules:
             if rule.gated:
                 pattern = b"|".join(re.escape(k) for k in rule.keywords)

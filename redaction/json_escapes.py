@@ -13,7 +13,7 @@ the secret survives and the JSON stays valid.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from json.decoder import scanstring
 
 from redaction.spans import Span
@@ -113,27 +113,45 @@ def decode_string(raw: bytes) -> bytes:
     return value.encode("utf-8", "surrogatepass")
 
 
-def find_escaped_spans(data: bytes, out: list[Span], scan: Callable[[bytes, int], list[Span]], depth: int) -> None:
+def find_escaped_spans(
+    data: bytes, out: list[Span], scan: Callable[[bytes, int], list[Span]], depth: int, lines_at: Sequence[int] = ()
+) -> None:
     """Append spans (over the escaped bytes) of secrets found in decoded string literals.
 
     Each string literal holding an escaped quote or a `\\\\` pair is decoded once (the
-    search goes on after its closing quote).
+    search goes on after its closing quote); so is each one around a position of
+    `lines_at` (where a rule spanning lines matched its keyword) that holds an escaped newline.
     """
-    if depth >= MAX_DEPTH or (b'\\"' not in data and b"\\\\" not in data):
+    if depth >= MAX_DEPTH:
         return
-    search = _HIDING_RUN.search
-    m = search(data)
-    while m is not None:
-        lo, hi = _string_around(data, m.start() + 1)
-        raw = data[lo:hi]
-        decoded = decode_string(raw)
-        spans = scan(decoded, depth + 1)
-        if spans:
-            exact, origin = json_unescape(raw)
-            if exact != decoded:  # never expected: trust the slow decoder
-                decoded, spans = exact, scan(exact, depth + 1)
-            for span in spans:
-                start = lo + origin[span.start]
-                end = lo + origin[span.end] if span.end < len(decoded) else hi
-                out.append(Span(start, end, span.kind, span.priority, span.encoded))
-        m = search(data, max(hi, m.end()))
+    opened: list[tuple[int, int]] = []
+    if b'\\"' in data or b"\\\\" in data:
+        search = _HIDING_RUN.search
+        m = search(data)
+        while m is not None:
+            lo, hi = _string_around(data, m.start() + 1)
+            _scan_string(data, lo, hi, out, scan, depth)
+            opened.append((lo, hi))
+            m = search(data, max(hi, m.end()))
+    for pos in sorted(lines_at):
+        if any(lo <= pos < hi for lo, hi in opened) or pos >= len(data):
+            continue
+        lo, hi = _string_around(data, pos)
+        if b"\\n" in data[lo:hi]:
+            _scan_string(data, lo, hi, out, scan, depth)
+        opened.append((lo, hi))
+
+
+def _scan_string(data: bytes, lo: int, hi: int, out: list[Span], scan: Callable[[bytes, int], list[Span]],
+                 depth: int) -> None:
+    raw = data[lo:hi]
+    decoded = decode_string(raw)
+    spans = scan(decoded, depth + 1)
+    if spans:
+        exact, origin = json_unescape(raw)
+        if exact != decoded:  # never expected: trust the slow decoder
+            decoded, spans = exact, scan(exact, depth + 1)
+        for span in spans:
+            start = lo + origin[span.start]
+            end = lo + origin[span.end] if span.end < len(decoded) else hi
+            out.append(Span(start, end, span.kind, span.priority, span.encoded))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from redaction import cli_flags, encodings, json_escapes
+from redaction import cli_flags, comparisons, encodings, json_escapes
 from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
 from redaction.detectors import (
     CONTEXT_TRIGGERS,
@@ -40,6 +40,7 @@ class Scanner:
             list(ASSIGNMENT_TRIGGERS),
             list(cli_flags.TRIGGERS),
             list(encodings.TRIGGERS),
+            list(comparisons.TRIGGERS),
             self.gitleaks.triggers,
         ]
         self._ranges: list[range] = []
@@ -73,8 +74,8 @@ class Scanner:
             json_escapes.find_escaped_spans(data, found, self._unescaped_spans, depth)
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         get = hits.by_trigger.get
-        tokens, context, assign, cli, enc = ([get(i, _NO_HITS) for i in r] for r in self._ranges[:5])
-        first_rule = self._ranges[5].start  # gitleaks' 221 rules: only those that matched
+        tokens, context, assign, cli, enc, compared = ([get(i, _NO_HITS) for i in r] for r in self._ranges[:6])
+        first_rule = self._ranges[6].start  # gitleaks' 221 rules: only those that matched
         gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if i >= first_rule)
         spans: list[Span] = []
         find_token_spans(data, token_starts(data, tokens), spans)
@@ -82,9 +83,12 @@ class Scanner:
         self.gitleaks.find(data, gl, spans)
         find_assignment_spans(data, assign, spans, [s.start for s in spans if s.priority <= PRIORITY_GITLEAKS])
         cli_flags.find_cli_spans(data, cli, spans)
+        comparisons.find_comparison_spans(data, compared, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
-            json_escapes.find_escaped_spans(data, spans, self._unescaped_spans, depth)
+            multiline = self.gitleaks.multiline
+            lines_at = [max(s, e - 1) for i, found in gl if i in multiline for s, e in found]
+            json_escapes.find_escaped_spans(data, spans, self._unescaped_spans, depth, lines_at)
         if not spans:
             return spans
         return [_whole_escapes(data, s) for s in merge_spans(spans, self._protected(data))]

@@ -105,3 +105,42 @@ def test_gitleaks_name_rules_take_digit_free_values(redactor: Redactor) -> None:
 def test_a_string_literal_with_escapes_is_one_value(redactor: Redactor) -> None:
     secret = "sq0csp-f\\ooiKyQCiyDoJBkH7Wuplp2d9JA\\nCMIwe\\5bafEY^"  # backslashes as the source wrote them
     _assert_redacted(redactor, f'square_api_token = "{secret}"\n', secret)
+
+
+def test_the_shapes_code_writes_a_credential_in(redactor: Redactor) -> None:
+    value = "m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"
+    for text in (
+        f'if ("{value}" === private_key) {{',  # the literal first, the name after the comparison
+        f'if ("{value}" != my_password_sec) {{',
+        f'password_super_secure = "{value}"',  # words after the keyword
+        f'apikey_myservice: "{value}"',
+        f"db_pass_secure := {value}",
+        f'char secrete[25] = "{value}";',  # an index, and the misspelling people write
+        f'password "{value}";',  # no separator before the quoted value
+        f'password = @"{value}";',  # C#'s verbatim string
+    ):
+        _assert_redacted(redactor, text, value)
+    _assert_redacted(redactor, 'cloudant_pw="abcd1234abcd1234abcd1234"', "abcd1234abcd1234abcd1234")
+    _assert_redacted(redactor, "secrete = A,.:-\u00a8@*\u00bf?!\n", "A,.:-\u00a8@*\u00bf?!")  # INI: to the space
+    _assert_redacted(redactor, 'password       = "rootpasswd"\n', "rootpasswd")  # one word, assigned in code
+    _assert_redacted(redactor, '  password: "rootpasswd"\n', "rootpasswd")  # ... or on a YAML line
+    key = "abcd1234" * 8
+    _assert_redacted(redactor, f"http://api.softlayer.com/soap/v3.1/{key}", key, "softlayer-api-key")
+
+
+def test_code_that_only_names_a_credential_is_kept(redactor: Redactor) -> None:
+    for text in (
+        "if (name == password) {",  # two variables
+        'if ("expected" == get_password()) {',  # a call
+        'print("Enter password " + name)',  # a space before a quote ends a literal, not a value
+        'password_length = "12"',  # words after the keyword that describe it
+        'secret_name = "prod-db"',
+        '{"password": "unreserved"}',  # a JSON key's one-word value
+    ):
+        _kept(redactor, text)
+
+
+def test_a_kubernetes_secret_inside_a_json_string(redactor: Redactor) -> None:
+    doc = "apiVersion: v1\nkind: Secret\ndata:\n  .dockercfg: |\n    eyJhdXRocyI6eyJodHRwczovL2V4YW1wbGUifX0=\n"
+    out = redactor.redact_text(json.dumps({"content": doc}))
+    assert "eyJhdXRocyI6eyJodHRwczovL2V4YW1wbGUifX0" not in out and json.loads(out)["content"].startswith("apiVersion")

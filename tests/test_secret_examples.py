@@ -4,9 +4,10 @@ What this half of the redaction work controls is asserted exactly: a secret
 split across SSE deltas (two or three, at the chosen positions, in nine
 stream shapes) or across WebSocket frames is caught whenever the same secret
 whole in one delta is, and no fragment of it survives. Recall itself depends
-on the rules: the issue's 99 % targets are asserted where the current rules
-meet them (`MET_NOW`), and every cell at a floor just below today's figure,
-so nothing regresses (the table: `python -m tests.secret_examples.score`).
+on the rules: the issue's 99 % target is asserted on every cell it names (self-
+identifying formats everywhere, name-marked values where their name is present),
+and every other cell at a floor just below today's figure, so nothing regresses
+(the table: `python -m tests.secret_examples.score`).
 
 `CTXTAP_SECRET_POSITIONS=all` runs every split position (the scoring command
 does by default); CI uses a few spread over each secret to stay quick.
@@ -35,7 +36,6 @@ POSITIONS = None if os.environ.get("CTXTAP_SECRET_POSITIONS") == "all" else int(
     os.environ.get("CTXTAP_SECRET_POSITIONS", "4"))
 ISSUE_TARGET = 0.99
 SPLITS = {"sse-whole": ("sse-split2", "sse-split3"), "ws-whole": ("ws-split",)}
-SPLIT_PLACEMENTS = frozenset(p for splits in SPLITS.values() for p in splits)
 
 # The issue's targets: self-identifying formats in every placement, name-marked values where a name is present.
 ISSUE_TARGETS = frozenset(
@@ -45,157 +45,17 @@ ISSUE_TARGETS = frozenset(
     for placement, (_, named) in PLACEMENTS.items()
     if cls == "self-identifying" or named
 )
-# Cells the current rules already hold at 99 % (the table: python -m tests.secret_examples.score).
-MET_NOW = frozenset({
-    ('detect-secrets', 'name-marked', 'env-named'),
-    ('detect-secrets', 'name-marked', 'gzip-body'),
-    ('detect-secrets', 'name-marked', 'header-named'),
-    ('detect-secrets', 'name-marked', 'json-escaped'),
-    ('detect-secrets', 'name-marked', 'query-encoded'),
-    ('detect-secrets', 'name-marked', 'query-named'),
-    ('detect-secrets', 'name-marked', 'sse-split2'),
-    ('detect-secrets', 'name-marked', 'sse-split3'),
-    ('detect-secrets', 'name-marked', 'sse-whole'),
-    ('detect-secrets', 'name-marked', 'toml'),
-    ('detect-secrets', 'name-marked', 'tool-json'),
-    ('detect-secrets', 'name-marked', 'ws-client'),
-    ('detect-secrets', 'name-marked', 'ws-split'),
-    ('detect-secrets', 'name-marked', 'ws-whole'),
-    ('detect-secrets', 'name-marked', 'yaml'),
-    ('detect-secrets', 'name-marked', 'zstd-body'),
-    ('detect-secrets', 'self-identifying', 'env-named'),
-    ('detect-secrets', 'self-identifying', 'env-neutral'),
-    ('detect-secrets', 'self-identifying', 'gzip-body'),
-    ('detect-secrets', 'self-identifying', 'header-named'),
-    ('detect-secrets', 'self-identifying', 'header-neutral'),
-    ('detect-secrets', 'self-identifying', 'json-escaped'),
-    ('detect-secrets', 'self-identifying', 'prose'),
-    ('detect-secrets', 'self-identifying', 'query-encoded'),
-    ('detect-secrets', 'self-identifying', 'query-named'),
-    ('detect-secrets', 'self-identifying', 'query-neutral'),
-    ('detect-secrets', 'self-identifying', 'sse-split2'),
-    ('detect-secrets', 'self-identifying', 'sse-split3'),
-    ('detect-secrets', 'self-identifying', 'sse-whole'),
-    ('detect-secrets', 'self-identifying', 'toml'),
-    ('detect-secrets', 'self-identifying', 'tool-json'),
-    ('detect-secrets', 'self-identifying', 'upstream'),
-    ('detect-secrets', 'self-identifying', 'ws-client'),
-    ('detect-secrets', 'self-identifying', 'ws-split'),
-    ('detect-secrets', 'self-identifying', 'ws-whole'),
-    ('detect-secrets', 'self-identifying', 'yaml'),
-    ('detect-secrets', 'self-identifying', 'zstd-body'),
-    ('gitleaks', 'name-marked', 'env-named'),
-    ('gitleaks', 'name-marked', 'gzip-body'),
-    ('gitleaks', 'name-marked', 'header-named'),
-    ('gitleaks', 'name-marked', 'json-escaped'),
-    ('gitleaks', 'name-marked', 'query-encoded'),
-    ('gitleaks', 'name-marked', 'query-named'),
-    ('gitleaks', 'name-marked', 'sse-split2'),
-    ('gitleaks', 'name-marked', 'sse-split3'),
-    ('gitleaks', 'name-marked', 'sse-whole'),
-    ('gitleaks', 'name-marked', 'toml'),
-    ('gitleaks', 'name-marked', 'tool-json'),
-    ('gitleaks', 'name-marked', 'ws-client'),
-    ('gitleaks', 'name-marked', 'ws-split'),
-    ('gitleaks', 'name-marked', 'ws-whole'),
-    ('gitleaks', 'name-marked', 'yaml'),
-    ('gitleaks', 'name-marked', 'zstd-body'),
-    ('gitleaks', 'self-identifying', 'env-named'),
-    ('gitleaks', 'self-identifying', 'env-neutral'),
-    ('gitleaks', 'self-identifying', 'gzip-body'),
-    ('gitleaks', 'self-identifying', 'header-named'),
-    ('gitleaks', 'self-identifying', 'header-neutral'),
-    ('gitleaks', 'self-identifying', 'json-escaped'),
-    ('gitleaks', 'self-identifying', 'prose'),
-    ('gitleaks', 'self-identifying', 'query-encoded'),
-    ('gitleaks', 'self-identifying', 'query-named'),
-    ('gitleaks', 'self-identifying', 'query-neutral'),
-    ('gitleaks', 'self-identifying', 'sse-split2'),
-    ('gitleaks', 'self-identifying', 'sse-split3'),
-    ('gitleaks', 'self-identifying', 'sse-whole'),
-    ('gitleaks', 'self-identifying', 'toml'),
-    ('gitleaks', 'self-identifying', 'tool-json'),
-    ('gitleaks', 'self-identifying', 'upstream'),
-    ('gitleaks', 'self-identifying', 'ws-client'),
-    ('gitleaks', 'self-identifying', 'ws-split'),
-    ('gitleaks', 'self-identifying', 'ws-whole'),
-    ('gitleaks', 'self-identifying', 'yaml'),
-    ('gitleaks', 'self-identifying', 'zstd-body'),
-})
-# Every other cell at today's recall rounded down to 5 points: a regression guard.
+# Every other cell (a name-marked value with no name beside it) at today's recall rounded down to 5 points:
+# a regression guard.
 FLOORS = {
-    ('detect-secrets', 'name-marked', 'env-named'): 1.00,
     ('detect-secrets', 'name-marked', 'env-neutral'): 0.00,
-    ('detect-secrets', 'name-marked', 'gzip-body'): 1.00,
-    ('detect-secrets', 'name-marked', 'header-named'): 1.00,
     ('detect-secrets', 'name-marked', 'header-neutral'): 0.00,
-    ('detect-secrets', 'name-marked', 'json-escaped'): 1.00,
     ('detect-secrets', 'name-marked', 'prose'): 0.00,
-    ('detect-secrets', 'name-marked', 'query-encoded'): 1.00,
-    ('detect-secrets', 'name-marked', 'query-named'): 1.00,
     ('detect-secrets', 'name-marked', 'query-neutral'): 0.00,
-    ('detect-secrets', 'name-marked', 'sse-whole'): 1.00,
-    ('detect-secrets', 'name-marked', 'toml'): 1.00,
-    ('detect-secrets', 'name-marked', 'tool-json'): 1.00,
-    ('detect-secrets', 'name-marked', 'upstream'): 0.20,
-    ('detect-secrets', 'name-marked', 'ws-client'): 1.00,
-    ('detect-secrets', 'name-marked', 'ws-whole'): 1.00,
-    ('detect-secrets', 'name-marked', 'yaml'): 1.00,
-    ('detect-secrets', 'name-marked', 'zstd-body'): 1.00,
-    ('detect-secrets', 'self-identifying', 'env-named'): 1.00,
-    ('detect-secrets', 'self-identifying', 'env-neutral'): 1.00,
-    ('detect-secrets', 'self-identifying', 'gzip-body'): 1.00,
-    ('detect-secrets', 'self-identifying', 'header-named'): 1.00,
-    ('detect-secrets', 'self-identifying', 'header-neutral'): 1.00,
-    ('detect-secrets', 'self-identifying', 'json-escaped'): 1.00,
-    ('detect-secrets', 'self-identifying', 'prose'): 1.00,
-    ('detect-secrets', 'self-identifying', 'query-encoded'): 1.00,
-    ('detect-secrets', 'self-identifying', 'query-named'): 1.00,
-    ('detect-secrets', 'self-identifying', 'query-neutral'): 1.00,
-    ('detect-secrets', 'self-identifying', 'sse-whole'): 1.00,
-    ('detect-secrets', 'self-identifying', 'toml'): 1.00,
-    ('detect-secrets', 'self-identifying', 'tool-json'): 1.00,
-    ('detect-secrets', 'self-identifying', 'upstream'): 1.00,
-    ('detect-secrets', 'self-identifying', 'ws-client'): 1.00,
-    ('detect-secrets', 'self-identifying', 'ws-whole'): 1.00,
-    ('detect-secrets', 'self-identifying', 'yaml'): 1.00,
-    ('detect-secrets', 'self-identifying', 'zstd-body'): 1.00,
-    ('gitleaks', 'name-marked', 'env-named'): 1.00,
     ('gitleaks', 'name-marked', 'env-neutral'): 0.05,
-    ('gitleaks', 'name-marked', 'gzip-body'): 1.00,
-    ('gitleaks', 'name-marked', 'header-named'): 1.00,
     ('gitleaks', 'name-marked', 'header-neutral'): 0.05,
-    ('gitleaks', 'name-marked', 'json-escaped'): 1.00,
     ('gitleaks', 'name-marked', 'prose'): 0.05,
-    ('gitleaks', 'name-marked', 'query-encoded'): 1.00,
-    ('gitleaks', 'name-marked', 'query-named'): 1.00,
     ('gitleaks', 'name-marked', 'query-neutral'): 0.05,
-    ('gitleaks', 'name-marked', 'sse-whole'): 1.00,
-    ('gitleaks', 'name-marked', 'toml'): 1.00,
-    ('gitleaks', 'name-marked', 'tool-json'): 1.00,
-    ('gitleaks', 'name-marked', 'upstream'): 0.95,
-    ('gitleaks', 'name-marked', 'ws-client'): 1.00,
-    ('gitleaks', 'name-marked', 'ws-whole'): 1.00,
-    ('gitleaks', 'name-marked', 'yaml'): 0.95,
-    ('gitleaks', 'name-marked', 'zstd-body'): 1.00,
-    ('gitleaks', 'self-identifying', 'env-named'): 1.00,
-    ('gitleaks', 'self-identifying', 'env-neutral'): 0.95,
-    ('gitleaks', 'self-identifying', 'gzip-body'): 1.00,
-    ('gitleaks', 'self-identifying', 'header-named'): 1.00,
-    ('gitleaks', 'self-identifying', 'header-neutral'): 0.95,
-    ('gitleaks', 'self-identifying', 'json-escaped'): 1.00,
-    ('gitleaks', 'self-identifying', 'prose'): 0.95,
-    ('gitleaks', 'self-identifying', 'query-encoded'): 1.00,
-    ('gitleaks', 'self-identifying', 'query-named'): 1.00,
-    ('gitleaks', 'self-identifying', 'query-neutral'): 0.95,
-    ('gitleaks', 'self-identifying', 'sse-whole'): 1.00,
-    ('gitleaks', 'self-identifying', 'toml'): 1.00,
-    ('gitleaks', 'self-identifying', 'tool-json'): 1.00,
-    ('gitleaks', 'self-identifying', 'upstream'): 1.00,
-    ('gitleaks', 'self-identifying', 'ws-client'): 1.00,
-    ('gitleaks', 'self-identifying', 'ws-whole'): 1.00,
-    ('gitleaks', 'self-identifying', 'yaml'): 1.00,
-    ('gitleaks', 'self-identifying', 'zstd-body'): 1.00,
 }
 
 
@@ -248,16 +108,17 @@ def test_split_streams_catch_exactly_what_whole_streams_catch(matrix) -> None:
     assert splits >= 3 * len(distinct_secrets(load_examples()[1]))
 
 
-def test_recall_meets_the_issue_targets_the_current_rules_reach(matrix) -> None:
+def test_recall_meets_the_issue_targets(matrix) -> None:
+    """Split placements are held to their whole placement per secret (above) as well."""
     table = recall_table(matrix)
-    assert MET_NOW <= ISSUE_TARGETS
-    below = {cell: f"{c}/{t}" for cell, (c, t) in table.items() if cell in MET_NOW and c / t < ISSUE_TARGET}
+    measured = {cell for cell in table if cell in ISSUE_TARGETS}
+    assert measured == {cell for cell in ISSUE_TARGETS if cell[:2] in {c[:2] for c in table}}  # none left out
+    below = {cell: f"{c}/{t}" for cell, (c, t) in table.items() if cell in ISSUE_TARGETS and c / t < ISSUE_TARGET}
     assert below == {}
 
 
 def test_recall_holds_its_floors_everywhere_else(matrix) -> None:
-    """Split placements are held to their whole placement per secret (above), not to a floor."""
-    table = {cell: v for cell, v in recall_table(matrix).items() if cell[2] not in SPLIT_PLACEMENTS}
+    table = {cell: v for cell, v in recall_table(matrix).items() if cell not in ISSUE_TARGETS}
     assert set(FLOORS) == set(table)  # every cell has a floor: a new placement or class must get one
     below = {cell: (f"{c}/{t}", FLOORS[cell]) for cell, (c, t) in table.items() if c / t < FLOORS[cell]}
     assert below == {}

@@ -230,6 +230,27 @@ def _groups(items: list, size: int) -> Iterator[list]:
         yield items[i : i + size]
 
 
+def _groups_of_distinct_secrets(examples: list[Example], size: int) -> list[list[Example]]:
+    """Groups of up to `size` examples, no secret twice in one group.
+
+    Leaks are told apart by secret within a flow: examples sharing a value (detect-secrets
+    writes one value in a hundred upstream lines; gitleaks gives one value as a URL and
+    bare) must go to different flows, or one that leaks would count the others as leaked.
+    """
+    groups: list[list[Example]] = []
+    held: list[set[str | None]] = []
+    for ex in examples:
+        for group, secrets in zip(groups, held, strict=True):
+            if len(group) < size and ex.secret not in secrets:
+                group.append(ex)
+                secrets.add(ex.secret)
+                break
+        else:
+            groups.append([ex])
+            held.append({ex.secret})
+    return groups
+
+
 def split_positions(length: int, limit: int | None) -> list[int]:
     """Cut points inside a secret of `length` bytes: all of them, or `limit` spread evenly."""
     every = list(range(1, length))
@@ -313,14 +334,14 @@ def build_events(examples: list[Example], positions: int | None, seed: int = 0) 
 
     # headers: many cases per request (repeated header names)
     for placement, header in (("header-named", "x-api-key"), ("header-neutral", "x-client-data")):
-        for group in _groups(secrets, PER_FLOW):
+        for group in _groups_of_distinct_secrets(secrets, PER_FLOW):
             fid = flows.flow_id()
             flows.request(fid, headers=[(header, carried(ex)) for ex in group])
             flows.response(fid, b"{}")
             add([Case(ex, placement) for ex in group], fid)
     # query strings
     for placement, param in (("query-named", "api_key"), ("query-neutral", "ref"), ("query-encoded", "next")):
-        for group in _groups(secrets, PER_FLOW):
+        for group in _groups_of_distinct_secrets(secrets, PER_FLOW):
             fid = flows.flow_id()
             values = [quote(in_context(ex) if placement == "query-encoded" else carried(ex), safe="") for ex in group]
             query = "&".join(f"{param}={v}" for v in values)
@@ -332,8 +353,7 @@ def build_events(examples: list[Example], positions: int | None, seed: int = 0) 
     body_placements = ("prose", "tool-json", "json-escaped", "env-named", "env-neutral", "yaml", "toml", "upstream",
                        "gzip-body", "zstd-body")
     for placement in body_placements:
-        pool = upstream if placement == "upstream" else secrets
-        for group in _groups(pool, PER_FLOW):
+        for group in _groups_of_distinct_secrets(upstream if placement == "upstream" else secrets, PER_FLOW):
             fid = flows.flow_id()
             messages = []
             for i, ex in enumerate(group):

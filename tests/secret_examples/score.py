@@ -8,7 +8,8 @@ disk like an attacker (see `matrix.py`) and prints:
 
 1. recall per source x class x placement (gitleaks' own examples and the
    independent detect-secrets ones apart);
-2. with `--families`, recall per family (rule / plugin) and placement group;
+2. with `--families`, recall per family (rule / plugin) and placement group (a name-marked value
+   placed without its name is counted under "unnamed" only);
 3. the upstream `fps` examples the redactor alters, per source (reported
    apart; redacting a near miss next to a credential name is allowed).
 
@@ -52,11 +53,17 @@ def recall_table(run: MatrixRun) -> dict[tuple[str, str, str], tuple[int, int]]:
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 
+# Where a name-marked value has no credential name beside it: reported in a column of its own.
+UNNAMED = frozenset({"header-neutral", "query-neutral", "env-neutral", "prose"})
+
+
 def family_table(run: MatrixRun) -> dict[tuple[str, str], dict[str, tuple[int, int]]]:
-    """(source, family) -> placement -> (caught, cases)."""
+    """(source, family) -> placement -> (caught, cases); a name-marked case without its name is under
+    placement "unnamed"."""
     out: dict[tuple[str, str], dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for i, case in enumerate(run.cases):
-        cell = out[(case.example.source, case.example.family)][case.placement]
+        unnamed = case.example.cls == "name-marked" and case.placement in UNNAMED
+        cell = out[(case.example.source, case.example.family)]["unnamed" if unnamed else case.placement]
         cell[1] += 1
         cell[0] += i not in run.leaks
     return {k: {p: (c[0], c[1]) for p, c in v.items()} for k, v in out.items()}
@@ -85,13 +92,13 @@ def format_recall(table: dict[tuple[str, str, str], tuple[int, int]]) -> str:
 
 
 def format_families(table: dict[tuple[str, str], dict[str, tuple[int, int]]]) -> str:
-    groups = ("header", "query", "body", "stream")
+    groups = ("header", "query", "body", "stream", "unnamed")
     lines = [f"{'source':15s} {'family':45s} " + " ".join(f"{g:>7s}" for g in groups)]
     for (source, family), cells in sorted(table.items()):
         by_group = Counter()
         totals = Counter()
         for placement, (caught, total) in cells.items():
-            group = PLACEMENTS[placement][0]
+            group = "unnamed" if placement == "unnamed" else PLACEMENTS[placement][0]
             by_group[group] += caught
             totals[group] += total
         lines.append(f"{source:15s} {family[:45]:45s} " + " ".join(f"{_pct(by_group[g], totals[g]):>7s}" for g in groups))

@@ -1,0 +1,43 @@
+"""A literal compared with a credential's variable: `if ("hunter2" == password)`.
+
+Code that checks a hard-coded password writes the literal on either side of
+the comparison. `password == "x"` is an assignment-like form (see
+`redaction.assignments`); this module covers the literal written first, as
+in Yoda conditions and in tests: the name after the operator says the
+literal is a secret.
+"""
+
+from __future__ import annotations
+
+import re
+
+from redaction.assignments import is_non_secret_literal, strong_name_kind
+from redaction.engine import Trigger
+from redaction.spans import PRIORITY_ASSIGNMENT, Span
+
+# A closing quote (the literal's), a comparison, the first character of a name.
+TRIGGERS: tuple[Trigger, ...] = (
+    Trigger(rb"[\"'`][ \t]{0,4}[!=]==?[ \t]{0,4}[A-Za-z_$]", literals=(b"==", b"!="), window=12),
+)
+
+_NAME_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+# The literal before the operator, quotes possibly escaped (code inside a JSON string), anchored at its end.
+_LITERAL_RE = re.compile(rb"(?P<esc>\\*)(?P<q>[\"'`])(?P<v>[^\s\"'`\\]{4,256})(?P=esc)(?P=q)[ \t]{0,4}[!=]==?[ \t]{0,4}\Z")
+_REACH = 300
+
+
+def find_comparison_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+    """Append spans of literals compared with a strong name; `hits[0]` are where `TRIGGERS[0]` matched."""
+    for _, end in hits[0]:
+        name_start = end - 1
+        name = _NAME_RE.match(data, name_start)
+        if name is None or (name.end() < len(data) and data[name.end()] in b"(["):
+            continue  # `"x" == get_password()`: a call, not the variable
+        named = strong_name_kind(name.group().rsplit(b".", 1)[-1])
+        if named is None:
+            continue
+        lo = max(0, name_start - _REACH)
+        m = _LITERAL_RE.search(data[lo:name_start])
+        if m is None or is_non_secret_literal(m.group("v"), named[1]):
+            continue
+        out.append(Span(lo + m.start("v"), lo + m.end("v"), named[0], PRIORITY_ASSIGNMENT))
