@@ -20,6 +20,7 @@ import json
 import shutil
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,8 @@ class _Snapshot:
     in_progress: list[InProgress] = field(default_factory=list)
     finalized: bool = False
     ts_built: float = 0.0
+    # session id -> its requests in this version: a page showing one session refreshes only when it grew
+    sessions: dict[str, int] = field(default_factory=dict)
 
 
 class LiveAnalysis:
@@ -275,11 +278,12 @@ class LiveAnalysis:
     def _publish(self, built: bool, in_progress: list[InProgress], finalized: bool) -> None:
         dataset = self._snap.dataset
         version = self._snap.version
+        sessions = self._snap.sessions
         if built or dataset is None:
             start = time.perf_counter()
             version += 1
             dataset = self.work_dir / f"v{version}"
-            self._write(dataset / "analysis")
+            sessions = self._write(dataset / "analysis")
             self._last_build = time.monotonic()
             self.stats.builds += 1
             self.stats.requests = len(self._recs)
@@ -287,12 +291,12 @@ class LiveAnalysis:
         with self._lock:
             if self._snap.dataset is not None and self._snap.dataset != dataset:
                 self._superseded.append((time.monotonic(), self._snap.dataset))
-            self._snap = _Snapshot(version, dataset, in_progress, finalized, time.time())
+            self._snap = _Snapshot(version, dataset, in_progress, finalized, time.time(), sessions)
         # a reader may still be querying an older version: remove it only after a grace period
         while len(self._superseded) > KEEP_VERSIONS - 1 and self._superseded[0][0] < time.monotonic() - GRACE_S:
             shutil.rmtree(self._superseded.pop(0)[1], ignore_errors=True)
 
-    def _write(self, out: Path) -> None:
+    def _write(self, out: Path) -> dict[str, int]:
         assert self._capture is not None
         store = BlockStore()
         recs = []
@@ -309,11 +313,13 @@ class LiveAnalysis:
                            redact_text=self._redact)
         for table in TABLES:
             ctx.tables[table.name] = table.build(ctx)
+        sessions = Counter(str(r["session_id"]) for r in ctx.tables["requests"])
         write_dataset(out, self._capture.manifest.capture_id, ctx.tables, {
             "live": True, "built_at": time.time(), "analysis_version": ANALYSIS_VERSION,
             "prices_as_of": self.prices.as_of, "cache_rules_as_of": self.rules.as_of,
             "estimate_encoding": tokens.encoding_label(), "stats": {"requests": len(self._recs)},
         })
+        return dict(sessions)
 
     # --- running ---------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,12 +125,12 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
-def sse_request(port: int, ca: str, body: bytes) -> tuple[float, float, int]:
+def sse_request(port: int, ca: str, body: bytes, headers: Sequence[tuple[str, str]] = ()) -> tuple[float, float, int]:
     """(first-event latency, total time, bytes) of one streamed request through a proxy."""
     client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=ca, timeout=120)
     client.request("GET", "/v1/models").body()  # connect + TLS outside the measurement
     t0 = time.perf_counter()
-    resp = client.request("POST", "/v1/messages", body, [("content-type", "application/json")])
+    resp = client.request("POST", "/v1/messages", body, [("content-type", "application/json"), *headers])
     first = None
     size = 0
     while True:

@@ -222,3 +222,44 @@ def test_a_long_sessions_charts_are_binned_like_the_reports(synth1000: Path) -> 
     svg = str(queries.session_charts(src, sid))
     assert "(binned: one column per " in svg, svg[:300]
     assert svg.count("<svg") >= 2 and len(svg) < 600_000
+
+
+def test_state_is_a_long_poll_that_answers_when_something_changed(ui: LiveUI) -> None:
+    first = json.loads(get(ui, "/api/state").body)
+    assert first["mark"] and first["data_mark"] == f"v{first['version']}"
+    ui.long_poll_s = 0.6
+    try:
+        start = time.monotonic()
+        same = json.loads(get(ui, "/api/state?since=" + quote(first["mark"])).body)
+        held = time.monotonic() - start
+        assert same["mark"] == first["mark"] and held >= 0.55  # nothing changed: held until the timeout
+        start = time.monotonic()
+        json.loads(get(ui, "/api/state?since=an-older-mark").body)
+        assert time.monotonic() - start < 0.5  # the page is behind: answered at once
+    finally:
+        ui.long_poll_s = 15.0
+
+
+def test_a_live_source_moves_one_sandboxed_connection_to_each_new_version(synth30: Path, tmp_path: Path) -> None:
+    import duckdb
+
+    from analysis.live import LiveAnalysis
+    from reports.live.sources import LiveSource
+
+    live = LiveAnalysis(synth30, tmp_path / "work")
+    assert live.poll()
+    src = LiveSource(live)
+    n = src.rows("SELECT count(*) AS n FROM requests")[0]["n"]
+    assert n >= 30 and src.state().sessions and sum(src.state().sessions.values()) == n
+    con, version = src._con, src.state().version
+    live._publish(True, [], False)  # a new version (the same requests)
+    assert src.state().version == version + 1
+    assert src.rows("SELECT count(*) AS n FROM requests")[0]["n"] == n
+    assert src._con is con  # pointed at the new version, not reconnected
+    old = tmp_path / "work" / f"v{version}"
+    shutil.rmtree(old)  # the old version is gone: every view reads the new one
+    assert src.rows("SELECT count(*) AS n FROM tool_calls")[0]["n"] >= 0
+    for sql in ("SELECT * FROM read_csv('/etc/passwd')", f"COPY (SELECT 1) TO '{tmp_path / 'x.csv'}'"):
+        with pytest.raises(duckdb.Error):
+            src.cursor().execute(sql)
+    assert not (tmp_path / "x.csv").exists()

@@ -19,6 +19,7 @@ import secrets
 import socket
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -191,10 +192,55 @@ class Diff(Base):
 
 
 class ApiState(Base):
-    def get(self) -> None:  # in-memory only: answered on the loop
+    """The live state, answered from memory on the loop.
+
+    With `since` (the `mark` of the last answer) it is a long poll: the answer waits until the
+    mark changes (a new dataset version, the asked-for session grown, a request under way for a
+    while) or `LiveUI.long_poll_s` pass. A page then wakes only when there is something to show, instead
+    of polling: the browser and this process stay idle while the proxy is busy.
+    """
+
+    async def get(self) -> None:
+        since = self.get_argument("since", None)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while True:
+            out = self._state()
+            now = loop.time() - start
+            if since is None or out["mark"] != since or now >= self.live.long_poll_s or (out["ticking"] and now >= TICK_S):
+                break
+            await asyncio.sleep(STATE_CHECK_S)
+            if self.request.connection is None or self.request.connection.stream.closed():  # type: ignore[attr-defined]
+                return  # the page went away
+        self.json(out)
+
+    def _state(self) -> dict[str, Any]:
         states = [s.state() for s in self.live.sources]
-        self.json({"version": sum(s.version for s in states), "live": any(s.live for s in states),
-                   "captures": [s.__dict__ for s in states]})
+        out: dict[str, Any] = {"version": sum(s.version for s in states), "live": any(s.live for s in states),
+                               "captures": [{k: v for k, v in s.__dict__.items() if k != "sessions"} for s in states]}
+        c, session = self.get_argument("c", None), self.get_argument("session", None)
+        data = f"v{out['version']}"
+        if c is not None and c.isdigit() and int(c) < len(states) and session is not None:
+            # a session page refreshes only when its own session grew, not on every request elsewhere
+            out["session_requests"] = states[int(c)].sessions.get(session)
+            if out["session_requests"] is not None:
+                data = f"s{out['session_requests']}"
+        # requests under way for a moment (a 5 ms one is over before a page could show it)
+        now = time.time()
+        shown = []
+        for i, cap in enumerate(out["captures"]):
+            cap["in_progress"] = [p for p in cap["in_progress"] if now - (p["ts_start"] or now) >= IN_PROGRESS_AFTER_S]
+            shown += [(i, p["flow_id"], p["ts_first_chunk"] is not None) for p in cap["in_progress"]]
+        out["data_mark"] = data
+        out["mark"] = f"{data}|{hash(tuple(shown)) & 0xFFFFFFFF:x}"
+        out["ticking"] = bool(shown)  # its "started N s ago" counts on: answer at least every TICK_S
+        return out
+
+
+LONG_POLL_S = 15.0
+STATE_CHECK_S = 0.05
+TICK_S = 1.0
+IN_PROGRESS_AFTER_S = 0.3
 
 
 class ApiSessions(Base):
@@ -263,6 +309,7 @@ class LiveUI:
         logging.getLogger("tornado.access").disabled = True  # no line per request in the recorder's terminal
         self.extra_handlers = list(extra_handlers)
         self.pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="ctxtap-live-query")
+        self.long_poll_s = LONG_POLL_S  # how long `/api/state?since=` waits for a change at most
         self._sockets: list[socket.socket] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: tornado.httpserver.HTTPServer | None = None

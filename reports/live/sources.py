@@ -2,9 +2,9 @@
 
 Each capture has its own DuckDB connection (capture-local ids never mix), sandboxed
 to its dataset by `analysis.db.connect`. A followed capture's dataset is rewritten as
-a new version after each batch of completed requests; the connection is replaced
-when the version changes, and cursors are taken per query (DuckDB connections are
-shared across threads through cursors).
+a new version after each batch of completed requests; when the version changes the
+connection's base views are pointed at it (the named views stay), and cursors are
+taken per query (DuckDB connections are shared across threads through cursors).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from analysis.db import connect, fetch_rows
+from analysis.db import connect, fetch_rows, point_at
 from analysis.live import LiveAnalysis, stored_flow
 
 
@@ -32,6 +32,7 @@ class State:
     in_progress: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    sessions: dict[str, int] = field(default_factory=dict)  # session id -> requests (live captures only)
 
 
 class CaptureSource:
@@ -89,8 +90,12 @@ class LiveSource(CaptureSource):
         with self._lock:
             if snap.dataset is None:
                 raise DatasetError("nothing recorded yet")
-            if self._con is None or snap.version != self._version or not snap.dataset.exists():
-                self._con = connect([snap.dataset])
+            if self._con is None or not snap.dataset.exists():
+                # every version lives under the analysis' work folder: the sandbox allows that folder
+                self._con = connect([snap.dataset], allowed_roots=[self.analysis.work_dir])
+                self._version = snap.version
+            elif snap.version != self._version:
+                point_at(self._con, [snap.dataset])  # the named views stay: only the base views move
                 self._version = snap.version
             return self._con.cursor()
 
@@ -113,7 +118,8 @@ class LiveSource(CaptureSource):
             version=snap.version, live=True, finalized=snap.finalized,
             in_progress=[{"flow_id": p.flow_id, "client": p.client, "host": p.host, "path": p.path,
                           "ts_start": p.ts_start, "ts_first_chunk": p.ts_first_chunk} for p in snap.in_progress],
-            errors=list(self.analysis.errors[-5:]), stats=dict(self.analysis.stats.__dict__))
+            errors=list(self.analysis.errors[-5:]), stats=dict(self.analysis.stats.__dict__),
+            sessions=snap.sessions)
 
     def flow(self, flow_id: str) -> dict[str, Any] | None:
         return self.analysis.flow(flow_id) or stored_flow(self.path, flow_id)

@@ -197,24 +197,38 @@
     });
   }
   var lists = Array.prototype.map.call(document.querySelectorAll(".vlist"), function (el) { return new VList(el); });
-  var version = null;
+  var mark = null, dataMark = null;
+  /* A long poll: the server answers when something changed (or every 15 s), so an idle page costs
+   * nothing. A session page asks about its own session: it refreshes when that session grew. */
+  var stateUrl = view === "session" ? "/api/state?c=" + q(main.getAttribute("data-c")) + "&session=" +
+    q(main.getAttribute("data-session")) : "/api/state";
+  /* New data redraws the rows and cards at once, the charts at most every CHARTS_GAP ms. */
+  var CHARTS_GAP = 2000, chartsDue = 0, chartsTimer = null;
+  function throttledCharts() {
+    var wait = chartsDue - Date.now();
+    if (wait <= 0) { chartsDue = Date.now() + CHARTS_GAP; refreshCharts(); return; }
+    if (!chartsTimer) { chartsTimer = window.setTimeout(function () { chartsTimer = null; throttledCharts(); }, wait); }
+  }
+  function changed() {
+    lists.forEach(function (l) { l.reset(); });
+    refreshCards();
+    throttledCharts();
+  }
   function poll() {
     var next = 5000;
-    getJson("/api/state").then(function (state) {
+    var url = stateUrl + (mark === null ? "" : (stateUrl.indexOf("?") < 0 ? "?" : "&") + "since=" + q(mark));
+    getJson(url).then(function (state) {
       var status = document.getElementById("live-status");
       if (status) {
         status.textContent = state.live ? "live · updated " + new Date().toLocaleTimeString() : "finished capture";
         status.classList.toggle("on", !!state.live);
       }
-      if (version !== null && state.version !== version) {
-        lists.forEach(function (l) { l.reset(); });
-        refreshCharts();
-        refreshCards();
-      }
-      version = state.version;
+      if (dataMark !== null && state.data_mark !== dataMark) { changed(); }
+      dataMark = state.data_mark;
+      mark = state.live ? state.mark : null;
       showInProgress(state);
-      next = state.live ? 200 : 5000;
-    }).catch(function () {}).then(function () { window.setTimeout(poll, next); });
+      next = state.live ? 20 : 5000;
+    }).catch(function () { next = 1000; }).then(function () { window.setTimeout(poll, next); });
   }
 
   function init() {
