@@ -8,7 +8,7 @@ from collections.abc import Callable
 from analysis.blockstore import BlockStore
 from analysis.protocols.registry import replayed_call
 from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
-from analysis.toolloop import canonical_arguments, read_result, shell_command, split_compound
+from analysis.toolloop import ResultReading, canonical_arguments, read_result, shell_command, split_compound
 
 COLUMNS: Columns = [
     ("session_id", S, "Session."),
@@ -47,6 +47,22 @@ COLUMNS: Columns = [
     ("carried_cost_usd", F64, "What carrying the result cost, at each carrying request's blended input price."),
     ("orphan", S, "`call` (never answered), `result` (a result whose call was never seen), or null."),
 ]
+
+
+_READINGS: dict[tuple[str, bool | None], ResultReading] = {}
+_MAX_READINGS = 65_536
+
+
+def _reading(result: dict) -> ResultReading:
+    """`read_result`, remembered by the result's content hash: a live view rebuilds this table after
+    every update, and reading each result's text again was a third of a rebuild."""
+    key = (result["hash"], result["is_error"])
+    reading = _READINGS.get(key)
+    if reading is None:
+        if len(_READINGS) >= _MAX_READINGS:
+            _READINGS.clear()
+        reading = _READINGS[key] = read_result(result["text"], result["is_error"])
+    return reading
 
 
 def build(ctx: BuildContext) -> list[Row]:
@@ -88,6 +104,7 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
         if entry is None or first < entry["first"]:
             entry = results[key] = {
                 "first": first, "text": store.content[occ["content_hash"]]["text"], "is_error": occ["is_error"],
+                "hash": occ["content_hash"],
                 "tokens": tokens_, "bytes": store.content[occ["content_hash"]]["bytes"],
                 "carried": 0, "carried_rate": 0.0, "thread": recs[first].placement.thread_id,
             }
@@ -115,7 +132,7 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
                     result = results.get((pl.session_id, client_id))
             command = shell_command(tc.name, tc.arguments)
             parts = split_compound(command) if command else []
-            reading = read_result(result["text"], result["is_error"]) if result else None
+            reading = _reading(result) if result else None
             gap_ms = None
             if result is not None and call.ts_end:
                 gap_ms = (recs[result["first"]].call.ts_start - call.ts_end) * 1000
@@ -159,7 +176,7 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
             "name": None, "kind": None, "arguments": None, "call_index": None, "parallel_group_size": None,
             "command": None, "is_compound": None, "n_subcommands": None,
             "result_request_id": recs[result["first"]].request_id,
-            **_reading_columns(read_result(result["text"], result["is_error"])),
+            **_reading_columns(_reading(result)),
             "turn_index": requests[result["first"]].get("turn_index"), "concurrent": None,
             "attempt_of": None, "attempt": 1,
             "result_bytes": result["bytes"], "result_tokens": result["tokens"], "gap_ms": None,
