@@ -520,7 +520,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             v_end = _run_end(_ENV_RUN_RE, data, v_start)
             while v_end is not None and v_end > v_start and data[v_end - 1] == 0x2C:
                 v_end -= 1  # `f(API_KEY=value, ...)`
-            data_line = True
+            data_line = tight  # `password = user_password` with spaces may be code: judged as code
         elif line_start and sep == b":" and v_start > pos and m.group("close") is None:
             # `db_pass: p\4ss w0rd` in YAML: to the line's end
             v_end = _yaml_value_end(data, v_start, escaped=line_start == _ESCAPED_LINE)
@@ -702,23 +702,23 @@ def is_non_secret_value(value: bytes, quoted: bool, kw: bytes) -> bool:
     return _is_non_secret(value, quoted, kw, code_context=False)
 
 
-_NAME_KEYWORD_RE = re.compile(
-    rb"(?i)(?P<kw>pass(?:word|wd|phrase)?|secrete?|pwd?|key|token|authorization|auth|credentials?)"
-    rb"(?P<tail>" + _TAIL + rb")?\Z"
-)
+_NAME_KEYWORD = rb"(?i)(?P<kw>pass(?:word|wd|phrase)?|secrete?|pwd?|key|token|authorization|auth|credentials?)"
+_NAME_ENDS_RE = re.compile(_NAME_KEYWORD + rb"\Z")  # the keyword ends the name (`token_password`)
+_NAME_TAIL_RE = re.compile(_NAME_KEYWORD + rb"(?P<tail>" + _TAIL + rb")\Z")  # or words follow it
 
 
 def strong_name_kind(name: bytes) -> tuple[str, bytes] | None:
     """(placeholder kind, keyword) of a name that says it holds a secret (`db_password`, `privateKey`,
     `my_password_sec`), else None."""
-    m = _NAME_KEYWORD_RE.search(name)
+    m = _NAME_ENDS_RE.search(name) or _NAME_TAIL_RE.search(name)
     if m is None:
         return None
     at, kw_end = m.span("kw")
     kw = m.group("kw").lower()
     camel = at > 0 and name[at] in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ" and name[at - 1] in b"abcdefghijklmnopqrstuvwxyz0123456789"
     named = _name_kind(name[:kw_end].lower().lstrip(b"-."), kw, camel, name.isupper() and b"-" not in name)
-    if named is None or not named[1] or (m.group("tail") is not None and not _secret_tail(m.group("tail"))):
+    tail = m.groupdict().get("tail")
+    if named is None or not named[1] or (tail is not None and not _secret_tail(tail)):
         return None
     return named[0], kw
 

@@ -135,6 +135,8 @@ def test_code_that_only_names_a_credential_is_kept(redactor: Redactor) -> None:
         'print("Enter password " + name)',  # a space before a quote ends a literal, not a value
         'password_length = "12"',  # words after the keyword that describe it
         'secret_name = "prod-db"',
+        "password = generated_password\n",  # a variable, on a line of its own
+        'token_password = get_secret("db")\n',
         '{"password": "unreserved"}',  # a JSON key's one-word value
     ):
         _kept(redactor, text)
