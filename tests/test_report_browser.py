@@ -134,8 +134,9 @@ def test_scripted_sessions_report(browser, demo_capture: Path, tmp_path: Path) -
         claude = page.locator('section[data-client="claude-code"]')
         claude.locator("table.requests button[data-open]").first.click()
         viewer = claude.locator(".viewer").first
-        assert viewer.is_visible()
+        viewer.wait_for(state="visible", timeout=15_000)  # drawn after the click, later on a loaded machine
         rows = viewer.locator("tr[data-pos]")
+        rows.first.wait_for(timeout=15_000)
         assert rows.count() > 5
         sizes = [int(t.replace(",", "")) for t in rows.locator("td:nth-child(8)").all_inner_texts()]
         pos = max(range(len(sizes)), key=sizes.__getitem__)
@@ -143,8 +144,10 @@ def test_scripted_sessions_report(browser, demo_capture: Path, tmp_path: Path) -
         row = rows.nth(pos)
         row.locator("button.show-text").click()
         text_row = viewer.locator("tr.text-row")
+        text_row.wait_for(timeout=15_000)
         assert "Preview: the first 1,200 characters" in text_row.inner_text()
         text_row.locator("button.full-text").click()
+        text_row.get_by_text("Full text,").wait_for(timeout=15_000)
         path = row.locator("td:nth-child(2)").inner_text()
         request_id = viewer.locator(".vh code").inner_text()
         (expected,) = con.execute("""SELECT c.text FROM blocks b JOIN t_block_content c USING (content_hash)
