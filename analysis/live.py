@@ -313,13 +313,12 @@ class LiveAnalysis:
                            redact_text=self._redact)
         for table in TABLES:
             ctx.tables[table.name] = table.build(ctx)
-        sessions = Counter(str(r["session_id"]) for r in ctx.tables["requests"])
         write_dataset(out, self._capture.manifest.capture_id, ctx.tables, {
             "live": True, "built_at": time.time(), "analysis_version": ANALYSIS_VERSION,
             "prices_as_of": self.prices.as_of, "cache_rules_as_of": self.rules.as_of,
             "estimate_encoding": tokens.encoding_label(), "stats": {"requests": len(self._recs)},
         })
-        return dict(sessions)
+        return dict(Counter(str(r["session_id"]) for r in ctx.tables["requests"]))
 
     # --- running ---------------------------------------------------------------------------------
 

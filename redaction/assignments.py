@@ -702,7 +702,7 @@ def is_non_secret_value(value: bytes, quoted: bool, kw: bytes) -> bool:
     return _is_non_secret(value, quoted, kw, code_context=False)
 
 
-_NAME_KEYWORD = rb"(?i)(?P<kw>pass(?:word|wd|phrase)?|secrete?|pwd?|key|token|authorization|auth|credentials?)"
+_NAME_KEYWORD = rb"(?i)(?P<kw>" + b"|".join(_KEYWORD_PATTERNS) + rb")"
 _NAME_ENDS_RE = re.compile(_NAME_KEYWORD + rb"\Z")  # the keyword ends the name (`token_password`)
 _NAME_TAIL_RE = re.compile(_NAME_KEYWORD + rb"(?P<tail>" + _TAIL + rb")\Z")  # or words follow it
 

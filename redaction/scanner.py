@@ -7,7 +7,6 @@ only the places its triggers matched.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable
 
@@ -25,15 +24,6 @@ from redaction.gitleaks import RuleSet, load_rules
 from redaction.gitleaks_match import GitleaksDetector
 from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
 from redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
-
-_LINES_REACH = 1024  # how far a multi-line rule's match may reach from its keyword (gitleaks': 200 + 100 + a value)
-_ESCAPED_SPACE = re.compile(rb"\\+([nrt])")
-_SPACES = {b"n": b"\n", b"r": b"\r", b"t": b"\t"}
-
-
-def _space(m: re.Match[bytes]) -> bytes:
-    return _SPACES[m.group(1)]
-
 
 _NO_HITS: tuple = ()  # a trigger that did not match (shared, never appended to)
 
@@ -96,27 +86,10 @@ class Scanner:
         comparisons.find_comparison_spans(data, compared, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
-            json_escapes.find_escaped_spans(data, spans, self._unescaped_spans, depth, self._lines_at(data, gl))
+            json_escapes.find_escaped_spans(data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl))
         if not spans:
             return spans
         return [_whole_escapes(data, s) for s in merge_spans(spans, self._protected(data))]
-
-    def _lines_at(self, data: bytes, gl: list[tuple[int, list[tuple[int, int]]]]) -> list[int]:
-        """Where a rule spanning lines (`kind: Secret` ... `data:`) could match once a JSON string's
-        escaped newlines are decoded: its regex is tried on the decoded bytes around the keyword, and
-        only there is the string opened (opening every string with a keyword in it costs a third of
-        the scan on agent bodies)."""
-        out: list[int] = []
-        rules = self.ruleset.rules
-        for i, found in gl:
-            if i not in self.gitleaks.multiline:
-                continue
-            for s, e in found:
-                pos = max(s, e - 1)
-                window = data[max(0, pos - _LINES_REACH) : pos + _LINES_REACH]
-                if b"\\n" in window and rules[i].verifier.search(_ESCAPED_SPACE.sub(_space, window)):
-                    out.append(pos)
-        return out
 
     @staticmethod
     def _protected(data: bytes) -> list[tuple[int, int]]:
