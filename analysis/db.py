@@ -23,7 +23,8 @@ def table_glob(capture_dir: Path, table: str) -> str:
 
 
 def connect(capture_dirs: Sequence[Path], database: str = ":memory:",
-            allow_external: bool = False, allowed_roots: Sequence[Path] | None = None) -> duckdb.DuckDBPyConnection:
+            allow_external: bool = False, allowed_roots: Sequence[Path] | None = None,
+            threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with `t_<table>` base views and the named views over the datasets.
 
     The datasets must exist (see `analysis.build.ensure_analysis`). Unless `allow_external`,
@@ -31,9 +32,10 @@ def connect(capture_dirs: Sequence[Path], database: str = ":memory:",
     `allowed_directories` is set to them (or to `allowed_roots`, folders that hold the
     datasets a live view points the connection at later), external access is switched off
     and the configuration locked, so a query cannot `read_csv('/etc/passwd')`, `COPY ... TO`
-    a file, attach a database or install an extension.
+    a file, attach a database or install an extension. `threads` caps DuckDB's worker threads
+    (default: one per core).
     """
-    con = duckdb.connect(database)
+    con = duckdb.connect(database, config={"threads": threads} if threads else {})
     point_at(con, capture_dirs)
     for path in view_files():
         con.execute(path.read_text())

@@ -87,7 +87,7 @@ def open_session_page(page, url: str, base: str) -> None:
     page.wait_for_selector("#requests .vrow", timeout=60_000)
 
 
-def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
+def bench_latency(tmp: Path, confdir: Path, n: int, browser, pairs: int = 3) -> None:
     server, upstream = start_model_server({"steps": [{"text": "hello"}]})
     body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
                        "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -96,8 +96,9 @@ def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
     watched: dict[str, list[float]] = {"plain": [], "live": []}  # requests of the session the page shows
     paced: dict[str, list[float]] = {"plain": [], "live": []}  # the same, paced like an agent
     visible: list[float] = []
+    runs: dict[str, list[str]] = {"plain": [], "live": []}  # each run's p50s, to show the spread
     try:
-        for mode in ("plain", "live", "plain", "live"):  # interleaved to spread drift
+        for mode in ("plain", "live") * pairs:  # interleaved to spread drift
             out = tmp / f"lat-{mode}-{time.monotonic_ns()}"
             pp = start_proxy(out, confdir, [f"api.anthropic.com={upstream}"], ["--live"] if mode == "live" else [])
             context = page = None
@@ -117,13 +118,17 @@ def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
                         # row `turn` (0-based) drawn: the timeline follows its end as rows arrive
                         page.wait_for_selector(f"#requests .vrow[style*='top: {turn * 30}px']", timeout=30_000)
                         visible.append(time.perf_counter() - end)
-                firsts[mode].extend(sse_request(pp.port, ca, body)[0] for _ in range(n))
+                here = [sse_request(pp.port, ca, body)[0] for _ in range(n)]
                 # the agent the page watches keeps going: every request grows the session on screen
-                watched[mode].extend(sse_request(pp.port, ca, session_body(t), session_headers(session))[0]
-                                     for t in turns)
+                own = [sse_request(pp.port, ca, session_body(t), session_headers(session))[0] for t in turns]
+                spaced = []
                 for t in paced_turns:  # an agent runs its tools between requests: the page redraws meanwhile
                     time.sleep(AGENT_PAUSE_S)
-                    paced[mode].append(sse_request(pp.port, ca, session_body(t), session_headers(session))[0])
+                    spaced.append(sse_request(pp.port, ca, session_body(t), session_headers(session))[0])
+                firsts[mode] += here
+                watched[mode] += own
+                paced[mode] += spaced
+                runs[mode].append("/".join(f"{statistics.median(v) * 1000:.2f}" for v in (here, own, spaced)))
             finally:
                 if context is not None:
                     context.close()
@@ -132,7 +137,8 @@ def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
         server.terminate()
         server.wait(30)
     p50 = {k: statistics.median(v) for k, v in firsts.items()}
-    print("\n1. proxy first-chunk latency (SSE, HTTPS, loopback), without and with --live + a browser attached")
+    print(f"\n1. proxy first-chunk latency (SSE, HTTPS, loopback), without and with --live + a browser attached "
+          f"({pairs} runs of each, interleaved)")
     print(f"   p50   plain {p50['plain'] * 1000:7.2f} ms   live+browser {p50['live'] * 1000:7.2f} ms   "
           f"ratio {p50['live'] / p50['plain']:.3f}  (target <= 1.05)")
     print(f"   p95   plain {pct(firsts['plain'], 0.95) * 1000:7.2f} ms   live+browser "
@@ -143,6 +149,8 @@ def bench_latency(tmp: Path, confdir: Path, n: int, browser) -> None:
     a50 = {k: statistics.median(v) for k, v in paced.items()}
     print(f"   the same, {AGENT_PAUSE_S:.1f} s apart as an agent's tool calls make them: p50 plain "
           f"{a50['plain'] * 1000:7.2f} ms   live+browser {a50['live'] * 1000:7.2f} ms   ratio {a50['live'] / a50['plain']:.3f}")
+    for mode, label in (("plain", "plain"), ("live", "live+browser")):
+        print(f"   p50 of each {label} run, ms (elsewhere/watched/paced): {'  '.join(runs[mode])}")
     print("\n2. response end -> its row visible in the browser's timeline "
           f"({len(visible)} requests)")
     print(f"   p50 {statistics.median(visible) * 1000:7.1f} ms   p95 {pct(visible, 0.95) * 1000:7.1f} ms   "
@@ -217,11 +225,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer requests, a 3,000-request capture")
     parser.add_argument("--requests", type=int, default=None, help="N of the scale test (default 10,000)")
+    parser.add_argument("--pairs", type=int, default=3, help="plain and live runs of the latency part (default 3)")
     parser.add_argument("--part", choices=["all", "latency", "scale"], default="all", help="run only one part")
     parser.add_argument("--keep", type=Path, default=None,
                         help="generate the scale part's captures here and reuse them on the next run")
     args = parser.parse_args()
-    n_latency = 40 if args.quick else 200
+    n_latency = 40 if args.quick else 160
     n_scale = args.requests or (3000 if args.quick else 10_000)
     print(f"bench_live: load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the start")
     from playwright.sync_api import sync_playwright
@@ -233,7 +242,7 @@ def main() -> int:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         try:
             if args.part in ("all", "latency"):
-                bench_latency(tmp, confdir, n_latency, browser)
+                bench_latency(tmp, confdir, n_latency, browser, args.pairs)
             if args.part in ("all", "scale"):
                 bench_scale(args.keep or tmp, confdir, n_scale, browser)
         finally:

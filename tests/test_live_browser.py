@@ -27,7 +27,8 @@ def test_live_view_while_an_agent_runs(tmp_path: Path, ctxtap_config) -> None:
     from playwright.sync_api import expect, sync_playwright
 
     ARTIFACTS.mkdir(exist_ok=True)
-    with ModelServer(script="long", chunk_delay_s=0.02) as server, sync_playwright() as p:
+    # each streamed answer lasts ~0.7 s: longer than the 0.3 s after which the view shows a request under way
+    with ModelServer(script="long", chunk_delay_s=0.05) as server, sync_playwright() as p:
         rec = record_live(tmp_path, ctxtap_config, server.url, turns=3, tool_s=1.0)
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         try:
@@ -51,9 +52,14 @@ def test_live_view_while_an_agent_runs(tmp_path: Path, ctxtap_config) -> None:
 
             counts: list[int] = []
             in_progress_seen = False
+            marked = False
             deadline = time.monotonic() + 180
             while time.monotonic() < deadline:
                 counts.append(page.locator("#requests .vrow").count())
+                if counts[-1] >= 3 and not marked:  # the first row, complete (its tool's result came back):
+                    marked = page.evaluate(  # later refreshes must keep its node, not draw it again
+                        "(() => { const r = document.querySelector(\"#requests .vrow[style*='top: 0px']\"); "
+                        "if (!r) return false; r.dataset.kept = 'yes'; return true; })()")
                 in_progress_seen = in_progress_seen or page.locator(".inprogress:not([hidden]) li").count() > 0
                 done = rec.agent_done()
                 if done is not None and counts[-1] >= done:
@@ -67,6 +73,9 @@ def test_live_view_while_an_agent_runs(tmp_path: Path, ctxtap_config) -> None:
             growing = sorted({c for c in counts if 0 < c < done})
             assert len(growing) >= 2, f"rows did not appear one by one while the agent ran: {counts}"
             assert in_progress_seen, "a streaming request was never shown in progress"
+            # the first row was not drawn again: later refreshes added rows beside it
+            assert marked and page.locator("#requests .vrow[data-kept=yes]").count() == 1, \
+                "a live refresh redrew rows that had not changed"
             page.wait_for_selector(".charts svg")
             expect(page.locator("#session-cards [data-field=n_requests]")).to_have_text(str(done), timeout=30_000)
             page.screenshot(path=str(ARTIFACTS / "live-session.png"), full_page=True)

@@ -97,6 +97,13 @@ def test_paged_lists_agree_with_the_views(ui: LiveUI, synth30: Path) -> None:
     assert sum(t for _, t in first["sources"]) == est
     calls = con.execute("SELECT count(*) FROM tool_calls WHERE request_id = ?", [first["request_id"]]).fetchone()[0]
     assert len(first["calls"]) == calls
+    # a live page's refresh asks for its session's cards along with the rows: the same as /session
+    with_cards = json.loads(get(ui, f"/api/c/0/requests?session={quote(sid)}&offset=7&limit=7&cards=1").body)
+    assert with_cards["rows"] == pages[1]["rows"] and with_cards["total"] == n
+    assert with_cards["session"] == json.loads(get(ui, f"/api/c/0/session?id={quote(sid)}").body)
+    assert "session" not in pages[1]
+    assert json.loads(get(ui, "/api/c/0/requests?session=nope&cards=1").body) == \
+        {"total": 0, "offset": 0, "rows": [], "session": {}}
     # limits are bounded, junk offsets are read as 0
     assert len(json.loads(get(ui, f"/api/c/0/requests?session={quote(sid)}&limit=100000").body)["rows"]) == n
     assert json.loads(get(ui, "/api/c/0/sessions?offset=junk").body)["offset"] == 0

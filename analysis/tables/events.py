@@ -228,6 +228,7 @@ def build(ctx: BuildContext) -> list[Row]:
         turn_id, turn_source = turn_ids.get(key) or (f"{sid}:turn:{turn}", "ctxtap")
         common = {"turn_index": turn, "turn_id": turn_id, "turn_id_source": turn_source}
         main = [r for r in recs if r.placement.thread_kind != "side"] or recs
+        in_main = {r.request_id for r in main}  # by id: `rec in main` compares whole records, O(turn²)
         first = main[0]
         started = s.add("task_started", first.call.ts_start, thread_id=first.placement.thread_id,
                         request_id=first.request_id, evidence="wire",
@@ -243,7 +244,7 @@ def build(ctx: BuildContext) -> list[Row]:
                                request_id=rec.request_id, evidence="wire", evidence_detail="response end at the proxy",
                                duration_ms=row.get("duration_ms"), _pred=asked, **common)
                 responded[rec.request_id] = answer
-                if rec in main:
+                if rec.request_id in in_main:
                     last_response = answer
         if last_response is not None and not requests.get(last_response["request_id"], {}).get("n_tool_calls"):
             s.add("task_finished", last_response["ts"], thread_id=last_response["thread_id"],

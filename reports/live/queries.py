@@ -70,9 +70,15 @@ WHERE r.session_id = ? ORDER BY r.seq_in_session LIMIT ? OFFSET ?
 """
 
 
-def requests_page(src: CaptureSource, session_id: str, offset: int, limit: int) -> dict[str, Any]:
-    """A page of a session's timeline: request rows with tokens by source and the tool calls each proposed."""
-    total = (src.rows("SELECT count(*) AS n FROM requests WHERE session_id = ?", [session_id]) or [{"n": 0}])[0]["n"]
+def requests_page(src: CaptureSource, session_id: str, offset: int, limit: int,
+                  with_session: bool = False) -> dict[str, Any]:
+    """A page of a session's timeline: request rows with tokens by source and the tool calls each proposed.
+    `with_session` adds the session's own row (its cards): a live page's refresh is then one query round."""
+    head = session(src, session_id) if with_session else None
+    if head is not None:
+        total = head["n_requests"]
+    else:
+        total = (src.rows("SELECT count(*) AS n FROM requests WHERE session_id = ?", [session_id]) or [{"n": 0}])[0]["n"]
     rows = src.rows(REQUESTS_SQL, [session_id, limit, offset])
     ids = [r["request_id"] for r in rows]
     by_source: dict[str, list] = defaultdict(list)
@@ -90,7 +96,10 @@ def requests_page(src: CaptureSource, session_id: str, offset: int, limit: int) 
         r["sources"] = by_source.get(r["request_id"], [])
         r["calls"] = calls.get(r["request_id"], [])
         r["cache"] = cache_words(r)
-    return {"total": total, "offset": offset, "rows": rows}
+    out: dict[str, Any] = {"total": total, "offset": offset, "rows": rows}
+    if with_session:
+        out["session"] = head or {}
+    return out
 
 
 def in_list(values: list[str]) -> str:

@@ -253,7 +253,7 @@ class ApiRequests(Base):
     async def get(self, c: str) -> None:
         offset, limit = queries.page_args(self.get_query_argument("offset", "0"), self.get_query_argument("limit", "100"))
         self.json(await self.run(queries.requests_page, self.source(c), self.get_query_argument("session", ""),
-                                 offset, limit))
+                                 offset, limit, self.get_query_argument("cards", "") == "1"))
 
 
 class ApiSession(Base):

@@ -92,7 +92,8 @@ class LiveSource(CaptureSource):
                 raise DatasetError("nothing recorded yet")
             if self._con is None or not snap.dataset.exists():
                 # every version lives under the analysis' work folder: the sandbox allows that folder
-                self._con = connect([snap.dataset], allowed_roots=[self.analysis.work_dir])
+                # one thread: a live page's queries are small, and the proxy beside it needs the cores
+                self._con = connect([snap.dataset], allowed_roots=[self.analysis.work_dir], threads=1)
                 self._version = snap.version
             elif snap.version != self._version:
                 point_at(self._con, [snap.dataset])  # the named views stay: only the base views move

@@ -80,6 +80,7 @@
     this.body = el.querySelector(".vbody");
     this.space = el.querySelector(".vspace");
     this.pages = {};
+    this.nodes = {};  /* row index -> {key: its data, node} of the rows drawn */
     this.loading = {};
     this.total = 0;
     this.generation = 0;
@@ -93,16 +94,17 @@
       window.requestAnimationFrame(function () { pending = false; self.render(); });
     });
   }
-  VList.prototype.url = function (offset) {
+  VList.prototype.url = function (offset, cards) {
     var base = "/api/c/" + this.c + "/" + this.kind + "?offset=" + offset + "&limit=" + PAGE;
-    return this.session != null ? base + "&session=" + q(this.session) : base;
+    return this.session != null ? base + "&session=" + q(this.session) + (cards ? "&cards=1" : "") : base;
   };
-  VList.prototype.load = function (page) {
+  VList.prototype.load = function (page, cards) {
     var self = this, gen = this.generation;
     if (this.loading[page]) { return; }
     this.loading[page] = true;
-    getJson(this.url(page * PAGE)).then(function (data) {
+    getJson(this.url(page * PAGE, cards)).then(function (data) {
       if (gen !== self.generation) { return; }
+      if (data.session) { fillCards(data.session); }
       /* a reader at the end of a growing list stays at its end (a live timeline follows new rows) */
       var atEnd = self.total > 0 && self.body.scrollTop + self.body.clientHeight >= self.total * ROW - ROW;
       var grew = data.total > self.total;
@@ -124,37 +126,53 @@
   VList.prototype.reset = function () {
     this.generation += 1;
     this.loading = {};
-    var old = this.pages;
+    this.stale = this.pages;  /* drawn until the fresh page arrives: no flicker */
     this.pages = {};
-    this.stale = old;  /* drawn until the fresh page arrives: no flicker */
-    this.render();
+    var span = this.span(), cards = true;
+    for (var p = Math.floor(span[0] / PAGE); p <= Math.floor(span[1] / PAGE); p++) {
+      this.load(p, cards);  /* the session's cards come with the first page: no request of their own */
+      cards = false;
+    }
+  };
+  VList.prototype.span = function () {  /* the rows drawn: those in view and a few either side */
+    var top = this.body.scrollTop, height = this.body.clientHeight || 400;
+    return [Math.max(0, Math.floor(top / ROW) - 5), Math.floor((top + height) / ROW) + 5];
   };
   VList.prototype.render = function () {
-    var top = this.body.scrollTop, height = this.body.clientHeight || 400;
-    var first = Math.max(0, Math.floor(top / ROW) - 5), last = Math.floor((top + height) / ROW) + 5;
-    this.space.style.height = (this.total * ROW) + "px";
+    var span = this.span(), first = span[0], last = span[1];
+    var spaceHeight = (this.total * ROW) + "px";
+    if (this.space.style.height !== spaceHeight) { this.space.style.height = spaceHeight; }
     var wanted = {};
     for (var p = Math.floor(first / PAGE); p <= Math.floor(last / PAGE); p++) {
       if (!this.pages[p]) { this.load(p); }
       wanted[p] = true;
     }
-    var frag = document.createDocumentFragment(), self = this, drawn = 0;
+    /* A row whose data did not change keeps its node: a live update builds only the new and
+       changed rows, so the page does little work while the agent it watches is busy. */
+    var self = this, drawn = {}, frag = document.createDocumentFragment(), any = false;
     Object.keys(wanted).forEach(function (p) {
       var rows = self.pages[p] || (self.stale && self.stale[p]) || [];
       rows.forEach(function (r, k) {
         var i = Number(p) * PAGE + k;
         if (i < first || i > last) { return; }
+        any = true;
+        var key = JSON.stringify(r), have = self.nodes[i];
+        if (have && have.key === key) { drawn[i] = have; return; }
         var node = self.kind === "sessions" ? sessionRow(self.c, r) : requestRow(self.c, r);
         node.style.top = (i * ROW) + "px";
+        if (have) { have.node.remove(); }
         frag.appendChild(node);
-        drawn += 1;
+        drawn[i] = { key: key, node: node };
       });
     });
-    if (drawn || !this.stale) {
-      this.space.replaceChildren(frag);
+    if (any || !this.stale) {
+      Object.keys(this.nodes).forEach(function (i) { if (!drawn[i]) { self.nodes[i].node.remove(); } });
+      this.nodes = drawn;
+      this.space.appendChild(frag);
     }
     var count = document.querySelector('.vcount[data-for="' + this.el.id + '"]');
-    if (count) { count.textContent = num(this.total) + " " + this.kind + (this.total > 50 ? " (scroll: rows are read a page at a time)" : ""); }
+    var words = num(this.total) + " " + this.kind + (this.total > 50 ? " (scroll: rows are read a page at a time)" : "");
+    if (count && count.textContent !== words) { count.textContent = words; }
   };
 
   /* -- charts, in progress, status ----------------------------------------------------------- */
@@ -167,17 +185,14 @@
       .then(function (svg) { el.innerHTML = svg; })  /* server-made SVG, texts escaped there */
       .catch(function () {});
   }
-  function refreshCards() {
+  function fillCards(s) {
     var el = document.getElementById("session-cards");
     if (!el) { return; }
     var fmts = { num: num, pct: pct, money: money };
-    getJson("/api/c/" + el.getAttribute("data-c") + "/session?id=" + q(el.getAttribute("data-session")))
-      .then(function (s) {
-        Array.prototype.forEach.call(el.querySelectorAll("[data-field]"), function (v) {
-          var key = v.getAttribute("data-field");
-          if (key in s) { v.textContent = fmts[v.getAttribute("data-fmt")](s[key]); }
-        });
-      }).catch(function () {});
+    Array.prototype.forEach.call(el.querySelectorAll("[data-field]"), function (v) {
+      var key = v.getAttribute("data-field"), text = key in s ? fmts[v.getAttribute("data-fmt")](s[key]) : null;
+      if (text !== null && v.textContent !== text) { v.textContent = text; }
+    });
   }
   function showInProgress(state) {
     Array.prototype.forEach.call(document.querySelectorAll(".inprogress[data-c]"), function (box) {
@@ -209,9 +224,18 @@
     if (wait <= 0) { chartsDue = Date.now() + CHARTS_GAP; refreshCharts(); return; }
     if (!chartsTimer) { chartsTimer = window.setTimeout(function () { chartsTimer = null; throttledCharts(); }, wait); }
   }
+  /* Rows and cards redraw on new data, but not more often than every REFRESH_GAP ms: an agent
+   * sending requests back to back would otherwise have the page (and the server answering it)
+   * redraw several times a second on the proxy's cores. A row still shows well within a second. */
+  var REFRESH_GAP = 300, refreshDue = 0, refreshTimer = null;
   function changed() {
-    lists.forEach(function (l) { l.reset(); });
-    refreshCards();
+    var wait = refreshDue - Date.now();
+    if (wait > 0) {
+      if (!refreshTimer) { refreshTimer = window.setTimeout(function () { refreshTimer = null; changed(); }, wait); }
+      return;
+    }
+    refreshDue = Date.now() + REFRESH_GAP;
+    lists.forEach(function (l) { l.reset(); });  /* a session's timeline brings its cards along */
     throttledCharts();
   }
   function poll() {
