@@ -53,6 +53,7 @@ from ctxtap.capture.paths import default_captures_dir, redaction_key  # noqa: E4
 from ctxtap.capture.wire import is_event_stream  # noqa: E402
 from ctxtap.capture.writer_proc import ProcessWriter  # noqa: E402
 from proxy_addons.router import Router  # noqa: E402
+from proxy_addons.sweep import Sweeper  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,7 @@ class Recorder:
         self.capture_dir: Path | None = None
         self.telemetry_endpoint: str | None = None  # the OTLP receiver's base URL, token included
         self._receiver = None  # in-process writer mode only
+        self.sweeper = Sweeper()
 
     # --- options and lifecycle ------------------------------------------------------------
 
@@ -159,6 +161,7 @@ class Recorder:
 
     def running(self) -> None:
         self._ensure_writer()
+        self.sweeper.start()
 
     def _ensure_writer(self):
         if self.writer is None:
@@ -362,6 +365,7 @@ class RecorderTail:
         event = self.head.response_event(flow, state)
         fut = self.head._ensure_writer().submit(event)
         await asyncio.wrap_future(fut)
+        self.head.sweeper.finished(flow)
 
     async def error(self, flow: http.HTTPFlow) -> None:
         state = self.head.states.pop(flow.id, None)
@@ -375,6 +379,7 @@ class RecorderTail:
             partial = self.head.response_event(flow, state)
         message = flow.error.msg if flow.error else "unknown error"
         await asyncio.wrap_future(writer.submit(ErrorEvent(flow.id, message, time.time(), partial)))
+        self.head.sweeper.finished(flow)
 
 
 def make_addons() -> list:
