@@ -6,8 +6,9 @@ Prints, for one run:
   2. capture bytes on disk against a HAR of the same flows for a 100-turn
      session (target <= 0.1);
   3. memory after 1,000 flows with 1 MB bodies: the proxy process and its writer
-     child, alone and together, against bare mitmdump (target <= 1.5x together),
-     and RSS after 500 vs 1,000 flows (flat in the number of flows).
+     child, alone and together, against bare mitmdump (target <= 1.5x together): the
+     sum of their peaks (an upper bound), and what the two hold with the library pages
+     both map counted once; and RSS after 500 vs 1,000 flows (flat in the number of flows).
 
 Run: .venv/bin/python benchmarks/bench_proxy.py [--quick] [--memory-only]
 Everything talks to 127.0.0.1 only.
