@@ -136,11 +136,9 @@ def pair_kib(proxy: int, writer: int) -> int:
 def tree_mem(pid: int) -> dict[str, tuple[int, int]]:
     """{"proxy": (VmRSS, VmHWM), "writer": ...} in KiB: the process and (summed) its children."""
     rows = {"proxy": proc_mem(pid)}
-    kids = children(pid)
+    kids = [proc_mem(c) for c in children(pid)]
     if kids:
-        mems = [proc_mem(c) for c in kids]
-        rows["writer"] = (sum(k[0] for k in mems), sum(k[1] for k in mems))
-        rows["pair"] = (pair_kib(pid, kids[0]), 0)
+        rows["writer"] = (sum(k[0] for k in kids), sum(k[1] for k in kids))
     return rows
 
 
@@ -262,16 +260,24 @@ def bench_memory(tmp: Path, confdir: Path, n: int) -> None:
     server, url = start_model_server({"steps": [{"text": "ok"}]})
     ca = str(confdir / "ca" / "ctxtap-ca-bundle.pem")
     rows: dict[str, tuple[int, int, int]] = {}  # (RSS after n/2 flows, RSS after n, peak) in KiB
+    pair: list[int] = []  # proxy + writer, shared library pages once, after n/2 and n flows, in KiB
     try:
         for name in ("bare", "ctxtap"):
             proxy = Bare(confdir / "ca", url) if name == "bare" else Ctx(confdir, url, tmp / "memory")
             half: dict = {}
+
+            def measure(p=proxy, into=half) -> None:
+                into.update(tree_mem(p.pid))
+                kids = children(p.pid) if isinstance(p, Ctx) else []
+                if kids:
+                    pair.append(pair_kib(p.pid, kids[0]))
+
             try:
-                drive_flows(proxy.port, ca, n, 1 << 20, on_half=lambda p=proxy, h=half: h.update(tree_mem(p.pid)))
+                drive_flows(proxy.port, ca, n, 1 << 20, on_half=measure)
+                measure(into={})  # after n flows
                 for part, (rss, hwm) in tree_mem(proxy.pid).items():
                     label = "bare" if name == "bare" else f"ctxtap {part}"
                     rows[label] = (half[part][0], rss, hwm)
-                pair = rows.pop("ctxtap pair", None)
             finally:
                 proxy.stop()
     finally:
@@ -288,7 +294,7 @@ def bench_memory(tmp: Path, confdir: Path, n: int) -> None:
     together = rows.get("ctxtap together", rows["ctxtap proxy"])
     print(f"   peak ratio: proxy alone / bare {rows['ctxtap proxy'][2] / bare:.2f}   "
           f"proxy + writer / bare {together[2] / bare:.2f}  (target <= 1.5; peaks summed, an upper bound)")
-    if pair is not None:
+    if len(pair) == 2:
         print(f"   proxy + writer with the library pages both map counted once: after {n // 2} flows "
               f"{pair[0] / 1024:.1f} MiB, after {n} {pair[1] / 1024:.1f} MiB = {pair[1] / rows['bare'][1]:.2f} x bare's "
               "RSS then (no peak of this is kept by the kernel)")

@@ -27,11 +27,11 @@ _TAIL = 64  # text after a trigger's end the verifier may look at
 _LINES_REACH = 1024  # how far a multi-line rule's match may reach from its keyword (gitleaks': 200 + 100 + a value)
 _ESCAPED_SPACE = re.compile(rb"\\+([nrt])")
 _WHITESPACE = {b"n": b"\n", b"r": b"\r", b"t": b"\t"}
+_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _whitespace(m: re.Match[bytes]) -> bytes:
     return _WHITESPACE[m.group(1)]
-_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 @dataclass(frozen=True)

@@ -98,10 +98,12 @@
     var base = "/api/c/" + this.c + "/" + this.kind + "?offset=" + offset + "&limit=" + PAGE;
     return this.session != null ? base + "&session=" + q(this.session) + (cards ? "&cards=1" : "") : base;
   };
-  VList.prototype.load = function (page, cards) {
+  VList.prototype.load = function (page) {
     var self = this, gen = this.generation;
     if (this.loading[page]) { return; }
     this.loading[page] = true;
+    var cards = this.cardsDue;  /* the session's cards come with a refresh's first page */
+    this.cardsDue = false;
     getJson(this.url(page * PAGE, cards)).then(function (data) {
       if (gen !== self.generation) { return; }
       if (data.session) { fillCards(data.session); }
@@ -128,18 +130,12 @@
     this.loading = {};
     this.stale = this.pages;  /* drawn until the fresh page arrives: no flicker */
     this.pages = {};
-    var span = this.span(), cards = true;
-    for (var p = Math.floor(span[0] / PAGE); p <= Math.floor(span[1] / PAGE); p++) {
-      this.load(p, cards);  /* the session's cards come with the first page: no request of their own */
-      cards = false;
-    }
-  };
-  VList.prototype.span = function () {  /* the rows drawn: those in view and a few either side */
-    var top = this.body.scrollTop, height = this.body.clientHeight || 400;
-    return [Math.max(0, Math.floor(top / ROW) - 5), Math.floor((top + height) / ROW) + 5];
+    this.cardsDue = true;
+    this.render();  /* asks for the pages in view; unchanged rows keep their nodes */
   };
   VList.prototype.render = function () {
-    var span = this.span(), first = span[0], last = span[1];
+    var top = this.body.scrollTop, height = this.body.clientHeight || 400;
+    var first = Math.max(0, Math.floor(top / ROW) - 5), last = Math.floor((top + height) / ROW) + 5;
     var spaceHeight = (this.total * ROW) + "px";
     if (this.space.style.height !== spaceHeight) { this.space.style.height = spaceHeight; }
     var wanted = {};
@@ -217,27 +213,23 @@
    * nothing. A session page asks about its own session: it refreshes when that session grew. */
   var stateUrl = view === "session" ? "/api/state?c=" + q(main.getAttribute("data-c")) + "&session=" +
     q(main.getAttribute("data-session")) : "/api/state";
-  /* New data redraws the rows and cards at once, the charts at most every CHARTS_GAP ms. */
-  var CHARTS_GAP = 2000, chartsDue = 0, chartsTimer = null;
-  function throttledCharts() {
-    var wait = chartsDue - Date.now();
-    if (wait <= 0) { chartsDue = Date.now() + CHARTS_GAP; refreshCharts(); return; }
-    if (!chartsTimer) { chartsTimer = window.setTimeout(function () { chartsTimer = null; throttledCharts(); }, wait); }
+  /* `fn` at most every `gap` ms: a call in between is put off to the end of the gap (once). */
+  function throttle(fn, gap) {
+    var due = 0, timer = null;
+    return function run() {
+      var wait = due - Date.now();
+      if (wait <= 0) { due = Date.now() + gap; fn(); return; }
+      if (!timer) { timer = window.setTimeout(function () { timer = null; run(); }, wait); }
+    };
   }
-  /* Rows and cards redraw on new data, but not more often than every REFRESH_GAP ms: an agent
-   * sending requests back to back would otherwise have the page (and the server answering it)
-   * redraw several times a second on the proxy's cores. A row still shows well within a second. */
-  var REFRESH_GAP = 300, refreshDue = 0, refreshTimer = null;
-  function changed() {
-    var wait = refreshDue - Date.now();
-    if (wait > 0) {
-      if (!refreshTimer) { refreshTimer = window.setTimeout(function () { refreshTimer = null; changed(); }, wait); }
-      return;
-    }
-    refreshDue = Date.now() + REFRESH_GAP;
+  /* New data redraws the rows and cards at most every 0.3 s (an agent sending requests back to
+   * back would otherwise have the page, and the server answering it, redraw several times a second
+   * on the proxy's cores; a row still shows well within a second), the charts every 2 s. */
+  var throttledCharts = throttle(refreshCharts, 2000);
+  var changed = throttle(function () {
     lists.forEach(function (l) { l.reset(); });  /* a session's timeline brings its cards along */
     throttledCharts();
-  }
+  }, 300);
   function poll() {
     var next = 5000;
     var url = stateUrl + (mark === null ? "" : (stateUrl.indexOf("?") < 0 ? "?" : "&") + "since=" + q(mark));
