@@ -137,3 +137,24 @@ def test_a_prespawned_writer_child_serves_the_next_capture(tmp_path):
     spare = writer_proc._spare
     writer_proc.discard_spare()
     assert spare.poll() is not None and writer_proc._spare is None
+
+
+def test_the_writer_pipe_takes_a_streamed_batch_in_one_read(tmp_path):
+    """The proxy's pipe to its writer child is widened to 1 MiB where Linux allows it, so a 256 KiB
+    stream batch is one read for the child, not four each waiting for the redacting thread's GIL."""
+    import asyncio
+    import fcntl
+    from pathlib import Path
+
+    from ctxtap.capture import writer_proc
+
+    limit = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+
+    async def record() -> int:
+        writer = writer_proc.ProcessWriter(tmp_path / "cap", b"k" * 32, {"capture_id": "pipe"})
+        size = fcntl.fcntl(writer._out, fcntl.F_GETPIPE_SZ)
+        await writer.submit(_request("f1", 1, b"{}", b"{}"))
+        writer.close(finalize=True)
+        return size
+
+    assert asyncio.run(record()) == min(writer_proc.PIPE_BYTES, limit)

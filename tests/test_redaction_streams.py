@@ -85,3 +85,25 @@ def test_websocket_deltas_are_joined_across_frames_and_kept_in_order(tmp_path) -
     text = "".join(f["delta"] for f in stored if f["type"].endswith(".delta"))
     assert "Q7xk" not in text and text.startswith("key: [REDACTED:github-token:") and text.endswith(" ok")
     assert sum(json.loads(r["redactions"]).get("github-token", 0) for r in rows) == 1
+
+
+def test_delta_strings_are_found_exactly_as_a_json_tokenizer_finds_them() -> None:
+    """The fast key search (`_field_spans`) agrees with the tokenizer on escapes, spacing and repeats."""
+    from redaction.streams import _string_spans, delta_pieces, string_end
+
+    values = ["plain", 'a "quoted" word', "ends in a backslash \\", '\\"', '"text": "inner"', "", "é ☃", "x" * 9000]
+    for value in values:
+        for sep, ascii_only in ((":", False), (" : ", True), (":\t", False)):
+            payload = ('{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text"' + sep
+                       + json.dumps(value, ensure_ascii=ascii_only) + "}}").encode()
+            pieces = delta_pieces(payload)
+            assert len(pieces) == 1, payload
+            _, lo, hi = pieces[0]
+            assert (lo, hi) == _string_spans(payload)[("delta", "text")]
+            assert json.loads(b'"' + payload[lo:hi] + b'"') == value
+            assert string_end(payload, lo) == hi
+    # the key twice (a nested copy): the tokenizer decides, and still finds the delta's own string
+    twice = b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"},"x":{"text":"b"}}'
+    (_, lo, hi), = delta_pieces(twice)
+    assert twice[lo:hi] == b"a"
+    assert string_end(b'"ab\\\\"', 1) == 5 and string_end(b'"ab\\"', 1) == -1

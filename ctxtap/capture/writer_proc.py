@@ -136,10 +136,26 @@ def _spawn() -> subprocess.Popen:
     # mmap threshold after the first such buffer is freed and serves the next ones from a heap
     # it rarely gives back; a fixed threshold keeps big buffers mapped, returned when freed.
     env.setdefault("MALLOC_MMAP_THRESHOLD_", str(256 << 10))
-    return subprocess.Popen(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         env=env, bufsize=0,
     )
+    _widen_pipe(proc.stdin.fileno())
+    return proc
+
+
+PIPE_BYTES = 1 << 20
+
+
+def _widen_pipe(fd: int) -> None:
+    """A 1 MiB pipe (Linux's default limit for any user) instead of 64 KiB: the child takes a
+    streamed batch in one read, and the proxy rarely finds the pipe full."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (ImportError, AttributeError, OSError):
+        pass  # another system, or a lower limit: the default pipe still works
 
 
 _spare: subprocess.Popen | None = None
@@ -318,6 +334,7 @@ class ProcessWriter:
 # Bytes read from the proxy but not yet redacted and written. A few large bodies keep the
 # writer busy; beyond that a bigger backlog only holds memory (the pipe slows the proxy instead).
 MAX_BACKLOG_BYTES = 32 << 20
+SWITCH_INTERVAL_S = 0.0005
 
 
 class _Backlog:
@@ -374,6 +391,10 @@ def main() -> int:
     # enough to write what it was given. It stops on the proxy's close frame or end-of-file.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # This thread reads the pipe while the writer thread redacts. Every read returns to a GIL
+    # the redacting thread holds for up to the switch interval (5 ms by default): one wait per
+    # read capped the intake of a streamed body at ~12 MB/s. Hand the GIL over sooner.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     init = _read_frame(stdin)
     if not isinstance(init, dict):
