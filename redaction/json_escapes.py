@@ -128,10 +128,12 @@ def find_escaped_spans(
     # a one-byte search first: `in` runs memchr for one byte, a slower search for two
     if b"\\" in data and (b'\\"' in data or b"\\\\" in data):
         search = _HIDING_RUN.search
+        text = data.decode("latin-1")  # one character per byte: the C JSON scanner's offsets are ours
+        ascii_only = data.isascii()
         m = search(data)
         while m is not None:
-            lo, hi = _string_around(data, m.start() + 1)
-            _scan_string(data, lo, hi, out, scan, depth)
+            lo, hi, decoded = _string_at(data, text, ascii_only, m.start() + 1)
+            _scan_string(data, lo, hi, out, scan, depth, decoded)
             opened.append((lo, hi))
             m = search(data, max(hi, m.end()))
     for pos in sorted(lines_at):
@@ -143,10 +145,33 @@ def find_escaped_spans(
         opened.append((lo, hi))
 
 
+def _string_at(data: bytes, text: str, ascii_only: bool, pos: int) -> tuple[int, int, bytes | None]:
+    """`_string_around(data, pos)` for a `pos` in the first hiding run after the last string opened,
+    plus its decoded content where that came for free.
+
+    The closing quote is found by the C JSON scanner over `text` (`data` as Latin-1): a regex
+    takes a step per byte of a long tool result. A string whose escapes JSON does not have, or
+    with no closing quote (source code one level down), goes the regex way.
+    """
+    lo = data.rfind(b'"', 0, pos)
+    while lo >= 0 and not _unescaped_quote(data, lo):
+        lo = data.rfind(b'"', 0, lo)
+    try:
+        value, end = scanstring(text, lo + 1, False)
+    except ValueError:
+        lo, hi = _string_around(data, pos)
+        return lo, hi, None
+    hi = end - 1
+    if not ascii_only and not data[lo + 1 : hi].isascii():
+        return lo + 1, hi, None  # Latin-1 read its UTF-8 bytes one by one: decode them again
+    return lo + 1, hi, value.encode("utf-8", "surrogatepass")
+
+
 def _scan_string(data: bytes, lo: int, hi: int, out: list[Span], scan: Callable[[bytes, int], list[Span]],
-                 depth: int) -> None:
+                 depth: int, decoded: bytes | None = None) -> None:
     raw = data[lo:hi]
-    decoded = decode_string(raw)
+    if decoded is None:
+        decoded = decode_string(raw)
     spans = scan(decoded, depth + 1)
     if spans:
         exact, origin = json_unescape(raw)
