@@ -395,14 +395,27 @@ class StreamRedactor:
         self._contents: dict[tuple, _Content] = {}
         self._queue: collections.deque[_Held] = collections.deque()
         self._touched: dict[int, _Content] = {}  # contents fed since the last release
+        self._shape: dict[object, tuple[bytes, bytes, tuple]] = {}  # per channel: see `_pieces`
         self.held_bytes = 0
 
     def feed(self, token: object, data: bytes, start: int = 0, end: int | None = None,
              channel: object = None) -> list[Released]:
         """One event; its JSON payload is `data[start:end]`. `channel` keeps streams apart (a direction)."""
+        self._take(token, data, start, end, channel)
+        return self._release(final=False)
+
+    def feed_many(self, events: list[tuple[object, bytes, int, int | None]], channel: object = None) -> list[Released]:
+        """Several events that arrived together, (token, data, start, end) each, released once at the
+        end: what `feed` one by one would release, give or take events still held (a scan then
+        covers the batch at once instead of deciding after every small delta)."""
+        for token, data, start, end in events:
+            self._take(token, data, start, end, channel)
+        return self._release(final=False)
+
+    def _take(self, token: object, data: bytes, start: int, end: int | None, channel: object) -> None:
         held = _Held(token, data)
         stop = len(data) if end is None else end
-        for key, lo, hi in delta_pieces(data[start:stop]):
+        for key, lo, hi in self._pieces(data[start:stop], channel):
             content = self._contents.get((channel, key))
             if content is None:
                 content = self._contents[(channel, key)] = _Content()
@@ -412,7 +425,26 @@ class StreamRedactor:
             self._touched[id(content)] = content
         self._queue.append(held)
         self.held_bytes += len(data)
-        return self._release(final=False)
+
+    def _pieces(self, payload: bytes, channel: object) -> list[tuple[tuple, int, int]]:
+        """`delta_pieces(payload)`, without parsing an event shaped like the last one parsed.
+
+        Consecutive deltas of a stream differ only in their one delta string: an event made of
+        the last parsed event's bytes before and after that string, around a string that ends
+        right there, has the same structure and so the same one piece.
+        """
+        shape = self._shape.get(channel)
+        if shape is not None:
+            head, tail, key = shape
+            lo, hi = len(head), len(payload) - len(tail)
+            if (hi >= lo and payload.startswith(head) and payload.endswith(tail)
+                    and string_end(payload, lo) == hi):
+                return [(key, lo, hi)]
+        pieces = delta_pieces(payload)
+        if len(pieces) == 1:
+            key, lo, hi = pieces[0]
+            self._shape[channel] = (payload[:lo], payload[hi:], key)
+        return pieces
 
     def finish(self) -> list[Released]:
         """Everything still held (the body or the response ended); streams start afresh after."""
@@ -566,13 +598,13 @@ class SseRedactor:
             return b""
         complete = bytes(self._buf[: ends[-1]])
         del self._buf[: ends[-1]]
-        released: list[Released] = []
+        events = []
         pos = 0
         for end in ends:
             block = complete[pos:end]
-            released += self._events.feed(None, block, *_data_payload(block))
+            events.append((None, block, *_data_payload(block)))
             pos = end
-        return self._emit(released)
+        return self._emit(self._events.feed_many(events))
 
     def finish(self) -> bytes:
         released: list[Released] = []
