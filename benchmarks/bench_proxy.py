@@ -2,7 +2,9 @@
 
 Prints, for one run:
   1. first-chunk latency (p50, p99) of SSE responses and the ratio ctxtap / bare
-     (target <= 1.05 at p50), and streaming throughput (target >= 0.9x);
+     (target <= 1.05 at p50), and streaming throughput (target >= 0.9x), with what the
+     writer child did meanwhile: how far its memory grew (its backlog), its share of a
+     core, and how long after the client's end it was still redacting;
   2. capture bytes on disk against a HAR of the same flows for a 100-turn
      session (target <= 0.1);
   3. memory after 1,000 flows with 1 MB bodies: the proxy process and its writer
@@ -10,7 +12,7 @@ Prints, for one run:
      sum of their peaks (an upper bound), and what the two hold with the library pages
      both map counted once; and RSS after 500 vs 1,000 flows (flat in the number of flows).
 
-Run: .venv/bin/python benchmarks/bench_proxy.py [--quick] [--memory-only]
+Run: .venv/bin/python benchmarks/bench_proxy.py [--quick] [--memory-only | --stream-only]
 Everything talks to 127.0.0.1 only.
 """
 
@@ -27,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from ctxtap.capture.writer_proc import MAX_BACKLOG_BYTES  # noqa: E402
 from ctxtap.modelserver.client import HttpClient  # noqa: E402
 from tests.proxyharness import ctxtap_env, start_proxy  # noqa: E402
 
@@ -142,6 +146,58 @@ def tree_mem(pid: int) -> dict[str, tuple[int, int]]:
     return rows
 
 
+class WriterWatch:
+    """Samples a ctxtap proxy's writer child while a stream runs: how far its memory grows (the
+    backlog of bytes read but not yet redacted), its CPU, and how long after the client's end
+    it is idle again (the redaction still owed when the response ended). Nothing for bare."""
+
+    def __init__(self, proxy_pid: int) -> None:
+        kids = children(proxy_pid)
+        self.pid = kids[0] if kids else None
+        self.peak = self.rest = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> WriterWatch:
+        if self.pid is not None:
+            self.rest = self.peak = proc_mem(self.pid)[0]
+            self.cpu0 = cpu_seconds(self.pid)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.end = time.perf_counter()
+        if self.pid is None:
+            return
+        self.cpu1 = cpu_seconds(self.pid)  # CPU up to the client's end: its share of the stream
+        last = self.cpu1
+        self.idle = self.end
+        while True:  # busy until its CPU stops moving for 50 ms
+            time.sleep(0.05)
+            now = cpu_seconds(self.pid)
+            if now - last < 0.005:
+                break
+            last, self.idle = now, time.perf_counter()
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.01):
+            try:
+                self.peak = max(self.peak, proc_mem(self.pid)[0])
+            except OSError:
+                return
+
+    def summary(self, seconds: float) -> tuple[int, float, float]:
+        """(KiB grown at most, share of a core while the stream ran, seconds busy after its end)."""
+        return self.peak - self.rest, (self.cpu1 - self.cpu0) / seconds, self.idle - self.end
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
@@ -185,8 +241,11 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
                         firsts = [sse_request(proxy.port, ca, body)[0] for _ in range(n)]
                         results.setdefault((name, "first"), []).extend(firsts)
                     else:
-                        _, total, size = sse_request(proxy.port, ca, body)
+                        with WriterWatch(proxy.pid) as watch:
+                            _, total, size = sse_request(proxy.port, ca, body)
                         results.setdefault((name, "mbps"), []).append(size / total / 1e6)
+                        if name == "ctxtap":
+                            results.setdefault(("ctxtap", "writer"), []).append(watch.summary(total))
                 finally:
                     proxy.stop()
     finally:
@@ -203,6 +262,10 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
           f"ratio {c99 / b99:.3f}")
     print(f"   throughput ({stream_mb} MB stream) bare {bt:7.1f} MB/s  ctxtap {ct:7.1f} MB/s  "
           f"ratio {ct / bt:.3f}  (target >= 0.9)")
+    for grown, cpu, lag in results[("ctxtap", "writer")]:
+        print(f"   writer child during a ctxtap run: RSS {grown / 1024:+.1f} MiB over its rest at most (its backlog "
+              f"is bounded at {MAX_BACKLOG_BYTES >> 20} MiB), {cpu:.0%} of a core, done {lag * 1000:.0f} ms after the "
+              "client's last byte")
 
 
 def bench_storage(tmp: Path, confdir: Path, turns: int) -> None:
@@ -306,6 +369,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
     parser.add_argument("--memory-only", action="store_true", help="only part 3 (memory)")
+    parser.add_argument("--stream-only", action="store_true", help="only part 1 (latency and throughput)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ctxtap-bench-"))
     confdir = tmp / "config"
@@ -317,8 +381,10 @@ def main() -> None:
         print(f"ctxtap proxy benchmark ({'quick' if args.quick else 'full'}), Python {sys.version.split()[0]}")
         if not args.memory_only:
             bench_latency_throughput(tmp, confdir, n=30 if args.quick else 200, stream_mb=5 if args.quick else 50)
+        if not (args.memory_only or args.stream_only):
             bench_storage(tmp, confdir, turns=20 if args.quick else 100)
-        bench_memory(tmp, confdir, n=100 if args.quick else 1000)
+        if not args.stream_only:
+            bench_memory(tmp, confdir, n=100 if args.quick else 1000)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
