@@ -125,12 +125,13 @@ def find_escaped_spans(
     if depth >= MAX_DEPTH:
         return
     opened: list[tuple[int, int]] = []
-    # a one-byte search first: `in` runs memchr for one byte, a slower search for two
-    if b"\\" in data and (b'\\"' in data or b"\\\\" in data):
-        search = _HIDING_RUN.search
+    # memchr for a backslash first; then the regex, whose literal first byte it skips to in C
+    # (several times faster than `b'\\"' in data`, a two-byte search)
+    search = _HIDING_RUN.search
+    m = search(data) if b"\\" in data else None
+    if m is not None:
         text = data.decode("latin-1")  # one character per byte: the C JSON scanner's offsets are ours
         ascii_only = data.isascii()
-        m = search(data)
         while m is not None:
             lo, hi, decoded = _string_at(data, text, ascii_only, m.start() + 1)
             _scan_string(data, lo, hi, out, scan, depth, decoded)
