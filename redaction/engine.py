@@ -185,11 +185,10 @@ class HyperscanEngine:
             scratch = self._local.scratch = _hs.Scratch(self._db)
         self._db.scan(data, match_event_handler=_on_match, context=hits, scratch=scratch)
         if self._python_starts and not self._python_starts.keys().isdisjoint(hits.by_trigger):
-            lowered = data.lower()
             for i, (regex, literals) in self._python_starts.items():
                 found = hits.by_trigger.get(i)
                 if found:
-                    hits.by_trigger[i] = [(_leftmost_start(regex, literals, data, lowered, e), e) for _, e in found]
+                    hits.by_trigger[i] = [(_leftmost_start(regex, literals, data, e), e) for _, e in found]
         return hits
 
 
@@ -198,18 +197,20 @@ class HyperscanEngine:
 _START_REACH = 320
 
 
-def _leftmost_start(regex: re.Pattern[bytes], literals: tuple[bytes, ...], data: bytes, lowered: bytes,
-                    end: int) -> int:
+def _leftmost_start(regex: re.Pattern[bytes], literals: tuple[bytes, ...], data: bytes, end: int) -> int:
     """Where Hyperscan's leftmost start-of-match would be for a match of `regex` ending at `end`:
     the first of the places one byte before, or at, an occurrence of a literal from which the
-    regex matches exactly up to `end` (`lowered`: `data.lower()`, the literals being lower-case)."""
+    regex matches exactly up to `end` (the literals are lower-case: only the reach before `end`
+    is lowered, not the whole body)."""
     lo = max(0, end - _START_REACH)
+    window = data[lo:end].lower()
     candidates: set[int] = set()
     for lit in literals:
-        pos = lowered.find(lit, lo, end)
+        pos = window.find(lit)
         while pos >= 0:
-            candidates.update((pos - 1, pos) if pos else (pos,))
-            pos = lowered.find(lit, pos + 1, end)
+            at = lo + pos
+            candidates.update((at - 1, at) if at else (at,))
+            pos = window.find(lit, pos + 1)
     for start in sorted(candidates):
         if regex.fullmatch(data, start, end) is not None:
             return start
