@@ -278,8 +278,8 @@ class Recorder:
 
     def flush_chunks(self, flow_id: str, state: _FlowState) -> None:
         if state.chunks:
-            data = state.chunks[0] if len(state.chunks) == 1 else b"".join(state.chunks)
-            self._ensure_writer().send(ResponseChunk(flow_id, data))
+            # the reads themselves go to the writer (each out of band): no copy of the stream here
+            self._ensure_writer().send(ResponseChunk(flow_id, state.chunks))
             state.chunks, state.pending = [], 0
 
     # --- WebSocket hooks ---------------------------------------------------------------------

@@ -591,8 +591,10 @@ class SseRedactor:
     def held_bytes(self) -> int:
         return len(self._buf) + self._events.held_bytes
 
-    def feed(self, data: bytes) -> bytes:
-        self._buf += data
+    def feed(self, *pieces: bytes) -> bytes:
+        """The next bytes of the body (one or more reads, in order)."""
+        for data in pieces:
+            self._buf += data
         ends = [m.end() for m in _EVENT_END_RE.finditer(self._buf)]
         if not ends:
             return b""

@@ -158,3 +158,20 @@ def test_the_writer_pipe_takes_a_streamed_batch_in_one_read(tmp_path):
         return size
 
     assert asyncio.run(record()) == min(writer_proc.PIPE_BYTES, limit)
+
+
+def test_a_batch_of_reads_crosses_the_pipe_out_of_band_and_in_order():
+    """The recorder hands a stream batch over as its list of reads (no join in the proxy): each big
+    read travels beside the pickle, not inside it, and the child gets the same pieces in order."""
+    import io
+
+    from ctxtap.capture import writer_proc
+
+    pieces = [b"a" * 10_000, b"tiny", b"b" * 5_000, b"", b"c" * 70_000]
+    parts = writer_proc._frame((0, ResponseChunk("f1", pieces)))
+    pickled = parts[3]  # total length, pickle length, pickle, then each buffer
+    assert len(pickled) < 1_000, "the reads were copied into the pickle"
+    frame = b"".join(bytes(p) for p in parts)
+    kind, event = writer_proc._read_frame(io.BytesIO(frame))
+    assert kind == 0 and event.flow_id == "f1" and event.pieces() == pieces
+    assert writer_proc._event_size(event) == 256 + sum(map(len, pieces))

@@ -67,10 +67,14 @@ class StreamStart:
 
 @dataclass
 class ResponseChunk:
-    """One piece of a streamed response body, as forwarded to the client."""
+    """Pieces of a streamed response body, as forwarded to the client: one bytes object, or the
+    reads of one batch in order (a list, so the proxy hands them over without joining them)."""
 
     flow_id: str
-    data: bytes
+    data: bytes | list[bytes]
+
+    def pieces(self) -> list[bytes]:
+        return self.data if isinstance(self.data, list) else [self.data]
 
 
 @dataclass

@@ -84,15 +84,18 @@ class _Stream:
         self.redactions: Counter[str] = Counter()
         self._redactor = redactor
 
-    def feed(self, data: bytes) -> None:
-        self.sha.update(data)
-        self.size += len(data)
+    def feed(self, pieces: list[bytes]) -> None:
+        """The next reads of the body, in order."""
+        for data in pieces:
+            self.sha.update(data)
+            self.size += len(data)
         if not self.incremental:
-            self.raw.append(data)
+            self.raw.extend(pieces)
         elif self.sse is not None:
-            self.parts.append(self.sse.feed(data))
+            self.parts.append(self.sse.feed(*pieces))
         else:
-            self.pending += data
+            for data in pieces:
+                self.pending += data
             if len(self.pending) >= SEGMENT_BYTES:
                 cut = self.pending.rfind(b"\n")
                 if cut > 0:
@@ -228,9 +231,9 @@ class CaptureWriter:
         elif isinstance(event, ResponseChunk):
             stream = self._streams.get(event.flow_id)
             if stream is not None:
-                if not stream.size and event.data:  # the first piece: a live view shows the stream as under way
+                if not stream.size and any(event.pieces()):  # the first piece: a live view shows it as under way
                     self.spool.append({"t": "chunk1", "flow_id": event.flow_id, "ts_first_chunk": time.time()})
-                stream.feed(event.data)
+                stream.feed(event.pieces())
         elif isinstance(event, StreamStart):
             self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding, self.redactor)
         elif isinstance(event, TelemetryEvent):

@@ -51,8 +51,12 @@ def _out_of_band(event: object) -> object:
         changes["body_out"] = _SAME  # forwarded unchanged: send the body once
     for f in dataclasses.fields(event):
         value = getattr(event, f.name)
-        if f.name not in changes and type(value) is bytes and len(value) > 4096:
+        if f.name in changes:
+            continue
+        if type(value) is bytes and len(value) > 4096:
             changes[f.name] = pickle.PickleBuffer(value)
+        elif type(value) is list and any(type(v) is bytes and len(v) > 4096 for v in value):  # a batch of reads
+            changes[f.name] = [pickle.PickleBuffer(v) if type(v) is bytes and len(v) > 4096 else v for v in value]
     return dataclasses.replace(event, **changes) if changes else event
 
 
@@ -363,6 +367,8 @@ def _event_size(event: object) -> int:
         value = getattr(event, name, None)
         if isinstance(value, bytes):
             size += len(value)
+        elif isinstance(value, list):
+            size += sum(len(v) for v in value)
     return size
 
 
