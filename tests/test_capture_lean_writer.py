@@ -70,3 +70,43 @@ def test_recording_in_the_writer_imports_no_pydantic_duckdb_or_pyarrow(tmp_path:
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1", "0"]  # the request was redacted and spooled, nothing heavy loaded
+
+
+def test_the_writer_child_hashes_without_openssl(tmp_path: Path) -> None:
+    """The child maps no libcrypto (3.4 MiB of it for hashing alone); its digests are OpenSSL's."""
+    import hashlib
+
+    from ctxtap.capture import writer_proc
+    from ctxtap.capture.spool import SPOOL_NAME, read_frames
+
+    proc = writer_proc._spawn()
+    try:
+        writer_proc._write_frame(proc.stdin, {"directory": str(tmp_path / "cap"), "key": b"k" * 32,
+                                              "manifest": {"capture_id": "lean"}, "telemetry": False})
+        assert writer_proc._read_frame(proc.stdout) == {"ready": True, "telemetry_endpoint": None}
+        maps = Path(f"/proc/{proc.pid}/maps").read_text()
+        body = b'{"messages": [{"role": "user", "content": "hello"}]}'
+        writer_proc._write_frame(proc.stdin, (1, _request(body)))
+        writer_proc._write_frame(proc.stdin, (0, {"close": "stop", "ended_at": None}))
+        proc.stdin.close()
+        assert proc.wait(60) == 0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "libcrypto" not in maps
+    frames = [h for h, _ in read_frames(tmp_path / "cap" / "spool" / SPOOL_NAME)[0]]
+    req = next(h for h in frames if h["t"] == "req")
+    assert req["request_sha256_client"] == hashlib.sha256(body).hexdigest()
+    assert next(h for h in frames if h["t"] == "body")["sha256"] == hashlib.sha256(body).hexdigest()
+
+
+def _request(body: bytes):
+    from ctxtap.capture.events import RequestEvent
+
+    return RequestEvent(
+        flow_id="f", seq=0, record_full=True, is_model=True, provider="anthropic", api="messages",
+        endpoint="generate", websocket=False, method="POST", scheme="https", host="api.anthropic.com", port=443,
+        path="/v1/messages", url="https://api.anthropic.com/v1/messages", upstream_url=None,
+        http_version="HTTP/1.1", headers=[("content-type", "application/json")], body_in=body, body_out=body,
+        ts_start=0.0, ts_end=0.0,
+    )
