@@ -17,7 +17,7 @@ import gc
 
 from mitmproxy import http
 
-SWEEP_BYTES = 8 << 20  # finished bodies between two collections (a bound on the dead bodies held): ~1 ms each
+SWEEP_BYTES = 2 << 20  # finished bodies between two collections (a bound on the dead bodies held): ~1 ms each
 
 
 class Sweeper:

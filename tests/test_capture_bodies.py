@@ -96,3 +96,26 @@ def test_common_prefix_len():
     assert common_prefix_len(b"", b"abc") == 0
     big = os.urandom(100_000)
     assert common_prefix_len(big, big[:60_000] + b"!" + big[60_001:]) == 60_000 or big[60_000:60_001] == b"!"
+
+
+def test_the_oldest_base_is_let_go_before_the_new_body_is_compressed() -> None:
+    """With a stream's candidates full, encoding holds no more bodies than it keeps afterwards
+    (the writer's peak with 1 MB bodies: one body less)."""
+    import tracemalloc
+
+    from ctxtap.capture.bodies import CANDIDATES_PER_STREAM
+
+    tracemalloc.start()  # before the bases exist, so letting one go shows
+    try:
+        enc = BodyEncoder()
+        for _ in range(CANDIDATES_PER_STREAM):
+            enc.encode(os.urandom(1 << 20), "s")  # unrelated bodies: each a keyframe and a candidate
+        body = os.urandom(1 << 20)
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        encoded = enc.encode(body, "s")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert encoded.codec == "zstd"
+    assert peak - before < (1 << 20) // 2  # the compressed copy took the oldest base's place

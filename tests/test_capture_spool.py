@@ -63,3 +63,19 @@ def test_decode_body_bad_input_keeps_raw_bytes():
     assert data == b"not gzip at all" and status.startswith("error:")
     data, status = decode_body(b"xx", "compress")
     assert data == b"xx" and "unsupported" in status
+
+
+def test_a_large_payload_is_written_without_a_copy(tmp_path):
+    import tracemalloc
+
+    spool = SpoolFile(tmp_path)
+    payload = b"x" * (4 << 20)
+    tracemalloc.start()
+    try:
+        spool.append({"t": "body"}, payload)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    spool.close()
+    assert peak < 1 << 20
+    assert read_frames(spool.path)[0][0][1] == payload

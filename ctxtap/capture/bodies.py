@@ -74,26 +74,28 @@ class BodyEncoder:
         self._max_streams = max_streams
         self._plain = zstd.ZstdCompressor(level=LEVEL)
 
-    def encode(self, data: bytes, stream_key: str) -> EncodedBody:
+    def encode(self, data: bytes, stream_key: str, sha256: str | None = None) -> EncodedBody:
+        """`sha256`: the hex digest of `data` when the caller has it already (hashing is not free)."""
         body_id = self._next_id
         self._next_id += 1
-        digest = hashlib.sha256(data).hexdigest()
+        digest = sha256 or hashlib.sha256(data).hexdigest()
         same = self._by_hash.get(digest)
         if same is not None:
             self._remember_hash(digest, same)
             return EncodedBody(body_id, "ref", same, len(data), digest, b"")
         base = self._best_base(data, stream_key)
+        # Remembered before compressing: the oldest base is let go now, not after the compressed copy
+        # exists (with 1 MB bodies, one body less at the writer's peak).
+        self._remember(stream_key, body_id, data, 0 if base is None else base[2] + 1)
         if base is not None:
-            base_id, base_bytes, depth = base
+            base_id, base_bytes, _ = base
             comp = zstd.ZstdCompressor(
                 dict_data=zstd.ZstdCompressionDict(base_bytes, dict_type=zstd.DICT_TYPE_RAWCONTENT),
                 compression_params=_delta_params(),
             )
             encoded = EncodedBody(body_id, "zstd-delta", base_id, len(data), digest, comp.compress(data))
-            self._remember(stream_key, body_id, data, depth + 1)
         else:
             encoded = EncodedBody(body_id, "zstd", None, len(data), digest, self._plain.compress(data))
-            self._remember(stream_key, body_id, data, 0)
         self._remember_hash(digest, body_id)
         return encoded
 

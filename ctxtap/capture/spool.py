@@ -1,7 +1,7 @@
 """The append-only, crash-safe spool.
 
 Each record is one frame: MAGIC, header length, payload length, CRC32, a JSON
-header and a binary payload. Frames are written with a single `write()` on an
+header and a binary payload. Frames are written with a single `writev()` on an
 O_APPEND descriptor, so once `write()` returns the record survives a `kill -9`
 of the process (it is in the kernel); `fsync` runs periodically and on close
 for power loss. A reader stops at the first torn or corrupt frame: everything
@@ -48,10 +48,11 @@ def writer_alive(directory: Path) -> bool:
         os.close(fd)
 
 
-def encode_frame(header: dict, payload: bytes = b"") -> bytes:
+def _frame_parts(header: dict, payload: bytes) -> tuple[bytes, bytes]:
+    """A frame as (its head, its payload): written together without copying the payload."""
     head = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode()
     crc = zlib.crc32(payload, zlib.crc32(head))
-    return _HEAD.pack(MAGIC, len(head), len(payload), crc) + head + payload
+    return _HEAD.pack(MAGIC, len(head), len(payload), crc) + head, payload
 
 
 class SpoolFile:
@@ -63,11 +64,15 @@ class SpoolFile:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
     def append(self, header: dict, payload: bytes = b"") -> None:
-        frame = encode_frame(header, payload)
-        view = memoryview(frame)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        """One `writev` of head and payload (no copy of a large payload into one frame)."""
+        head, payload = _frame_parts(header, payload)
+        views = [memoryview(head), memoryview(payload)]
+        while views:
+            n = os.writev(self._fd, views)
+            while views and n >= views[0].nbytes:
+                n -= views.pop(0).nbytes
+            if views and n:
+                views[0] = views[0][n:]
 
     def sync(self) -> None:
         os.fsync(self._fd)

@@ -250,10 +250,11 @@ class CaptureWriter:
         after = self.redactor.counts
         return {k: after[k] - before.get(k, 0) for k in after if after[k] - before.get(k, 0)}
 
-    def _store_body(self, data: bytes, stream_key: str) -> int | None:
+    def _store_body(self, data: bytes, stream_key: str, sha256: str | None = None) -> int | None:
+        """`sha256`: the digest of `data` if already known (a body redaction left as it was)."""
         if not data:
             return None
-        enc = self.bodies.encode(data, stream_key)
+        enc = self.bodies.encode(data, stream_key, sha256)
         self.spool.append(
             {"t": "body", "body_id": enc.body_id, "codec": enc.codec, "base_id": enc.base_id,
              "size": enc.size, "sha256": enc.sha256},
@@ -276,6 +277,7 @@ class CaptureWriter:
         before = Counter(self.redactor.counts)
         url, path = self._redacted_url(ev.url)
         raw = ev.body_in or b""
+        raw_sha = _sha(raw)
         row: dict = {
             "t": "req", "flow_id": ev.flow_id, "seq": ev.seq,
             "kind": "websocket" if ev.websocket else "http",
@@ -288,8 +290,8 @@ class CaptureWriter:
             "is_model": ev.is_model, "provider": ev.provider, "api": ev.api, "endpoint": ev.endpoint,
             "telemetry_endpoint": ev.telemetry,
             "request_bytes_wire": len(raw),
-            "request_sha256_client": _sha(raw),
-            "request_sha256_upstream": _sha(raw) if ev.body_out is ev.body_in else _sha(ev.body_out or b""),
+            "request_sha256_client": raw_sha,
+            "request_sha256_upstream": raw_sha if ev.body_out is ev.body_in else _sha(ev.body_out or b""),
         }
         body_stream = "req " + stream_key(ev.host, path, ev.headers)
         if ev.record_full:
@@ -304,7 +306,7 @@ class CaptureWriter:
                 request_content_type=header_value(ev.headers, "content-type"),
                 request_decode_status=status,
                 request_bytes=len(decoded),
-                request_body_id=self._store_body(body, body_stream),
+                request_body_id=self._store_body(body, body_stream, raw_sha if body is raw else None),
             )
             if ev.telemetry and decoded:  # an imported metadata-only flow has no body to decode
                 self._on_telemetry(TelemetryEvent(
@@ -329,13 +331,14 @@ class CaptureWriter:
         raw_in = ev.body_in or b""
         raw_out = raw_in if ev.body_out is ev.body_in else (ev.body_out or b"")
         ctype = header_value(ev.headers, "content-type")
+        in_sha = _sha(raw_in)
         row: dict = {
             "flow_id": ev.flow_id, "status": ev.status, "reason": ev.reason,
             "response_http_version": ev.http_version,
             "response_content_type": ctype,
             "response_bytes_wire": len(raw_in),
-            "response_sha256_upstream": _sha(raw_in),
-            "response_sha256_client": _sha(raw_in) if raw_out is raw_in else _sha(raw_out),
+            "response_sha256_upstream": in_sha,
+            "response_sha256_client": in_sha if raw_out is raw_in else _sha(raw_out),
             "streamed": ev.streamed,
             "ts_response_headers": ev.ts_headers, "ts_first_byte": ev.ts_first_byte,
             "ts_response_end": ev.ts_end,
@@ -352,7 +355,7 @@ class CaptureWriter:
                 response_content_encoding=encoding,
                 response_decode_status=status,
                 response_bytes=len(decoded),
-                response_body_id=self._store_body(body, key),
+                response_body_id=self._store_body(body, key, in_sha if body is raw_in else None),
             )
         row["redactions"] = self._counts_delta(before)
         return row
