@@ -196,6 +196,12 @@ def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
     return lo, hi if hi >= 0 else min(len(data), end + 1024)
 
 
+# Words every match of a rule spanning lines contains (lower case; the rules ignore case), read off
+# the rule's regex: both of its alternatives name `kind:` and `data:`. A window around the keyword
+# (`secret`, a common word in code) without them is not worth the rule's backtracking search
+# (~0.2 ms per 2 KB window). tests/test_redaction_rules.py checks them against the regexes.
+LINES_NEED: dict[str, tuple[bytes, ...]] = {"kubernetes-secret-yaml": (b"kind:", b"data:")}
+
 _TOKEN_TAIL = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _B64_TAIL = frozenset(_TOKEN_TAIL | frozenset(b"+/="))
 _FALLBACK_WINDOW = 1024
@@ -211,6 +217,7 @@ class GitleaksDetector:
         self.multiline = frozenset(
             i for i, rule in enumerate(ruleset.rules) if "(?s" in rule.regex or "\\n" in rule.regex or "\\r" in rule.regex
         )
+        self._lines_need = {i: LINES_NEED[r.id] for i, r in enumerate(ruleset.rules) if r.id in LINES_NEED}
         for rule in ruleset.rules:
             if rule.gated:
                 pattern = b"|".join(re.escape(k) for k in rule.keywords)
@@ -238,10 +245,13 @@ class GitleaksDetector:
             if index not in self.multiline:
                 continue
             verifier = self.ruleset.rules[index].verifier
+            need = self._lines_need.get(index, ())
             for start, end in found:
                 pos = max(start, end - 1)
                 window = data[max(0, pos - _LINES_REACH) : pos + _LINES_REACH]
-                if b"\\n" in window and verifier.search(_ESCAPED_SPACE.sub(_whitespace, window)):
+                if b"\\n" not in window or (need and not all(word in window.lower() for word in need)):
+                    continue
+                if verifier.search(_ESCAPED_SPACE.sub(_whitespace, window)):
                     out.append(pos)
         return out
 

@@ -436,3 +436,49 @@ def test_compiled_database_is_cached_and_a_bad_cache_is_recompiled(tmp_path, mon
     cached[0].write_bytes(b"torn")
     assert HyperscanEngine(triggers).scan(data).by_trigger == first
     assert cached[0].read_bytes() != b"torn"
+
+
+def _outer_branches(pattern: str) -> list[str]:
+    """The branches of a regex's outermost alternation (`(?i)(?:A|B)` -> [A, B]), each with its
+    groups cut out: what is left every match of that branch contains literally (escapes and
+    character classes respected)."""
+    body = pattern.removeprefix("(?i)")
+    if body.startswith("(?:") and body.endswith(")"):
+        body = body[3:-1]
+    branches, kept, depth, i, in_class = [], [], 0, 0, False
+    while i < len(body):
+        c = body[i]
+        step = 2 if c == "\\" else 1
+        if in_class:
+            in_class = c != "]"
+        elif c == "[" and depth == 0:
+            in_class = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            step = 1
+        elif c == "|" and depth == 0:
+            branches.append("".join(kept))
+            kept = []
+            i += 1
+            continue
+        if depth == 0 and c != ")":
+            kept.append(body[i : i + step])
+        i += step
+    return [*branches, "".join(kept)]
+
+
+def test_the_words_a_multiline_rule_needs_are_in_every_branch_of_its_regex() -> None:
+    """`LINES_NEED` lets `lines_at` skip a rule's search where a word it names is missing: each word
+    must stand outside every group in each branch of the rule's regex, so every match holds it."""
+    from redaction.gitleaks import load_rules
+    from redaction.gitleaks_match import LINES_NEED
+
+    rules = {r.id: r for r in load_rules().rules}
+    for rule_id, words in LINES_NEED.items():
+        branches = _outer_branches(rules[rule_id].regex)
+        assert len(branches) == 2, branches
+        for branch in branches:
+            for word in words:
+                assert word.decode() in branch.lower(), (rule_id, word, branch)
