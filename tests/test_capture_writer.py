@@ -175,3 +175,18 @@ def test_a_batch_of_reads_crosses_the_pipe_out_of_band_and_in_order():
     kind, event = writer_proc._read_frame(io.BytesIO(frame))
     assert kind == 0 and event.flow_id == "f1" and event.pieces() == pieces
     assert writer_proc._event_size(event) == 256 + sum(map(len, pieces))
+
+
+def test_a_finished_stream_keeps_no_second_copy_of_its_body():
+    """`_Stream.finish` hands the joined body over and lets its pieces go at once, so a big streamed
+    body is held once (not pieces plus body) while it is hashed, compressed and spooled."""
+    from ctxtap.capture.writer import _Stream
+    from redaction import Redactor
+
+    for content_type in ("text/event-stream", "application/x-ndjson"):
+        stream = _Stream(content_type, None, Redactor(KEY))
+        data = b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}\n\n' * 2000
+        for i in range(0, len(data), 70_000):
+            stream.feed([data[i:i + 70_000]])
+        assert stream.finish() == data
+        assert stream.parts == [] and not stream.pending

@@ -110,7 +110,9 @@ class _Stream:
         else:
             self.parts.append(self._redact(bytes(self.pending)))
             self.pending.clear()
-        return b"".join(self.parts)
+        body = b"".join(self.parts)
+        self.parts = []  # the pieces go now, not once the row is written: a big body is held once
+        return body
 
     def _redact(self, data: bytes) -> bytes:
         before = Counter(self._redactor.counts)
