@@ -139,35 +139,7 @@ def pair_kib(proxy: int, writer: int) -> int:
     return proc_mem(proxy)[0] + extra
 
 
-class PairPeak:
-    """The highest `pair_kib` of a ctxtap proxy and its writer while flows run, sampled: the kernel
-    keeps a peak RSS per process, but none of what two processes hold together."""
-
-    INTERVAL_S = 0.05
-
-    def __init__(self, proxy_pid: int) -> None:
-        self.proxy = proxy_pid
-        self.writer = children(proxy_pid)[0]
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> PairPeak:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                self.peak = max(self.peak, pair_kib(self.proxy, self.writer))
-            except OSError:
-                return
-            if self._stop.wait(self.INTERVAL_S):
-                return
+PAIR_INTERVAL_S = 0.05
 
 
 def tree_mem(pid: int) -> dict[str, tuple[int, int]]:
@@ -179,6 +151,34 @@ def tree_mem(pid: int) -> dict[str, tuple[int, int]]:
     return rows
 
 
+class PeakSampler:
+    """The highest value of `measure()` while a block runs, sampled every `interval` seconds on a
+    thread (the kernel keeps a peak RSS per process, but none of a process's growth over a given
+    moment, nor of what two processes hold together)."""
+
+    def __init__(self, measure, interval: float) -> None:
+        self.measure, self.interval = measure, interval
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakSampler:
+        self.peak = self.measure()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.peak = max(self.peak, self.measure())
+            except OSError:
+                return
+
+
 class WriterWatch:
     """Samples a ctxtap proxy's writer child while a stream runs: how far its memory grows (the
     backlog of bytes read but not yet redacted), its CPU, and how long after the client's end
@@ -187,20 +187,18 @@ class WriterWatch:
     def __init__(self, proxy_pid: int) -> None:
         kids = children(proxy_pid)
         self.pid = kids[0] if kids else None
-        self.peak = self.rest = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self.rss = PeakSampler(lambda: proc_mem(self.pid)[0], 0.01) if self.pid is not None else None
 
     def __enter__(self) -> WriterWatch:
-        if self.pid is not None:
-            self.rest = self.peak = proc_mem(self.pid)[0]
+        if self.rss is not None:
+            self.rss.__enter__()
+            self.rest = self.rss.peak
             self.cpu0 = cpu_seconds(self.pid)
-            self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self.end = time.perf_counter()
-        if self.pid is None:
+        if self.rss is None:
             return
         self.cpu1 = cpu_seconds(self.pid)  # CPU up to the client's end: its share of the stream
         last = self.cpu1
@@ -211,23 +209,19 @@ class WriterWatch:
             if now - last < 0.005:
                 break
             last, self.idle = now, time.perf_counter()
-        self._stop.set()
-        self._thread.join()
-
-    def _sample(self) -> None:
-        while not self._stop.wait(0.01):
-            try:
-                self.peak = max(self.peak, proc_mem(self.pid)[0])
-            except OSError:
-                return
+        self.rss.__exit__(*exc)
 
     def summary(self, seconds: float) -> tuple[int, float, float]:
         """(KiB grown at most, share of a core while the stream ran, seconds busy after its end)."""
-        return self.peak - self.rest, (self.cpu1 - self.cpu0) / seconds, self.idle - self.end
+        return self.rss.peak - self.rest, (self.cpu1 - self.cpu0) / seconds, self.idle - self.end
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    """utime + stime of one process (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
@@ -369,7 +363,10 @@ def bench_memory(tmp: Path, confdir: Path, n: int) -> None:
                 if kids:
                     pair.append(pair_kib(p.pid, kids[0]))
 
-            sampler = PairPeak(proxy.pid) if isinstance(proxy, Ctx) else None
+            sampler = None
+            if isinstance(proxy, Ctx):
+                pids = (proxy.pid, children(proxy.pid)[0])
+                sampler = PeakSampler(lambda pids=pids: pair_kib(*pids), PAIR_INTERVAL_S)
             try:
                 with sampler or contextlib.nullcontext():
                     drive_flows(proxy.port, ca, n, 1 << 20, on_half=measure)
@@ -398,7 +395,7 @@ def bench_memory(tmp: Path, confdir: Path, n: int) -> None:
     if len(pair) == 2:
         print(f"   proxy + writer with the library pages both map counted once: after {n // 2} flows "
               f"{pair[0] / 1024:.1f} MiB, after {n} {pair[1] / 1024:.1f} MiB = {pair[1] / rows['bare'][1]:.2f} x bare's "
-              f"RSS then; highest of it sampled every {PairPeak.INTERVAL_S * 1000:.0f} ms during the run "
+              f"RSS then; highest of it sampled every {PAIR_INTERVAL_S * 1000:.0f} ms during the run "
               f"{pair_peak / 1024:.1f} MiB = {pair_peak / bare:.2f} x bare's peak  (target <= 1.5)")
     print(f"   growth from {n // 2} to {n} flows: proxy + writer {(together[1] - together[0]) / 1024:+.1f} MiB, "
           f"bare {(rows['bare'][1] - rows['bare'][0]) / 1024:+.1f} MiB  (target: flat)")

@@ -49,6 +49,15 @@ def _string_around(data: bytes, pos: int) -> tuple[int, int]:
 _STRING_REST = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*', re.S)
 
 
+def string_end(data: bytes, start: int) -> int:
+    """The offset of the quote that closes the JSON string whose contents begin at `start`, or -1:
+    found with `bytes.find` (C speed over long strings), skipping escaped quotes."""
+    i = data.find(b'"', start)
+    while i >= 0 and not _unescaped_quote(data, i):
+        i = data.find(b'"', i + 1)
+    return i
+
+
 def json_unescape(raw: bytes) -> tuple[bytes, list[int]]:
     """Decoded UTF-8 bytes of a string literal's content and each byte's offset in `raw` (plus the end)."""
     out = bytearray()

@@ -89,7 +89,8 @@ def test_websocket_deltas_are_joined_across_frames_and_kept_in_order(tmp_path) -
 
 def test_delta_strings_are_found_exactly_as_a_json_tokenizer_finds_them() -> None:
     """The fast key search (`_field_spans`) agrees with the tokenizer on escapes, spacing and repeats."""
-    from redaction.streams import _string_spans, delta_pieces, string_end
+    from redaction.json_escapes import string_end
+    from redaction.streams import _string_spans, delta_pieces
 
     values = ["plain", 'a "quoted" word', "ends in a backslash \\", '\\"', '"text": "inner"', "", "é ☃", "x" * 9000]
     for value in values:
