@@ -123,7 +123,7 @@ class BlockStore:
         best: tuple[int, tuple | None, int, list[int]] | None = None
         for k, lane, last in scored:  # the most recent first: it wins ties
             if k == top:
-                m, holes = align(last[0], blocks)
+                m, holes = align(last[0], blocks, shared=k)
                 if best is None or m > best[2]:
                     best = (lane, last, m, holes)
         if best is not None and best[2] and best[2] >= JOIN_SHARE * len(best[1][0]):  # type: ignore[index]

@@ -82,15 +82,21 @@ class _Cursor:
         return value, pos, end
 
 
-def scan(data: bytes, tracked: tuple[str, ...] = (), prev: ScannedBody | None = None) -> ScannedBody:
-    """Parse a top-level JSON object, reusing `prev` for the common prefix. Raises ScanError."""
+def scan(data: bytes, tracked: tuple[str, ...] = (), prev: ScannedBody | None = None,
+         shared: int | None = None) -> ScannedBody:
+    """Parse a top-level JSON object, reusing `prev` for the common prefix. Raises ScanError.
+
+    `shared`: the length of that prefix when the caller knows it (the capture recorded it when
+    it stored the body as a delta); otherwise the two bodies are compared. It must not exceed
+    the true common prefix: the bytes below it are not looked at.
+    """
     start = len(data) - len(data.lstrip())
     if not data[start:start + 1] == b"{":
         raise ScanError("not a JSON object")
     out = ScannedBody(data=data, obj={}, spans={}, key_starts={})
     resume_at, array_key = start + 1, None
     if prev is not None and prev.obj:
-        shared = common_prefix(data, prev.data)
+        shared = common_prefix(data, prev.data) if shared is None else min(shared, len(data), len(prev.data))
         resume_at, array_key = _take_over(out, prev, shared, tracked)
     cursor = _Cursor(data, resume_at)
     pos = 0

@@ -7,7 +7,9 @@ of the number of turns. With a `ParseMemo`:
 - each request body is scanned incrementally against the previous body of its
   stream (`analysis.incremental_json`): history elements inside the shared byte
   prefix, and values after it that did not change, come back as the very same
-  Python objects;
+  Python objects. When the capture stored the body as a delta against that very
+  previous body, it recorded the prefix length: the bodies are not compared again
+  (comparing them would cost time in the resent history);
 - per-item drafts, attribution results and finished blocks are cached by the
   identity of those objects (the memo keeps them alive and checks `is`, so an
   id can never be confused with a later object's).
@@ -59,26 +61,36 @@ class ParseMemo:
         self._lineage: _Bounded = _Bounded(MAX_STREAMS * 4)  # id(list) -> (list, base, leading shared)
         self.bytes_scanned = 0
         self.bytes_seen = 0
+        self.prefixes_taken = 0  # bodies whose shared prefix came from the capture, not a comparison
 
     # --- bodies -------------------------------------------------------------------------
 
-    def load_body(self, stream: str, raw: bytes | None, tracked: tuple[str, ...] = ()) -> tuple[Any, str | None]:
+    def load_body(self, stream: str, raw: bytes | None, tracked: tuple[str, ...] = (),
+                  body_id: int | None = None, base: tuple[int, int | None] | None = None) -> tuple[Any, str | None]:
         """(body, error) like `load_json`, reusing the stream's previous parse.
 
         `tracked`: the top-level arrays the protocol resends on every call (its
-        history), whose leading elements are taken over one by one.
+        history), whose leading elements are taken over one by one. `body_id` and
+        `base` (base body id, leading bytes shared with it, None: all): where the
+        capture stored `raw` (`Exchange.request_body_id` / `request_body_base`); when
+        the previous parse was of that base, its prefix is taken over without
+        comparing the bytes.
         """
         if not raw:
             return load_json(raw)
         self.bytes_seen += len(raw)
-        prev = self._scans.get(stream)
+        prev, prev_id = self._scans.get(stream, (None, None))
+        shared = None
+        if base is not None and prev_id is not None and base[0] == prev_id:
+            shared = len(raw) if base[1] is None else base[1]
+            self.prefixes_taken += 1
         try:
-            scanned = scan(raw, tracked, prev=prev)
+            scanned = scan(raw, tracked, prev=prev, shared=shared)
         except (ScanError, UnicodeDecodeError, RecursionError, ValueError):
             self._scans.pop(stream, None)
             self.bytes_scanned += len(raw)
             return load_json(raw)
-        self._scans.put(stream, scanned)
+        self._scans.put(stream, (scanned, body_id))
         self.bytes_scanned += scanned.scanned_bytes
         if prev is not None:
             for key, kept in scanned.reused_elements.items():

@@ -115,7 +115,7 @@ def _parse_http(ex: Exchange, r: ProtocolMatch, state: ParseState, memo: ParseMe
     pstate = state.of(protocol)
     if memo is not None:
         body, load_error = memo.load_body(stream_key(ex.host, ex.path, ex.request_headers), raw,
-                                          protocol.history_arrays)
+                                          protocol.history_arrays, ex.request_body_id, ex.request_body_base)
     else:
         body, load_error = load_json(raw)
     if body is None:

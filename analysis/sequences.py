@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 FIRST_CHUNK = 4096  # bytes compared in the first step; every equal chunk doubles the next one ...
 MAX_CHUNK = 1 << 16  # ... up to this: the unequal chunk is compared again while bisecting it
+HEAD = 8  # elements compared before the whole: a sequence unequal there is not copied
 
 
 def shared_prefix(a: Sequence, b: Sequence) -> int:
@@ -26,8 +27,11 @@ def shared_prefix(a: Sequence, b: Sequence) -> int:
     if type(a) is not type(b):  # a list never equals an array: compare like with like
         a, b = list(a), list(b)
     n = min(len(a), len(b))
+    head = min(n, HEAD)
+    if a[:head] != b[:head]:  # most candidates differ at once: no need to copy the longer one
+        n = head
     # slice only the longer one (a list slice touches every element it copies)
-    if (a if len(a) == n else a[:n]) == (b if len(b) == n else b[:n]):
+    elif (a if len(a) == n else a[:n]) == (b if len(b) == n else b[:n]):
         return n
     lo, hi = 0, n - 1  # a[:lo] == b[:lo], and the first difference lies in [lo, hi]
     while lo < hi:
@@ -68,18 +72,19 @@ def shared_bytes(a: bytes, b: bytes) -> int:
 MAX_HOLES = 4  # changed positions an alignment steps over before it stops
 
 
-def align(a: Sequence, b: Sequence, max_holes: int = MAX_HOLES) -> tuple[int, list[int]]:
+def align(a: Sequence, b: Sequence, max_holes: int = MAX_HOLES, shared: int | None = None) -> tuple[int, list[int]]:
     """(m, holes): `a` and `b` hold equal elements at every position below `m` except `holes`.
 
     Agents resend their history with a few blocks changed early on (a per-request hash
     in the system prompt, a moved cache marker): a strict common prefix would stop at
     the first of them. Stepping over up to `max_holes` changed positions keeps the rest
-    of the history shared. Equality is `==` as in `shared_prefix`.
+    of the history shared. Equality is `==` as in `shared_prefix`, whose result for the
+    two the caller may pass as `shared`.
     """
     if type(a) is not type(b):
         a, b = list(a), list(b)
     n = min(len(a), len(b))
-    pos = shared_prefix(a, b)
+    pos = shared_prefix(a, b) if shared is None else shared
     holes: list[int] = []
     while pos < n and len(holes) < max_holes:
         holes.append(pos)

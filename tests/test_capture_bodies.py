@@ -6,10 +6,19 @@ import json
 import os
 import random
 
+import pytest
+import zstandard as zstd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxtap.capture.bodies import KEYFRAME_EVERY, BodyDecoder, BodyEncoder, common_prefix_len
+from ctxtap.capture.bodies import (
+    KEYFRAME_EVERY,
+    TAIL_HEADER,
+    BodyDecoder,
+    BodyEncoder,
+    BodyFormatError,
+    common_prefix_len,
+)
 
 
 def _roundtrip(bodies: list[tuple[bytes, str]]) -> tuple[list, dict]:
@@ -41,12 +50,12 @@ def test_every_body_decodes_to_exact_bytes_and_history_is_delta_encoded():
         assert decoder.get(e.body_id) == original
     codecs = [e.codec for e in encoded]
     assert codecs[0] == "zstd"
-    assert codecs.count("zstd-delta") >= len(bodies) - len(bodies) // KEYFRAME_EVERY - 1
+    assert codecs.count("zstd-tail") >= len(bodies) - len(bodies) // KEYFRAME_EVERY - 1
     stored_bytes = sum(len(e.data) for e in encoded)
     raw_bytes = sum(len(b) for b in bodies)
     # Storage follows the unique content, not the resent history: a delta costs
     # about what the turn added (~800 random chars), not the whole history.
-    deltas = sorted(len(e.data) for e in encoded if e.codec == "zstd-delta")
+    deltas = sorted(len(e.data) for e in encoded if e.codec == "zstd-tail")
     assert deltas[len(deltas) // 2] < 800
     assert stored_bytes < raw_bytes / 15
 
@@ -56,7 +65,7 @@ def test_chains_are_bounded_by_keyframes():
     encoded, stored = _roundtrip([(b, "k") for b in bodies])
     depth: dict[int, int] = {}
     for e in encoded:
-        depth[e.body_id] = depth[e.base_id] + 1 if e.codec == "zstd-delta" else 0
+        depth[e.body_id] = depth[e.base_id] + 1 if e.codec == "zstd-tail" else 0
     assert max(depth.values()) == KEYFRAME_EVERY - 1
     assert sum(1 for e in encoded if e.codec == "zstd") >= 3
 
@@ -77,7 +86,7 @@ def test_interleaved_streams_pick_their_own_base():
     decoder = BodyDecoder(lambda i: stored[i])
     for e, original in zip(encoded, order, strict=True):
         assert decoder.get(e.body_id) == original
-    assert all(e.codec == "zstd-delta" for e in encoded[2:])
+    assert all(e.codec == "zstd-tail" for e in encoded[2:])
 
 
 @settings(max_examples=60, deadline=None)
@@ -119,3 +128,52 @@ def test_the_oldest_base_is_let_go_before_the_new_body_is_compressed() -> None:
         tracemalloc.stop()
     assert encoded.codec == "zstd"
     assert peak - before < (1 << 20) // 2  # the compressed copy took the oldest base's place
+
+
+def test_a_delta_records_the_prefix_it_shares_with_its_base():
+    bodies = growing_history(KEYFRAME_EVERY + 3)
+    encoded, stored = _roundtrip([(b, "s") for b in bodies] + [(bodies[-1], "s")])
+    decoder = BodyDecoder(lambda i: stored[i])
+    by_id = {e.body_id: data for e, data in zip(encoded, [*bodies, bodies[-1]], strict=True)}
+    for e in encoded:
+        got = decoder.prefix(e.body_id)
+        if e.codec == "zstd":
+            assert got is None  # a keyframe names no base
+        elif e.codec == "ref":
+            assert got == (e.base_id, None)  # all of it
+        else:
+            assert got == (e.base_id, common_prefix_len(by_id[e.body_id], by_id[e.base_id]))
+            # the delta costs about what the body adds, not the history it shares
+            assert len(e.data) < len(by_id[e.body_id]) - got[1]
+    assert any(e.codec == "ref" for e in encoded) and any(e.codec == "zstd-tail" for e in encoded)
+
+
+def test_an_early_change_finds_the_rest_in_the_base():
+    """A value changed near the start (Claude Code's per-request billing hash): the rest of the
+    body is compressed against the rest of the base, so the delta stays small."""
+    history = os.urandom(200_000).hex().encode()
+    first = b'{"system": "cch=00001", "messages": "' + history + b'"}'
+    second = b'{"system": "cch=00002", "messages": "' + history + b'more"}'
+    enc = BodyEncoder()
+    a = enc.encode(first + b" " * 300, "s")  # a shared prefix long enough to make a delta
+    b = enc.encode(first[:300] + second, "s")
+    assert b.codec == "zstd-tail" and TAIL_HEADER.unpack_from(b.data)[1] == 1
+    assert len(b.data) < 2_000
+    stored = {e.body_id: (e.codec, e.base_id, e.data) for e in (a, b)}
+    assert BodyDecoder(lambda i: stored[i]).get(b.body_id) == first[:300] + second
+
+
+def test_older_captures_zstd_delta_bodies_still_decode():
+    base, body = b"x" * 5000 + b"base end", b"x" * 5000 + b"a new end"
+    comp = zstd.ZstdCompressor(dict_data=zstd.ZstdCompressionDict(base, dict_type=zstd.DICT_TYPE_RAWCONTENT))
+    stored = {1: ("zstd", None, zstd.ZstdCompressor().compress(base)), 2: ("zstd-delta", 1, comp.compress(body))}
+    decoder = BodyDecoder(lambda i: stored[i])
+    assert decoder.get(2) == body
+    assert decoder.prefix(2) is None  # not recorded in that format: readers compare the bodies
+
+
+@pytest.mark.parametrize("blob", [b"", TAIL_HEADER.pack(10**9, 0), TAIL_HEADER.pack(3, 7)])
+def test_a_damaged_tail_row_is_a_clear_error(blob):
+    stored = {1: ("zstd", None, zstd.ZstdCompressor().compress(b"the base")), 2: ("zstd-tail", 1, blob)}
+    with pytest.raises(BodyFormatError, match="body 2"):
+        BodyDecoder(lambda i: stored[i]).get(2)

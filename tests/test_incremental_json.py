@@ -135,3 +135,19 @@ def test_values_after_the_history_never_change_the_result(prefix, suffix, tail, 
     assert json.dumps(second.obj) == json.dumps(json.loads(b))  # 1 is not true
     for key, (s, e) in second.spans.items():
         assert json.loads(b[s:e]) == second.obj[key]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(json_values, max_size=6), st.lists(json_values, max_size=3), st.floats(0, 1), st.booleans())
+def test_a_given_shared_prefix_up_to_the_true_one_parses_the_same(prefix, suffix, part, ascii_only):
+    """The capture's recorded prefix replaces the comparison; any length up to the true common
+    prefix (a shorter one only parses more) gives the very result of a comparison."""
+    a = json.dumps({"model": "m", "messages": prefix, "z": 1}, ensure_ascii=ascii_only).encode()
+    b = json.dumps({"model": "m", "messages": prefix + suffix, "z": 1}, ensure_ascii=ascii_only).encode()
+    true = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    first = scan(a, TRACKED)
+    compared = scan(b, TRACKED, prev=first)
+    given_prefix = scan(b, TRACKED, prev=first, shared=int(true * part))
+    assert given_prefix.obj == compared.obj == json.loads(b)
+    assert given_prefix.elements == compared.elements
+    assert scan(b, TRACKED, prev=first, shared=true).scanned_bytes == compared.scanned_bytes

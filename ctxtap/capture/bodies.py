@@ -2,31 +2,45 @@
 
 An agent resends its whole history on every call, so most of each request body
 is the previous body. Each body is stored zstd-compressed, preferably as a delta
-against an earlier body of the same stream (the earlier body used as a raw-content
-dictionary). Every `KEYFRAME_EVERY`-th body of a chain is stored whole so reading
-any body decodes at most that many frames. Decoding always returns the exact bytes.
+against an earlier body of the same stream: the length of the prefix the two share,
+then the rest of the body compressed with the rest of the base as a raw-content
+dictionary (`zstd-tail`). Writing and reading a delta then cost time in what the
+body adds, not in the history it resends; a reader that parsed the base also learns
+how many leading bytes it can take over (`BodyDecoder.prefix`). Every
+`KEYFRAME_EVERY`-th body of a chain is stored whole so reading any body decodes at
+most that many frames. Decoding always returns the exact bytes.
+
+Captures written before `zstd-tail` existed hold `zstd-delta` bodies (the whole body
+compressed with the whole base as dictionary); they still decode.
 """
 
 from __future__ import annotations
 
 import hashlib
+import struct
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
 import zstandard as zstd
 
 LEVEL = 3
-KEYFRAME_EVERY = 16
+KEYFRAME_EVERY = 64
 WINDOW_LOG = 27  # 128 MiB: a delta can reference any byte of a base up to this size
 MAX_DELTA_BASE = 1 << WINDOW_LOG
 CANDIDATES_PER_STREAM = 4
 MIN_SHARED_PREFIX = 256  # below this a delta is not worth a dictionary
+MIN_TAIL_DICT = 64  # a shorter rest of the base is not worth a dictionary for the rest of the body
+TAIL_HEADER = struct.Struct("<QB")  # zstd-tail: shared prefix length, 1 if the base's rest is the dictionary
+
+
+class BodyFormatError(ValueError):
+    """A stored body that cannot be what the encoder wrote (a damaged capture)."""
 
 
 @dataclass(frozen=True)
 class EncodedBody:
     body_id: int
-    codec: str  # "zstd" | "zstd-delta" | "ref" (identical to body `base_id`)
+    codec: str  # "zstd" | "zstd-tail" | "ref" (identical to body `base_id`); "zstd-delta" in older captures
     base_id: int | None
     size: int
     sha256: str
@@ -86,20 +100,30 @@ class BodyEncoder:
         base = self._best_base(data, stream_key)
         # Remembered before compressing: the oldest base is let go now, not after the compressed copy
         # exists (with 1 MB bodies, one body less at the writer's peak).
-        self._remember(stream_key, body_id, data, 0 if base is None else base[2] + 1)
+        self._remember(stream_key, body_id, data, 0 if base is None else base[0][2] + 1)
         if base is not None:
-            base_id, base_bytes, _ = base
-            comp = zstd.ZstdCompressor(
-                dict_data=zstd.ZstdCompressionDict(base_bytes, dict_type=zstd.DICT_TYPE_RAWCONTENT),
-                compression_params=_delta_params(),
-            )
-            encoded = EncodedBody(body_id, "zstd-delta", base_id, len(data), digest, comp.compress(data))
+            (base_id, base_bytes, _), shared = base
+            encoded = EncodedBody(body_id, "zstd-tail", base_id, len(data), digest,
+                                  self._tail(data, base_bytes, shared))
         else:
             encoded = EncodedBody(body_id, "zstd", None, len(data), digest, self._plain.compress(data))
         self._remember_hash(digest, body_id)
         return encoded
 
-    def _best_base(self, data: bytes, stream_key: str) -> tuple[int, bytes, int] | None:
+    def _tail(self, data: bytes, base: bytes, shared: int) -> bytes:
+        """A `zstd-tail` payload: the shared length, then what follows it, compressed with the
+        base's own rest as dictionary (a value changed early in the body is still found there)."""
+        rest = base[shared:]
+        if len(rest) < MIN_TAIL_DICT:
+            return TAIL_HEADER.pack(shared, 0) + self._plain.compress(memoryview(data)[shared:])
+        comp = zstd.ZstdCompressor(
+            dict_data=zstd.ZstdCompressionDict(rest, dict_type=zstd.DICT_TYPE_RAWCONTENT),
+            compression_params=_delta_params(),
+        )
+        return TAIL_HEADER.pack(shared, 1) + comp.compress(memoryview(data)[shared:])
+
+    def _best_base(self, data: bytes, stream_key: str) -> tuple[tuple[int, bytes, int], int] | None:
+        """((id, bytes, chain depth), shared prefix length) of the candidate sharing the longest prefix."""
         best: tuple[int, bytes, int] | None = None
         best_len = MIN_SHARED_PREFIX - 1
         for body_id, base_bytes, depth in self._streams.get(stream_key, ()):
@@ -108,7 +132,7 @@ class BodyEncoder:
                 best, best_len = (body_id, base_bytes, depth), shared
         if best is not None and best[2] + 1 >= KEYFRAME_EVERY:
             return None  # time for a keyframe: keeps every decode chain short
-        return best
+        return None if best is None else (best, best_len)
 
     def _remember(self, stream_key: str, body_id: int, data: bytes, depth: int) -> None:
         if len(data) > MAX_DELTA_BASE:
@@ -124,6 +148,9 @@ class BodyEncoder:
         self._by_hash.move_to_end(digest)
         while len(self._by_hash) > 4096:
             self._by_hash.popitem(last=False)
+
+
+_DELTAS = ("zstd-tail", "zstd-delta", "ref")  # codecs whose row names a base
 
 
 class BodyDecoder:
@@ -152,10 +179,12 @@ class BodyDecoder:
                 break
             codec, base_id, blob = self._lookup(current)
             chain.append((current, codec, base_id, blob))
-            current = base_id if codec in ("zstd-delta", "ref") else None
+            current = base_id if codec in _DELTAS else None
         for cid, codec, _base_id, blob in reversed(chain):
             if codec == "zstd":
                 data = self._plain.decompress(blob)
+            elif codec == "zstd-tail":
+                data = self._untail(cid, data, blob)
             elif codec == "zstd-delta":
                 dec = zstd.ZstdDecompressor(
                     dict_data=zstd.ZstdCompressionDict(data, dict_type=zstd.DICT_TYPE_RAWCONTENT),
@@ -167,6 +196,38 @@ class BodyDecoder:
             # "ref": same bytes as its base, already in `data`
             self._put(cid, data)
         return data
+
+    def prefix(self, body_id: int) -> tuple[int, int | None] | None:
+        """(base id, leading bytes shared with that base; None: all of them, a repeat), or None
+        when the row does not say (a keyframe, an older capture's `zstd-delta`).
+
+        Read from the stored row's header, without decoding: a reader that has the base
+        parsed already takes those bytes over instead of comparing the two bodies.
+        """
+        codec, base_id, blob = self._lookup(body_id)
+        if base_id is None:
+            return None
+        if codec == "ref":
+            return base_id, None
+        if codec == "zstd-tail" and len(blob) >= TAIL_HEADER.size:
+            return base_id, TAIL_HEADER.unpack_from(blob)[0]
+        return None
+
+    def _untail(self, body_id: int, base: bytes, blob: bytes) -> bytes:
+        if len(blob) < TAIL_HEADER.size:
+            raise BodyFormatError(f"body {body_id}: a zstd-tail row of {len(blob)} bytes has no header")
+        shared, uses_dict = TAIL_HEADER.unpack_from(blob)
+        if shared > len(base) or uses_dict > 1:
+            raise BodyFormatError(f"body {body_id}: shares {shared} bytes with a base of {len(base)}")
+        frame = memoryview(blob)[TAIL_HEADER.size:]
+        if uses_dict:
+            dec = zstd.ZstdDecompressor(
+                dict_data=zstd.ZstdCompressionDict(base[shared:], dict_type=zstd.DICT_TYPE_RAWCONTENT),
+                max_window_size=MAX_DELTA_BASE,
+            )
+        else:
+            dec = self._plain
+        return b"".join((memoryview(base)[:shared], dec.decompress(frame)))
 
     def _put(self, body_id: int, data: bytes) -> None:
         self._cache[body_id] = data

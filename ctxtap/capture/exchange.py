@@ -36,6 +36,11 @@ class Exchange(BaseModel):
     client_version: str | None = None
     request_headers: list[tuple[str, str]] = Field(default_factory=list)
     request_body: bytes | None = None
+    # where the capture stored the request body: its id, and (base body id, leading bytes
+    # shared with it; None: all) when it is a delta, so a parser that just read the base can
+    # take the shared bytes over (`analysis.memo`); None where nobody recorded it
+    request_body_id: int | None = None
+    request_body_base: tuple[int, int | None] | None = None
     status: int | None = None
     response_headers: list[tuple[str, str]] = Field(default_factory=list)
     response_body: bytes | None = None

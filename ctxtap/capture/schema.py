@@ -91,8 +91,8 @@ WS_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 
 BODY_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("body_id", I64, "Body id referenced from flows and ws_messages."),
-    ("codec", S, "`zstd` (whole body), `zstd-delta` (zstd with body `base_id` as raw-content dictionary) or `ref` (identical to `base_id`)."),
-    ("base_id", I64, "Base body for `zstd-delta` and `ref`."),
+    ("codec", S, "`zstd` (whole body), `zstd-tail` (a u64 little-endian count of leading bytes equal to body `base_id`'s, a flag byte, then zstd of the rest, with the rest of the base as raw-content dictionary when the flag is 1), `ref` (identical to `base_id`) or, in captures written before `zstd-tail`, `zstd-delta` (zstd of the whole body with the whole base as raw-content dictionary)."),
+    ("base_id", I64, "Base body for `zstd-tail`, `zstd-delta` and `ref`."),
     ("size", I64, "Decoded size in bytes."),
     ("sha256", S, "SHA-256 of the decoded, redacted body."),
     ("data", BIN, "The encoded bytes."),

@@ -215,6 +215,9 @@ class Capture:
             client_version=flow["client_version"],
             request_headers=[tuple(h) for h in json.loads(flow["request_headers"] or "[]")],
             request_body=self.body(flow["request_body_id"]),
+            request_body_id=flow["request_body_id"],
+            request_body_base=None if flow["request_body_id"] is None
+            else self._decoder.prefix(flow["request_body_id"]),
             status=flow["status"],
             response_headers=[tuple(h) for h in json.loads(flow["response_headers"] or "[]")],
             response_body=self.body(flow["response_body_id"]),
