@@ -185,7 +185,7 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
     assigner = SessionAssigner()
     recs: list[CallRec] = []
     stats = BuildStats()
-    exchanges: Iterable = capture.exchanges()
+    exchanges: Iterable = capture.exchanges(views=True)
     if progress is not None:
         flows = capture.flows()
         total = sum(1 for m, r in zip(flows.column("is_model").to_pylist(), flows.column("record_mode").to_pylist(),

@@ -26,6 +26,7 @@ from typing import Any
 from analysis.clients import registry
 from analysis.clients.rules import IdentityContext, IdentityStep
 from analysis.models import CallIdentity
+from ctxtap.capture.bodies import BodyView
 from ctxtap.capture.classify import classify_client
 from ctxtap.capture.wire import lower_headers
 
@@ -55,7 +56,7 @@ def extra_request_headers(facts: dict[str, Any], disabled_clients: Iterable[str]
 
 def identify(
     headers: Iterable[tuple[str, str]],
-    raw_body: bytes | None,
+    raw_body: bytes | BodyView | None,
     facts: dict[str, Any],
     recorded_client: str | None = None,
     recorded_version: str | None = None,

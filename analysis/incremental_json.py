@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analysis.sequences import shared_bytes as common_prefix
+from ctxtap.capture.bodies import BodyView, as_bytes
 
 _DECODER = json.JSONDecoder()
 _WS = " \t\n\r"
@@ -30,7 +31,7 @@ class ScanError(ValueError):
 
 @dataclass
 class ScannedBody:
-    data: bytes
+    data: bytes | BodyView  # a view of a stored body: its resent history is never joined
     obj: dict[str, Any]
     spans: dict[str, tuple[int, int]]  # top-level key -> value byte span
     key_starts: dict[str, int]  # top-level key -> byte offset of its key string
@@ -44,7 +45,7 @@ class ScannedBody:
 class _Cursor:
     """A str view of data[base:] with char -> byte offset conversion."""
 
-    def __init__(self, data: bytes, base: int) -> None:
+    def __init__(self, data: bytes | BodyView, base: int) -> None:
         self.data = data
         self.text = data[base:].decode("utf-8")
         self.base = base
@@ -82,7 +83,7 @@ class _Cursor:
         return value, pos, end
 
 
-def scan(data: bytes, tracked: tuple[str, ...] = (), prev: ScannedBody | None = None,
+def scan(data: bytes | BodyView, tracked: tuple[str, ...] = (), prev: ScannedBody | None = None,
          shared: int | None = None) -> ScannedBody:
     """Parse a top-level JSON object, reusing `prev` for the common prefix. Raises ScanError.
 
@@ -90,13 +91,15 @@ def scan(data: bytes, tracked: tuple[str, ...] = (), prev: ScannedBody | None = 
     it stored the body as a delta); otherwise the two bodies are compared. It must not exceed
     the true common prefix: the bytes below it are not looked at.
     """
-    start = len(data) - len(data.lstrip())
+    start = _object_start(data)
     if not data[start:start + 1] == b"{":
         raise ScanError("not a JSON object")
     out = ScannedBody(data=data, obj={}, spans={}, key_starts={})
     resume_at, array_key = start + 1, None
     if prev is not None and prev.obj:
-        shared = common_prefix(data, prev.data) if shared is None else min(shared, len(data), len(prev.data))
+        if shared is None:  # not recorded (a keyframe, an older capture): compare the two
+            shared = common_prefix(as_bytes(data), as_bytes(prev.data))
+        shared = min(shared, len(data), len(prev.data))
         resume_at, array_key = _take_over(out, prev, shared, tracked)
     cursor = _Cursor(data, resume_at)
     pos = 0
@@ -155,9 +158,10 @@ def _same_value(cursor: _Cursor, pos: int, prev: ScannedBody, key: str) -> tuple
         return None
     vs, ve = span
     start = cursor.skip_ws(pos)
-    if not cursor.data.startswith(memoryview(prev.data)[vs:ve], cursor.byte(start)):
+    before = memoryview(prev.data)[vs:ve] if isinstance(prev.data, bytes) else prev.data[vs:ve]
+    if not cursor.data.startswith(before, cursor.byte(start)):
         return None
-    end = start + (ve - vs if cursor.ascii else len(prev.data[vs:ve].decode("utf-8")))
+    end = start + (ve - vs if cursor.ascii else len(bytes(before).decode("utf-8")))
     after = cursor.skip_ws(end)
     if after < len(cursor.text) and cursor.text[after] in ",}":
         return start, end
@@ -207,7 +211,19 @@ def _take_over(out: ScannedBody, prev: ScannedBody, shared: int,
         break
     if last_end is not None:
         return last_end, "__after__"
-    return prev.data.index(b"{") + 1, None
+    return _object_start(prev.data) + 1, None
+
+
+def _object_start(data: bytes | BodyView) -> int:
+    """Where the top-level value begins: past leading whitespace, read a slice at a time."""
+    pos, step = 0, 256
+    while pos < len(data):
+        chunk = data[pos:pos + step]
+        rest = chunk.lstrip()
+        if rest:
+            return pos + len(chunk) - len(rest)
+        pos, step = pos + step, step * 2
+    return len(data)
 
 
 def _end(span: tuple[int, int]) -> int:

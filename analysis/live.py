@@ -264,7 +264,7 @@ class LiveAnalysis:
             self._parsed.add(flow["flow_id"])
             self.stats.parsed_flows += 1
             try:
-                exchange = self._capture.exchange(flow, ws_by_flow.get(flow["flow_id"], []))
+                exchange = self._capture.exchange(flow, ws_by_flow.get(flow["flow_id"], []), views=True)
             except Exception as exc:  # a damaged body: the flow is skipped, and said so
                 self.errors.append(f"flow {flow['flow_id']}: {type(exc).__name__}: {exc}")
                 continue

@@ -31,6 +31,7 @@ from analysis.blockscan import BlockScan
 from analysis.incremental_json import ScanError, scan
 from analysis.protocols.common import load_json
 from analysis.sequences import align
+from ctxtap.capture.bodies import BodyView, as_bytes
 
 MAX_STREAMS = 64
 MAX_ENTRIES = 500_000
@@ -65,7 +66,7 @@ class ParseMemo:
 
     # --- bodies -------------------------------------------------------------------------
 
-    def load_body(self, stream: str, raw: bytes | None, tracked: tuple[str, ...] = (),
+    def load_body(self, stream: str, raw: bytes | BodyView | None, tracked: tuple[str, ...] = (),
                   body_id: int | None = None, base: tuple[int, int | None] | None = None) -> tuple[Any, str | None]:
         """(body, error) like `load_json`, reusing the stream's previous parse.
 
@@ -77,7 +78,7 @@ class ParseMemo:
         comparing the bytes.
         """
         if not raw:
-            return load_json(raw)
+            return load_json(None)
         self.bytes_seen += len(raw)
         prev, prev_id = self._scans.get(stream, (None, None))
         shared = None
@@ -89,7 +90,7 @@ class ParseMemo:
         except (ScanError, UnicodeDecodeError, RecursionError, ValueError):
             self._scans.pop(stream, None)
             self.bytes_scanned += len(raw)
-            return load_json(raw)
+            return load_json(as_bytes(raw))
         self._scans.put(stream, (scanned, body_id))
         self.bytes_scanned += scanned.scanned_bytes
         if prev is not None:

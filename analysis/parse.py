@@ -28,6 +28,7 @@ from analysis.protocols import registry
 from analysis.protocols.common import RequestDraft, load_json
 from analysis.protocols.registry import Protocol, RequestContext, WsTurn
 from analysis.purpose import Facts, classify_purpose
+from ctxtap.capture.bodies import as_bytes
 from ctxtap.capture.classify import classify_client, model_host, stream_key
 from ctxtap.capture.exchange import Exchange, WsMessage
 from ctxtap.capture.wire import body_transport, looks_like_sse, lower_headers
@@ -117,7 +118,7 @@ def _parse_http(ex: Exchange, r: ProtocolMatch, state: ParseState, memo: ParseMe
         body, load_error = memo.load_body(stream_key(ex.host, ex.path, ex.request_headers), raw,
                                           protocol.history_arrays, ex.request_body_id, ex.request_body_base)
     else:
-        body, load_error = load_json(raw)
+        body, load_error = load_json(None if raw is None else as_bytes(raw))
     if body is None:
         draft = RequestDraft(status="error", error=f"request body: {load_error}")
     else:

@@ -17,6 +17,7 @@ from ctxtap.capture.bodies import (
     BodyDecoder,
     BodyEncoder,
     BodyFormatError,
+    BodyView,
     common_prefix_len,
 )
 
@@ -177,3 +178,37 @@ def test_a_damaged_tail_row_is_a_clear_error(blob):
     stored = {1: ("zstd", None, zstd.ZstdCompressor().compress(b"the base")), 2: ("zstd-tail", 1, blob)}
     with pytest.raises(BodyFormatError, match="body 2"):
         BodyDecoder(lambda i: stored[i]).get(2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=12), max_size=6), st.data())
+def test_a_body_view_reads_like_its_joined_bytes(parts, data):
+    """Slices, `in`, `startswith` and a head with a new tail: as on the joined bytes, also
+    across the boundaries between pieces."""
+    pieces = []
+    for part in parts:  # each piece a range inside a larger buffer, as views hold them
+        pad = data.draw(st.integers(0, 3))
+        pieces.append((b"#" * pad + part + b"#", pad, pad + len(part)))
+    view, joined = BodyView(tuple(pieces)), b"".join(parts)
+    assert len(view) == len(joined) and bytes(view) == joined
+    a = data.draw(st.integers(-3, len(joined) + 3))
+    b = data.draw(st.integers(-3, len(joined) + 3))
+    assert view[a:b] == joined[a:b]
+    needle = data.draw(st.binary(max_size=5) | st.just(joined[max(a, 0):max(a, 0) + 4]))
+    assert (needle in view) == (needle in joined)
+    assert view.startswith(needle, max(a, 0)) == joined.startswith(needle, max(a, 0))
+    shared, tail = data.draw(st.integers(0, len(joined))), data.draw(st.binary(max_size=8))
+    assert bytes(view.head_then(shared, tail)) == joined[:shared] + tail
+
+
+def test_a_long_chain_is_read_without_joining_its_history():
+    """Each delta adds one piece (the history stays in the keyframe's buffer and the earlier
+    tails), and the whole bytes are what was stored."""
+    bodies = growing_history(KEYFRAME_EVERY - 1)
+    encoded, stored = _roundtrip([(b, "s") for b in bodies])
+    decoder = BodyDecoder(lambda i: stored[i])
+    for e, original in zip(encoded, bodies, strict=True):
+        view = decoder.view(e.body_id)
+        assert bytes(view) == original
+        assert len(view._pieces) <= e.body_id  # one piece more per delta at most
+    assert len(decoder.view(encoded[-1].body_id)._pieces) > 1

@@ -25,6 +25,7 @@ from typing import Any
 from analysis.blocks import BlockDraft
 from analysis.blockscan import BlockKey, BlockScan
 from analysis.models import Block, CallIdentity, ParsedRequest, Purpose, PurposeInfo
+from ctxtap.capture.bodies import BodyView
 
 # --- attribution -----------------------------------------------------------------------------
 
@@ -357,7 +358,7 @@ class IdentityContext:
     ident: CallIdentity
     headers: dict[str, str]  # lower-case names
     facts: dict[str, Any]  # the protocol parser's body facts
-    raw_body: bytes | None
+    raw_body: bytes | BodyView | None  # read by slices and `in`
     recorded_client: str | None = None
     recorded_version: str | None = None
 

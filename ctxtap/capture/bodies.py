@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from bisect import bisect_right
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 
@@ -153,17 +154,102 @@ class BodyEncoder:
 _DELTAS = ("zstd-tail", "zstd-delta", "ref")  # codecs whose row names a base
 
 
+class BodyView:
+    """A body's bytes as pieces of other bytes, read without joining them.
+
+    A `zstd-tail` body is its base's first bytes and a new tail. Building each body whole
+    would copy the resent history once per request; a view keeps (buffer, start, end)
+    pieces instead (at most one more per delta since the chain's keyframe) and joins only
+    the ranges asked for. Slicing gives bytes; `bytes(view)` the whole body.
+    """
+
+    __slots__ = ("_pieces", "_ends")
+
+    def __init__(self, pieces: tuple[tuple[bytes, int, int], ...]) -> None:
+        self._pieces = pieces
+        ends, total = [], 0
+        for _, start, end in pieces:
+            total += end - start
+            ends.append(total)
+        self._ends = ends
+
+    @classmethod
+    def of(cls, data: bytes) -> BodyView:
+        return cls(((data, 0, len(data)),) if data else ())
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __getitem__(self, key: slice) -> bytes:
+        if not isinstance(key, slice):
+            raise TypeError("a BodyView is read by slices")
+        start, stop, step = key.indices(len(self))
+        if step != 1:
+            raise ValueError("a BodyView is read by contiguous slices")
+        if start >= stop:
+            return b""
+        i = bisect_right(self._ends, start)
+        parts = []
+        pos = start
+        while pos < stop:
+            buf, a, b = self._pieces[i]
+            first = self._ends[i] - (b - a)  # the view offset of this piece's first byte
+            upto = min(stop, self._ends[i])
+            lo, hi = a + pos - first, a + upto - first
+            if lo == 0 and hi == len(buf) and upto == stop and pos == start:
+                return buf  # one whole buffer: no copy
+            parts.append(memoryview(buf)[lo:hi])
+            pos, i = upto, i + 1
+        return b"".join(parts)
+
+    def __bytes__(self) -> bytes:
+        return self[0:len(self)]
+
+    def __contains__(self, needle: bytes) -> bool:
+        """`needle in view` as for bytes: within a piece, or across a boundary between two."""
+        if not needle:
+            return True
+        if any(buf.find(needle, a, b) >= 0 for buf, a, b in self._pieces):
+            return True
+        n = len(needle)
+        return any(needle in self[max(0, end - n + 1):end + n - 1] for end in self._ends[:-1])
+
+    def startswith(self, prefix: bytes, start: int = 0) -> bool:
+        return start <= len(self) and self[start:start + len(prefix)] == prefix
+
+    def head_then(self, shared: int, tail: bytes) -> BodyView:
+        """This view's first `shared` bytes followed by `tail`."""
+        pieces = []
+        for (buf, a, b), end in zip(self._pieces, self._ends, strict=True):
+            first = end - (b - a)
+            if first >= shared:
+                break
+            pieces.append((buf, a, b) if end <= shared else (buf, a, a + shared - first))
+        if tail:
+            pieces.append((tail, 0, len(tail)))
+        return BodyView(tuple(pieces))
+
+
+def as_bytes(data: bytes | BodyView) -> bytes:
+    return data if isinstance(data, bytes) else bytes(data)
+
+
 class BodyDecoder:
-    """Decodes stored bodies, following delta and ref chains, with a small LRU cache."""
+    """Decodes stored bodies, following delta and ref chains, with a small LRU cache of views."""
 
     def __init__(self, lookup, cache_size: int = 32) -> None:
         """`lookup(body_id) -> (codec, base_id, data)` fetches one stored row."""
         self._lookup = lookup
-        self._cache: OrderedDict[int, bytes] = OrderedDict()
+        self._cache: OrderedDict[int, BodyView] = OrderedDict()
         self._cache_size = cache_size
         self._plain = zstd.ZstdDecompressor()
 
     def get(self, body_id: int) -> bytes:
+        """The body's exact bytes."""
+        return bytes(self.view(body_id))
+
+    def view(self, body_id: int) -> BodyView:
+        """The body without joining its pieces: what a reader of a long chain should take."""
         cached = self._cache.get(body_id)
         if cached is not None:
             self._cache.move_to_end(body_id)
@@ -171,31 +257,31 @@ class BodyDecoder:
         # Walk to the nearest keyframe or cached body, then decode forwards.
         chain: list[tuple[int, str, int | None, bytes]] = []
         current: int | None = body_id
-        data = b""
+        view = BodyView(())
         while current is not None:
             hit = self._cache.get(current)
             if hit is not None:
-                data = hit
+                view = hit
                 break
             codec, base_id, blob = self._lookup(current)
             chain.append((current, codec, base_id, blob))
             current = base_id if codec in _DELTAS else None
         for cid, codec, _base_id, blob in reversed(chain):
             if codec == "zstd":
-                data = self._plain.decompress(blob)
+                view = BodyView.of(self._plain.decompress(blob))
             elif codec == "zstd-tail":
-                data = self._untail(cid, data, blob)
+                view = self._untail(cid, view, blob)
             elif codec == "zstd-delta":
                 dec = zstd.ZstdDecompressor(
-                    dict_data=zstd.ZstdCompressionDict(data, dict_type=zstd.DICT_TYPE_RAWCONTENT),
+                    dict_data=zstd.ZstdCompressionDict(bytes(view), dict_type=zstd.DICT_TYPE_RAWCONTENT),
                     max_window_size=MAX_DELTA_BASE,
                 )
-                data = dec.decompress(blob)
+                view = BodyView.of(dec.decompress(blob))
             elif codec == "raw":
-                data = blob
-            # "ref": same bytes as its base, already in `data`
-            self._put(cid, data)
-        return data
+                view = BodyView.of(blob)
+            # "ref": same bytes as its base, already in `view`
+            self._put(cid, view)
+        return view
 
     def prefix(self, body_id: int) -> tuple[int, int | None] | None:
         """(base id, leading bytes shared with that base; None: all of them, a repeat), or None
@@ -213,7 +299,7 @@ class BodyDecoder:
             return base_id, TAIL_HEADER.unpack_from(blob)[0]
         return None
 
-    def _untail(self, body_id: int, base: bytes, blob: bytes) -> bytes:
+    def _untail(self, body_id: int, base: BodyView, blob: bytes) -> BodyView:
         if len(blob) < TAIL_HEADER.size:
             raise BodyFormatError(f"body {body_id}: a zstd-tail row of {len(blob)} bytes has no header")
         shared, uses_dict = TAIL_HEADER.unpack_from(blob)
@@ -227,9 +313,9 @@ class BodyDecoder:
             )
         else:
             dec = self._plain
-        return b"".join((memoryview(base)[:shared], dec.decompress(frame)))
+        return base.head_then(shared, dec.decompress(frame))
 
-    def _put(self, body_id: int, data: bytes) -> None:
+    def _put(self, body_id: int, data: BodyView) -> None:
         self._cache[body_id] = data
         self._cache.move_to_end(body_id)
         while len(self._cache) > self._cache_size:

@@ -14,8 +14,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ctxtap.capture.wire import Headers, header_value, lower_headers
+
+if TYPE_CHECKING:
+    from ctxtap.capture.bodies import BodyView
 
 # Known model-API hosts -> provider. Suffix match ("x.example.com" matches "example.com" entries
 # written with a leading dot).
@@ -205,7 +209,7 @@ class ClientClass:
     rule: str
 
 
-def classify_client(headers: Iterable[tuple[str, str]], body_head: bytes | None = None) -> ClientClass:
+def classify_client(headers: Iterable[tuple[str, str]], body_head: bytes | BodyView | None = None) -> ClientClass:
     """Identify the client from its headers, falling back to body markers."""
     h = lower_headers(headers)
     ua = h.get("user-agent", "")

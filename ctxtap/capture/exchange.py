@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from ctxtap.capture.bodies import BodyView
 from ctxtap.capture.wire import header_value
 
 
@@ -24,6 +25,7 @@ class WsMessage(BaseModel):
 class Exchange(BaseModel):
     """One HTTP request/response, or one WebSocket connection with its messages."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)  # BodyView
     flow_id: str
     kind: Literal["http", "websocket"] = "http"
     method: str = "POST"
@@ -35,7 +37,9 @@ class Exchange(BaseModel):
     client: str | None = None  # as classified at record time, refined by the parsers
     client_version: str | None = None
     request_headers: list[tuple[str, str]] = Field(default_factory=list)
-    request_body: bytes | None = None
+    # bytes, or a view of a stored body (`Capture.exchanges(views=True)`, the analyzer's reading:
+    # a long session's resent history is not joined into every request's bytes)
+    request_body: bytes | BodyView | None = None
     # where the capture stored the request body: its id, and (base body id, leading bytes
     # shared with it; None: all) when it is a delta, so a parser that just read the base can
     # take the shared bytes over (`analysis.memo`); None where nobody recorded it

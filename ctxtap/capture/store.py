@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ctxtap.capture.bodies import BodyDecoder
+from ctxtap.capture.bodies import BodyDecoder, BodyView
 from ctxtap.capture.exchange import Exchange, WsMessage
 from ctxtap.capture.finalize import (
     BODIES_FILE,
@@ -180,10 +180,20 @@ class Capture:
             return None
         return self._decoder.get(body_id)
 
+    def body_view(self, body_id: int | None) -> BodyView | None:
+        """`body` as a `BodyView`: its pieces are joined only where they are read."""
+        if body_id is None:
+            return None
+        return self._decoder.view(body_id)
+
     # --- exchanges for the parsers -----------------------------------------------------
 
-    def exchanges(self, model_only: bool = True) -> Iterator[Exchange]:
-        """Flows in request order as parser inputs (bodies decoded and redacted)."""
+    def exchanges(self, model_only: bool = True, views: bool = False) -> Iterator[Exchange]:
+        """Flows in request order as parser inputs (bodies decoded and redacted).
+
+        `views`: request bodies as `BodyView`s (the analyzer: a long session's resent
+        history is then never joined into each request's bytes); else bytes.
+        """
         ws_by_flow: dict[str, list[dict]] = {}
         for msg in _rows(self.ws_messages()):
             ws_by_flow.setdefault(msg["flow_id"], []).append(msg)
@@ -192,9 +202,9 @@ class Capture:
                 continue
             if flow["record_mode"] != "full":
                 continue
-            yield self.exchange(flow, ws_by_flow.get(flow["flow_id"], []))
+            yield self.exchange(flow, ws_by_flow.get(flow["flow_id"], []), views)
 
-    def exchange(self, flow: dict, ws_rows: list[dict]) -> Exchange:
+    def exchange(self, flow: dict, ws_rows: list[dict], views: bool = False) -> Exchange:
         messages = [
             WsMessage(
                 index=m["idx"], from_client=m["from_client"], ts=m["ts"],
@@ -214,7 +224,7 @@ class Capture:
             client=flow["client"],
             client_version=flow["client_version"],
             request_headers=[tuple(h) for h in json.loads(flow["request_headers"] or "[]")],
-            request_body=self.body(flow["request_body_id"]),
+            request_body=self.body_view(flow["request_body_id"]) if views else self.body(flow["request_body_id"]),
             request_body_id=flow["request_body_id"],
             request_body_base=None if flow["request_body_id"] is None
             else self._decoder.prefix(flow["request_body_id"]),
