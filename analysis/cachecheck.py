@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Protocol
 
 from analysis.divergence import describe_change
-from analysis.sequences import common_prefix
+from analysis.sequences import align, common_prefix
 
 DEFAULT_RULES = Path(__file__).with_name("cache_rules.toml")
 HIT_FRACTION = 0.9
@@ -92,14 +92,13 @@ def divergence(prev: ReqView, cur: ReqView, text_of) -> tuple[str, str | None]:
     common = common_prefix(prev.hashes, cur.hashes)
     if common == len(prev.hashes):
         return "extended", None
-    rest_prev, rest_cur = prev.hashes[common:], cur.hashes[common:]
     path = cur.paths[common] if common < len(cur.paths) else prev.paths[common]
-    window = min(len(rest_prev), len(rest_cur))
-    if window > 1 and sorted(rest_prev[:window]) == sorted(rest_cur[:window]) and rest_prev[:window] != rest_cur[:window]:
+    window = min(len(prev.hashes), len(cur.hashes)) - common  # both differ at `common` already
+    if window > 1 and _same_multiset(prev.hashes, cur.hashes, common, common + window):
         return "reordered", f"{path}: blocks reordered ({prev.kinds[common]} moved)"
-    if common < len(cur.hashes) and cur.hashes[common] in rest_prev[1:]:
+    if common < len(cur.hashes) and _occurs(prev.hashes, cur.hashes[common], common + 1):
         return "removed", f"{prev.paths[common]} removed ({prev.kinds[common]}, {prev.sources[common]})"
-    if common < len(cur.hashes) and prev.hashes[common] in rest_cur[1:]:
+    if common < len(cur.hashes) and _occurs(cur.hashes, prev.hashes[common], common + 1):
         return "inserted", f"{path} inserted ({cur.kinds[common]}, {cur.sources[common]})"
     if common >= len(cur.hashes):
         return "removed", f"{prev.paths[common]} and later removed"
@@ -107,6 +106,25 @@ def divergence(prev: ReqView, cur: ReqView, text_of) -> tuple[str, str | None]:
     if prev.paths[common] == cur.paths[common]:
         return "changed", describe_change(path, old, new)
     return "changed", f"{path} replaced ({prev.kinds[common]} -> {cur.kinds[common]})"
+
+
+def _same_multiset(a: Sequence[int], b: Sequence[int], start: int, end: int) -> bool:
+    """Do a[start:end] and b[start:end] hold the same keys, in any order? Where they are equal
+    but for a few positions (a per-request hash, a moved marker), only those are compared:
+    sorting a long history on every request would cost time in its length."""
+    m, holes = align(a, b, shared=start)
+    if m >= end:
+        return sorted(a[h] for h in holes if h < end) == sorted(b[h] for h in holes if h < end)
+    return sorted(a[start:end]) == sorted(b[start:end])
+
+
+def _occurs(keys: Sequence[int], key: int, start: int) -> bool:
+    """`key in keys[start:]`, without copying the slice."""
+    try:
+        keys.index(key, start)
+    except ValueError:
+        return False
+    return True
 
 
 def _ttl(view: ReqView, pos: int, rule: CacheRule) -> float:

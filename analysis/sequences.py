@@ -16,8 +16,8 @@ MAX_CHUNK = 1 << 16  # ... up to this: the unequal chunk is compared again while
 HEAD = 8  # elements compared before the whole: a sequence unequal there is not copied
 
 
-def shared_prefix(a: Sequence, b: Sequence) -> int:
-    """Leading positions where `a` and `b` hold equal elements.
+def shared_prefix(a: Sequence, b: Sequence, start: int = 0) -> int:
+    """Positions from `start` on where `a` and `b` hold equal elements, up to the first that differs.
 
     Equality is Python's `==`, which CPython checks as identity first: for
     elements whose equality *is* identity (plain objects, `eq=False` dataclasses)
@@ -27,20 +27,24 @@ def shared_prefix(a: Sequence, b: Sequence) -> int:
     if type(a) is not type(b):  # a list never equals an array: compare like with like
         a, b = list(a), list(b)
     n = min(len(a), len(b))
-    head = min(n, HEAD)
-    if a[:head] != b[:head]:  # most candidates differ at once: no need to copy the longer one
+    if start >= n:
+        return 0
+    head = min(n, start + HEAD)
+    if a[start:head] != b[start:head]:  # most candidates differ at once: no need to copy the rest
         n = head
-    # slice only the longer one (a list slice touches every element it copies)
-    elif (a if len(a) == n else a[:n]) == (b if len(b) == n else b[:n]):
+    # slice only what must be (a list slice touches every element it copies)
+    elif start == 0 and (a if len(a) == n else a[:n]) == (b if len(b) == n else b[:n]):
         return n
-    lo, hi = 0, n - 1  # a[:lo] == b[:lo], and the first difference lies in [lo, hi]
+    elif start and a[start:n] == b[start:n]:
+        return n - start
+    lo, hi = start, n - 1  # a[start:lo] == b[start:lo], and the first difference lies in [lo, hi]
     while lo < hi:
         mid = (lo + hi + 1) // 2
         if a[lo:mid] == b[lo:mid]:
             lo = mid
         else:
             hi = mid - 1
-    return lo
+    return lo - start
 
 
 def shared_bytes(a: bytes, b: bytes) -> int:
@@ -88,7 +92,7 @@ def align(a: Sequence, b: Sequence, max_holes: int = MAX_HOLES, shared: int | No
     holes: list[int] = []
     while pos < n and len(holes) < max_holes:
         holes.append(pos)
-        pos += 1 + shared_prefix(a[pos + 1:n], b[pos + 1:n])
+        pos += 1 + shared_prefix(a, b, pos + 1)
     return pos, holes
 
 

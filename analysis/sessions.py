@@ -17,10 +17,12 @@ is `flattened`; a chain with a task not seen before is a new `main` chain.
 
 from __future__ import annotations
 
+from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from analysis.models import ModelCall
+from analysis.sequences import align
 
 SIDE_PURPOSES = {"title", "compaction", "probe", "count_tokens", "structured_side", "warmup", "other"}
 AUTO_SESSION_GAP_S = 30 * 60
@@ -96,6 +98,59 @@ def containment(previous: list, current: list) -> float:
     return len(prev & set(current)) / len(prev)
 
 
+class Containment:
+    """`containment`, in time for what changed, along chains of requests that extend each other.
+
+    Each request's blocks are kept as counts of distinct values. The next request that lines
+    up with them (`align`: equal but for a few changed positions, then new blocks) takes the
+    counts over and adjusts them for what changed and what it adds; the blocks it no longer
+    carries are the changed ones whose count fell to zero. Anything else is counted afresh.
+    """
+
+    LIMIT = 64  # requests whose counts are kept (the last of each recent thread, in practice)
+
+    def __init__(self) -> None:
+        # id(blocks) -> (blocks, their counts, the blocks the counts were taken over from, that score)
+        self._counts: OrderedDict[int, tuple[Sequence, Counter, Sequence | None, float]] = OrderedDict()
+
+    def __call__(self, previous: Sequence, current: Sequence) -> float:
+        if not previous:
+            return 0.0
+        mine = self._counts.get(id(current))
+        if mine is not None and mine[0] is current and mine[2] is previous:
+            return mine[3]  # asked again (a session's and its thread's last request are one list)
+        n = len(previous)
+        hit = self._counts.get(id(previous))
+        if hit is not None and hit[0] is previous and len(current) >= n:
+            m, holes = align(previous, current)
+            if m == n:
+                del self._counts[id(previous)]  # its counts become the current request's
+                counts, distinct, dropped = hit[1], len(hit[1]), []
+                for h in holes:
+                    value = previous[h]
+                    counts[value] -= 1
+                    if not counts[value]:
+                        del counts[value]
+                        dropped.append(value)
+                for h in holes:
+                    counts[current[h]] += 1
+                for value in current[n:]:
+                    counts[value] += 1
+                score = (distinct - len({v for v in dropped if v not in counts})) / distinct
+                self._keep(current, counts, previous, score)
+                return score
+        score = containment(previous, current)
+        counts = mine[1] if mine is not None and mine[0] is current else Counter(current)  # once per request
+        self._keep(current, counts, previous, score)
+        return score
+
+    def _keep(self, blocks: Sequence, counts: Counter, origin: Sequence, score: float) -> None:
+        self._counts[id(blocks)] = (blocks, counts, origin, score)  # kept alive: their ids stay theirs
+        self._counts.move_to_end(id(blocks))
+        while len(self._counts) > self.LIMIT:
+            self._counts.popitem(last=False)
+
+
 def _explicit_session(call: ModelCall) -> tuple[str, str] | None:
     ident = call.identity
     for value, source in ((ident.session_id, "session_id"), (ident.thread_id, "thread_id"),
@@ -113,6 +168,7 @@ class SessionAssigner:
         self.sessions: dict[str, _Session] = {}
         self.auto_counter: dict[str, int] = {}
         self.index = 0
+        self.containment = Containment()
 
     def place(self, call: ModelCall, hashes: Sequence[int], continues_after_compaction: bool = False,
               tasks: set[str] | None = None) -> Placement:
@@ -133,7 +189,7 @@ class SessionAssigner:
             if session is None:
                 session = sessions[key] = _Session(key, source, call.identity.client, call.ts_start)
         else:
-            session = _auto_session(sessions, call, hashes, side)
+            session = _auto_session(sessions, call, hashes, side, self.containment)
             if session is None:
                 n = auto_counter.get(call.identity.client, 0) + 1
                 auto_counter[call.identity.client] = n
@@ -141,7 +197,7 @@ class SessionAssigner:
                 session = sessions[key] = _Session(key, "prefix-continuity", call.identity.client, call.ts_start)
         if tasks is None:
             tasks = {b.content_hash for b in call.request.blocks if b.source == "user_task"}
-        thread = _thread_for(session, call, hashes, side, continues_after_compaction, tasks)
+        thread = _thread_for(session, call, hashes, side, continues_after_compaction, tasks, self.containment)
         previous = thread.last if thread.count else None
         if thread.kind == "main" and tasks - session.tasks_seen:
             session.turns += 1  # a subagent's task packet or a retry is not a new user turn
@@ -166,7 +222,8 @@ class SessionAssigner:
 
         return placement
 
-def _auto_session(sessions: dict[str, _Session], call: ModelCall, hashes: list[str], side: bool) -> _Session | None:
+def _auto_session(sessions: dict[str, _Session], call: ModelCall, hashes: list[str], side: bool,
+                  share: Containment) -> _Session | None:
     """The session a call without identifiers continues, if any."""
     candidates = [s for s in sessions.values() if s.source == "prefix-continuity" and s.client == call.identity.client
                   and call.ts_start - s.last_ts <= AUTO_SESSION_GAP_S]
@@ -176,7 +233,7 @@ def _auto_session(sessions: dict[str, _Session], call: ModelCall, hashes: list[s
         return max(candidates, key=lambda s: s.last_ts)
     best, best_score = None, 0.0
     for s in candidates:
-        score = containment(s.auto_hashes, hashes)
+        score = share(s.auto_hashes, hashes)
         if score > best_score and score >= JOIN_FRACTION:
             best, best_score = s, score
     if best is None:
@@ -264,7 +321,7 @@ def _new_thread(session: _Session, kind: str, rule: str, suffix: str | None = No
 
 
 def _thread_for(session: _Session, call: ModelCall, hashes: list[str], side: bool,
-                compacted: bool = False, tasks: set[str] | None = None) -> _Thread:
+                compacted: bool = False, tasks: set[str] | None = None, share=containment) -> _Thread:
     if side:
         tid = f"{session.session_id}/side"
         for t in session.threads:
@@ -283,7 +340,7 @@ def _thread_for(session: _Session, call: ModelCall, hashes: list[str], side: boo
         for t in session.threads:
             if t.kind == "side" or (client_says_sub and t.kind == "main"):
                 continue
-            score = containment(t.hashes, hashes)
+            score = share(t.hashes, hashes)
             if score > best_score and score >= JOIN_FRACTION:
                 best, best_score = t, score
         if best is not None:

@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis.blocks import BlockDraft
@@ -30,6 +30,7 @@ from analysis.parse import parse_exchanges
 from analysis.prices import PriceTable
 from analysis.protocols.common import CallNames
 from analysis.sequences import align, identical_prefix, shared_bytes, shared_prefix
+from analysis.sessions import Containment, containment
 from ctxtap.capture.bodies import common_prefix_len
 from ctxtap.capture.store import Capture
 from tests.proxyharness import run_ctxtap
@@ -63,11 +64,71 @@ def test_shared_prefix_is_the_loop_on_lists_and_arrays(a, b):
     assert shared_prefix(array("q", a), array("q", b)) == _loop_prefix(a, b)
     assert shared_prefix(a, array("q", b)) == _loop_prefix(a, b)  # unlike types compare by value
     assert shared_prefix(a, a + b) == len(a)
+    for start in range(len(a) + 2):  # from a position on, without slicing the rest first
+        assert shared_prefix(a, b, start) == _loop_prefix(a[start:], b[start:])
+        assert shared_prefix(array("q", a), array("q", b), start) == _loop_prefix(a[start:], b[start:])
 
 
 @given(st.lists(st.integers(0, 2), max_size=40), st.lists(st.integers(0, 2), max_size=40), st.integers(0, 5))
 def test_align_is_the_loop_with_holes(a, b, max_holes):
     assert align(a, b, max_holes) == _loop_align(a, b, max_holes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=12),
+       st.lists(st.tuples(st.sampled_from(["extend", "edit", "fork", "drop", "repeat"]), st.integers(0, 30),
+                          st.lists(st.integers(0, 8), max_size=4)), max_size=14))
+def test_containment_carried_along_a_chain_is_the_set_computation(first, steps):
+    """Requests that extend, edit in place, fork from an older request, shrink, or are asked
+    about twice: the carried counts give exactly the share the sets give."""
+    share = Containment()
+    history = [array("q", first)]
+    for op, at, values in steps:
+        prev = history[-1] if op != "fork" else history[at % len(history)]
+        cur = array("q", prev)
+        if op in ("extend", "fork"):
+            cur.extend(values)
+        elif op == "edit" and cur:
+            for i, v in enumerate(values):
+                cur[(at + i * 7) % len(cur)] = v
+            cur.extend(values[:1])
+        elif op == "drop":
+            del cur[at % (len(cur) + 1):]
+        assert share(prev, cur) == containment(prev, cur)
+        if op == "repeat":
+            assert share(prev, cur) == containment(prev, cur)
+        history.append(cur)
+
+
+def test_containment_takes_the_counts_over_instead_of_counting_again(monkeypatch):
+    """Claude Code's shape: a per-request hash at position 0, the history extended. After the
+    first request no request is counted afresh."""
+    import analysis.sessions as sessions
+
+    share, prev = Containment(), array("q", [100, *range(50)])
+    share(array("q", [7]), prev)  # the chain's first comparison counts it
+    counted = []
+    monkeypatch.setattr(sessions, "Counter", lambda blocks=(): counted.append(1) or Counter(blocks))
+    for turn in range(20):
+        cur = array("q", [101 + turn, *prev[1:], 1000 + turn])
+        assert share(prev, cur) == containment(prev, cur) < 1.0
+        prev = cur
+    assert not counted
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=30), st.lists(st.integers(0, 5), max_size=30), st.integers(0, 30),
+       st.integers(0, 5))
+def test_cache_divergence_helpers_are_the_slice_computations(a, b, start, key):
+    from analysis.cachecheck import _occurs, _same_multiset
+
+    n = min(len(a), len(b))
+    start = min(start, n)
+    for x, y in ((a, b), (array("q", a), array("q", b))):
+        assert _same_multiset(x, y, start, n) == (sorted(a[start:n]) == sorted(b[start:n]))
+        assert _occurs(x, key, start) == (key in a[start:])
+    edited = a[:start] + [9] + a[start + 1:] + b  # one changed key, then more: the fast way
+    assert _same_multiset(a, edited, start, len(a)) == (sorted(a[start:]) == sorted(edited[start:len(a)]))
 
 
 def test_shared_prefix_of_drafts_is_by_identity():
