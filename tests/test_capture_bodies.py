@@ -158,7 +158,7 @@ def test_an_early_change_finds_the_rest_in_the_base():
     enc = BodyEncoder()
     a = enc.encode(first + b" " * 300, "s")  # a shared prefix long enough to make a delta
     b = enc.encode(first[:300] + second, "s")
-    assert b.codec == "zstd-tail" and TAIL_HEADER.unpack_from(b.data)[1] == 1
+    assert b.codec == "zstd-tail" and TAIL_HEADER.unpack_from(b.data)[1] < len(first) + 300  # a dictionary
     assert len(b.data) < 2_000
     stored = {e.body_id: (e.codec, e.base_id, e.data) for e in (a, b)}
     assert BodyDecoder(lambda i: stored[i]).get(b.body_id) == first[:300] + second
@@ -173,7 +173,7 @@ def test_older_captures_zstd_delta_bodies_still_decode():
     assert decoder.prefix(2) is None  # not recorded in that format: readers compare the bodies
 
 
-@pytest.mark.parametrize("blob", [b"", TAIL_HEADER.pack(10**9, 0), TAIL_HEADER.pack(3, 7)])
+@pytest.mark.parametrize("blob", [b"", TAIL_HEADER.pack(10**9, 0), TAIL_HEADER.pack(3, 10**9)])
 def test_a_damaged_tail_row_is_a_clear_error(blob):
     stored = {1: ("zstd", None, zstd.ZstdCompressor().compress(b"the base")), 2: ("zstd-tail", 1, blob)}
     with pytest.raises(BodyFormatError, match="body 2"):

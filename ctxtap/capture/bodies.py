@@ -3,8 +3,9 @@
 An agent resends its whole history on every call, so most of each request body
 is the previous body. Each body is stored zstd-compressed, preferably as a delta
 against an earlier body of the same stream: the length of the prefix the two share,
-then the rest of the body compressed with the rest of the base as a raw-content
-dictionary (`zstd-tail`). Writing and reading a delta then cost time in what the
+then the rest of the body compressed with the base's end as a raw-content dictionary
+(its rest, and the last `DICT_WINDOW` bytes of the shared prefix: what a new turn most
+likely repeats) (`zstd-tail`). Writing and reading a delta then cost time in what the
 body adds, not in the history it resends; a reader that parsed the base also learns
 how many leading bytes it can take over (`BodyDecoder.prefix`). Every
 `KEYFRAME_EVERY`-th body of a chain is stored whole so reading any body decodes at
@@ -30,8 +31,11 @@ WINDOW_LOG = 27  # 128 MiB: a delta can reference any byte of a base up to this 
 MAX_DELTA_BASE = 1 << WINDOW_LOG
 CANDIDATES_PER_STREAM = 4
 MIN_SHARED_PREFIX = 256  # below this a delta is not worth a dictionary
-MIN_TAIL_DICT = 64  # a shorter rest of the base is not worth a dictionary for the rest of the body
-TAIL_HEADER = struct.Struct("<QB")  # zstd-tail: shared prefix length, 1 if the base's rest is the dictionary
+MIN_TAIL_DICT = 64  # a shorter dictionary is not worth one
+# Of the shared prefix, this much of its end is in the dictionary of the rest: the storage of a
+# session is as small as with any larger window, at a fraction of the cost to load it.
+DICT_WINDOW = 1 << 15
+TAIL_HEADER = struct.Struct("<QQ")  # zstd-tail: shared prefix length, where in the base the dictionary begins
 
 
 class BodyFormatError(ValueError):
@@ -112,16 +116,18 @@ class BodyEncoder:
         return encoded
 
     def _tail(self, data: bytes, base: bytes, shared: int) -> bytes:
-        """A `zstd-tail` payload: the shared length, then what follows it, compressed with the
-        base's own rest as dictionary (a value changed early in the body is still found there)."""
-        rest = base[shared:]
-        if len(rest) < MIN_TAIL_DICT:
-            return TAIL_HEADER.pack(shared, 0) + self._plain.compress(memoryview(data)[shared:])
+        """A `zstd-tail` payload: the shared length, where the dictionary begins, then what follows
+        the shared prefix compressed with the base from there on as dictionary: the end of the
+        history (a new turn repeats its words) and the base's rest (a value changed early in the
+        body is still found there). Bounded: writing and reading cost what the body adds."""
+        start = max(0, shared - DICT_WINDOW)
+        if len(base) - start < MIN_TAIL_DICT:
+            return TAIL_HEADER.pack(shared, len(base)) + self._plain.compress(memoryview(data)[shared:])
         comp = zstd.ZstdCompressor(
-            dict_data=zstd.ZstdCompressionDict(rest, dict_type=zstd.DICT_TYPE_RAWCONTENT),
+            dict_data=zstd.ZstdCompressionDict(base[start:], dict_type=zstd.DICT_TYPE_RAWCONTENT),
             compression_params=_delta_params(),
         )
-        return TAIL_HEADER.pack(shared, 1) + comp.compress(memoryview(data)[shared:])
+        return TAIL_HEADER.pack(shared, start) + comp.compress(memoryview(data)[shared:])
 
     def _best_base(self, data: bytes, stream_key: str) -> tuple[tuple[int, bytes, int], int] | None:
         """((id, bytes, chain depth), shared prefix length) of the candidate sharing the longest prefix."""
@@ -302,13 +308,14 @@ class BodyDecoder:
     def _untail(self, body_id: int, base: BodyView, blob: bytes) -> BodyView:
         if len(blob) < TAIL_HEADER.size:
             raise BodyFormatError(f"body {body_id}: a zstd-tail row of {len(blob)} bytes has no header")
-        shared, uses_dict = TAIL_HEADER.unpack_from(blob)
-        if shared > len(base) or uses_dict > 1:
-            raise BodyFormatError(f"body {body_id}: shares {shared} bytes with a base of {len(base)}")
+        shared, start = TAIL_HEADER.unpack_from(blob)
+        if shared > len(base) or start > len(base):
+            raise BodyFormatError(f"body {body_id}: shares {shared} bytes, a dictionary from {start}, "
+                                  f"with a base of {len(base)}")
         frame = memoryview(blob)[TAIL_HEADER.size:]
-        if uses_dict:
+        if start < len(base):
             dec = zstd.ZstdDecompressor(
-                dict_data=zstd.ZstdCompressionDict(base[shared:], dict_type=zstd.DICT_TYPE_RAWCONTENT),
+                dict_data=zstd.ZstdCompressionDict(base[start:], dict_type=zstd.DICT_TYPE_RAWCONTENT),
                 max_window_size=MAX_DELTA_BASE,
             )
         else:
