@@ -119,7 +119,7 @@ class BodyEncoder:
         """A `zstd-tail` payload: the shared length, where the dictionary begins, then what follows
         the shared prefix compressed with the base from there on as dictionary: the end of the
         history (a new turn repeats its words) and the base's rest (a value changed early in the
-        body is still found there). Bounded: writing and reading cost what the body adds."""
+        body is still found there). Where a turn only appends, writing and reading cost what it adds."""
         start = max(0, shared - DICT_WINDOW)
         if len(base) - start < MIN_TAIL_DICT:
             return TAIL_HEADER.pack(shared, len(base)) + self._plain.compress(memoryview(data)[shared:])
