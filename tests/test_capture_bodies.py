@@ -212,3 +212,10 @@ def test_a_long_chain_is_read_without_joining_its_history():
         assert bytes(view) == original
         assert len(view._pieces) <= e.body_id  # one piece more per delta at most
     assert len(decoder.view(encoded[-1].body_id)._pieces) > 1
+
+
+def test_an_unknown_codec_is_a_clear_error_not_its_base():
+    """A row written by a newer ctxtap is not read as the bytes of its base."""
+    stored = {1: ("zstd", None, zstd.ZstdCompressor().compress(b"the base")), 2: ("zstd-future", 1, b"...")}
+    with pytest.raises(BodyFormatError, match="body 2: unknown codec 'zstd-future'"):
+        BodyDecoder(lambda i: stored[i]).get(2)

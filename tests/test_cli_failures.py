@@ -186,6 +186,19 @@ def test_info_on_a_damaged_manifest(capture, tmp_path, ctxtap_config):
     assert f"{copy / 'manifest.json'} is damaged" in err and "Restore it from a copy" in err
 
 
+@pytest.mark.parametrize("command", [["info"], ["analyze"], ["report"]])
+def test_a_capture_in_a_newer_format_is_refused_with_the_way_out(capture, tmp_path, ctxtap_config, command):
+    """Its bodies may be stored in a way this ctxtap does not know: reading them anyway could
+    give wrong bytes, so it says so and what to do."""
+    copy = tmp_path / "cap"
+    shutil.copytree(capture, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").write_text(json.dumps({**manifest, "format_version": manifest["format_version"] + 1}))
+    err = fails([command[0], str(copy)], ctxtap_config)
+    assert f"is in capture format {manifest['format_version'] + 1}, newer than this" in err
+    assert "upgrade ctxtap" in err
+
+
 def test_info_on_a_directory_that_is_not_a_capture(tmp_path, ctxtap_config):
     err = fails(["info", str(tmp_path)], ctxtap_config)
     assert "is not a ctxtap capture (no manifest.json)" in err

@@ -285,7 +285,8 @@ class BodyDecoder:
                 view = BodyView.of(dec.decompress(blob))
             elif codec == "raw":
                 view = BodyView.of(blob)
-            # "ref": same bytes as its base, already in `view`
+            elif codec != "ref":  # "ref": same bytes as its base, already in `view`
+                raise BodyFormatError(f"body {cid}: unknown codec {codec!r} (written by a newer ctxtap?)")
             self._put(cid, view)
         return view
 

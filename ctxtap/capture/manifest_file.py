@@ -20,7 +20,7 @@ from typing import Any
 from ctxtap import __version__
 
 MANIFEST_NAME = "manifest.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: bodies may be `zstd-tail` deltas; a reader refuses a newer format than its own
 
 
 def iso(ts: float | None) -> str | None:

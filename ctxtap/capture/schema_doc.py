@@ -18,7 +18,8 @@ A capture directory holds `manifest.json` and, once finalized, five Parquet
 files (`telemetry.parquet` and `telemetry_records.parquet` only in captures made since
 they exist; readers treat them as empty when absent). Read them with any Parquet tool; bodies are zstd deltas, so read bodies
 through ctxtap (`ctxtap.capture.store.Capture.body`) or export HAR
-(`ctxtap export CAPTURE --har FILE`).
+(`ctxtap export CAPTURE --har FILE`). `manifest.json`'s `format_version` is 2 since bodies may be
+`zstd-tail` deltas (1 before); ctxtap refuses to read a capture in a newer format than its own.
 
 While a recorder is running (or after it was killed), the data is in
 `spool/spool.ctxs`: frames of `MAGIC "CTXS" | u32 header length | u64 payload

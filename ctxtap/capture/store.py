@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ctxtap import __version__
 from ctxtap.capture.bodies import BodyDecoder, BodyView
 from ctxtap.capture.exchange import Exchange, WsMessage
 from ctxtap.capture.finalize import (
@@ -27,7 +28,7 @@ from ctxtap.capture.finalize import (
     assemble,
     finalize,
 )
-from ctxtap.capture.manifest import MANIFEST_NAME, Manifest
+from ctxtap.capture.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
 from ctxtap.capture.schema import FLOWS_SCHEMA, TELEMETRY_RECORDS_SCHEMA, TELEMETRY_SCHEMA, WS_SCHEMA
 from ctxtap.capture.spool import SPOOL_NAME, iter_frames, writer_alive
 
@@ -92,6 +93,9 @@ class Capture:
             reason = ": ".join(line.strip() for line in str(exc).splitlines()[:2])
             raise CaptureError(f"{directory / MANIFEST_NAME} is damaged ({reason}). Restore it from a copy, "
                                f"or record or import the traffic again.") from None
+        if manifest.format_version > FORMAT_VERSION:  # its bodies may be stored in a way unknown here
+            raise CaptureError(f"{directory} is in capture format {manifest.format_version}, newer than this "
+                               f"ctxtap ({__version__}) reads ({FORMAT_VERSION}): upgrade ctxtap to open it.")
         if manifest.status == "finalized":
             return cls(directory, manifest)
         if writer_alive(directory) and not _wait_for_orphaned_writer(directory, manifest):
