@@ -132,8 +132,11 @@ def test_scripted_sessions_report(browser, demo_capture: Path, tmp_path: Path) -
 
         # The lazy viewer: a request's blocks, a long one previewed, then its full text.
         claude = page.locator('section[data-client="claude-code"]')
-        claude.locator("table.requests button[data-open]").first.click()
-        viewer = claude.locator(".viewer").first
+        # a main-thread request, and that thread's viewer: a section holds one viewer per thread, and whether
+        # the side call (the title) or the first main call comes first depends on how the demo's agents were timed
+        button = claude.locator('table.requests button[data-open$="-main"]').first
+        button.click()
+        viewer = claude.locator(f'[data-viewer="{button.get_attribute("data-open")}"]')
         viewer.wait_for(state="visible", timeout=15_000)  # drawn after the click, later on a loaded machine
         rows = viewer.locator("tr[data-pos]")
         rows.first.wait_for(timeout=15_000)
