@@ -33,9 +33,7 @@ def shared_prefix(a: Sequence, b: Sequence, start: int = 0) -> int:
     if a[start:head] != b[start:head]:  # most candidates differ at once: no need to copy the rest
         n = head
     # slice only what must be (a list slice touches every element it copies)
-    elif start == 0 and (a if len(a) == n else a[:n]) == (b if len(b) == n else b[:n]):
-        return n
-    elif start and a[start:n] == b[start:n]:
+    elif (a if start == 0 and len(a) == n else a[start:n]) == (b if start == 0 and len(b) == n else b[start:n]):
         return n - start
     lo, hi = start, n - 1  # a[start:lo] == b[start:lo], and the first difference lies in [lo, hi]
     while lo < hi:

@@ -79,6 +79,12 @@ def _delta_params() -> zstd.ZstdCompressionParameters:
     return zstd.ZstdCompressionParameters.from_level(LEVEL, window_log=WINDOW_LOG)
 
 
+def _decompressor(dictionary: bytes) -> zstd.ZstdDecompressor:
+    """A decompressor for frames written against `dictionary` (raw content: a base's bytes)."""
+    return zstd.ZstdDecompressor(dict_data=zstd.ZstdCompressionDict(dictionary, dict_type=zstd.DICT_TYPE_RAWCONTENT),
+                                 max_window_size=MAX_DELTA_BASE)
+
+
 class BodyEncoder:
     """Assigns body ids and encodes bodies; keeps a small bounded set of recent bases.
 
@@ -278,11 +284,7 @@ class BodyDecoder:
             elif codec == "zstd-tail":
                 view = self._untail(cid, view, blob)
             elif codec == "zstd-delta":
-                dec = zstd.ZstdDecompressor(
-                    dict_data=zstd.ZstdCompressionDict(bytes(view), dict_type=zstd.DICT_TYPE_RAWCONTENT),
-                    max_window_size=MAX_DELTA_BASE,
-                )
-                view = BodyView.of(dec.decompress(blob))
+                view = BodyView.of(_decompressor(bytes(view)).decompress(blob))
             elif codec == "raw":
                 view = BodyView.of(blob)
             elif codec != "ref":  # "ref": same bytes as its base, already in `view`
@@ -314,13 +316,7 @@ class BodyDecoder:
             raise BodyFormatError(f"body {body_id}: shares {shared} bytes, a dictionary from {start}, "
                                   f"with a base of {len(base)}")
         frame = memoryview(blob)[TAIL_HEADER.size:]
-        if start < len(base):
-            dec = zstd.ZstdDecompressor(
-                dict_data=zstd.ZstdCompressionDict(base[start:], dict_type=zstd.DICT_TYPE_RAWCONTENT),
-                max_window_size=MAX_DELTA_BASE,
-            )
-        else:
-            dec = self._plain
+        dec = _decompressor(base[start:]) if start < len(base) else self._plain
         return base.head_then(shared, dec.decompress(frame))
 
     def _put(self, body_id: int, data: BodyView) -> None:
