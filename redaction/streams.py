@@ -387,20 +387,22 @@ class StreamRedactor:
         for token, data, start, end in events:
             held = _Held(token, data)
             stop = len(data) if end is None else end
-            for key, lo, hi in self._pieces(data[start:stop], channel):
-                content = self._contents.get((channel, key))
-                if content is None:
-                    content = self._contents[(channel, key)] = _Content()
-                at = content.end
-                content.text += data[start + lo : start + hi]
-                held.pieces.append(_Piece(content, at, at + hi - lo, start + lo, start + hi))
-                self._touched[id(content)] = content
+            with memoryview(data) as view:
+                for key, lo, hi in self._pieces(data, start, stop, channel):
+                    content = self._contents.get((channel, key))
+                    if content is None:
+                        content = self._contents[(channel, key)] = _Content()
+                    at = content.end
+                    content.text += view[lo:hi]
+                    held.pieces.append(_Piece(content, at, at + hi - lo, lo, hi))
+                    self._touched[id(content)] = content
             self._queue.append(held)
             self.held_bytes += len(data)
         return self._release(final=False)
 
-    def _pieces(self, payload: bytes, channel: object) -> list[tuple[tuple, int, int]]:
-        """`delta_pieces(payload)`, without parsing an event shaped like the last one parsed.
+    def _pieces(self, data: bytes, start: int, stop: int, channel: object) -> list[tuple[tuple, int, int]]:
+        """`delta_pieces(data[start:stop])` in `data`'s offsets, without parsing an event shaped
+        like the last one parsed (nor copying its payload).
 
         Consecutive deltas of a stream differ only in their one delta string: an event made of
         the last parsed event's bytes before and after that string, around a string that ends
@@ -409,15 +411,16 @@ class StreamRedactor:
         shape = self._shape.get(channel)
         if shape is not None:
             head, tail, key = shape
-            lo, hi = len(head), len(payload) - len(tail)
-            if (hi >= lo and payload.startswith(head) and payload.endswith(tail)
-                    and string_end(payload, lo) == hi):
+            lo, hi = start + len(head), stop - len(tail)
+            if (hi >= lo and data.startswith(head, start) and data.endswith(tail, start, stop)
+                    and string_end(data, lo) == hi):
                 return [(key, lo, hi)]
+        payload = data[start:stop]
         pieces = delta_pieces(payload)
         if len(pieces) == 1:
             key, lo, hi = pieces[0]
             self._shape[channel] = (payload[:lo], payload[hi:], key)
-        return pieces
+        return [(key, start + lo, start + hi) for key, lo, hi in pieces]
 
     def finish(self) -> list[Released]:
         """Everything still held (the body or the response ended); streams start afresh after."""
@@ -496,7 +499,8 @@ class StreamRedactor:
         data = held.data
         for lo, hi, replacement in sorted(edits, reverse=True):
             data = data[:lo] + replacement + data[hi:]
-        self._credentials.counts.update(kinds)
+        if kinds:
+            self._credentials.counts.update(kinds)
         return Released(held.token, data, dict(kinds))
 
     @staticmethod
@@ -532,15 +536,35 @@ def _kind(placeholder: bytes) -> str:
 _EVENT_END_RE = re.compile(rb"\n\r?\n")
 
 
+def _event_ends(buf: bytearray, start: int) -> list[int]:
+    """Where each event of `buf[start:]` ends (after its blank line): `bytes.find` where no line
+    ends in CR (a regex would look at every newline of the JSON)."""
+    if buf.find(b"\r", start) >= 0:
+        return [m.end() for m in _EVENT_END_RE.finditer(buf, start)]
+    ends = []
+    size = len(buf)
+    at = buf.find(b"\n", start)  # memchr: an event has a few newlines, its JSON none
+    while at >= 0:
+        if at + 1 < size and buf[at + 1] == 0x0A:
+            ends.append(at + 2)
+            at += 1
+        at = buf.find(b"\n", at + 1)
+    return ends
+
+
 def _data_payload(block: bytes) -> tuple[int, int]:
     """Where the JSON of an event with a single `data:` line sits, else an empty range."""
     first = block.find(b"data:")
-    if first < 0 or (first > 0 and block[first - 1] != 0x0A) or block.find(b"\ndata:", first + 1) >= 0:
+    if first < 0 or (first > 0 and block[first - 1] != 0x0A):
         return 0, 0
     start = first + 5
     if block[start : start + 1] == b" ":
         start += 1
     end = block.find(b"\n", start)
+    # a second `data:` line starts after a newline, and the first newline is where this line ends
+    # (searching from there, not through the JSON: memchr instead of a substring search per byte)
+    if end >= 0 and block.find(b"\ndata:", end) >= 0:
+        return 0, 0
     end = len(block) if end < 0 else end
     if end > start and block[end - 1] == 0x0D:
         end -= 1
@@ -566,12 +590,14 @@ class SseRedactor:
 
     def feed(self, *pieces: bytes) -> bytes:
         """The next bytes of the body (one or more reads, in order)."""
+        searched = max(0, len(self._buf) - 2)  # an event end may begin in the bytes held already
         for data in pieces:
             self._buf += data
-        ends = [m.end() for m in _EVENT_END_RE.finditer(self._buf)]
+        ends = _event_ends(self._buf, searched)
         if not ends:
             return b""
-        complete = bytes(self._buf[: ends[-1]])
+        with memoryview(self._buf) as view:
+            complete = bytes(view[: ends[-1]])
         del self._buf[: ends[-1]]
         events = []
         pos = 0
@@ -593,7 +619,8 @@ class SseRedactor:
         if not released:
             return b""
         for item in released:
-            self.redactions.update(item.redactions)
+            if item.redactions:
+                self.redactions.update(item.redactions)
         before = collections.Counter(self._redactor.counts)
         # One pass over the released events together: a span cannot cross from one event into the
         # next (each is a JSON object, and no secret format runs through `"`, `{` or a blank line).

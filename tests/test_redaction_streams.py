@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ctxtap.capture.events import RequestEvent, ResponseEvent, WsEndEvent, WsMessageEvent
 from ctxtap.capture.finalize import finalize
 from ctxtap.capture.manifest import Manifest
@@ -138,4 +141,33 @@ def test_an_event_shaped_like_the_last_gets_the_pieces_a_parse_would_give() -> N
         rnd.shuffle(payloads)
         redactor = StreamRedactor(Redactor(KEY))
         for payload in payloads:
-            assert redactor._pieces(payload, None) == delta_pieces(payload), payload
+            # the payload inside its SSE block: pieces come in the block's offsets
+            head = b"event: delta\ndata: "
+            block = head + payload + b"\n\n"
+            start, stop = len(head), len(head) + len(payload)
+            expected = [(key, start + lo, start + hi) for key, lo, hi in delta_pieces(payload)]
+            assert redactor._pieces(block, start, stop, None) == expected, payload
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=0, max_size=60).map(lambda b: bytes(b"\n\r x:"[c % 5] for c in b)), st.integers(0, 60))
+def test_event_ends_are_where_a_blank_line_ends(data: bytes, start: int) -> None:
+    """The newline-by-newline search finds the ends the blank-line regex finds, from any offset."""
+    from redaction.streams import _EVENT_END_RE, _event_ends
+
+    start = min(start, len(data))
+    assert _event_ends(bytearray(data), start) == [m.end() for m in _EVENT_END_RE.finditer(data, start)]
+
+
+def test_crlf_events_fed_in_any_cuts_match_the_whole_body() -> None:
+    """Events ending in CRLF blank lines, cut anywhere (a blank line split across reads too)."""
+    redactor = Redactor(KEY, "c")
+    lf = b"".join(_sse_events("anthropic-text", _pieces_for("anthropic-text", TOKEN, TOKEN, (7, 30)), 0))
+    body = lf.replace(b"\n", b"\r\n")
+    assert b"Q7xk" in body and b"\r\n\r\n" in body
+    whole = redactor.redact_bytes(body)
+    assert b"Q7xk" not in whole and whole.count(b"\r\n\r\n") == body.count(b"\r\n\r\n")
+    for size in (1, 2, 3, 5, 64, len(body)):
+        sse = SseRedactor(redactor)
+        out = b"".join(sse.feed(body[i : i + size]) for i in range(0, len(body), size)) + sse.finish()
+        assert out == whole, size
