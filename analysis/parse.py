@@ -126,7 +126,7 @@ def _parse_http(ex: Exchange, r: ProtocolMatch, state: ParseState, memo: ParseMe
     headers = list(ex.request_headers)
     identity = identify(headers, raw, draft.facts, ex.client, ex.client_version, state.disabled_clients)
     request, scan = _request(r, draft, identity, memo, state.disabled_clients)
-    response = _http_response(ex, r)
+    response = protocol.link_response(draft, _http_response(ex, r))
     purpose = _purpose(r, request, identity, lower_headers(headers), draft, scan, state.disabled_clients)
     protocol.remember(pstate, body, draft, response)
     return ModelCall(

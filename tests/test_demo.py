@@ -31,6 +31,10 @@ def test_demo_end_to_end(tmp_path, ctxtap_config):
     linked, parallel = con.execute("""SELECT count(*) FILTER (WHERE result_request_id IS NOT NULL),
                                              count(*) FILTER (WHERE parallel_group_size > 1) FROM tool_calls""").fetchone()
     assert linked > 40 and parallel > 0
+    # every client's calls each answered once, after the call (Gemini's id-less calls too)
+    per_client = con.execute("""SELECT r.client, count(DISTINCT t.result_request_id), min(t.gap_ms)
+                                FROM tool_calls t JOIN requests r USING (request_id) GROUP BY 1""").fetchall()
+    assert len({n for _, n, _ in per_client}) == 1 and all(gap >= 0 for _, _, gap in per_client), per_client
     # side requests are kept apart from the main threads
     side = dict(con.execute("SELECT client, list(purpose) FROM requests WHERE thread_kind = 'side' GROUP BY 1").fetchall())
     assert "warmup" in side["codex"] and "title" in side["claude-code"]

@@ -151,3 +151,36 @@ def test_truncated_stream():
     assert r.parse_status == "partial"
     assert r.text == "The test imports "
     assert r.error.rule_id == "stream.truncated"
+
+
+def test_id_less_calls_are_numbered_on_from_the_history():
+    """Gemini calls without ids are `name#k` by their place among the history's calls of that
+    name; a response's calls continue that count (not restart it), so each turn's call is the one
+    the next request answers, and its results link to it, not to the first turn's."""
+
+    def call(name: str, cmd: str) -> dict:
+        return {"functionCall": {"name": name, "args": {"command": cmd}}}
+
+    def answer(name: str, out: str) -> dict:
+        return {"functionResponse": {"name": name, "response": {"output": out}}}
+
+    history = [
+        {"role": "user", "parts": [{"text": "look around"}]},
+        {"role": "model", "parts": [call("shell", "pwd"), call("read", "a.txt")]},
+        {"role": "user", "parts": [answer("shell", "/w"), answer("read", "A")]},
+        {"role": "model", "parts": [call("shell", "ls")]},
+        {"role": "user", "parts": [answer("shell", "a.txt")]},
+    ]
+    reply = {"candidates": [{"content": {"role": "model", "parts": [call("shell", "cat a.txt"), call("shell", "wc")]}}]}
+    ex = http_exchange("/v1beta/models/gemini-2.5-pro:generateContent", {"contents": history}, reply,
+                       host="generativelanguage.googleapis.com")
+    (parsed,) = parse_exchange(ex)
+    ids = [b.call_id for b in parsed.request.blocks if b.kind in ("tool_call", "tool_result")]
+    assert ids == ["shell#0", "read#0", "shell#0", "read#0", "shell#1", "shell#1"]
+    assert [c.call_id for c in parsed.response.tool_calls] == ["shell#2", "shell#3"]
+    # a call that came with an id keeps it
+    reply["candidates"][0]["content"]["parts"][0]["functionCall"]["id"] = "given-1"
+    ex = http_exchange("/v1beta/models/gemini-2.5-pro:generateContent", {"contents": history}, reply,
+                       host="generativelanguage.googleapis.com")
+    (parsed,) = parse_exchange(ex)
+    assert [c.call_id for c in parsed.response.tool_calls] == ["given-1", "shell#3"]

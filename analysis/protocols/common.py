@@ -35,6 +35,7 @@ class RequestDraft:
     facts: dict[str, Any] = field(default_factory=dict)
     endpoint: str | None = None  # overrides the endpoint the path implies (e.g. a Responses warm-up)
     complete: bool = True  # False when inherited input (a continuation) could not be fully resolved
+    calls_by_name: dict[str, int] = field(default_factory=dict)  # history's tool calls per name (Gemini ids)
 
     def warn(self, message: str) -> None:
         """Record something skipped; a request with warnings is only partially parsed."""

@@ -126,7 +126,28 @@ def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
             d.blocks.append(_part(part, f"contents[{i}].parts[{j}]", role, i, counters))
 
     each_item(memo, "gemini.contents", as_list(contents), d, content_item, _CallCounts(counters))
+    d.calls_by_name = {name: n for (kind, name), n in counters.items() if kind == "call"}
     return d
+
+
+def link_response_calls(draft: RequestDraft, response: ParsedResponse) -> ParsedResponse:
+    """The response's id-less calls numbered on from the history's, as the next request will number them.
+
+    Without ids, the k-th call of a tool in a request's history is `name#k`. A response's calls
+    are numbered within the response (it does not see the history); `name#0` of every turn would
+    otherwise name one call, and every turn's call would be linked to the first turn's result.
+    """
+    if not response.tool_calls or not draft.calls_by_name:
+        return response
+    local: Counter[str] = Counter()
+    calls = []
+    for tc in response.tool_calls:
+        n = local[tc.name]
+        local[tc.name] += 1
+        if tc.call_id == f"{tc.name}#{n}":  # numbered by `parse_response`: the call had no id
+            tc = tc.model_copy(update={"call_id": f"{tc.name}#{draft.calls_by_name.get(tc.name, 0) + n}"})
+        calls.append(tc)
+    return response.model_copy(update={"tool_calls": calls})
 
 
 class _CallCounts(Replay):
@@ -430,6 +451,9 @@ class Gemini(Protocol):
 
     def parse_response(self, raw: bytes, sse: bool, endpoint: str) -> ParsedResponse:
         return parse_response(raw, sse, endpoint)
+
+    def link_response(self, draft: RequestDraft, response: ParsedResponse) -> ParsedResponse:
+        return link_response_calls(draft, response)
 
     def usage(self, raw_usage: Any) -> Usage:
         return gemini_usage(raw_usage)

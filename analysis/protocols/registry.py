@@ -133,6 +133,10 @@ class Protocol:
     def remember(self, state: Any, body: Any, draft: RequestDraft, response: ParsedResponse) -> None:
         """Update the per-capture state after a call (e.g. the Responses chain)."""
 
+    def link_response(self, draft: RequestDraft, response: ParsedResponse) -> ParsedResponse:
+        """The response with what only its request tells filled in (Gemini: the ids of id-less calls)."""
+        return response
+
     # --- responses ----------------------------------------------------------------------
 
     def parse_response(self, raw: bytes, sse: bool, endpoint: str) -> ParsedResponse:
