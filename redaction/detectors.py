@@ -351,6 +351,7 @@ _GCP_BEFORE_RE = re.compile(rb'private_key\\*"\s*:\s*\\*"$')
 _URL_PASSWORD_RE = re.compile(
     rb"://[^\s/?#@:\"'\\<>()\[\]{}]{0,256}:(?P<pw>[^\s/?#\"'\\<>()\[\]{}]{1,256})@"
 )
+_URL_PASSWORD_REACH = 3 + 256 + 1 + 256 + 1  # the longest match
 # Webhook URLs, with or without their scheme (`hooks.slack.com/services/...` in prose).
 _SLACK_HOOK_RE = re.compile(rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+\-]{20,})")
 _DISCORD_HOOK_RE = re.compile(
@@ -370,7 +371,9 @@ _PLACEHOLDER_PASSWORDS = frozenset(b"your-password yourpassword your_password".s
 # Triggers of `find_context_spans`, in this order.
 CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY", literals=(b"-----BEGIN",), window=80, som=True),
-    Trigger(rb"://", literals=(b"://",), window=0, som=True),
+    # the URL password rule itself, reported at its `@` (most URLs have no password: a bare `://`
+    # trigger was three of every four hits on agent bodies); its start is the last `://` before
+    Trigger(_URL_PASSWORD_RE.pattern, literals=(b"://",), window=_URL_PASSWORD_REACH),
     Trigger(
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/",
         literals=(b"hooks.slack.com/",),
@@ -398,7 +401,8 @@ def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list
             if _GCP_BEFORE_RE.search(data, max(0, start - 40), start):
                 kind = "gcp-sa-key"
             out.append(Span(m.start(), m.end(), kind, PRIORITY_FORMAT))
-    for start, _ in url:
+    # `/` is in neither the user nor the password: a match starts at the last `://` before its end
+    for start in sorted({data.rfind(b"://", max(0, end - _URL_PASSWORD_REACH), end) for _, end in url} - {-1}):
         m = _URL_PASSWORD_RE.match(data, start)
         if m is not None and not is_placeholder_password(m.group("pw")):
             out.append(Span(*m.span("pw"), "url-password", PRIORITY_CONTEXT))

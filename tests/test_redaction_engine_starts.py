@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from redaction.engine import hyperscan_available
 from redaction.scanner import Scanner, get_scanner
@@ -49,3 +51,30 @@ def test_a_start_past_the_reach_is_not_invented() -> None:
             regex = scanner.engine._python_starts[i][0]
             for start, end in hits.get(i):
                 assert regex.fullmatch(body, start, end) is not None
+
+
+_URL_PIECES = ["://", "https", "u", "user", ":", "@", "/", "pw", "p4ss", " ", "host", ".", "?", "#", '"', "${P}", "x" * 300]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_URL_PIECES), max_size=40).map("".join))
+@example("see https://host/a https://user:p4ss@host and ftp://x://u:pw@h")
+@example("https://" + "u" * 250 + ":" + "p" * 250 + "@host https://u:pw@x@y")
+def test_url_passwords_found_from_their_end_are_those_found_from_every_scheme(text: str) -> None:
+    """The URL password trigger is the rule itself, reported where it ends; its start is recovered as
+    the last `://` before. Both engines find exactly the passwords the rule finds from every `://`."""
+    from redaction.detectors import _URL_PASSWORD_RE, find_context_spans, is_placeholder_password
+
+    data = text.encode()
+    expected = set()
+    at = data.find(b"://")
+    while at >= 0:
+        m = _URL_PASSWORD_RE.match(data, at)
+        if m is not None and not is_placeholder_password(m.group("pw")):
+            expected.add(m.span("pw"))
+        at = data.find(b"://", at + 1)
+    for scanner in (get_scanner(), Scanner(get_scanner().ruleset, backend="python")):
+        hits = scanner.engine.scan(data)
+        spans: list = []
+        find_context_spans(data, [hits.get(i) for i in scanner._ranges[1]], spans)
+        assert {(s.start, s.end) for s in spans if s.kind == "url-password"} == expected, scanner.backend
