@@ -4,7 +4,9 @@ Prints, for one run:
   1. first-chunk latency (p50, p99) of SSE responses and the ratio ctxtap / bare
      (target <= 1.05 at p50), and streaming throughput (target >= 0.9x), with what the
      writer child did meanwhile: how far its memory grew (its backlog), its share of a
-     core, and how long after the client's end it was still redacting;
+     core, and how long after the client's end it was still redacting; and the CPU seconds of
+     every process of each run (client, model server, proxy, writer up to the client's end),
+     which tell where the machine's cores, not the proxy, set the pace;
   2. capture bytes on disk against a HAR of the same flows for a 100-turn
      session (target <= 0.1);
   3. memory after 1,000 flows with 1 MB bodies: the proxy process and its writer
@@ -24,6 +26,7 @@ import contextlib
 import json
 import os
 import random
+import resource
 import shutil
 import signal
 import socket
@@ -216,6 +219,30 @@ class WriterWatch:
         return self.rss.peak - self.rest, (self.cpu1 - self.cpu0) / seconds, self.idle - self.end
 
 
+class CpuSplit:
+    """CPU seconds each process of a run spent between enter and exit (pid None: this process, the
+    client). Where their sum approaches the cores the machine has, throughput is CPU-bound."""
+
+    def __init__(self, pids: dict[str, int | None]) -> None:
+        self.pids = pids
+        self.seconds: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        return {k: own.ru_utime + own.ru_stime if p is None else cpu_seconds(p) for k, p in self.pids.items()}
+
+    def __enter__(self) -> CpuSplit:
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        end = self._now()
+        self.seconds = {k: end[k] - self._start[k] for k in self.pids}
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = seconds
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of one process (0 if it is gone)."""
     try:
@@ -268,11 +295,14 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
                         firsts = [sse_request(proxy.port, ca, body)[0] for _ in range(n)]
                         results.setdefault((name, "first"), []).extend(firsts)
                     else:
-                        with WriterWatch(proxy.pid) as watch:
+                        parts = {"client": None, "model server": big_server.pid, "proxy": proxy.pid}
+                        with WriterWatch(proxy.pid) as watch, CpuSplit(parts) as split:
                             _, total, size = sse_request(proxy.port, ca, body)
                         results.setdefault((name, "mbps"), []).append(size / total / 1e6)
                         if name == "ctxtap":
+                            split.add("writer", watch.cpu1 - watch.cpu0)
                             results.setdefault(("ctxtap", "writer"), []).append(watch.summary(total))
+                        results.setdefault((name, "cpu"), []).append((size / total / 1e6, total, split.seconds))
                 finally:
                     proxy.stop()
     finally:
@@ -289,6 +319,12 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
           f"ratio {c99 / b99:.3f}")
     print(f"   throughput ({stream_mb} MB stream) bare {bt:7.1f} MB/s  ctxtap {ct:7.1f} MB/s  "
           f"ratio {ct / bt:.3f}  (target >= 0.9)")
+    print("   CPU seconds of each process while the stream ran (2 cores: 2.0 core-seconds per wall second):")
+    for side in ("bare", "ctxtap"):
+        for mbps, wall, seconds in results[(side, "cpu")]:
+            busy = sum(seconds.values())
+            print(f"     {side:6s} {mbps:6.1f} MB/s  " + "  ".join(f"{k} {v:.2f}" for k, v in seconds.items())
+                  + f"  = {busy:.2f} s in {wall:.2f} s wall: {busy / wall:.2f} cores busy")
     for grown, cpu, lag in results[("ctxtap", "writer")]:
         print(f"   writer child during a ctxtap run: RSS {grown / 1024:+.1f} MiB over its rest at most (its backlog "
               f"is bounded at {MAX_BACKLOG_BYTES >> 20} MiB), {cpu:.0%} of a core, done {lag * 1000:.0f} ms after the "
