@@ -10,8 +10,11 @@ shared real-client captures are present.
 Columns, all MB/s per core (best of `--repeat`, process CPU time, so other
 load on the machine costs less than wall time would):
 
-* `scan`: the raw-bytes pass alone (`Scanner.find_spans`: every rule, spans
-  settled, nothing replaced) with the multi-pattern engine (Hyperscan);
+* `engine`: the multi-pattern engine's one pass over the raw bytes alone
+  (Hyperscan: where any rule's trigger matches, nothing verified);
+* `scan`: every rule on the raw bytes (`Scanner.find_spans`: the engine pass,
+  each trigger hit verified by its rule, JSON strings whose escapes hide a
+  rule's quotes decoded and scanned again, spans settled, nothing replaced);
 * `redact`: `Redactor.redact_bytes` with the engine;
 * `scan-py`, `redact-py`: the same with the pure-Python fallback;
 * `old`: `redact_bytes` of the redactor at `--baseline` (default: where this
@@ -234,7 +237,7 @@ def measure_new(repeat: int, with_fallback: bool = True) -> dict[str, list[float
 
     out: dict[str, list[float]] = {}
     for name, data in cases():
-        row = []
+        row = [_best(get_scanner().engine.scan, data, repeat)]
         for backend in (None, "python") if with_fallback else (None,):
             redactor = Redactor(b"\x00" * 32, "bench", backend=backend)
             row.append(_best(get_scanner(backend).find_spans, data, repeat))
@@ -296,22 +299,21 @@ def main() -> int:
     old = run_baseline(args.baseline, args.repeat)
     sizes = {name: len(data) for name, data in cases()}
     print(f"engine: {get_scanner().backend} (vs pure-Python fallback); MB/s per core, CPU time")
-    header = f"{'body':36s} {'KB':>6s} {'scan':>8s} {'redact':>8s} {'scan-py':>8s} {'redact-py':>9s} {'old':>8s}"
+    header = (f"{'body':36s} {'KB':>6s} {'engine':>8s} {'scan':>8s} {'redact':>8s} {'scan-py':>8s} {'redact-py':>9s}"
+              f" {'old':>8s}")
     print(header)
-    for name, (scan, redact, scan_py, redact_py) in new.items():
+    for name, (engine, scan, redact, scan_py, redact_py) in new.items():
         old_s = f"{old[name]:8.1f}" if old and name in old else f"{'-':>8s}"
-        print(
-            f"{name[:36]:36s} {sizes[name] / 1e3:6.0f} {scan:8.1f} {redact:8.1f} {scan_py:8.1f} {redact_py:9.1f} {old_s}"
-        )
+        print(f"{name[:36]:36s} {sizes[name] / 1e3:6.0f} {engine:8.1f} {scan:8.1f} {redact:8.1f} {scan_py:8.1f}"
+              f" {redact_py:9.1f} {old_s}")
     names = list(new)
     total = [sizes[n] for n in names]
-    cols = [_overall(total, [new[n][i] for n in names]) for i in range(4)]
+    cols = [_overall(total, [new[n][i] for n in names]) for i in range(5)]
     old_all = f"{_overall(total, [old[n] for n in names]):8.1f}" if old else f"{'-':>8s}"
-    print(
-        f"{'overall':36s} {sum(total) / 1e3:6.0f} {cols[0]:8.1f} {cols[1]:8.1f} {cols[2]:8.1f} {cols[3]:9.1f} {old_all}"
-    )
+    print(f"{'overall':36s} {sum(total) / 1e3:6.0f} {cols[0]:8.1f} {cols[1]:8.1f} {cols[2]:8.1f} {cols[3]:8.1f}"
+          f" {cols[4]:9.1f} {old_all}")
     print(f"({os.cpu_count()} cores, shared: figures are CPU-bound per core)")
-    return 1 if cols[0] < args.min_mbps else 0
+    return 1 if cols[1] < args.min_mbps else 0
 
 
 if __name__ == "__main__":
