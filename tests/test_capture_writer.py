@@ -190,3 +190,38 @@ def test_a_finished_stream_keeps_no_second_copy_of_its_body():
             stream.feed([data[i:i + 70_000]])
         assert stream.finish() == data
         assert stream.parts == [] and not stream.pending
+
+
+def test_the_proxy_holds_a_bounded_queue_when_the_child_falls_behind(tmp_path, monkeypatch, caplog):
+    """Frames waiting for a full pipe stay under MAX_QUEUED_BYTES: past it the proxy waits for the
+    child instead of holding ever more of a big stream; the whole body still reaches the capture."""
+    import asyncio
+
+    from ctxtap.capture import writer_proc
+
+    monkeypatch.setattr(writer_proc, "MAX_QUEUED_BYTES", 4 << 20)
+    delta = json.dumps({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": "The quick brown fox. " * 390}})
+    event = f"event: content_block_delta\ndata: {delta}\n\n".encode()
+    batch = [event] * 32  # about 256 KiB: one recorder batch of reads
+    batches = 400  # about 100 MB: more than the child's backlog and the pipe hold
+
+    async def record() -> tuple[int, int]:
+        writer = writer_proc.ProcessWriter(tmp_path / "cap", b"k" * 32, {"capture_id": "bounded"})
+        await writer.submit(_request("s", 1, b"{}", b"{}"))
+        writer.send(StreamStart("s", "text/event-stream", None))
+        most = 0
+        for _ in range(batches):
+            writer.send(ResponseChunk("s", list(batch)))
+            most = max(most, writer._queued - writer._written)
+            await asyncio.sleep(0)  # the event loop runs (its flushes too) between reads
+        await writer.submit(_response("s", None, chunked=True))
+        assert writer.close(finalize=True) == 0
+        return most, writer.waits
+
+    most, waits = asyncio.run(record())
+    frame = sum(map(len, batch)) + 4096
+    assert waits > 0 and most <= writer_proc.MAX_QUEUED_BYTES + frame, (most, waits)
+    assert sum("forwarding waits for it" in m for m in caplog.messages) == 1  # said once, not per wait
+    (ex,) = Capture.open(tmp_path / "cap").exchanges()
+    assert ex.response_body == event * (32 * batches)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import itertools
+import logging
 import os
 import pickle
 import signal
@@ -28,6 +29,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,6 +42,7 @@ _LEN = struct.Struct(">Q")
 _SAME = "<same as body_in>"
 _ROOT = str(Path(__file__).resolve().parents[2])
 CLOSE = "close"
+MAX_QUEUED_BYTES = 64 << 20  # frames the proxy holds for a child whose pipe is full, at most
 MALLOC_MMAP = 1 << 20  # the child's glibc: buffers this big or bigger are mapped, returned when freed
 MALLOC_TRIM = 16 << 20  # and up to this much free heap is kept for the next batch
 
@@ -239,6 +242,8 @@ class ProcessWriter:
         self._loop.add_reader(self._in, self._on_readable)
         self.closed = False
         self.failed: str | None = None
+        self.waits = 0  # times the proxy waited for the child (see `_wait_for_child`)
+        self.waited_s = 0.0
 
     def submit(self, event: object) -> asyncio.Future:
         """Send an event; the future resolves once its frame is in the pipe (handed to the child)."""
@@ -248,12 +253,14 @@ class ProcessWriter:
             return fut
         self._write(_frame((1, event)))
         self._handed.append((self._queued, fut))
+        self._keep_bounded()
         return fut
 
     def send(self, event: object) -> None:
         """Fire and forget (stream chunks): nobody waits for this one."""
         if not self.failed:
             self._write(_frame((0, event)))
+            self._keep_bounded()
 
     def close(self, finalize: bool = True, ended_at: float | None = None) -> int:
         """Send everything left, let the child write (and finalize) the capture, wait for it."""
@@ -286,6 +293,30 @@ class ProcessWriter:
         if not self._flush_scheduled and not self._writer_registered:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush_soon)
+
+    def _keep_bounded(self) -> None:
+        """Past MAX_QUEUED_BYTES waiting for the pipe, wait for the child down to half of it: the
+        child (its own backlog and the pipe full) fell this far behind, so the proxy forwards at
+        the child's pace instead of holding ever more of the stream. Rare: the child redacts
+        faster than loopback forwards."""
+        if self._queued - self._written > MAX_QUEUED_BYTES and not self.failed:
+            self._wait_for_child(MAX_QUEUED_BYTES // 2)
+
+    def _wait_for_child(self, target: int) -> None:
+        if not self.waits:
+            logging.getLogger(__name__).warning(
+                "capture writer fell %d MiB behind: forwarding waits for it (redaction is slower than the "
+                "traffic here; a machine with a spare core, or the Hyperscan wheel, keeps up)",
+                (self._queued - self._written) >> 20)
+        start = time.monotonic()
+        os.set_blocking(self._out, True)
+        try:
+            while self._buffer and self._queued - self._written > target and not self.failed:
+                self._on_writable()
+        finally:
+            os.set_blocking(self._out, False)
+        self.waited_s += time.monotonic() - start
+        self.waits += 1
 
     def _flush_soon(self) -> None:
         self._flush_scheduled = False
