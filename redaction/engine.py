@@ -21,7 +21,7 @@ import hashlib
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +80,10 @@ class Hits:
 
 
 class PythonEngine:
-    """The fallback: literal prefilter with `bytes.find`, then each trigger's regex in windows."""
+    """The fallback: literal prefilter, then each trigger's regex in windows around the literals.
+
+    The literals are found in one pass per case with Aho-Corasick (`pyahocorasick`) where it is
+    installed, else one `bytes.find` sweep per literal (some 300 sweeps of every body)."""
 
     name = "python"
 
@@ -95,25 +98,36 @@ class PythonEngine:
                 self._unfiltered.append(i)
             for lit in t.literals:
                 self._by_literal.setdefault((lit, t.caseless or t.fold_literals), []).append(i)
+        self._automata = _literal_automata(self._by_literal)
+
+    def _occurrences(self, data: bytes) -> Iterator[tuple[int, bytes, list[int]]]:
+        """(position, literal, trigger ids) of every occurrence of every literal, overlaps included."""
+        lowered: bytes | None = None
+        if self._automata is not None:
+            for caseless, automaton in self._automata.items():
+                if caseless:
+                    lowered = data.lower() if lowered is None else lowered
+                hay = (lowered if caseless else data).decode("latin-1")  # a character per byte
+                for end, (lit, ids) in automaton.iter(hay):
+                    yield end - len(lit) + 1, lit, ids
+            return
+        for (lit, caseless), ids in self._by_literal.items():
+            if caseless:
+                lowered = data.lower() if lowered is None else lowered
+            hay = lowered if caseless else data
+            pos = hay.find(lit)
+            while pos >= 0:
+                yield pos, lit, ids
+                pos = hay.find(lit, pos + 1)
 
     def scan(self, data: bytes) -> Hits:
         hits = Hits()
-        lowered: bytes | None = None
         windows: dict[int, list[tuple[int, int]]] = {}
         n = len(data)
-        for (lit, caseless), ids in self._by_literal.items():
-            if caseless:
-                if lowered is None:
-                    lowered = data.lower()
-                hay = lowered
-            else:
-                hay = data
-            pos = hay.find(lit)
-            while pos >= 0:
-                for i in ids:
-                    w = self._triggers[i].window
-                    windows.setdefault(i, []).append((max(0, pos - w), min(n, pos + len(lit) + w + 1)))
-                pos = hay.find(lit, pos + 1)
+        for pos, lit, ids in self._occurrences(data):
+            for i in ids:
+                w = self._triggers[i].window
+                windows.setdefault(i, []).append((max(0, pos - w), min(n, pos + len(lit) + w + 1)))
         for i, spans in windows.items():
             regex = self._regexes[i]
             seen: set[tuple[int, int]] = set()
@@ -128,6 +142,23 @@ class PythonEngine:
             for m in self._regexes[i].finditer(data):
                 hits.add(i, m.start() if self._triggers[i].som else -1, m.end())
         return hits
+
+
+def _literal_automata(by_literal: dict[tuple[bytes, bool], list[int]]) -> dict | None:
+    """One Aho-Corasick automaton per case (keys: literals as Latin-1 text), or None without the wheel."""
+    try:
+        import ahocorasick
+    except ImportError:  # pragma: no cover - the dependency is declared; a bare source tree may lack it
+        return None
+    automata: dict[bool, object] = {}
+    for (lit, caseless), ids in by_literal.items():
+        automaton = automata.get(caseless)
+        if automaton is None:
+            automaton = automata[caseless] = ahocorasick.Automaton()
+        automaton.add_word(lit.decode("latin-1"), (lit, ids))
+    for automaton in automata.values():
+        automaton.make_automaton()
+    return automata
 
 
 class HyperscanEngine:

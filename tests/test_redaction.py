@@ -617,3 +617,25 @@ def test_real_client_traffic_loses_its_dummy_keys_and_nothing_else() -> None:
                 assert r.redact_url(flow.request.pretty_url) == flow.request.pretty_url
     assert checked > 50
     assert changed_without_secret == 0
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(["key", "KEY", "Token", "passw", "://", "sk-", "ghp_", "secret", "x", " ", "=", "\n",
+                                 "é", "AKIA", "auth"]), max_size=60).map("".join))
+def test_the_fallback_finds_every_literal_as_the_per_literal_sweep_does(text: str) -> None:
+    """The pure-Python engine's one-pass literal search (Aho-Corasick) yields exactly the occurrences,
+    overlapping ones included, that one `bytes.find` sweep per literal yields, and so the same hits."""
+    from redaction.scanner import Scanner, get_scanner
+
+    engine = Scanner(get_scanner().ruleset, backend="python").engine
+    assert engine._automata is not None
+    data = text.encode()
+    one_pass = sorted((pos, lit) for pos, lit, _ in engine._occurrences(data))
+    automata, engine._automata = engine._automata, None
+    try:
+        swept = sorted((pos, lit) for pos, lit, _ in engine._occurrences(data))
+        slow_hits = engine.scan(data).by_trigger
+    finally:
+        engine._automata = automata
+    assert one_pass == swept
+    assert engine.scan(data).by_trigger == slow_hits
