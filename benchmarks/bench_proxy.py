@@ -6,7 +6,8 @@ Prints, for one run:
      writer child did meanwhile: how far its memory grew (its backlog), its share of a
      core, and how long after the client's end it was still redacting; and the CPU seconds of
      every process of each run (client, model server, proxy, writer up to the client's end),
-     which tell where the machine's cores, not the proxy, set the pace;
+     which tell where the machine's cores, not the proxy, set the pace; and the same stream
+     paced by the server (cores to spare), where the writer's work costs forwarding nothing;
   2. capture bytes on disk against a HAR of the same flows for a 100-turn
      session (target <= 0.1);
   3. memory after 1,000 flows with 1 MB bodies: the proxy process and its writer
@@ -47,6 +48,7 @@ from ctxtap.modelserver.client import HttpClient  # noqa: E402
 from tests.proxyharness import ctxtap_env, start_proxy  # noqa: E402
 
 BIN = Path(sys.executable).parent
+PACED_DELAY_S = 0.0003
 
 
 def free_port() -> int:
@@ -281,19 +283,30 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
     small = {"steps": [{"text": "hello"}]}
     server, url = start_model_server(small)
     big_server, big_url = start_model_server({"steps": [{"events": stream_mb * 128, "event_bytes": 8192}]})
+    # the same stream with the server pausing PACED_DELAY_S between events: the cores are not all busy
+    paced_server, paced_url = start_model_server({"steps": [{"events": stream_mb * 128, "event_bytes": 8192}]},
+                                                 chunk_delay=PACED_DELAY_S)
     body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
                        "messages": [{"role": "user", "content": "hi"}]}).encode()
     ca = str(confdir / "ca" / "ctxtap-ca-bundle.pem")
     results = {}
     try:
         for name in ("bare", "ctxtap", "bare", "ctxtap"):  # interleaved twice to spread drift
-            for label, upstream in (("latency", url), ("throughput", big_url)):
+            for label, upstream in (("latency", url), ("throughput", big_url), ("paced", paced_url)):
                 proxy = (Bare(confdir / "ca", upstream) if name == "bare"
                          else Ctx(confdir, upstream, tmp / f"lat-{name}-{label}-{time.monotonic_ns()}"))
                 try:
                     if label == "latency":
                         firsts = [sse_request(proxy.port, ca, body)[0] for _ in range(n)]
                         results.setdefault((name, "first"), []).extend(firsts)
+                    elif label == "paced":
+                        parts = {"client": None, "model server": paced_server.pid, "proxy": proxy.pid}
+                        writer = children(proxy.pid)  # ctxtap's writer child (bare has none)
+                        if writer:
+                            parts["writer"] = writer[0]
+                        with CpuSplit(parts) as split:
+                            _, total, size = sse_request(proxy.port, ca, body)
+                        results.setdefault((name, "paced"), []).append((size / total / 1e6, total, split.seconds))
                     else:
                         parts = {"client": None, "model server": big_server.pid, "proxy": proxy.pid}
                         with WriterWatch(proxy.pid) as watch, CpuSplit(parts) as split:
@@ -306,7 +319,7 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
                 finally:
                     proxy.stop()
     finally:
-        for p in (server, big_server):
+        for p in (server, big_server, paced_server):
             p.send_signal(signal.SIGTERM)
             p.wait(30)
     b50, c50 = statistics.median(results[("bare", "first")]), statistics.median(results[("ctxtap", "first")])
@@ -319,16 +332,26 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
           f"ratio {c99 / b99:.3f}")
     print(f"   throughput ({stream_mb} MB stream) bare {bt:7.1f} MB/s  ctxtap {ct:7.1f} MB/s  "
           f"ratio {ct / bt:.3f}  (target >= 0.9)")
-    print("   CPU seconds of each process while the stream ran (2 cores: 2.0 core-seconds per wall second):")
-    for side in ("bare", "ctxtap"):
-        for mbps, wall, seconds in results[(side, "cpu")]:
-            busy = sum(seconds.values())
-            print(f"     {side:6s} {mbps:6.1f} MB/s  " + "  ".join(f"{k} {v:.2f}" for k, v in seconds.items())
-                  + f"  = {busy:.2f} s in {wall:.2f} s wall: {busy / wall:.2f} cores busy")
+    print(f"   CPU seconds of each process while the stream ran ({os.cpu_count()} cores: as many core-seconds "
+          "per wall second):")
+    _print_cpu(results, "cpu")
+    pb = max(r[0] for r in results[("bare", "paced")])
+    pc = max(r[0] for r in results[("ctxtap", "paced")])
+    print(f"   paced stream (the server waits {PACED_DELAY_S * 1000:.1f} ms between 8 KB events): bare {pb:.1f} MB/s  "
+          f"ctxtap {pc:.1f} MB/s  ratio {pc / pb:.3f}")
+    _print_cpu(results, "paced")
     for grown, cpu, lag in results[("ctxtap", "writer")]:
         print(f"   writer child during a ctxtap run: RSS {grown / 1024:+.1f} MiB over its rest at most (its backlog "
               f"is bounded at {MAX_BACKLOG_BYTES >> 20} MiB), {cpu:.0%} of a core, done {lag * 1000:.0f} ms after the "
               "client's last byte")
+
+
+def _print_cpu(results: dict, kind: str) -> None:
+    for side in ("bare", "ctxtap"):
+        for mbps, wall, seconds in results[(side, kind)]:
+            busy = sum(seconds.values())
+            print(f"     {side:6s} {mbps:6.1f} MB/s  " + "  ".join(f"{k} {v:.2f}" for k, v in seconds.items())
+                  + f"  = {busy:.2f} s in {wall:.2f} s wall: {busy / wall:.2f} cores busy")
 
 
 def bench_storage(tmp: Path, confdir: Path, turns: int) -> None:

@@ -219,3 +219,41 @@ def test_an_unknown_codec_is_a_clear_error_not_its_base():
     stored = {1: ("zstd", None, zstd.ZstdCompressor().compress(b"the base")), 2: ("zstd-future", 1, b"...")}
     with pytest.raises(BodyFormatError, match="body 2: unknown codec 'zstd-future'"):
         BodyDecoder(lambda i: stored[i]).get(2)
+
+
+def test_a_big_streamed_body_is_compressed_in_pieces_and_kept_as_no_base(monkeypatch) -> None:
+    """`encode_parts`: a body past MAX_BASE_BYTES is hashed and compressed piece by piece (never
+    joined), decodes exactly, dedupes as a whole, and is no delta base; a small one is encoded as
+    `encode` would (a base for the next)."""
+    from ctxtap.capture import bodies
+
+    monkeypatch.setattr(bodies, "MAX_BASE_BYTES", 10_000)
+    enc, stored = BodyEncoder(), {}
+    parts = [os.urandom(3000) for _ in range(10)]
+    big = enc.encode_parts(parts, "resp s")
+    stored[big.body_id] = (big.codec, big.base_id, big.data)
+    assert (big.codec, big.size) == ("zstd", 30_000)
+    assert BodyDecoder(lambda i: stored[i]).get(big.body_id) == b"".join(parts)
+    again = enc.encode_parts(list(parts), "resp s")
+    assert (again.codec, again.base_id) == ("ref", big.body_id)
+    assert enc.encode(b"".join(parts) + b"more", "resp s").codec == "zstd"  # nothing to be a delta of
+    enc.encode_parts([b"x" * 3000, b"y" * 3000], "resp t")
+    assert enc.encode(b"x" * 3000 + b"y" * 3000 + b"z", "resp t").codec == "zstd-tail"
+
+
+def test_bases_stay_within_their_byte_budget(monkeypatch) -> None:
+    """However many streams, the bodies kept as bases never pass BASES_BUDGET bytes, the least
+    recently used streams' oldest going first; the stream just written keeps its body."""
+    from ctxtap.capture import bodies
+
+    monkeypatch.setattr(bodies, "BASES_BUDGET", 50_000)
+    enc = BodyEncoder()
+    rnd = random.Random(3)
+    for i in range(60):
+        key = f"s{rnd.randrange(7)}"
+        body = os.urandom(4000 + rnd.randrange(6000))
+        enc.encode(body, key)
+        kept = [len(b) for chain in enc._streams.values() for _, b, _ in chain]
+        assert sum(kept) == enc._base_bytes <= 50_000
+        assert enc._streams[key][-1][1] == body
+    assert enc._base_bytes > 35_000  # what fits is kept

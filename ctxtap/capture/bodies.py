@@ -30,6 +30,10 @@ KEYFRAME_EVERY = 64
 WINDOW_LOG = 27  # 128 MiB: a delta can reference any byte of a base up to this size
 MAX_DELTA_BASE = 1 << WINDOW_LOG
 CANDIDATES_PER_STREAM = 4
+# Bodies kept as delta bases: none bigger than this (a streamed response of tens of megabytes is
+# no prefix of the next one), and this much in all, the least recently used streams' oldest going first.
+MAX_BASE_BYTES = 16 << 20
+BASES_BUDGET = 64 << 20
 MIN_SHARED_PREFIX = 256  # below this a delta is not worth a dictionary
 MIN_TAIL_DICT = 64  # a shorter dictionary is not worth one
 # Of the shared prefix, this much of its end is in the dictionary of the rest: the storage of a
@@ -88,16 +92,38 @@ def _decompressor(dictionary: bytes) -> zstd.ZstdDecompressor:
 class BodyEncoder:
     """Assigns body ids and encodes bodies; keeps a small bounded set of recent bases.
 
-    Memory is bounded: at most `CANDIDATES_PER_STREAM` bodies per stream key and
-    `max_streams` stream keys are kept, whatever the number of flows.
+    Memory is bounded: at most `CANDIDATES_PER_STREAM` bodies per stream key, `max_streams`
+    stream keys and `BASES_BUDGET` bytes are kept, whatever the number of flows.
     """
 
     def __init__(self, first_id: int = 1, max_streams: int = 64) -> None:
         self._next_id = first_id
         self._streams: OrderedDict[str, deque[tuple[int, bytes, int]]] = OrderedDict()
+        self._base_bytes = 0
         self._by_hash: OrderedDict[str, int] = OrderedDict()
         self._max_streams = max_streams
         self._plain = zstd.ZstdCompressor(level=LEVEL)
+
+    def encode_parts(self, parts: list[bytes], stream_key: str) -> EncodedBody:
+        """A body given as its pieces in order (a streamed response): too big to be a delta base,
+        it is hashed and compressed piece by piece, never joined (a joined copy would hold it twice)."""
+        size = sum(map(len, parts))
+        if size <= MAX_BASE_BYTES:
+            return self.encode(b"".join(parts), stream_key)
+        body_id = self._next_id
+        self._next_id += 1
+        sha = hashlib.sha256()
+        for part in parts:
+            sha.update(part)
+        digest = sha.hexdigest()
+        same = self._by_hash.get(digest)
+        if same is not None:
+            self._remember_hash(digest, same)
+            return EncodedBody(body_id, "ref", same, size, digest, b"")
+        comp = self._plain.compressobj(size=size)  # the frame says its size: plain `decompress` reads it
+        data = b"".join([*(comp.compress(part) for part in parts), comp.flush()])
+        self._remember_hash(digest, body_id)
+        return EncodedBody(body_id, "zstd", None, size, digest, data)
 
     def encode(self, data: bytes, stream_key: str, sha256: str | None = None) -> EncodedBody:
         """`sha256`: the hex digest of `data` when the caller has it already (hashing is not free)."""
@@ -148,13 +174,19 @@ class BodyEncoder:
         return None if best is None else (best, best_len)
 
     def _remember(self, stream_key: str, body_id: int, data: bytes, depth: int) -> None:
-        if len(data) > MAX_DELTA_BASE:
+        if len(data) > MAX_BASE_BYTES:
             return
-        chain = self._streams.pop(stream_key, None) or deque(maxlen=CANDIDATES_PER_STREAM)
+        chain = self._streams.pop(stream_key, None) or deque()
+        if len(chain) >= CANDIDATES_PER_STREAM:
+            self._base_bytes -= len(chain.popleft()[1])
         chain.append((body_id, data, depth))
+        self._base_bytes += len(data)
         self._streams[stream_key] = chain
-        while len(self._streams) > self._max_streams:
-            self._streams.popitem(last=False)
+        while len(self._streams) > self._max_streams or self._base_bytes > BASES_BUDGET:
+            key, oldest = next(iter(self._streams.items()))  # the least recently used stream
+            self._base_bytes -= len(oldest.popleft()[1])
+            if not oldest:
+                del self._streams[key]
 
     def _remember_hash(self, digest: str, body_id: int) -> None:
         self._by_hash[digest] = body_id

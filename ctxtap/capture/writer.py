@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ctxtap.capture.bodies import BodyEncoder
+from ctxtap.capture.bodies import BodyEncoder, EncodedBody
 from ctxtap.capture.classify import classify_client, stream_key
 from ctxtap.capture.decode import decode_body
 from ctxtap.capture.events import (
@@ -104,15 +104,21 @@ class _Stream:
 
     def finish(self) -> bytes:
         """The redacted body of an incremental stream."""
+        parts = self.finish_parts()
+        body = b"".join(parts)
+        parts.clear()  # the pieces go now, not once the row is written: a big body is held once
+        return body
+
+    def finish_parts(self) -> list[bytes]:
+        """The redacted body of an incremental stream as its pieces, in order (the stream lets them go)."""
         if self.sse is not None:
             self.parts.append(self.sse.finish())
             self.redactions.update(self.sse.redactions)
         else:
             self.parts.append(self._redact(bytes(self.pending)))
             self.pending.clear()
-        body = b"".join(self.parts)
-        self.parts = []  # the pieces go now, not once the row is written: a big body is held once
-        return body
+        parts, self.parts = self.parts, []
+        return parts
 
     def _redact(self, data: bytes) -> bytes:
         before = Counter(self._redactor.counts)
@@ -256,7 +262,15 @@ class CaptureWriter:
         """`sha256`: the digest of `data` if already known (a body redaction left as it was)."""
         if not data:
             return None
-        enc = self.bodies.encode(data, stream_key, sha256)
+        return self._spool_body(self.bodies.encode(data, stream_key, sha256))
+
+    def _store_parts(self, parts: list[bytes], stream_key: str) -> int | None:
+        """A streamed body as its pieces: a big one is compressed piece by piece, never joined."""
+        if not any(parts):
+            return None
+        return self._spool_body(self.bodies.encode_parts(parts, stream_key))
+
+    def _spool_body(self, enc: EncodedBody) -> int:
         self.spool.append(
             {"t": "body", "body_id": enc.body_id, "codec": enc.codec, "base_id": enc.base_id,
              "size": enc.size, "sha256": enc.sha256},
@@ -381,17 +395,17 @@ class CaptureWriter:
         }
         if info is None or info.record_full:
             if stream.incremental:
-                body, status, size = stream.finish(), "identity", stream.size
+                parts, status, size = stream.finish_parts(), "identity", stream.size
             else:
                 decoded, status = decode_body(b"".join(stream.raw), stream.encoding)
-                body, size = self.redactor.redact_bytes(decoded), len(decoded)
+                parts, size = [self.redactor.redact_bytes(decoded)], len(decoded)
             key = "resp " + (info.stream_key[4:] if info else ev.flow_id)
             row.update(
                 response_headers=json.dumps(self.redactor.redact_headers(ev.headers)),
                 response_content_encoding=stream.encoding,
                 response_decode_status=status,
                 response_bytes=size,
-                response_body_id=self._store_body(body, key),
+                response_body_id=self._store_parts(parts, key),
             )
         row["redactions"] = dict(Counter(self._counts_delta(before)) + stream.redactions)
         return row
