@@ -249,7 +249,7 @@ def test_bases_stay_within_their_byte_budget(monkeypatch) -> None:
     monkeypatch.setattr(bodies, "BASES_BUDGET", 50_000)
     enc = BodyEncoder()
     rnd = random.Random(3)
-    for i in range(60):
+    for _ in range(60):
         key = f"s{rnd.randrange(7)}"
         body = os.urandom(4000 + rnd.randrange(6000))
         enc.encode(body, key)
