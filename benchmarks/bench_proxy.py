@@ -243,8 +243,12 @@ class CpuSplit:
         end = self._now()
         self.seconds = {k: end[k] - self._start[k] for k in self.pids}
 
-    def add(self, name: str, seconds: float) -> None:
-        self.seconds[name] = seconds
+    @classmethod
+    def of(cls, proxy: int, server: int) -> CpuSplit:
+        """The client (this process), the model server, the proxy and its writer child (bare has none)."""
+        pids: dict[str, int | None] = {"client": None, "model server": server, "proxy": proxy}
+        pids.update(("writer", kid) for kid in children(proxy)[:1])
+        return cls(pids)
 
 
 def cpu_seconds(pid: int) -> float:
@@ -301,23 +305,14 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
                     if label == "latency":
                         firsts = [sse_request(proxy.port, ca, body)[0] for _ in range(n)]
                         results.setdefault((name, "first"), []).extend(firsts)
-                    elif label == "paced":
-                        parts = {"client": None, "model server": paced_server.pid, "proxy": proxy.pid}
-                        writer = children(proxy.pid)  # ctxtap's writer child (bare has none)
-                        if writer:
-                            parts["writer"] = writer[0]
-                        with CpuSplit(parts) as split:
-                            _, total, size = sse_request(proxy.port, ca, body)
-                        results.setdefault((name, "paced"), []).append((size / total / 1e6, split.wall, split.seconds))
                     else:
-                        parts = {"client": None, "model server": big_server.pid, "proxy": proxy.pid}
-                        with WriterWatch(proxy.pid) as watch, CpuSplit(parts) as split:
+                        paced = label == "paced"
+                        split = CpuSplit.of(proxy.pid, (paced_server if paced else big_server).pid)
+                        with WriterWatch(proxy.pid) as watch, split:
                             _, total, size = sse_request(proxy.port, ca, body)
-                        results.setdefault((name, "mbps"), []).append(size / total / 1e6)
-                        if name == "ctxtap":
-                            split.add("writer", watch.cpu1 - watch.cpu0)
+                        results.setdefault((name, label), []).append((size / total / 1e6, split.wall, split.seconds))
+                        if name == "ctxtap" and not paced:
                             results.setdefault(("ctxtap", "writer"), []).append(watch.summary(total))
-                        results.setdefault((name, "cpu"), []).append((size / total / 1e6, split.wall, split.seconds))
                 finally:
                     proxy.stop()
     finally:
@@ -326,7 +321,7 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
             p.wait(30)
     b50, c50 = statistics.median(results[("bare", "first")]), statistics.median(results[("ctxtap", "first")])
     b99, c99 = pct(results[("bare", "first")], 0.99), pct(results[("ctxtap", "first")], 0.99)
-    bt, ct = max(results[("bare", "mbps")]), max(results[("ctxtap", "mbps")])
+    bt, ct = (max(r[0] for r in results[(side, "throughput")]) for side in ("bare", "ctxtap"))
     print("\n1. streaming through the proxy (SSE, HTTPS, loopback)")
     print(f"   first-chunk latency p50   bare {b50 * 1000:7.2f} ms   ctxtap {c50 * 1000:7.2f} ms   "
           f"ratio {c50 / b50:.3f}  (target <= 1.05)")
@@ -336,7 +331,7 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
           f"ratio {ct / bt:.3f}  (target >= 0.9)")
     print(f"   CPU seconds of each process while the stream ran ({os.cpu_count()} cores: as many core-seconds "
           "per wall second):")
-    _print_cpu(results, "cpu")
+    _print_cpu(results, "throughput")
     pb = max(r[0] for r in results[("bare", "paced")])
     pc = max(r[0] for r in results[("ctxtap", "paced")])
     print(f"   paced stream (the server waits {PACED_DELAY_S * 1000:.1f} ms between 8 KB events): bare {pb:.1f} MB/s  "

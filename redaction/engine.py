@@ -82,8 +82,8 @@ class Hits:
 class PythonEngine:
     """The fallback: literal prefilter, then each trigger's regex in windows around the literals.
 
-    The literals are found in one pass per case with Aho-Corasick (`pyahocorasick`) where it is
-    installed, else one `bytes.find` sweep per literal (some 300 sweeps of every body)."""
+    The literals are found in one Aho-Corasick pass per case (`pyahocorasick`), not one
+    `bytes.find` sweep per literal (some 300 sweeps of every body)."""
 
     name = "python"
 
@@ -102,23 +102,10 @@ class PythonEngine:
 
     def _occurrences(self, data: bytes) -> Iterator[tuple[int, bytes, list[int]]]:
         """(position, literal, trigger ids) of every occurrence of every literal, overlaps included."""
-        lowered: bytes | None = None
-        if self._automata is not None:
-            for caseless, automaton in self._automata.items():
-                if caseless:
-                    lowered = data.lower() if lowered is None else lowered
-                hay = (lowered if caseless else data).decode("latin-1")  # a character per byte
-                for end, (lit, ids) in automaton.iter(hay):
-                    yield end - len(lit) + 1, lit, ids
-            return
-        for (lit, caseless), ids in self._by_literal.items():
-            if caseless:
-                lowered = data.lower() if lowered is None else lowered
-            hay = lowered if caseless else data
-            pos = hay.find(lit)
-            while pos >= 0:
-                yield pos, lit, ids
-                pos = hay.find(lit, pos + 1)
+        for caseless, automaton in self._automata.items():
+            hay = (data.lower() if caseless else data).decode("latin-1")  # a character per byte
+            for end, (lit, ids) in automaton.iter(hay):
+                yield end - len(lit) + 1, lit, ids
 
     def scan(self, data: bytes) -> Hits:
         hits = Hits()
@@ -144,12 +131,10 @@ class PythonEngine:
         return hits
 
 
-def _literal_automata(by_literal: dict[tuple[bytes, bool], list[int]]) -> dict | None:
-    """One Aho-Corasick automaton per case (keys: literals as Latin-1 text), or None without the wheel."""
-    try:
-        import ahocorasick
-    except ImportError:  # pragma: no cover - the dependency is declared; a bare source tree may lack it
-        return None
+def _literal_automata(by_literal: dict[tuple[bytes, bool], list[int]]) -> dict:
+    """One Aho-Corasick automaton per case (keys: literals as Latin-1 text)."""
+    import ahocorasick  # only the fallback needs it
+
     automata: dict[bool, object] = {}
     for (lit, caseless), ids in by_literal.items():
         automaton = automata.get(caseless)

@@ -110,16 +110,13 @@ class BodyEncoder:
         size = sum(map(len, parts))
         if size <= MAX_BASE_BYTES:
             return self.encode(b"".join(parts), stream_key)
-        body_id = self._next_id
-        self._next_id += 1
         sha = hashlib.sha256()
         for part in parts:
             sha.update(part)
         digest = sha.hexdigest()
-        same = self._by_hash.get(digest)
-        if same is not None:
-            self._remember_hash(digest, same)
-            return EncodedBody(body_id, "ref", same, size, digest, b"")
+        body_id, ref = self._new_id(digest, size)
+        if ref is not None:
+            return ref
         comp = self._plain.compressobj(size=size)  # the frame says its size: plain `decompress` reads it
         data = b"".join([*(comp.compress(part) for part in parts), comp.flush()])
         self._remember_hash(digest, body_id)
@@ -127,13 +124,10 @@ class BodyEncoder:
 
     def encode(self, data: bytes, stream_key: str, sha256: str | None = None) -> EncodedBody:
         """`sha256`: the hex digest of `data` when the caller has it already (hashing is not free)."""
-        body_id = self._next_id
-        self._next_id += 1
         digest = sha256 or hashlib.sha256(data).hexdigest()
-        same = self._by_hash.get(digest)
-        if same is not None:
-            self._remember_hash(digest, same)
-            return EncodedBody(body_id, "ref", same, len(data), digest, b"")
+        body_id, ref = self._new_id(digest, len(data))
+        if ref is not None:
+            return ref
         base = self._best_base(data, stream_key)
         # Remembered before compressing: the oldest base is let go now, not after the compressed copy
         # exists (with 1 MB bodies, one body less at the writer's peak).
@@ -146,6 +140,16 @@ class BodyEncoder:
             encoded = EncodedBody(body_id, "zstd", None, len(data), digest, self._plain.compress(data))
         self._remember_hash(digest, body_id)
         return encoded
+
+    def _new_id(self, digest: str, size: int) -> tuple[int, EncodedBody | None]:
+        """The next body id, and its `ref` row if a body with this digest is stored already."""
+        body_id = self._next_id
+        self._next_id += 1
+        same = self._by_hash.get(digest)
+        if same is None:
+            return body_id, None
+        self._remember_hash(digest, same)
+        return body_id, EncodedBody(body_id, "ref", same, size, digest, b"")
 
     def _tail(self, data: bytes, base: bytes, shared: int) -> bytes:
         """A `zstd-tail` payload: the shared length, where the dictionary begins, then what follows

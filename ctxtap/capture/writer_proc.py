@@ -29,7 +29,6 @@ import struct
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -242,8 +241,7 @@ class ProcessWriter:
         self._loop.add_reader(self._in, self._on_readable)
         self.closed = False
         self.failed: str | None = None
-        self.waits = 0  # times the proxy waited for the child (see `_wait_for_child`)
-        self.waited_s = 0.0
+        self.waits = 0  # times the proxy waited for the child (see `_keep_bounded`)
 
     def submit(self, event: object) -> asyncio.Future:
         """Send an event; the future resolves once its frame is in the pipe (handed to the child)."""
@@ -295,28 +293,24 @@ class ProcessWriter:
             self._loop.call_soon(self._flush_soon)
 
     def _keep_bounded(self) -> None:
-        """Past MAX_QUEUED_BYTES waiting for the pipe, wait for the child down to half of it: the
-        child (its own backlog and the pipe full) fell this far behind, so the proxy forwards at
-        the child's pace instead of holding ever more of the stream. Rare: the child redacts
-        faster than loopback forwards."""
-        if self._queued - self._written > MAX_QUEUED_BYTES and not self.failed:
-            self._wait_for_child(MAX_QUEUED_BYTES // 2)
-
-    def _wait_for_child(self, target: int) -> None:
+        """Past MAX_QUEUED_BYTES waiting for the pipe, block until half of it is written: the child
+        (its own backlog and the pipe full) fell this far behind, so the proxy forwards at the
+        child's pace instead of holding ever more of the stream. Rare: the child redacts faster
+        than loopback forwards."""
+        if self._queued - self._written <= MAX_QUEUED_BYTES or self.failed:
+            return
         if not self.waits:
             logging.getLogger(__name__).warning(
                 "capture writer fell %d MiB behind: forwarding waits for it (redaction is slower than the "
                 "traffic here; a machine with a spare core, or the Hyperscan wheel, keeps up)",
                 (self._queued - self._written) >> 20)
-        start = time.monotonic()
+        self.waits += 1
         os.set_blocking(self._out, True)
         try:
-            while self._buffer and self._queued - self._written > target and not self.failed:
+            while self._buffer and self._queued - self._written > MAX_QUEUED_BYTES // 2 and not self.failed:
                 self._on_writable()
         finally:
             os.set_blocking(self._out, False)
-        self.waited_s += time.monotonic() - start
-        self.waits += 1
 
     def _flush_soon(self) -> None:
         self._flush_scheduled = False
