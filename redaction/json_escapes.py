@@ -12,6 +12,7 @@ the secret survives and the JSON stays valid.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Sequence
 from json.decoder import scanstring
@@ -34,12 +35,18 @@ def _unescaped_quote(data: bytes, pos: int) -> bool:
     return n % 2 == 0
 
 
-def _string_around(data: bytes, pos: int) -> tuple[int, int]:
-    """Content bounds of the JSON string literal holding `pos`; the whole of `data` where no
-    quote delimits it (a decoded string's content, one level down, has none)."""
+def _string_start(data: bytes, pos: int) -> int:
+    """Where the content of the JSON string literal holding `pos` begins (0 where no quote opens it)."""
     lo = data.rfind(b'"', 0, pos)
     while lo >= 0 and not _unescaped_quote(data, lo):
         lo = data.rfind(b'"', 0, lo)
+    return lo + 1
+
+
+def _string_around(data: bytes, pos: int) -> tuple[int, int]:
+    """Content bounds of the JSON string literal holding `pos`; the whole of `data` where no
+    quote delimits it (a decoded string's content, one level down, has none)."""
+    lo = _string_start(data, pos) - 1
     # `pos + 1` is where an escape or a plain byte begins (`pos` ends an escape or a `\\` pair):
     # from there the string runs through plain bytes and escapes to its unescaped closing quote.
     hi = _STRING_REST.match(data, pos + 1).end()  # type: ignore[union-attr]
@@ -122,14 +129,76 @@ def decode_string(raw: bytes) -> bytes:
     return value.encode("utf-8", "surrogatepass")
 
 
+class OpenedStrings:
+    """Secrets found in long string literals opened before, recalled without decoding them again.
+
+    An agent resends its whole history with every request, so each request brings the
+    same tool results, escaped quotes and all, and each would be decoded and scanned
+    again. What a literal holds depends only on its bytes and how deep it was opened:
+    a literal seen before is recognised by its first bytes, a closing quote where its
+    length ends, and a SHA-256 of its bytes (hashing is several times faster than
+    decoding); its spans are then those found the first time.
+    """
+
+    MIN_LENGTH = 1024  # shorter literals cost less to scan than to remember
+    LIMIT = 4096  # literals remembered at once (then forgotten all together)
+    _HEAD = 64  # bytes a literal is first looked up by
+    _PER_HEAD = 8  # literals remembered per first bytes (numbered file listings start alike)
+
+    def __init__(self) -> None:
+        # (depth, hash of the first bytes) -> (length, SHA-256, spans relative to the start): no
+        # body bytes are kept
+        self._by_head: dict[tuple[int, int], list[tuple[int, bytes, tuple[Span, ...]]]] = {}
+        self._count = 0
+
+    def recall(self, data: bytes, pos: int, depth: int) -> tuple[int, int, list[Span]] | None:
+        """(content start, closing quote, spans) of the literal holding `pos`, if seen before."""
+        lo = _string_start(data, pos)
+        known = self._by_head.get((depth, hash(data[lo : lo + self._HEAD])))
+        if not known:
+            return None
+        for length, digest, spans in known:
+            hi = lo + length
+            # the same bytes before a quote: the same backslashes before it, so it closes the literal
+            if hi < len(data) and data[hi] == 0x22:
+                if hashlib.sha256(memoryview(data)[lo:hi]).digest() == digest:
+                    return lo, hi, [s._replace(start=s.start + lo, end=s.end + lo) for s in spans]
+        return None
+
+    def remember(self, data: bytes, lo: int, hi: int, depth: int, spans: Sequence[Span]) -> None:
+        """Keep what a literal closed by a quote at `hi` holds (`spans` over `data`)."""
+        if hi - lo < self.MIN_LENGTH or hi >= len(data) or data[hi] != 0x22:
+            return
+        if self._count >= self.LIMIT:
+            self._by_head.clear()
+            self._count = 0
+        known = self._by_head.setdefault((depth, hash(data[lo : lo + self._HEAD])), [])
+        if len(known) >= self._PER_HEAD:
+            known.pop(0)
+            self._count -= 1
+        relative = tuple(s._replace(start=s.start - lo, end=s.end - lo) for s in spans)
+        known.append((hi - lo, hashlib.sha256(memoryview(data)[lo:hi]).digest(), relative))
+        self._count += 1
+
+    def clear(self) -> None:
+        self._by_head.clear()
+        self._count = 0
+
+
 def find_escaped_spans(
-    data: bytes, out: list[Span], scan: Callable[[bytes, int], list[Span]], depth: int, lines_at: Sequence[int] = ()
+    data: bytes,
+    out: list[Span],
+    scan: Callable[[bytes, int], list[Span]],
+    depth: int,
+    lines_at: Sequence[int] = (),
+    memory: OpenedStrings | None = None,
 ) -> None:
     """Append spans (over the escaped bytes) of secrets found in decoded string literals.
 
     Each string literal holding an escaped quote or a `\\\\` pair is decoded once (the
-    search goes on after its closing quote); so is each one around a position of
-    `lines_at` (where a rule spanning lines matched its keyword) that holds an escaped newline.
+    search goes on after its closing quote), or recalled from `memory`; so is each one
+    around a position of `lines_at` (where a rule spanning lines matched its keyword) that
+    holds an escaped newline.
     """
     if depth >= MAX_DEPTH:
         return
@@ -138,14 +207,23 @@ def find_escaped_spans(
     # (several times faster than `b'\\"' in data`, a two-byte search)
     search = _HIDING_RUN.search
     m = search(data) if b"\\" in data else None
-    if m is not None:
-        text = data.decode("latin-1")  # one character per byte: the C JSON scanner's offsets are ours
-        ascii_only = data.isascii()
-        while m is not None:
+    text = ""  # `data` as Latin-1, one character per byte (the C JSON scanner's offsets are ours)
+    ascii_only = False
+    while m is not None:
+        recalled = memory.recall(data, m.start() + 1, depth) if memory is not None else None
+        if recalled is not None:
+            lo, hi, found = recalled
+        else:
+            if not text:  # decoded once, at the first literal not recalled
+                text, ascii_only = data.decode("latin-1"), data.isascii()
             lo, hi, decoded = _string_at(data, text, ascii_only, m.start() + 1)
-            _scan_string(data, lo, hi, out, scan, depth, decoded)
-            opened.append((lo, hi))
-            m = search(data, max(hi, m.end()))
+            found = []
+            _scan_string(data, lo, hi, found, scan, depth, decoded)
+            if memory is not None:
+                memory.remember(data, lo, hi, depth, found)
+        out.extend(found)
+        opened.append((lo, hi))
+        m = search(data, max(hi, m.end()))
     for pos in sorted(lines_at):
         if any(lo <= pos < hi for lo, hi in opened) or pos >= len(data):
             continue
@@ -163,9 +241,7 @@ def _string_at(data: bytes, text: str, ascii_only: bool, pos: int) -> tuple[int,
     takes a step per byte of a long tool result. A string whose escapes JSON does not have, or
     with no closing quote (source code one level down), goes the regex way.
     """
-    lo = data.rfind(b'"', 0, pos)
-    while lo >= 0 and not _unescaped_quote(data, lo):
-        lo = data.rfind(b'"', 0, lo)
+    lo = _string_start(data, pos) - 1
     try:
         value, end = scanstring(text, lo + 1, False)
     except ValueError:

@@ -53,6 +53,7 @@ class Scanner:
         self.engine: HyperscanEngine | PythonEngine = build_engine(
             triggers, backend, python_starts=frozenset(self._ranges[2])
         )
+        self._opened = json_escapes.OpenedStrings()  # resent history: see `OpenedStrings`
 
     @property
     def backend(self) -> str:
@@ -71,7 +72,7 @@ class Scanner:
             if not decode:
                 return []
             found: list[Span] = []
-            json_escapes.find_escaped_spans(data, found, self._unescaped_spans, depth)
+            json_escapes.find_escaped_spans(data, found, self._unescaped_spans, depth, memory=self._opened)
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         get = hits.by_trigger.get
         tokens, context, assign, cli, enc, compared = ([get(i, _NO_HITS) for i in r] for r in self._ranges[:6])
@@ -86,7 +87,9 @@ class Scanner:
         comparisons.find_comparison_spans(data, compared, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
-            json_escapes.find_escaped_spans(data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl))
+            json_escapes.find_escaped_spans(
+                data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl), self._opened
+            )
         if not spans:
             return spans
         return [_whole_escapes(data, s) for s in merge_spans(spans, self._protected(data))]
@@ -147,6 +150,8 @@ def clear_caches() -> None:
     assignments._REJECTED.clear()
     gitleaks_match._VERDICTS.clear()
     entropy.clear_cache()
+    for scanner in list(_scanners.values()):
+        scanner._opened.clear()
 
 
 def find_spans(data: bytes) -> list[Span]:
