@@ -225,3 +225,48 @@ def test_the_proxy_holds_a_bounded_queue_when_the_child_falls_behind(tmp_path, m
     assert sum("forwarding waits for it" in m for m in caplog.messages) == 1  # said once, not per wait
     (ex,) = Capture.open(tmp_path / "cap").exchanges()
     assert ex.response_body == event * (32 * batches)
+
+
+def test_every_stored_stream_body_has_the_digest_of_its_bytes(tmp_path, monkeypatch):
+    """A stream the redactor left as it was is stored with the digest of the wire bytes (not hashed
+    again); one it changed, with the digest of what was stored. Both, small and big (hashed piece by
+    piece), with secrets whole in one event, split across events, or none."""
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    from ctxtap.capture import bodies
+    from ctxtap.capture.finalize import BODIES_FILE
+
+    monkeypatch.setattr(bodies, "MAX_BASE_BYTES", 50_000)
+    secret = "sk-proj-" + "Q7x" * 20
+
+    def deltas(texts: list[str]) -> bytes:
+        return b"".join(b"data: " + json.dumps({"type": "content_block_delta", "index": 0, "delta": {
+            "type": "text_delta", "text": t}}).encode() + b"\n\n" for t in texts)
+
+    filler = ["The quick brown fox. " * 40] * 100  # about 90 KB: past MAX_BASE_BYTES
+    streams = {
+        "clean-big": deltas(filler), "clean-small": deltas(filler[:3]),
+        "whole-big": deltas(filler[:50] + [f"key {secret} here"] + filler[50:]),
+        "split-big": deltas(filler[:50] + ["OPENAI_API_KEY=" + secret[:20], secret[20:] + " done"] + filler[50:]),
+        "split-small": deltas(["OPENAI_API_KEY=" + secret[:20], secret[20:] + " done"]),
+    }
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="digests"))
+    for n, (name, data) in enumerate(streams.items()):
+        writer.submit(_request(name, n, b"{}", b"{}"))
+        writer.send(StreamStart(name, "text/event-stream", None))
+        for i in range(0, len(data), 7000):
+            writer.send(ResponseChunk(name, data[i:i + 7000]))
+        writer.submit(_response(name, None, chunked=True)).result(10)
+    writer.close()
+    finalize(out)
+    cap = Capture.open(out)
+    digests = {r["body_id"]: r["sha256"] for r in pq.read_table(out / BODIES_FILE, columns=["body_id", "sha256"])
+               .to_pylist()}
+    for flow in cap.flows().to_pylist():
+        body = cap.body(flow["response_body_id"])
+        assert digests[flow["response_body_id"]] == hashlib.sha256(body).hexdigest(), flow["flow_id"]
+        assert (body == streams[flow["flow_id"]]) == flow["flow_id"].startswith("clean"), flow["flow_id"]
+        assert secret[:20].encode() not in body and secret[20:].encode() not in body

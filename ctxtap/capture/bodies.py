@@ -104,16 +104,19 @@ class BodyEncoder:
         self._max_streams = max_streams
         self._plain = zstd.ZstdCompressor(level=LEVEL)
 
-    def encode_parts(self, parts: list[bytes], stream_key: str) -> EncodedBody:
+    def encode_parts(self, parts: list[bytes], stream_key: str, sha256: str | None = None) -> EncodedBody:
         """A body given as its pieces in order (a streamed response): too big to be a delta base,
-        it is hashed and compressed piece by piece, never joined (a joined copy would hold it twice)."""
+        it is hashed and compressed piece by piece, never joined (a joined copy would hold it twice).
+        `sha256`: the hex digest of the joined pieces when the caller has it already."""
         size = sum(map(len, parts))
         if size <= MAX_BASE_BYTES:
-            return self.encode(b"".join(parts), stream_key)
-        sha = hashlib.sha256()
-        for part in parts:
-            sha.update(part)
-        digest = sha.hexdigest()
+            return self.encode(b"".join(parts), stream_key, sha256)
+        if sha256 is None:
+            sha = hashlib.sha256()
+            for part in parts:
+                sha.update(part)
+            sha256 = sha.hexdigest()
+        digest = sha256
         body_id, ref = self._new_id(digest, size)
         if ref is not None:
             return ref
