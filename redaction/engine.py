@@ -90,6 +90,8 @@ class PythonEngine:
     def __init__(self, triggers: Sequence[Trigger]) -> None:
         self._triggers = list(triggers)
         self._regexes = [re.compile(_python_source(t)) for t in self._triggers]
+        # gitleaks' semi-generic rules: what follows their lazy name prefix, searched on its own
+        self._rests = {i: rest for i, r in enumerate(self._regexes) if (rest := _rest_after_prefix(r)) is not None}
         # literal -> triggers containing it, so each literal is searched once per body.
         self._by_literal: dict[tuple[bytes, bool], list[int]] = {}
         self._unfiltered: list[int] = []
@@ -118,8 +120,10 @@ class PythonEngine:
         for i, spans in windows.items():
             regex = self._regexes[i]
             seen: set[tuple[int, int]] = set()
+            rest = self._rests.get(i)
             for lo, hi in _merge(spans):
-                for m in regex.finditer(data, lo, hi):
+                found = regex.finditer(data, lo, hi) if rest is None else _prefixed_finditer(regex, rest, data, lo, hi)
+                for m in found:
                     if m.end() == hi and hi < n:
                         continue  # cut by the window, not by the text
                     if m.span() not in seen:
@@ -129,6 +133,50 @@ class PythonEngine:
             for m in self._regexes[i].finditer(data):
                 hits.add(i, m.start() if self._triggers[i].som else -1, m.end())
         return hits
+
+
+_LAZY_PREFIX = rb"(?i)[\w.-]{0,50}?"
+_PREFIX_REACH = 50
+_PREFIX_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+
+
+def _rest_after_prefix(regex: re.Pattern[bytes]) -> re.Pattern[bytes] | None:
+    r"""For a regex that is `(?i)[\w.-]{0,50}?` then R (R never empty), R compiled on its own."""
+    if not regex.pattern.startswith(_LAZY_PREFIX):
+        return None
+    try:
+        rest = re.compile(b"(?i)" + regex.pattern[len(_LAZY_PREFIX) :])
+    except re.error:
+        return None
+    return rest if rest.groups == regex.groups and rest.fullmatch(b"") is None else None
+
+
+def _prefixed_finditer(
+    regex: re.Pattern[bytes], rest: re.Pattern[bytes], data: bytes, lo: int, hi: int
+) -> Iterator[re.Match[bytes]]:
+    r"""`regex.finditer(data, lo, hi)` for a regex that is `(?i)[\w.-]{0,50}?` then `rest`, without
+    the lazy prefix tried at every byte (fifty steps per byte: most of the fallback's time).
+
+    The leftmost place `rest` matches, `q`, is where the first match's `rest` part begins: it
+    matches nowhere before. Its start is the first byte from which the prefix reaches `q`
+    (word characters, at most fifty back, not before the search position); no earlier start
+    can reach a place where `rest` matches. From there `regex` gives finditer's match.
+    """
+    pos = lo
+    while pos <= hi:
+        m = rest.search(data, pos, hi)
+        if m is None:
+            return
+        start = m.start()
+        floor = max(pos, start - _PREFIX_REACH)
+        while start > floor and data[start - 1] in _PREFIX_CHARS:
+            start -= 1
+        full = regex.match(data, start, hi)
+        if full is None:  # not expected (see above): search the rest of the window as finditer would
+            yield from regex.finditer(data, pos, hi)
+            return
+        yield full
+        pos = full.end()
 
 
 def _literal_automata(by_literal: dict[tuple[bytes, bool], list[int]]) -> dict:

@@ -643,3 +643,46 @@ def test_the_fallback_finds_every_literal_as_the_per_literal_sweep_does(text: st
     hits = engine.scan(data).by_trigger
     engine._occurrences = sweep  # the same scan, its literals found by the sweeps
     assert engine.scan(data).by_trigger == hits
+
+
+_NAME_PIECES = ["api", "API", "_key", "Key", "token", "secret", "auth", "passwd", "password", "access", "creds",
+                "twitter", "sumo", "x", "ab", "-", ".", "_", " ", "=", ":", ":=", '"', "'", "\\\"", "\\n", "\n", ",",
+                "é", "abcdEFGH12345678", "9f8e7d6c5b4a39281706", "Zz0-._"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_NAME_PIECES), max_size=80).map("".join), st.integers(0, 60), st.integers(0, 60),
+       st.randoms(use_true_random=False))
+def test_the_fallbacks_prefixed_search_is_finditer(text: str, cut_lo: int, cut_hi: int, rnd) -> None:
+    """gitleaks' semi-generic regexes (a lazy `[\\w.-]{0,50}?` name prefix, then the rest) are searched
+    by the fallback from where their rest matches: the same matches, groups and all, as `finditer`
+    in any window, for every such rule."""
+    from redaction.engine import _prefixed_finditer
+    from redaction.scanner import Scanner, get_scanner
+
+    engine = Scanner(get_scanner().ruleset, backend="python").engine
+    assert len(engine._rests) > 50  # the shape is recognised (96 rules of gitleaks' today)
+    data = text.encode()
+    lo, hi = min(cut_lo, len(data)), max(min(len(data) - cut_hi, len(data)), 0)
+    for i in rnd.sample(sorted(engine._rests), 12):
+        regex, rest = engine._regexes[i], engine._rests[i]
+        expected = [(m.span(), m.groups()) for m in regex.finditer(data, lo, hi)]
+        assert [(m.span(), m.groups()) for m in _prefixed_finditer(regex, rest, data, lo, hi)] == expected
+
+
+def test_the_prefixed_search_finds_the_generic_rules_matches() -> None:
+    """The generic rule through the fallback: a name far into a word run, one at the window's start,
+    two matches in a row, a prefix longer than fifty word characters."""
+    from redaction.engine import _prefixed_finditer
+    from redaction.scanner import Scanner, get_scanner
+
+    engine = Scanner(get_scanner().ruleset, backend="python").engine
+    generic = next(i for i, r in engine._rests.items() if b"credential|creds|key" in engine._regexes[i].pattern)
+    regex, rest = engine._regexes[generic], engine._rests[generic]
+    data = (b'x = 1\nmy_service.api_key = "Zk39fjs8dk2LLqp0xYz"\nTOKEN: Qw9eR8tY7uI6oP5aS4dF\n'
+            + b"w" * 70 + b'_secret="abcdefghij0123456789"\n')
+    expected = [m.span() for m in regex.finditer(data)]
+    assert len(expected) == 3
+    assert [m.span() for m in _prefixed_finditer(regex, rest, data, 0, len(data))] == expected
+    assert [m.span() for m in _prefixed_finditer(regex, rest, data, 13, len(data))] == [
+        m.span() for m in regex.finditer(data, 13, len(data))]
