@@ -8,10 +8,12 @@ screenshot; plus a streamed response. Real recorded bodies are added when the
 shared real-client captures are present.
 
 Each body is measured cold (no remembered verdicts, no remembered JSON strings).
-The last row is one agent session instead: its requests, each resending the
-history before it, scanned one after another as the writer sees them, cold
-only at the first (verdicts and opened JSON strings remembered from earlier
-requests, as in a real capture).
+The last rows are whole sessions instead: a generated agent session (each
+request resends the history before it) and, when the shared real-client
+captures are present, each capture's bodies above; the requests of a session
+are scanned one after another as the writer sees them, cold only at the first
+(verdicts and opened JSON strings remembered from earlier requests, as in a
+real capture).
 
 Columns, all MB/s per core (best of `--repeat`, process CPU time, so other
 load on the machine costs less than wall time would):
@@ -249,9 +251,14 @@ def _best(fn, data: bytes, repeat: int) -> float:
     return len(data) / max(best, 1e-9) / 1e6
 
 
-def session() -> tuple[str, list[bytes]]:
+def sessions() -> list[tuple[str, list[bytes]]]:
+    """The generated session, then each real capture's bodies (those `real_bodies` keeps) in order."""
     bodies = session_bodies(600_000, 8)
-    return f"session: {len(bodies)} requests, resent history", bodies
+    out = [(f"generated, {len(bodies)} requests", bodies)]
+    real: dict[str, list[bytes]] = {}
+    for name, data in real_bodies():
+        real.setdefault(name.split(" #")[0], []).append(data)
+    return out + [(f"{name}, {len(group)} requests", group) for name, group in real.items() if len(group) >= 3]
 
 
 def _best_session(fn, bodies: list[bytes], repeat: int) -> float:
@@ -282,21 +289,21 @@ def measure_new(repeat: int, with_fallback: bool = True) -> dict[str, list[float
             row.append(_best(get_scanner(backend).find_spans, data, repeat))
             row.append(_best(redactor.redact_bytes, data, repeat))
         out[name] = row if with_fallback else row + [float("nan")] * 2
-    name, bodies = session()
-    row = [_best_session(get_scanner().engine.scan, bodies, repeat)]
-    for backend in (None, "python") if with_fallback else (None,):
-        redactor = Redactor(b"\x00" * 32, "bench", backend=backend)
-        row.append(_best_session(get_scanner(backend).find_spans, bodies, repeat))
-        row.append(_best_session(redactor.redact_bytes, bodies, repeat))
-    out[name] = row if with_fallback else row + [float("nan")] * 2
+    for name, bodies in sessions():
+        row = [_best_session(get_scanner().engine.scan, bodies, repeat)]
+        for backend in (None, "python") if with_fallback else (None,):
+            redactor = Redactor(b"\x00" * 32, "bench", backend=backend)
+            row.append(_best_session(get_scanner(backend).find_spans, bodies, repeat))
+            row.append(_best_session(redactor.redact_bytes, bodies, repeat))
+        out[name] = row if with_fallback else row + [float("nan")] * 2
     return out
 
 
 def measure_old(repeat: int) -> dict[str, float]:
     redactor = Redactor(b"\x00" * 32, "bench")
     out = {name: _best(redactor.redact_bytes, data, repeat) for name, data in cases()}
-    name, bodies = session()
-    out[name] = _best_session(redactor.redact_bytes, bodies, repeat)
+    for name, bodies in sessions():
+        out[name] = _best_session(redactor.redact_bytes, bodies, repeat)
     return out
 
 
@@ -347,8 +354,8 @@ def main() -> int:
     new = measure_new(args.repeat, with_fallback=not args.no_fallback)
     old = run_baseline(args.baseline, args.repeat)
     sizes = {name: len(data) for name, data in cases()}
-    session_name, bodies = session()
-    sizes[session_name] = sum(map(len, bodies))
+    session_sizes = {name: sum(map(len, bodies)) for name, bodies in sessions()}
+    sizes.update(session_sizes)
     print(f"engine: {get_scanner().backend} (vs pure-Python fallback); MB/s per core, CPU time")
     header = (f"{'body':36s} {'KB':>6s} {'engine':>8s} {'scan':>8s} {'redact':>8s} {'scan-py':>8s} {'redact-py':>9s}"
               f" {'old':>8s}")
@@ -359,7 +366,7 @@ def main() -> int:
         print(f"{label[:36]:36s} {sizes[name] / 1e3:6.0f} {engine:8.1f} {scan:8.1f} {redact:8.1f} {scan_py:8.1f}"
               f" {redact_py:9.1f} {old_s}")
 
-    names = [n for n in new if n != session_name]
+    names = [n for n in new if n not in session_sizes]
     for name in names:
         row(name, name)
     total = [sizes[n] for n in names]
@@ -367,8 +374,9 @@ def main() -> int:
     old_all = f"{_overall(total, [old[n] for n in names]):8.1f}" if old else f"{'-':>8s}"
     print(f"{'overall':36s} {sum(total) / 1e3:6.0f} {cols[0]:8.1f} {cols[1]:8.1f} {cols[2]:8.1f} {cols[3]:8.1f}"
           f" {cols[4]:9.1f} {old_all}")
-    print(f"{session_name}, each scanned once in order, cold at the first (the writer's case):")
-    row(session_name, "  session")
+    print("sessions, each request scanned once in order, cold at the first only (the writer's case):")
+    for name in session_sizes:
+        row(name, f"  {name}")
     print(f"({os.cpu_count()} cores, shared: figures are CPU-bound per core)")
     return 1 if cols[1] < args.min_mbps else 0
 
