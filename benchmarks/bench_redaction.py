@@ -240,17 +240,6 @@ def _clear() -> None:
     clear_caches()
 
 
-def _best(fn, data: bytes, repeat: int) -> float:
-    """Best-of-`repeat` throughput in MB/s of CPU time, each run cold (no remembered verdicts)."""
-    best = float("inf")
-    for _ in range(repeat):
-        _clear()
-        start = time.process_time()
-        fn(data)
-        best = min(best, time.process_time() - start)
-    return len(data) / max(best, 1e-9) / 1e6
-
-
 def sessions() -> list[tuple[str, list[bytes]]]:
     """The generated session, then each real capture's bodies (those `real_bodies` keeps) in order."""
     bodies = session_bodies(600_000, 8)
@@ -261,9 +250,10 @@ def sessions() -> list[tuple[str, list[bytes]]]:
     return out + [(f"{name}, {len(group)} requests", group) for name, group in real.items() if len(group) >= 3]
 
 
-def _best_session(fn, bodies: list[bytes], repeat: int) -> float:
-    """Best-of-`repeat` throughput over a whole session, cold at its first request only (as in
-    the writer, which sees a session's requests one after another)."""
+def _best(fn, bodies: list[bytes], repeat: int) -> float:
+    """Best-of-`repeat` throughput in MB/s of CPU time over `bodies` in order (one body, or a
+    session's requests), each run cold at its first body only (as in the writer, which sees a
+    session's requests one after another)."""
     best = float("inf")
     for _ in range(repeat):
         _clear()
@@ -282,29 +272,24 @@ def measure_new(repeat: int, with_fallback: bool = True) -> dict[str, list[float
     from redaction.scanner import get_scanner
 
     out: dict[str, list[float]] = {}
-    for name, data in cases():
-        row = [_best(get_scanner().engine.scan, data, repeat)]
+    for name, bodies in _measured():
+        row = [_best(get_scanner().engine.scan, bodies, repeat)]
         for backend in (None, "python") if with_fallback else (None,):
             redactor = Redactor(b"\x00" * 32, "bench", backend=backend)
-            row.append(_best(get_scanner(backend).find_spans, data, repeat))
-            row.append(_best(redactor.redact_bytes, data, repeat))
-        out[name] = row if with_fallback else row + [float("nan")] * 2
-    for name, bodies in sessions():
-        row = [_best_session(get_scanner().engine.scan, bodies, repeat)]
-        for backend in (None, "python") if with_fallback else (None,):
-            redactor = Redactor(b"\x00" * 32, "bench", backend=backend)
-            row.append(_best_session(get_scanner(backend).find_spans, bodies, repeat))
-            row.append(_best_session(redactor.redact_bytes, bodies, repeat))
+            row.append(_best(get_scanner(backend).find_spans, bodies, repeat))
+            row.append(_best(redactor.redact_bytes, bodies, repeat))
         out[name] = row if with_fallback else row + [float("nan")] * 2
     return out
+
+
+def _measured() -> list[tuple[str, list[bytes]]]:
+    """Each body alone, then each session."""
+    return [(name, [data]) for name, data in cases()] + sessions()
 
 
 def measure_old(repeat: int) -> dict[str, float]:
     redactor = Redactor(b"\x00" * 32, "bench")
-    out = {name: _best(redactor.redact_bytes, data, repeat) for name, data in cases()}
-    for name, bodies in sessions():
-        out[name] = _best_session(redactor.redact_bytes, bodies, repeat)
-    return out
+    return {name: _best(redactor.redact_bytes, bodies, repeat) for name, bodies in _measured()}
 
 
 def run_baseline(rev: str, repeat: int) -> dict[str, float] | None:
