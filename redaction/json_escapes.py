@@ -43,10 +43,11 @@ def _string_start(data: bytes, pos: int) -> int:
     return lo + 1
 
 
-def _string_around(data: bytes, pos: int) -> tuple[int, int]:
+def _string_around(data: bytes, pos: int, start: int | None = None) -> tuple[int, int]:
     """Content bounds of the JSON string literal holding `pos`; the whole of `data` where no
-    quote delimits it (a decoded string's content, one level down, has none)."""
-    lo = _string_start(data, pos) - 1
+    quote delimits it (a decoded string's content, one level down, has none). `start`: its
+    content start, when known (`_string_start`)."""
+    lo = (_string_start(data, pos) if start is None else start) - 1
     # `pos + 1` is where an escape or a plain byte begins (`pos` ends an escape or a `\\` pair):
     # from there the string runs through plain bytes and escapes to its unescaped closing quote.
     hi = _STRING_REST.match(data, pos + 1).end()  # type: ignore[union-attr]
@@ -141,7 +142,7 @@ class OpenedStrings:
     """
 
     MIN_LENGTH = 1024  # shorter literals cost less to scan than to remember
-    LIMIT = 4096  # literals remembered at once (then forgotten all together)
+    LIMIT = 1024  # first bytes remembered at once (then all forgotten together)
     _HEAD = 64  # bytes a literal is first looked up by
     _PER_HEAD = 8  # literals remembered per first bytes (numbered file listings start alike)
 
@@ -149,11 +150,9 @@ class OpenedStrings:
         # (depth, hash of the first bytes) -> (length, SHA-256, spans relative to the start): no
         # body bytes are kept
         self._by_head: dict[tuple[int, int], list[tuple[int, bytes, tuple[Span, ...]]]] = {}
-        self._count = 0
 
-    def recall(self, data: bytes, pos: int, depth: int) -> tuple[int, int, list[Span]] | None:
-        """(content start, closing quote, spans) of the literal holding `pos`, if seen before."""
-        lo = _string_start(data, pos)
+    def recall(self, data: bytes, lo: int, depth: int) -> tuple[int, list[Span]] | None:
+        """(closing quote, spans) of the literal whose content begins at `lo`, if seen before."""
         known = self._by_head.get((depth, hash(data[lo : lo + self._HEAD])))
         if not known:
             return None
@@ -162,27 +161,23 @@ class OpenedStrings:
             # the same bytes before a quote: the same backslashes before it, so it closes the literal
             if hi < len(data) and data[hi] == 0x22:
                 if hashlib.sha256(memoryview(data)[lo:hi]).digest() == digest:
-                    return lo, hi, [s._replace(start=s.start + lo, end=s.end + lo) for s in spans]
+                    return hi, [s._replace(start=s.start + lo, end=s.end + lo) for s in spans]
         return None
 
     def remember(self, data: bytes, lo: int, hi: int, depth: int, spans: Sequence[Span]) -> None:
         """Keep what a literal closed by a quote at `hi` holds (`spans` over `data`)."""
         if hi - lo < self.MIN_LENGTH or hi >= len(data) or data[hi] != 0x22:
             return
-        if self._count >= self.LIMIT:
+        if len(self._by_head) >= self.LIMIT:
             self._by_head.clear()
-            self._count = 0
         known = self._by_head.setdefault((depth, hash(data[lo : lo + self._HEAD])), [])
         if len(known) >= self._PER_HEAD:
             known.pop(0)
-            self._count -= 1
         relative = tuple(s._replace(start=s.start - lo, end=s.end - lo) for s in spans)
         known.append((hi - lo, hashlib.sha256(memoryview(data)[lo:hi]).digest(), relative))
-        self._count += 1
 
     def clear(self) -> None:
         self._by_head.clear()
-        self._count = 0
 
 
 def find_escaped_spans(
@@ -210,13 +205,15 @@ def find_escaped_spans(
     text = ""  # `data` as Latin-1, one character per byte (the C JSON scanner's offsets are ours)
     ascii_only = False
     while m is not None:
-        recalled = memory.recall(data, m.start() + 1, depth) if memory is not None else None
+        pos = m.start() + 1
+        lo = _string_start(data, pos)
+        recalled = memory.recall(data, lo, depth) if memory is not None else None
         if recalled is not None:
-            lo, hi, found = recalled
+            hi, found = recalled
         else:
             if not text:  # decoded once, at the first literal not recalled
                 text, ascii_only = data.decode("latin-1"), data.isascii()
-            lo, hi, decoded = _string_at(data, text, ascii_only, m.start() + 1)
+            lo, hi, decoded = _string_at(data, text, ascii_only, pos, lo)
             found = []
             _scan_string(data, lo, hi, found, scan, depth, decoded)
             if memory is not None:
@@ -233,24 +230,23 @@ def find_escaped_spans(
         opened.append((lo, hi))
 
 
-def _string_at(data: bytes, text: str, ascii_only: bool, pos: int) -> tuple[int, int, bytes | None]:
-    """`_string_around(data, pos)` for a `pos` in the first hiding run after the last string opened,
-    plus its decoded content where that came for free.
+def _string_at(data: bytes, text: str, ascii_only: bool, pos: int, start: int) -> tuple[int, int, bytes | None]:
+    """`_string_around(data, pos, start)` for a `pos` in the first hiding run after the last string
+    opened (`start`: its content start), plus its decoded content where that came for free.
 
     The closing quote is found by the C JSON scanner over `text` (`data` as Latin-1): a regex
     takes a step per byte of a long tool result. A string whose escapes JSON does not have, or
     with no closing quote (source code one level down), goes the regex way.
     """
-    lo = _string_start(data, pos) - 1
     try:
-        value, end = scanstring(text, lo + 1, False)
+        value, end = scanstring(text, start, False)
     except ValueError:
-        lo, hi = _string_around(data, pos)
+        lo, hi = _string_around(data, pos, start)
         return lo, hi, None
     hi = end - 1
-    if not ascii_only and not data[lo + 1 : hi].isascii():
-        return lo + 1, hi, None  # Latin-1 read its UTF-8 bytes one by one: decode them again
-    return lo + 1, hi, value.encode("utf-8", "surrogatepass")
+    if not ascii_only and not data[start:hi].isascii():
+        return start, hi, None  # Latin-1 read its UTF-8 bytes one by one: decode them again
+    return start, hi, value.encode("utf-8", "surrogatepass")
 
 
 def _scan_string(data: bytes, lo: int, hi: int, out: list[Span], scan: Callable[[bytes, int], list[Span]],

@@ -178,8 +178,8 @@ def test_a_batch_of_reads_crosses_the_pipe_out_of_band_and_in_order():
 
 
 def test_a_finished_stream_keeps_no_second_copy_of_its_body():
-    """`_Stream.finish` hands the joined body over and lets its pieces go at once, so a big streamed
-    body is held once (not pieces plus body) while it is hashed, compressed and spooled."""
+    """`_Stream.finish_parts` hands the body's pieces over and lets them go at once, so a big streamed
+    body is held once (not twice) while it is hashed, compressed and spooled."""
     from ctxtap.capture.writer import _Stream
     from redaction import Redactor
 
@@ -188,7 +188,7 @@ def test_a_finished_stream_keeps_no_second_copy_of_its_body():
         data = b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}\n\n' * 2000
         for i in range(0, len(data), 70_000):
             stream.feed([data[i:i + 70_000]])
-        assert stream.finish() == data
+        assert b"".join(stream.finish_parts()) == data
         assert stream.parts == [] and not stream.pending
 
 

@@ -116,14 +116,13 @@ class BodyEncoder:
             for part in parts:
                 sha.update(part)
             sha256 = sha.hexdigest()
-        digest = sha256
-        body_id, ref = self._new_id(digest, size)
+        body_id, ref = self._new_id(sha256, size)
         if ref is not None:
             return ref
         comp = self._plain.compressobj(size=size)  # the frame says its size: plain `decompress` reads it
         data = b"".join([*(comp.compress(part) for part in parts), comp.flush()])
-        self._remember_hash(digest, body_id)
-        return EncodedBody(body_id, "zstd", None, size, digest, data)
+        self._remember_hash(sha256, body_id)
+        return EncodedBody(body_id, "zstd", None, size, sha256, data)
 
     def encode(self, data: bytes, stream_key: str, sha256: str | None = None) -> EncodedBody:
         """`sha256`: the hex digest of `data` when the caller has it already (hashing is not free)."""

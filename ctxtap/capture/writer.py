@@ -102,13 +102,6 @@ class _Stream:
                     self.parts.append(self._redact(bytes(self.pending[: cut + 1])))
                     del self.pending[: cut + 1]
 
-    def finish(self) -> bytes:
-        """The redacted body of an incremental stream."""
-        parts = self.finish_parts()
-        body = b"".join(parts)
-        parts.clear()  # the pieces go now, not once the row is written: a big body is held once
-        return body
-
     def finish_parts(self) -> list[bytes]:
         """The redacted body of an incremental stream as its pieces, in order (the stream lets them go)."""
         if self.sse is not None:
