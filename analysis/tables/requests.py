@@ -50,7 +50,7 @@ COLUMNS: Columns = [
     ("retryable", B, "Whether the error is worth retrying."),
     ("retry_after_s", F64, "Retry-After, seconds."),
     ("parse_status", S, "`ok`, `partial` or `error` (request and response parsing combined)."),
-    ("parse_error", S, "What could not be parsed."),
+    ("parse_error", S, "What could not be parsed; or, beside a whole response, the connection error that came after it."),
     ("input_tokens_reported", I64, "Total input tokens the provider reported (uncached + cache read + cache write); null if not reported."),
     ("input_uncached_tokens", I64, "Input tokens neither read from nor written to the cache."),
     ("cache_read_tokens", I64, "Input tokens read from the prompt cache (null: not reported)."),
