@@ -397,6 +397,8 @@ class Engine:
         exchange.fault = fault.describe()
         if fault.cut_after is not None:
             reply.cut_after = fault.cut_after
+        elif fault.linger_s is not None:
+            reply.linger_s = fault.linger_s
         elif fault.stream_error_after is not None and reply.events is not None:
             keep = reply.events[: fault.stream_error_after]
             if family == "responses":

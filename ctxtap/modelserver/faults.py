@@ -64,8 +64,10 @@ class Fault:
     """A failure to inject on matching model calls.
 
     Exactly one effect: `status` (HTTP error), `cut_after` (close the stream
-    after K events), or `stream_error_after` (a 200 stream whose K+1-th event is
-    the provider's in-stream error). Matching: `on_request` is the 1-based
+    after K events), `stream_error_after` (a 200 stream whose K+1-th event is
+    the provider's in-stream error), or `linger_s` (a whole stream whose chunked
+    end comes S seconds after its last event: a client that stops reading at
+    its last event closes the connection first). Matching: `on_request` is the 1-based
     number of the model call (HTTP request or WebSocket `response.create`),
     `path_contains` / `api` narrow it; `times` is how often it fires (None =
     forever).
@@ -74,6 +76,7 @@ class Fault:
     status: int | None = None
     cut_after: int | None = None
     stream_error_after: int | None = None
+    linger_s: float | None = None
     retry_after_s: float | None = None
     message: str | None = None
     on_request: int | None = None
@@ -94,11 +97,13 @@ class Fault:
             return str(self.status)
         if self.cut_after is not None:
             return f"cut={self.cut_after}"
+        if self.linger_s is not None:
+            return f"linger={self.linger_s:g}"
         return f"stream-error={self.stream_error_after}"
 
 
 def parse_inject(value: str | None) -> Fault | None:
-    """Parse `x-ctxtap-inject`: `429`, `429; retry-after=0.5`, `cut=3`, `stream-error=2`."""
+    """Parse `x-ctxtap-inject`: `429`, `429; retry-after=0.5`, `cut=3`, `stream-error=2`, `linger=1.5`."""
     if not value:
         return None
     fault = Fault()
@@ -115,11 +120,13 @@ def parse_inject(value: str | None) -> Fault | None:
                 fault.cut_after = int(arg or 0)
             elif name in ("stream-error", "stream_error"):
                 fault.stream_error_after = int(arg or 0)
+            elif name == "linger":
+                fault.linger_s = float(arg or 0)
             elif name in ("retry-after", "retry_after"):
                 fault.retry_after_s = float(arg)
         except ValueError:
             continue
-    if fault.status is None and fault.cut_after is None and fault.stream_error_after is None:
+    if fault.status is None and fault.cut_after is None and fault.stream_error_after is None and fault.linger_s is None:
         return None
     return fault
 

@@ -88,6 +88,7 @@ class Reply:
     body: Any = None  # JSON body (non-stream)
     events: list[Event] | None = None  # stream events
     cut_after: int | None = None  # close the connection after this many events
+    linger_s: float | None = None  # hold a whole stream's chunked end this long after its last event
     delay_s: float | None = None  # per-request pacing override
     exchange: ServedExchange | None = None
     output: list[dict[str, Any]] | None = None  # Responses output items (for previous_response_id)

@@ -159,8 +159,11 @@ class _Handler(BaseHTTPRequestHandler):
             owner.recorder.add_sent(sent)
         if cut:
             self._abort()
-        else:
-            self.wfile.write(b"0\r\n\r\n")
+            return
+        if reply.linger_s:
+            self.wfile.flush()
+            time.sleep(reply.linger_s)
+        self.wfile.write(b"0\r\n\r\n")
 
     def _abort(self) -> None:
         self.close_connection = True
