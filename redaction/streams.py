@@ -438,7 +438,7 @@ class StreamRedactor:
             if end > content.base and (final or unscanned >= SCAN_STEP) and content.scanned < end:
                 self._scan(content)
         self._touched.clear()
-        released: set[int] = set()
+        released: dict[int, _Content] = {}
         out: list[Released] = []
         while self._queue:
             held = self._queue[0]
@@ -456,9 +456,12 @@ class StreamRedactor:
             out.append(self._finish_event(held))
             for piece in held.pieces:
                 if id(piece.content) not in released:
-                    released.add(id(piece.content))
+                    released[id(piece.content)] = piece.content
                     piece.content.forced = False
-                    self._trim(piece.content)
+        # Trimmed once all due events are out: trimmed at its first released event, a stream would
+        # keep (and its next scan read again) everything the rest of this batch released.
+        for content in released.values():
+            self._trim(content)
         return out
 
     def _scan(self, content: _Content) -> None:
