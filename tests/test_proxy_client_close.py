@@ -15,6 +15,7 @@ from analysis.build import ensure_analysis
 from analysis.db import connect
 from ctxtap.modelserver import ModelServer, Script
 from ctxtap.modelserver.client import HttpClient
+from ctxtap.replay.cassette import load
 from tests.proxyharness import routes_to, start_proxy
 
 SCRIPT = Script.model_validate({"steps": [{"events": 6, "event_bytes": 40}]})
@@ -40,7 +41,7 @@ def _ask(proxy, inject: str, session: str) -> list[str]:
     return seen
 
 
-def test_a_close_after_the_last_event_is_no_failed_call(tmp_path, ctxtap_config):
+def test_a_close_after_the_last_event_is_no_failed_call_nor_a_cut_replay(tmp_path, ctxtap_config):
     with ModelServer(script=SCRIPT) as server:
         proxy = start_proxy(tmp_path / "cap", ctxtap_config, routes_to(server.url))
         try:
@@ -58,3 +59,6 @@ def test_a_close_after_the_last_event_is_no_failed_call(tmp_path, ctxtap_config)
     assert rows[True]["parse_error"] == "connection closed after the response ended: Client disconnected."
     # the server cut the stream: a failed call
     assert rows[False]["parse_status"] in ("partial", "error") and rows[False]["error_layer"] == "protocol"
+    # a replay plays the whole answer back and refuses only the cut one
+    problems = {b'"whole"' in call.request_body: call.problem for call in load(proxy.out).calls}
+    assert problems[True] is None and problems[False].startswith("truncated stream"), problems

@@ -257,12 +257,22 @@ def _http_call(capture: Capture, flow: dict, order: int) -> Recorded:
         call.problem = f"missing body: {req_problem or body_problem}"
     elif body is None and flow["status"] == 200:
         call.problem = "missing response body: the capture records a 200 answer but holds no body for it"
-    elif flow["state"] == "error" and flow["status"] == 200:
+    elif flow["state"] == "error" and flow["status"] == 200 and not _whole(api, flow["transport"], body):
         call.problem = f"truncated stream: the recorded response was cut ({flow['error'] or 'error'})"
     elif call.streamed and flow["status"] == 200 and flow["transport"] == "sse" and body is not None \
             and not any(m in body for m in STREAM_END.get(api, (b"",))):
         call.problem = "truncated stream: the recorded stream ends before its final event"
     return call
+
+
+def _whole(api: str, transport: str | None, body: bytes | None) -> bool:
+    """Did the recorded response end whole although its flow ended in an error? A client that stops
+    reading at a stream's last event and closes before the chunked end arrives leaves such a flow."""
+    if body is None:
+        return False
+    if transport == "sse":
+        return any(m in body for m in STREAM_END.get(api, ()))
+    return _json(body) is not None
 
 
 def _ws_calls(capture: Capture, flow: dict, rows: list[dict], order: int) -> list[Recorded]:
