@@ -46,6 +46,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from functools import cache
 from io import BytesIO
 from pathlib import Path
 
@@ -178,6 +179,7 @@ def sse_body(size: int, seed: int) -> bytes:
     return "".join(events).encode()
 
 
+@cache
 def real_bodies() -> list[tuple[str, bytes]]:
     """Request bodies >= 50 KB from the shared real-client captures, when present."""
     candidates = [os.environ.get("CTXTAP_SHARED", ""), str(ROOT.parent / "shared"), "/work/shared"]
@@ -219,6 +221,7 @@ def lockfile_body(size: int, seed: int) -> bytes:
     return json.dumps({"model": "claude-sonnet-4-5", "messages": [msg]}).encode()
 
 
+@cache  # built once per run (the bodies take seconds to make; callers only read them)
 def cases() -> list[tuple[str, bytes]]:
     out = [
         ("agent 100 KB", agent_body(100_000, 1)),
@@ -240,6 +243,7 @@ def _clear() -> None:
     clear_caches()
 
 
+@cache
 def sessions() -> list[tuple[str, list[bytes]]]:
     """The generated session, then each real capture's bodies (those `real_bodies` keeps) in order."""
     bodies = session_bodies(600_000, 8)
