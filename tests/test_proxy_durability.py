@@ -157,3 +157,42 @@ def test_ctrl_c_to_the_process_group_finalizes_cleanly(tmp_path, ctxtap_config):
     cap = Capture.open(tmp_path / "cap")
     assert cap.manifest.status == "finalized" and not cap.manifest.recovered
     assert cap.manifest.counts["model_requests"] == 1 and cap.manifest.ended_at
+
+
+def test_a_compressed_body_that_does_not_decode_whole_reaches_disk_decoded_and_redacted(tmp_path, ctxtap_config):
+    """A gzip request cut short and one with a bad checksum, through a real proxy: what decoded is
+    stored and redacted (before, the compressed bytes were kept and `zcat` read the key out)."""
+    import gzip
+    import zlib
+
+    secret = "sk-ant-api03-" + "Hv4" * 30 + "AA"
+    body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "messages": [
+        {"role": "user", "content": f"ANTHROPIC_API_KEY={secret}"},
+        {"role": "user", "content": os.urandom(60_000).hex()}]}).encode()
+    packed = gzip.compress(body)
+    bad_crc = bytearray(packed)
+    bad_crc[-8] ^= 0xFF
+    sent = {"cut": packed[: len(packed) // 2], "bad-crc": bytes(bad_crc)}
+    with ModelServer(script="basic") as server:
+        pp = start_proxy(tmp_path / "cap", ctxtap_config, routes_to(server.url))
+        try:
+            client = HttpClient("https://api.anthropic.com", proxy=pp.url, ca_file=pp.ca_bundle, timeout=60)
+            for name, data in sent.items():
+                client.request("POST", f"/v1/messages?case={name}", data, [
+                    ("content-type", "application/json"), ("content-encoding", "gzip")]).body()
+            client.close()
+        finally:
+            pp.stop()
+    cap = Capture.open(tmp_path / "cap")
+    flows = {f["path"].split("case=")[1]: f for f in cap.flows().to_pylist() if "case=" in (f["path"] or "")}
+    assert set(flows) == set(sent)
+    for name, flow in flows.items():
+        stored = cap.body(flow["request_body_id"])
+        assert stored.startswith(b'{"model": "claude-haiku-4-5"') and b"[REDACTED:" in stored, name
+        try:
+            readable = zlib.decompressobj(31).decompress(stored)
+        except zlib.error:
+            readable = b""
+        assert secret.encode() not in stored + readable, name
+        assert flow["request_decode_status"].startswith("error: gzip: "), flow["request_decode_status"]
+        assert flow["request_bytes_wire"] == len(sent[name])

@@ -38,7 +38,10 @@ FLOW_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("request_headers", S, "JSON list of [name, value] pairs, credentials redacted (null in metadata mode)."),
     ("request_content_encoding", S, "Original Content-Encoding of the request body (e.g. `zstd`), or null."),
     ("request_content_type", S, "Content-Type of the request."),
-    ("request_decode_status", S, "`identity`, `decoded`, or `error: ...` (then the body is stored as received)."),
+    ("request_decode_status", S, "`identity`, `decoded`, or `error: ...`: `...; kept the N bytes decoded before it` "
+     "(cut, bad part way or past 256 MiB: the decoded part is stored), `...; nothing decoded, ...` (a compressed "
+     "stream cut before its first output: nothing stored, as redaction cannot read it), else the body is stored "
+     "as received (not what its header says)."),
     ("request_bytes_wire", I64, "Request body size as received from the client (encoded)."),
     ("request_bytes", I64, "Request body size after decoding (before redaction)."),
     ("request_body_id", I64, "Body id in bodies.parquet of the decoded, redacted request body."),
@@ -50,7 +53,7 @@ FLOW_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("response_headers", S, "JSON list of [name, value] pairs, credentials redacted (null in metadata mode)."),
     ("response_content_encoding", S, "Original Content-Encoding of the response body."),
     ("response_content_type", S, "Content-Type of the response."),
-    ("response_decode_status", S, "`identity`, `decoded`, or `error: ...`."),
+    ("response_decode_status", S, "As `request_decode_status`."),
     ("response_bytes_wire", I64, "Response body size as received from upstream (encoded)."),
     ("response_bytes", I64, "Response body size after decoding."),
     ("response_body_id", I64, "Body id of the decoded, redacted response body (the reassembled stream for SSE)."),
