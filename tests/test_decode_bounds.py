@@ -231,3 +231,71 @@ def test_no_secret_of_a_cut_compressed_body_reaches_disk(tmp_path):
     assert SECRET.encode() not in _readable(stored)
     assert stored.startswith(b"data: ") and b"[REDACTED:" in stored
     assert stream["response_decode_status"].startswith("error: gzip: the compressed stream ends")
+
+
+def _sse_with_split_secret() -> bytes:
+    """A streamed Messages response whose key arrives in pieces across text deltas."""
+    pieces = [os.urandom(40).hex() for _ in range(400)]
+    pieces[200:203] = ["key sk-ant-api03-", SECRET[len("sk-ant-api03-"):60], SECRET[60:] + " done"]
+    return b"".join(b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+                    b'"delta":{"type":"text_delta","text":"%s"}}\n\n' % p.encode() for p in pieces)
+
+
+@pytest.mark.parametrize("name", list(COMPRESS))
+def test_a_compressed_stream_is_decoded_and_redacted_as_it_arrives(tmp_path, name):
+    """The same events stored the same whether they came compressed or not; the writer holds no
+    compressed bytes once they decode (before, it kept the whole stream until its end)."""
+    coding = HEADER.get(name, name)
+    events = _sse_with_split_secret()
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="streams"))
+    packed_wire = COMPRESS[name](events)
+    for flow_id, encoding, wire in (("plain", None, events), ("packed", coding, packed_wire)):
+        writer.submit(_request(flow_id, b"{}", "identity"))
+        writer.send(StreamStart(flow_id, "text/event-stream", encoding))
+        for i in range(0, len(wire), 3000):
+            writer.send(ResponseChunk(flow_id, wire[i : i + 3000]))
+            if flow_id == "packed":
+                writer.flush()
+                stream = writer._streams[flow_id]
+                # reads are kept only until the body first decodes (a zstd block decodes whole)
+                assert (stream.raw == []) == (stream.decoder.size > 0)
+        if flow_id == "packed":
+            assert writer._streams[flow_id].raw == []
+        headers = [("content-type", "text/event-stream")] + ([("content-encoding", encoding)] if encoding else [])
+        writer.submit(ResponseEvent(
+            flow_id=flow_id, status=200, reason="OK", http_version="HTTP/1.1", headers=headers, body_in=None,
+            body_out=None, streamed=True, ts_headers=time.time(), ts_first_byte=None, ts_end=time.time(),
+            chunked=True)).result(30)
+    writer.close()
+    finalize(out)
+    cap = Capture.open(out)
+    flows = {f["flow_id"]: f for f in cap.flows().to_pylist()}
+    plain, packed = flows["plain"], flows["packed"]
+    stored = cap.body(packed["response_body_id"])
+    assert stored == cap.body(plain["response_body_id"]) and SECRET[20:40].encode() not in stored
+    assert b"[REDACTED:" in stored
+    assert packed["response_decode_status"] == "decoded" and packed["response_bytes"] == len(events)
+    assert packed["response_bytes_wire"] == len(packed_wire)
+    assert packed["redactions"] == plain["redactions"]
+
+
+def test_a_stream_that_never_decodes_is_kept_as_received(tmp_path):
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="garbage"))
+    blob = b"data: not actually gzip\n\n" * 400
+    writer.submit(_request("s", b"{}", "identity"))
+    writer.send(StreamStart("s", "text/event-stream", "gzip"))
+    for i in range(0, len(blob), 1000):
+        writer.send(ResponseChunk("s", blob[i : i + 1000]))
+    writer.submit(ResponseEvent(
+        flow_id="s", status=200, reason="OK", http_version="HTTP/1.1",
+        headers=[("content-type", "text/event-stream"), ("content-encoding", "gzip")], body_in=None, body_out=None,
+        streamed=True, ts_headers=time.time(), ts_first_byte=None, ts_end=time.time(), chunked=True)).result(30)
+    writer.close()
+    finalize(out)
+    cap = Capture.open(out)
+    (flow,) = [f for f in cap.flows().to_pylist() if f["flow_id"] == "s"]
+    assert cap.body(flow["response_body_id"]) == blob
+    status = flow["response_decode_status"]
+    assert status.startswith("error: gzip: invalid data") and "kept" not in status

@@ -31,104 +31,168 @@ _ZLIB_IN, _ZLIB_OUT = 1024, 64 << 10
 Decoded = tuple[bytes, str | None]  # (output, what went wrong or None)
 
 
-def _zlib(data: bytes, wbits: int, limit: int, members: bool = False) -> Decoded:
-    """Inflate at most `limit` + 1 bytes; gzip `members` follow one another (as `gzip` reads them).
+class _Zlib:
+    """gzip (its members one after another, as `gzip` reads them), zlib-wrapped or raw deflate.
 
     Fed `_ZLIB_IN` bytes at a time with at most `_ZLIB_OUT` out per call: a call that raises
     (bad data, a bad checksum in the trailer) loses only its own output, not the body's.
     """
-    out = bytearray()
-    d = zlib.decompressobj(wbits)
-    view = memoryview(data)
-    pos = 0
-    while True:
-        pending = view[pos : pos + _ZLIB_IN]
-        pos += len(pending)
-        while True:
-            try:  # max_length >= 1 (0 would mean unbounded)
-                out += d.decompress(pending, min(_ZLIB_OUT, limit + 1 - len(out)))
-            except zlib.error as exc:
+
+    def __init__(self, wbits: int, members: bool) -> None:
+        self._wbits, self._members = wbits, members
+        self._d = zlib.decompressobj(wbits)
+        self._ended = False
+
+    def feed(self, data: bytes, room: int) -> Decoded:
+        out = bytearray()
+        view, pos = memoryview(data), 0
+        while pos < len(view):
+            if self._ended:  # after a stream's end: zero padding (ignored) or, in gzip, the next member
+                rest = bytes(view[pos:]).lstrip(b"\0") if self._members else b""
+                if not rest:
+                    break
+                self._d, self._ended = zlib.decompressobj(self._wbits), False
+                view, pos = memoryview(rest), 0
+            pending = view[pos : pos + _ZLIB_IN]
+            pos += len(pending)
+            while True:
+                try:  # max_length >= 1 (0 would mean unbounded)
+                    out += self._d.decompress(pending, min(_ZLIB_OUT, room - len(out)))
+                except zlib.error as exc:
+                    return bytes(out), f"invalid data: {exc}"
+                if len(out) >= room:
+                    return bytes(out), None
+                pending = self._d.unconsumed_tail
+                if not pending:
+                    break
+            if self._d.eof:
+                self._ended = True
+                if self._d.unused_data:
+                    view, pos = memoryview(self._d.unused_data + bytes(view[pos:])), 0
+        return bytes(out), None
+
+    def finished(self) -> bool:
+        return self._ended
+
+
+class _Brotli:
+    def __init__(self) -> None:
+        self._d = brotli.Decompressor()
+
+    def feed(self, data: bytes, room: int) -> Decoded:
+        out = bytearray()
+        view = memoryview(data)  # slices without copies
+        for pos in range(0, len(view), _BROTLI_STEP):
+            if self._d.is_finished():
+                break  # bytes after the end marker are ignored
+            try:
+                out += self._d.process(view[pos : pos + _BROTLI_STEP])
+            except brotli.error as exc:
                 return bytes(out), f"invalid data: {exc}"
-            if len(out) > limit:
-                return bytes(out), None
-            pending = d.unconsumed_tail
-            if not pending:
+            if len(out) >= room:
                 break
-        if d.eof:
-            rest = d.unused_data + view[pos:]
-            if not members or not rest.strip(b"\0"):  # gzip ignores zero padding after the last member
-                return bytes(out), None
-            d, view, pos = zlib.decompressobj(wbits), memoryview(rest), 0
-        elif pos >= len(view):
-            return bytes(out), _CUT
+        return bytes(out), None
+
+    def finished(self) -> bool:
+        return self._d.is_finished()
 
 
-def _gunzip(data: bytes, limit: int) -> Decoded:
-    return _zlib(data, 16 + zlib.MAX_WBITS, limit, members=True)
-
-
-def _inflate(data: bytes, limit: int) -> Decoded:
-    # "deflate" is zlib-wrapped per the RFC, but raw deflate is common in practice.
-    out, error = _zlib(data, zlib.MAX_WBITS, limit)
-    if out or error is None:
-        return out, error
-    raw, raw_error = _zlib(data, -zlib.MAX_WBITS, limit)
-    return (raw, raw_error) if raw or raw_error is None else (b"", error)
-
-
-def _unbrotli(data: bytes, limit: int) -> Decoded:
-    d = brotli.Decompressor()
-    out = bytearray()
-    view = memoryview(data)  # slices without copies
-    for pos in range(0, len(data), _BROTLI_STEP):
-        try:
-            out += d.process(view[pos : pos + _BROTLI_STEP])
-        except brotli.error as exc:
-            return bytes(out), f"invalid data: {exc}"
-        if len(out) > limit:
-            return bytes(out), None
-    return bytes(out), None if d.is_finished() else _CUT
-
-
-def _unzstd(data: bytes, limit: int) -> Decoded:
+class _Zstd:
     """Every frame in turn (Codex writes frames without a content size), fed a few bytes per
     128 KiB of room left."""
-    out = bytearray()
-    d = zstd.ZstdDecompressor().decompressobj()
-    pos = 0
-    view = memoryview(data)  # slices without copies
-    while pos < len(data):
-        step = max(1, (limit + 1 - len(out)) // _ZSTD_RATIO)
+
+    def __init__(self) -> None:
+        self._d = zstd.ZstdDecompressor().decompressobj()
+        self._open = False  # bytes of a frame that has not ended were fed
+
+    def feed(self, data: bytes, room: int) -> Decoded:
+        out = bytearray()
+        view, pos = memoryview(data), 0
+        while pos < len(view):
+            piece = view[pos : pos + max(1, (room - len(out)) // _ZSTD_RATIO)]
+            pos += len(piece)
+            self._open = True
+            try:
+                out += self._d.decompress(piece)
+            except zstd.ZstdError as exc:
+                return bytes(out), f"invalid data: {exc}"
+            if len(out) >= room:
+                break
+            if self._d.eof:  # the frame ended: what it did not use starts the next one
+                rest = self._d.unused_data
+                self._d, self._open = zstd.ZstdDecompressor().decompressobj(), False
+                if rest:
+                    view, pos = memoryview(rest + bytes(view[pos:])), 0
+        return bytes(out), None
+
+    def finished(self) -> bool:
+        return not self._open
+
+
+CODINGS = frozenset({"gzip", "x-gzip", "deflate", "br", "zstd"})
+
+
+class StreamDecoder:
+    """One content-coding undone as its bytes arrive (a streamed response, or a whole body in
+    one piece): bounded by `limit`, never raising.
+
+    `feed` returns what decoded of the bytes so far; after a fault (bad data, past `limit`) it
+    returns nothing more and `error` says why. `finish` adds the fault of a stream that ended
+    before its end marker. `raw_deflate`: read "deflate" without zlib's wrapper (None: decided
+    by its first two bytes, since servers send both).
+    """
+
+    def __init__(self, coding: str, limit: int = MAX_DECODED, raw_deflate: bool | None = None) -> None:
+        self.coding = coding.strip().lower()
+        if self.coding not in CODINGS:
+            raise ValueError(f"unsupported content-encoding {coding!r}")
+        self.limit = limit
+        self.size = 0  # bytes decoded so far
+        self.error: str | None = None
+        self.exceeded = False
+        self._raw_deflate = raw_deflate
+        self._impl: _Zlib | _Brotli | _Zstd | None = None
+
+    def _start(self, head: bytes) -> _Zlib | _Brotli | _Zstd:
+        if self.coding in ("gzip", "x-gzip"):
+            return _Zlib(16 + zlib.MAX_WBITS, members=True)
+        if self.coding == "deflate":
+            raw = not _zlib_header(head) if self._raw_deflate is None else self._raw_deflate
+            return _Zlib(-zlib.MAX_WBITS if raw else zlib.MAX_WBITS, members=False)
+        return _Brotli() if self.coding == "br" else _Zstd()
+
+    def feed(self, data: bytes) -> bytes:
+        if self.error is not None or not data:
+            return b""
+        if self._impl is None:
+            self._impl = self._start(data[:2])
         try:
-            out += d.decompress(view[pos : pos + step])
-        except zstd.ZstdError as exc:
-            return bytes(out), f"invalid data: {exc}"
-        pos += step
-        if len(out) > limit:
-            return bytes(out), None
-        if d.eof:  # the frame ended: what it did not use starts the next one
-            rest = d.unused_data + data[pos:]
-            if not rest:
-                return bytes(out), None
-            d, data, pos = zstd.ZstdDecompressor().decompressobj(), rest, 0
-            view = memoryview(data)
-    return bytes(out), _CUT  # the input ran out inside a frame
+            out, error = self._impl.feed(data, self.limit + 1 - self.size)
+        except Exception as exc:  # noqa: BLE001 - never expected; a body must not stop the writer
+            out, error = b"", f"{type(exc).__name__}: {exc}"
+        if self.size + len(out) > self.limit:  # it decodes, only too far: the first `limit` bytes are kept
+            out, error, self.exceeded = out[: self.limit - self.size], f"decoded body exceeds {_size(self.limit)}", True
+        self.size += len(out)
+        self.error = error
+        return out
+
+    def finish(self) -> str | None:
+        """The fault that ended decoding, if any (bytes that ran out inside the stream are one)."""
+        if self.error is None and self._impl is not None and not self._impl.finished():
+            self.error = _CUT
+        return self.error
 
 
-_DECODERS = {
-    "gzip": _gunzip,
-    "x-gzip": _gunzip,
-    "deflate": _inflate,
-    "br": _unbrotli,
-    "zstd": _unzstd,
-}
+def _zlib_header(head: bytes) -> bool:
+    """Do two bytes begin a zlib stream (deflate, its check bits right)?"""
+    return len(head) >= 2 and head[0] & 0x0F == 8 and (head[0] << 8 | head[1]) % 31 == 0
 
 
 _MAGIC = {"gzip": b"\x1f\x8b", "x-gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd"}
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def _real_stream(coding: str, data: bytes, out: bytes, error: str) -> bool:
+def real_stream(coding: str, data: bytes, out: bytes, error: str) -> bool:
     """Are `data` (which failed to decode whole), as far as they go, a real stream of `coding`?
 
     Then a decompressor could read secrets out of them, so they must not be stored as received:
@@ -141,7 +205,7 @@ def _real_stream(coding: str, data: bytes, out: bytes, error: str) -> bool:
     magic = _MAGIC.get(coding)
     if magic is not None and data.startswith(magic):
         return True
-    if coding == "deflate" and len(data) >= 2 and data[0] & 0x0F == 8 and (data[0] << 8 | data[1]) % 31 == 0:
+    if coding == "deflate" and _zlib_header(data):
         return True
     return bool(out) and _text(out[:4096])
 
@@ -157,6 +221,20 @@ def _text(sample: bytes) -> bool:
 
 def _size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n} bytes"
+
+
+def _decode_whole(coding: str, data: bytes, limit: int) -> tuple[bytes, str | None, bool]:
+    """(output, fault, past the limit) of one coding over a whole body. "deflate" that fails at
+    once read one way (zlib-wrapped or raw) is read again the other way."""
+    dec = StreamDecoder(coding, limit)
+    out = dec.feed(data)
+    error = dec.finish()
+    if coding == "deflate" and error is not None and not out:
+        again = StreamDecoder(coding, limit, raw_deflate=_zlib_header(data[:2]))
+        again_out = again.feed(data)
+        if again_out or again.finish() is None:
+            return again_out, again.error, again.exceeded
+    return out, error, dec.exceeded
 
 
 def decode_body(raw: bytes, content_encoding: str | None, limit: int = MAX_DECODED) -> tuple[bytes, str]:
@@ -179,23 +257,25 @@ def decode_body(raw: bytes, content_encoding: str | None, limit: int = MAX_DECOD
     for coding in reversed(codings):
         if coding in ("identity", ""):
             continue
-        decoder = _DECODERS.get(coding)
-        if decoder is None:
+        if coding not in CODINGS:
             return raw, f"error: unsupported content-encoding {coding!r}"
-        try:
-            out, error = decoder(data, limit)
-        except Exception as exc:  # noqa: BLE001 - never expected; a body must not stop the writer
-            out, error = b"", f"{type(exc).__name__}: {exc}"
-        if len(out) > limit:  # a stream that decodes, only too far: its first `limit` bytes are kept
-            out, error = out[:limit], f"decoded body exceeds {_size(limit)}"
-        elif error is not None and not _real_stream(coding, data, out, error):
+        out, error, exceeded = _decode_whole(coding, data, limit)
+        if error is not None and not exceeded and not real_stream(coding, data, out, error):
             return raw, f"error: {coding}: {error}"[:300]  # not what its header says: kept as received
         if error is not None:
             if not out:
-                return b"", (f"error: {coding}: {error}"[:240] + f"; nothing decoded, so the {len(raw)} bytes "
-                             "received are not stored (redaction cannot read inside them)")
+                return b"", not_stored(coding, error, len(raw))
             problem = problem or f"{coding}: {error}"[:240]
         data = out
     if problem is not None:
-        return data, f"error: {problem}; kept the {len(data)} bytes decoded before it"
+        return data, kept(problem, len(data))
     return data, "decoded"
+
+
+def kept(problem: str, size: int) -> str:
+    return f"error: {problem}; kept the {size} bytes decoded before it"
+
+
+def not_stored(coding: str, error: str, size: int) -> str:
+    return (f"error: {coding}: {error}"[:240] + f"; nothing decoded, so the {size} bytes received are not "
+            "stored (redaction cannot read inside them)")

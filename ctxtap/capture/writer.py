@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from ctxtap.capture.bodies import BodyEncoder, EncodedBody
 from ctxtap.capture.classify import classify_client, stream_key
-from ctxtap.capture.decode import decode_body
+from ctxtap.capture.decode import CODINGS, StreamDecoder, decode_body, kept
 from ctxtap.capture.events import (
     Barrier,
     ErrorEvent,
@@ -60,17 +60,19 @@ SEGMENT_BYTES = 64 * 1024
 
 
 class _Stream:
-    """A streamed response processed while it flows: hashed and redacted as it arrives.
+    """A streamed response processed while it flows: hashed, decoded and redacted as it arrives.
 
     An SSE body goes through `SseRedactor`, which joins every content stream
     across events, network reads and batches, so a secret streamed in pieces
     is redacted whole wherever the cuts fall. Other plain bodies are redacted
-    in segments ending at a line end. An encoded body is kept raw and decoded
-    (then redacted) at the end.
+    in segments ending at a line end. A body in one content-coding is decoded
+    as it arrives (bounded, `StreamDecoder`); its compressed bytes are held only
+    until they first decode, so a body that never does (or one in several
+    codings) is decoded, or kept, at the end like a whole body.
     """
 
     __slots__ = ("sha", "size", "pending", "parts", "sse", "incremental", "raw", "encoding", "redactions",
-                 "_redactor")
+                 "decoder", "_redactor")
 
     def __init__(self, content_type: str | None, encoding: str | None, redactor) -> None:
         self.sha = hashlib.sha256()
@@ -78,7 +80,9 @@ class _Stream:
         self.pending = bytearray()
         self.parts: list[bytes] = []
         self.encoding = encoding
-        self.incremental = not encoding or encoding.lower() == "identity"
+        coding = (encoding or "").strip().lower()
+        self.decoder = StreamDecoder(coding) if coding in CODINGS else None
+        self.incremental = coding in ("", "identity") or self.decoder is not None
         self.sse = SseRedactor(redactor) if self.incremental and is_event_stream(content_type) else None
         self.raw: list[bytes] = []
         self.redactions: Counter[str] = Counter()
@@ -89,6 +93,8 @@ class _Stream:
         for data in pieces:
             self.sha.update(data)
             self.size += len(data)
+        if self.decoder is not None and self.incremental:
+            pieces = self._decode(pieces)
         if not self.incremental:
             self.raw.extend(pieces)
         elif self.sse is not None:
@@ -101,6 +107,32 @@ class _Stream:
                 if cut > 0:
                     self.parts.append(self._redact(bytes(self.pending[: cut + 1])))
                     del self.pending[: cut + 1]
+
+    def _decode(self, pieces: list[bytes]) -> list[bytes]:
+        """The decoded bytes of the next reads; until the first decode, the reads are also kept (and
+        a body that fails before it is no longer decoded as it goes: see `undecoded`)."""
+        assert self.decoder is not None
+        out = [decoded for data in pieces if (decoded := self.decoder.feed(data))]
+        if self.decoder.size:
+            self.raw.clear()
+            return out
+        self.raw.extend(pieces)
+        if self.decoder.error is not None:
+            self.incremental, self.sse = False, None
+        return []
+
+    @property
+    def undecoded(self) -> bool:
+        """An encoded body none of which decoded: judged whole at the end (`decode_body`), from `raw`."""
+        return self.decoder is not None and not self.decoder.size
+
+    def status(self) -> tuple[str, int]:
+        """(decode status, decoded size) of an incremental stream that is over."""
+        if self.decoder is None:
+            return "identity", self.size
+        error = self.decoder.finish()
+        return ("decoded" if error is None else kept(f"{self.decoder.coding}: {error}", self.decoder.size),
+                self.decoder.size)
 
     def finish_parts(self) -> list[bytes]:
         """The redacted body of an incremental stream as its pieces, in order (the stream lets them go)."""
@@ -389,11 +421,12 @@ class CaptureWriter:
         }
         if info is None or info.record_full:
             known_sha = None
-            if stream.incremental:
-                parts, status, size = stream.finish_parts(), "identity", stream.size
+            if stream.incremental and not stream.undecoded:
+                parts = stream.finish_parts()
+                status, size = stream.status()
                 # every change to a stream writes a counted placeholder: none, and the pieces are
                 # the wire bytes, whose digest is known (hashing 50 MB again costs 30 ms)
-                known_sha = None if stream.redactions else digest
+                known_sha = None if stream.redactions or stream.decoder else digest
             else:
                 decoded, status = decode_body(b"".join(stream.raw), stream.encoding)
                 parts, size = [self.redactor.redact_bytes(decoded)], len(decoded)
