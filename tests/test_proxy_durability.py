@@ -196,3 +196,39 @@ def test_a_compressed_body_that_does_not_decode_whole_reaches_disk_decoded_and_r
         assert secret.encode() not in stored + readable, name
         assert flow["request_decode_status"].startswith("error: gzip: "), flow["request_decode_status"]
         assert flow["request_bytes_wire"] == len(sent[name])
+
+
+def test_a_proxy_error_that_quotes_the_wire_is_stored_redacted(tmp_path, ctxtap_config):
+    """mitmproxy's error messages quote what it could not parse (`Invalid header line: b'...'`): a
+    server answering with a malformed header line that holds a key must not put the key on disk."""
+    secret = "sk-ant-api03-" + "Qw9" * 30 + "AA"
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nx-debug-key " + secret.encode() + b"\r\ncontent-length: 2\r\n\r\n{}")
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    pp = start_proxy(tmp_path / "cap", ctxtap_config, [f"api.anthropic.com=http://127.0.0.1:{port}"])
+    try:
+        client = HttpClient("https://api.anthropic.com", proxy=pp.url, ca_file=pp.ca_bundle, timeout=30)
+        resp = client.request("POST", "/v1/messages", b'{"model": "claude-haiku-4-5", "messages": []}',
+                              [("content-type", "application/json")])
+        resp.body()
+        assert resp.status == 502
+        client.close()
+    finally:
+        pp.stop()
+        server.close()
+    cap = Capture.open(tmp_path / "cap")
+    (flow,) = [f for f in cap.flows().to_pylist() if f["host"] == "api.anthropic.com"]
+    assert flow["state"] == "error" and "x-debug-key" in flow["error"] and "[REDACTED:" in flow["error"]
+    on_disk = b"".join(p.read_bytes() for p in (tmp_path / "cap").rglob("*") if p.is_file())
+    assert secret.encode() not in on_disk

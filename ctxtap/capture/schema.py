@@ -71,7 +71,8 @@ FLOW_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("ws_closed_by_client", B, "True when the client closed the WebSocket."),
     ("n_ws_messages", I64, "Number of WebSocket messages (both directions)."),
     ("model_requests", I64, "Model calls in this flow: 1 for an HTTP model request, the number of request frames for a model WebSocket."),
-    ("error", S, "Proxy-side error (connection reset, stream cut, ...), if any."),
+    ("error", S, "Proxy-side error (connection reset, stream cut, ...), if any; redacted like a body (mitmproxy's "
+     "messages can quote the bytes it could not parse)."),
     ("redactions", S, "JSON object: redaction placeholder type -> count, for this flow."),
     ("response_chunk_offsets", S, "Streamed responses: JSON list of `[bytes so far, ms after the first byte]`, one per "
      "network read as it arrived from upstream (raw bytes, before redaction), so replay can pace the stream as "

@@ -446,7 +446,7 @@ class CaptureWriter:
         row = self._response_row(ev, info)
         row["t"] = "resp"
         if ev.error:
-            row["error"] = ev.error
+            row["error"] = self.redactor.redact_text(ev.error)
         if not (info and info.websocket and ev.status == 101):
             self._inflight.pop(ev.flow_id, None)
         self.spool.append(row)
@@ -455,11 +455,13 @@ class CaptureWriter:
     def _on_error(self, ev: ErrorEvent) -> None:
         info = self._inflight.pop(ev.flow_id, None)
         self._release_frames(info, final=True)
-        row: dict = {"t": "err", "flow_id": ev.flow_id, "error": ev.error, "ts_error": ev.ts}
+        # mitmproxy's messages can quote the wire (`Invalid header line: b'...'`, h2's header checks)
+        error = self.redactor.redact_text(ev.error)
+        row: dict = {"t": "err", "flow_id": ev.flow_id, "error": error, "ts_error": ev.ts}
         if ev.partial is not None:
             row.update(self._response_row(ev.partial, info))
             row["t"] = "err"
-            row["error"] = ev.error
+            row["error"] = error
         self.spool.append(row)
         self.stats["errors"] += 1
 
