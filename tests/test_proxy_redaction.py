@@ -143,3 +143,29 @@ def test_no_planted_secret_is_stored_anywhere(tmp_path, ctxtap_config, split_ser
         assert flow["record_mode"] == "full" and b"[REDACTED:" in cap.body(flow["response_body_id"])
     counts = cap.manifest.counts["redactions"]
     assert sum(counts.values()) >= len(SECRETS) * 4
+
+
+def test_keys_in_the_recorded_command_and_routes_stay_off_disk(tmp_path, ctxtap_config):
+    """`ctxtap record -- env OPENAI_API_KEY=sk-... <agent>` and a route through a gateway with its
+    credentials in the URL: the manifest keeps the command and routes, redacted (they were stored
+    as typed)."""
+    import subprocess
+    import sys
+
+    from tests.proxyharness import ROOT, ctxtap_env
+
+    key = "sk-proj-" + "Tq4x" * 12
+    password = "Gw-Pass-7731-zq"
+    out = tmp_path / "cap"
+    result = subprocess.run(
+        [sys.executable, "-m", "ctxtap.cli.main", "record", "--offline", "--out", str(out),
+         "--route", f"api.openai.com=https://gateway:{password}@127.0.0.1:9",
+         "--", "env", f"OPENAI_API_KEY={key}", "true"],
+        capture_output=True, text=True, env=ctxtap_env(ctxtap_config), cwd=ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["command"][0] == "env" and manifest["command"][2] == "true"
+    assert manifest["command"][1].startswith("OPENAI_API_KEY=[REDACTED:")
+    assert manifest["options"]["routes"][0].startswith("api.openai.com=https://gateway:[REDACTED:")
+    for where, data in all_stored_bytes(out):
+        assert key.encode() not in data and password.encode() not in data, where

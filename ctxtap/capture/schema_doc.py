@@ -30,8 +30,10 @@ length | u32 CRC32 | JSON header | payload`. Record types: `req`, `resp`, `err`
 views show the stream under way; not kept in Parquet) and `writer_error`. The next command that opens
 the capture finalizes it into Parquet (`recovered: true` in the manifest).
 
-Everything stored has passed through the redactor: header values, URLs and
-decoded bodies. Sizes and SHA-256 digests describe the bytes on the wire.
+Everything stored has passed through the redactor: header values, URLs,
+decoded bodies, proxy error messages, and the manifest's `command` and
+`options.routes` (the user's own words, which can hold keys). Sizes and
+SHA-256 digests describe the bytes on the wire.
 
 `manifest.json`'s `telemetry` object (`ctxtap record --telemetry`) holds `receiver` (its
 endpoint, the per-run token shown as `<token>`, and the payload size it keeps), `receiver_stats`

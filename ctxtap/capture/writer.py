@@ -178,7 +178,9 @@ class CaptureWriter:
         os.chmod(directory, 0o700)
         self.manifest = manifest
         redact = tuple((manifest.options or {}).get("redact") or ())
+        self.redactor = capture_redactor(redaction_key, manifest.capture_id, redact)
         self.manifest.redaction_ruleset = ruleset_version(redact)
+        self._redact_manifest()
         self.manifest.save(directory)
         spool_dir = directory / "spool"
         spool_dir.mkdir(exist_ok=True)
@@ -186,7 +188,6 @@ class CaptureWriter:
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.write(self._lock_fd, str(os.getpid()).encode())
         self.spool = SpoolFile(spool_dir)
-        self.redactor = capture_redactor(redaction_key, manifest.capture_id, redact)
         self.bodies = BodyEncoder()
         self._inflight: dict[str, _FlowInfo] = {}
         self._streams: dict[str, _Stream] = {}
@@ -196,6 +197,15 @@ class CaptureWriter:
         self.stats: Counter[str] = Counter()
         self._thread = threading.Thread(target=self._run, name="ctxtap-writer", daemon=True)
         self._thread.start()
+
+    def _redact_manifest(self) -> None:
+        """The recorded command and the routes are the user's words, and can hold keys
+        (`env OPENAI_API_KEY=sk-... codex`, `--route host=https://user:token@gateway`)."""
+        if self.manifest.command:
+            self.manifest.command = [self.redactor.redact_text(str(arg)) for arg in self.manifest.command]
+        routes = (self.manifest.options or {}).get("routes")
+        if routes:
+            self.manifest.options["routes"] = [self.redactor.redact_text(str(route)) for route in routes]
 
     # --- public API (any thread) ---------------------------------------------------
 
