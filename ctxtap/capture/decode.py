@@ -151,6 +151,7 @@ class StreamDecoder:
         self.error: str | None = None
         self.exceeded = False
         self._raw_deflate = raw_deflate
+        self._head = b""  # a first read too short to tell zlib-wrapped from raw deflate
         self._impl: _Zlib | _Brotli | _Zstd | None = None
 
     def _start(self, head: bytes) -> _Zlib | _Brotli | _Zstd:
@@ -165,6 +166,10 @@ class StreamDecoder:
         if self.error is not None or not data:
             return b""
         if self._impl is None:
+            if self.coding == "deflate" and self._raw_deflate is None and len(self._head) + len(data) < 2:
+                self._head += data  # which deflate it is shows in two bytes: wait for the second
+                return b""
+            data, self._head = self._head + data, b""
             self._impl = self._start(data[:2])
         try:
             out, error = self._impl.feed(data, self.limit + 1 - self.size)
@@ -178,7 +183,7 @@ class StreamDecoder:
 
     def finish(self) -> str | None:
         """The fault that ended decoding, if any (bytes that ran out inside the stream are one)."""
-        if self.error is None and self._impl is not None and not self._impl.finished():
+        if self.error is None and (self._head or (self._impl is not None and not self._impl.finished())):
             self.error = _CUT
         return self.error
 
