@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from redaction import cli_flags, comparisons, encodings, json_escapes
+from redaction import base64_runs, cli_flags, comparisons, encodings, json_escapes
 from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
 from redaction.detectors import (
     CONTEXT_TRIGGERS,
@@ -41,7 +41,8 @@ class Scanner:
             list(cli_flags.TRIGGERS),
             list(encodings.TRIGGERS),
             list(comparisons.TRIGGERS),
-            self.gitleaks.triggers,
+            list(base64_runs.TRIGGERS),
+            self.gitleaks.triggers,  # last: its hits are numbered from its first trigger
         ]
         self._ranges: list[range] = []
         triggers: list[Trigger] = []
@@ -76,7 +77,7 @@ class Scanner:
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         get = hits.by_trigger.get
         tokens, context, assign, cli, enc, compared = ([get(i, _NO_HITS) for i in r] for r in self._ranges[:6])
-        first_rule = self._ranges[6].start  # gitleaks' 221 rules: only those that matched
+        first_rule = self._ranges[7].start  # gitleaks' 221 rules: only those that matched
         gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if i >= first_rule)
         spans: list[Span] = []
         find_token_spans(data, token_starts(data, tokens), spans)
@@ -90,6 +91,9 @@ class Scanner:
             json_escapes.find_escaped_spans(
                 data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl), self._opened
             )
+            if depth < json_escapes.MAX_DEPTH and any(i in hits.by_trigger for i in self._ranges[6]):
+                # a file attached as base64 (each level of nesting counted as a JSON level)
+                base64_runs.find_base64_spans(data, spans, lambda decoded: self.find_spans(decoded, depth=depth + 1))
         if not spans:
             return spans
         return [_whole_escapes(data, s) for s in merge_spans(spans, self._protected(data))]

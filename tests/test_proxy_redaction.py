@@ -169,3 +169,35 @@ def test_keys_in_the_recorded_command_and_routes_stay_off_disk(tmp_path, ctxtap_
     assert manifest["options"]["routes"][0].startswith("api.openai.com=https://gateway:[REDACTED:")
     for where, data in all_stored_bytes(out):
         assert key.encode() not in data and password.encode() not in data, where
+
+
+def test_a_key_in_a_file_attached_as_base64_stays_off_disk(tmp_path, ctxtap_config):
+    """A `.env` attached to a Claude, OpenAI Responses and Gemini call (base64 document, data URL,
+    inlineData), through a real proxy: nothing on disk decodes to the key (before, each body was
+    stored as sent and `base64 -d` read it)."""
+    import base64
+
+    from tests.test_redaction_base64 import DOC, KEY, PASSWORD, _carriers, _readable
+
+    encoded = base64.b64encode(DOC).decode()
+    bodies = _carriers(encoded)
+    paths = {"anthropic document": ("api.anthropic.com", "/v1/messages"),
+             "openai input_file": ("api.openai.com", "/v1/responses"),
+             "gemini inlineData": ("generativelanguage.googleapis.com",
+                                   "/v1beta/models/gemini-2.5-pro:generateContent")}
+    with ModelServer(script="basic") as server:
+        pp = start_proxy(tmp_path / "cap", ctxtap_config, routes_to(server.url))
+        try:
+            for shape, (host, path) in paths.items():
+                client = HttpClient(f"https://{host}", proxy=pp.url, ca_file=pp.ca_bundle, timeout=30)
+                client.request("POST", path, json.dumps(bodies[shape]).encode(),
+                               [("content-type", "application/json")]).body()
+                client.close()
+        finally:
+            pp.stop()
+    cap = Capture.open(tmp_path / "cap")
+    requests = [cap.body(f["request_body_id"]) for f in cap.flows().to_pylist() if f["request_body_id"] is not None]
+    assert len(requests) == 3 and all(b"[REDACTED:" in body for body in requests)
+    for where, data in all_stored_bytes(tmp_path / "cap"):
+        readable = _readable(data)
+        assert KEY.encode() not in readable and PASSWORD.encode() not in readable, where
