@@ -19,9 +19,11 @@ from json.decoder import scanstring
 
 from redaction.spans import Span
 
-# An escaped quote or a `\\` pair: found at the first backslash of its run (a literal
-# first byte, so `re` skips to it in C).
-_HIDING_RUN = re.compile(rb'\\[\\"]')
+# An escaped quote, a `\\` pair, or a printable ASCII character written as `\u00XX` (Go's
+# encoder writes `&`, `<` and `>` so: `postgres://app:p\u0026ss@db` hides a URL's password):
+# found at the backslash (a literal first byte, so `re` skips to it in C). Control characters
+# (`\u001b` in coloured tool output) and non-ASCII ones hide no rule's delimiter.
+_HIDING_RUN = re.compile(rb'\\(?:[\\"]|u00[2-7][0-9a-fA-F])')
 _ESCAPE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 _SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 MAX_DEPTH = 4

@@ -124,3 +124,23 @@ def test_the_c_decoder_gives_the_bytes_of_the_offset_decoder() -> None:
     for _ in range(2000):
         raws.append("".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 30))).encode("utf-8", "surrogatepass"))
     assert [decode_string(r) for r in raws] == [json_unescape(r)[0] for r in raws]
+
+
+def _go_json(value: str) -> str:
+    """How Go's encoding/json writes a string: `&`, `<` and `>` as `\\u00XX` (HTML-safe)."""
+    return json.dumps(value).replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("postgres://app:Xk9&mP2qR7vL4@db.internal/app", "Xk9&mP2qR7vL4"),
+    ("redis://default:Xk9&mP2qR7@cache.internal:6379", "Xk9&mP2qR7"),
+    ("\nDB_PASSWORD=Xk9&mP2<qR7>vL4!\n", "Xk9&mP2<qR7>vL4!"),
+])
+def test_a_secret_behind_go_style_unicode_escapes_is_found(text, secret):
+    """A Go client's JSON writes `&` as `\\u0026`: the raw bytes no longer show the URL or the
+    connection string a rule reads, so such strings are opened like those with escaped quotes."""
+    body = ('{"messages": [{"role": "user", "content": ' + _go_json(f"connect with {text} please") + "}]}").encode()
+    redactor = Redactor(b"k" * 32, "go")
+    out = redactor.redact_bytes(body)
+    content = json.loads(out)["messages"][0]["content"]
+    assert secret not in content and "[REDACTED:" in content and redactor.redact_bytes(out) == out
