@@ -518,6 +518,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         if strong and ((line_start or env_style) and tight and sep == b"=" or line_start and sep in (b"=", b":=")):
             # `DB_PASS=a,b.c` in an env file or a shell command, `secret = a,b.c` in an INI file: to the space
             v_end = _run_end(_ENV_RUN_RE, data, v_start)
+            if v_end is not None:
+                v_end = _past_operators(data, v_start, v_end)
             while v_end is not None and v_end > v_start and data[v_end - 1] == 0x2C:
                 v_end -= 1  # `f(API_KEY=value, ...)`
             data_line = tight  # `password = user_password` with spaces may be code: judged as code
@@ -564,6 +566,22 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
 
 # An env line's bare value runs to whitespace or a shell operator; `,` `|` `{}` `[]` belong to it.
 # In a file inside a JSON string, `\\u00e4` and `\\\\` are characters of the value; `\\n` ends it.
+def _past_operators(data: bytes, start: int, end: int) -> int:
+    """`DB_PASSWORD=Xk9&mP2<qR7>vL4!`: in an env file the value runs to the space, `&`, `<`, `>`
+    and `;` included (a shell would read them as operators, but cutting a generated password at
+    its first symbol leaves the rest of it on disk: fail closed). An operator followed by a space
+    or the line's end (`PASS=x; make`, `TOKEN=x &`) still ends the value."""
+    while end < len(data) and data[end] in b"&<>;" and end - start <= _MAX_VALUE:
+        after = end + 1
+        while after < len(data) and data[after] in b"&<>;":
+            after += 1
+        nxt = _ENV_RUN_RE.match(data, after).end()  # type: ignore[union-attr]
+        if nxt == after:
+            break
+        end = nxt
+    return end
+
+
 _ENV_RUN_RE = re.compile(rb"(?:[^ \t\n\r\x0b\x0c\"'`\\;&<>()\[\]{}]|\\u[0-9a-fA-F]{4}|\\\\)*")
 _LINE_TAIL_RE = re.compile(rb"[^\n\r]{0,257}")
 # What a YAML scalar running to the line's end must not hold: code, quotes, sentence punctuation, a comment.

@@ -402,6 +402,28 @@ def test_env_file_inside_json_string(redactor: Redactor) -> None:
     assert b"APP_ENV=dev" in out and b"LOG_LEVEL=debug" in out
 
 
+@pytest.mark.parametrize("line, password", [
+    ("DB_PASSWORD=Xk9&mP2<qR7>vL4!", "Xk9&mP2<qR7>vL4!"),
+    ("export MYSQL_PWD=Qz&8<rT4>wK2x", "Qz&8<rT4>wK2x"),
+    ("SECRET_KEY=a8&Kq2!zP9;w", "a8&Kq2!zP9;w"),
+    ("export DB_PASS=Xk9&&mP2", "Xk9&&mP2"),
+])
+def test_an_env_value_with_shell_symbols_is_redacted_whole(redactor: Redactor, line: str, password: str) -> None:
+    """Generated passwords hold `&`, `<`, `>`, `;`: in an env file the value runs to the space, so
+    the cut at the first symbol left the whole password on disk (its head too short to count)."""
+    content = f"APP_ENV=dev\n{line}\nLOG_LEVEL=debug\n"
+    for data in (content.encode(), json.dumps({"content": content}).encode()):
+        out = redactor.redact_bytes(data)
+        shown = json.loads(out)["content"] if data.startswith(b"{") else out.decode()
+        assert password not in shown and password[4:] not in shown and "[REDACTED:" in shown
+        assert "APP_ENV=dev" in shown and "LOG_LEVEL=debug" in shown
+
+
+def test_a_symbol_then_a_space_still_ends_an_env_value(redactor: Redactor) -> None:
+    out = redactor.redact_bytes(b"DB_PASSWORD=hunter2isLong; make test\nTOKEN_X=abcdefghij12345678 && make\n")
+    assert out.count(b"[REDACTED:") == 2 and b"]; make test\n" in out and b"] && make\n" in out
+
+
 def test_binary_without_secrets_round_trips(redactor: Redactor) -> None:
     blob = random.Random(7).randbytes(200_000)
     assert redactor.redact_bytes(blob) == blob
