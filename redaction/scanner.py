@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from redaction import base64_runs, cli_flags, comparisons, encodings, json_escapes
+from redaction import base64_runs, cli_flags, comparisons, config_fields, encodings, json_escapes
 from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
 from redaction.detectors import (
     CONTEXT_TRIGGERS,
@@ -42,6 +42,7 @@ class Scanner:
             list(encodings.TRIGGERS),
             list(comparisons.TRIGGERS),
             list(base64_runs.TRIGGERS),
+            list(config_fields.TRIGGERS),
             self.gitleaks.triggers,  # last: its hits are numbered from its first trigger
         ]
         self._ranges: list[range] = []
@@ -77,7 +78,7 @@ class Scanner:
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         get = hits.by_trigger.get
         tokens, context, assign, cli, enc, compared = ([get(i, _NO_HITS) for i in r] for r in self._ranges[:6])
-        first_rule = self._ranges[7].start  # gitleaks' 221 rules: only those that matched
+        first_rule = self._ranges[8].start  # gitleaks' 221 rules: only those that matched
         gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if i >= first_rule)
         spans: list[Span] = []
         find_token_spans(data, token_starts(data, tokens), spans)
@@ -86,6 +87,7 @@ class Scanner:
         find_assignment_spans(data, assign, spans, [s.start for s in spans if s.priority <= PRIORITY_GITLEAKS])
         cli_flags.find_cli_spans(data, cli, spans)
         comparisons.find_comparison_spans(data, compared, spans)
+        config_fields.find_config_spans(data, [get(i, _NO_HITS) for i in self._ranges[7]], spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
             json_escapes.find_escaped_spans(

@@ -1,0 +1,82 @@
+"""Credentials in configuration formats that name them without `name = value`.
+
+`<password>s3cr3t</password>` (Maven's settings.xml, Tomcat, Spring, .NET), `define(
+'DB_PASSWORD', 's3cr3t' );` (WordPress' wp-config.php, its salts too), `...;User
+ID=svc;Password=p&ss<w>rd;` in a connection string (`;` ends the value there, so `&`,
+`<` and `>` belong to it) and `.netrc`'s `login bot password s3cr3t`: an agent reads
+such files all day, and the name rules, which look for `name = value`, miss them or
+cut the value at its first symbol.
+"""
+
+from __future__ import annotations
+
+import re
+
+from redaction.assignments import is_non_secret_value, strong_name_kind
+from redaction.engine import Trigger
+from redaction.spans import PRIORITY_ASSIGNMENT, Span
+
+_WORDS = (b"pass", b"pwd", b"secret", b"key", b"salt", b"token")
+_NAME = rb"[A-Za-z0-9_.:\-]{0,60}"
+_QUOTE = rb"\\{0,3}['\"]"  # a quote, escaped when the file sits in a JSON string
+_GAP = rb"(?:[ \t]|\\[nrt]|[\r\n])+"  # spaces and line ends, raw or escaped in a JSON string
+
+# Simple triggers (a keyword, then what must follow it): a bounded run before the keyword would
+# make every `<` of a body start a search in the engine; the rest is checked in Python.
+TRIGGERS: tuple[Trigger, ...] = (
+    Trigger(rb"(?:pass|pwd|secret|key|salt|token)" + _NAME + rb">[^<>\s\\]", literals=_WORDS, window=80,
+            caseless=True),
+    Trigger(rb"define[ \t]*\([ \t]*" + _QUOTE, literals=(b"define",), window=20, som=True, caseless=True),
+    Trigger(rb";[ \t]*(?:password|pwd)[ \t]*=", literals=(b"password", b"pwd"), window=20, som=True, caseless=True),
+    Trigger(rb"password[ \t]+[^ \t\r\n\\\"']", literals=(b"password",), window=10, caseless=True),
+)
+
+_XML_RE = re.compile(rb"<(?P<tag>" + _NAME + rb")>(?P<v>[^<>\s\\]{1,512})</(?P=tag)>")
+_DEFINE_RE = re.compile(rb"(?i)define[ \t]*\([ \t]*(?P<q1>" + _QUOTE + rb")(?P<name>[A-Za-z0-9_]{1,80})(?P=q1)[ \t]*,"
+                        rb"[ \t]*(?P<q2>" + _QUOTE + rb")(?P<v>[^'\"\\\n]{1,512})(?P=q2)")
+_CONN_RE = re.compile(rb"(?i);[ \t]*(?:password|pwd)[ \t]*=[ \t]*(?P<v>\{[^}\n]{1,256}\}|[^;\"'\\\n\r]{1,256})")
+_NETRC_RE = re.compile(rb"(?i)password[ \t]+(?P<v>[^ \t\r\n\\\"']{1,256})")
+# `.netrc`: `login <name>` right before `password` (on its line or the one before)
+_NETRC_LOGIN_RE = re.compile(rb"(?i)\blogin" + _GAP + rb"[^ \t\r\n\\]{1,128}" + _GAP + rb"\Z")
+
+
+def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+    """Append spans of the credentials above; `hits[i]` are the (start, end) matches of `TRIGGERS[i]`."""
+    xml, define, conn, netrc = hits
+    for _, end in xml:
+        open_at = data.rfind(b"<", max(0, end - 80), end)
+        m = _XML_RE.match(data, open_at) if open_at >= 0 else None
+        if m is not None and m.end("tag") < end <= m.end("v") + 1:
+            _add(out, m, m.group("tag").rsplit(b":", 1)[-1])
+    for start, _ in define:
+        m = _DEFINE_RE.match(data, start)
+        if m is not None:
+            _add(out, m, m.group("name"), salts=True)
+    for start, _ in conn:
+        m = _CONN_RE.match(data, start)
+        if m is not None:
+            value = m.group("v").rstrip(b" \t")
+            if not is_non_secret_value(value.strip(b"{}"), True, b"password"):
+                out.append(Span(m.start("v"), m.start("v") + len(value), "password", PRIORITY_ASSIGNMENT))
+    for _, end in netrc:
+        lo = max(0, end - 40)
+        found = data[lo:end].lower().rfind(b"password")  # the trigger is caseless
+        at = lo + found if found >= 0 else -1
+        m = _NETRC_RE.match(data, at) if at >= 0 else None
+        if (m is not None and _NETRC_LOGIN_RE.search(data, max(0, at - 160), at) is not None
+                and not is_non_secret_value(m.group("v"), True, b"password")):
+            out.append(Span(*m.span("v"), "password", PRIORITY_ASSIGNMENT))
+
+
+def _add(out: list[Span], m: re.Match[bytes], name: bytes, salts: bool = False) -> None:
+    """The value of a field whose name says it holds a secret (`db.password`, `clientSecret`,
+    WordPress' `NONCE_SALT`)."""
+    named = strong_name_kind(name)
+    if named is None and salts and name.upper().endswith(b"_SALT"):
+        named = ("generic-secret", b"salt")
+    if named is None:
+        return
+    kind, kw = named
+    value = m.group("v")
+    if not is_non_secret_value(value, True, kw):
+        out.append(Span(*m.span("v"), kind, PRIORITY_ASSIGNMENT))

@@ -1,0 +1,55 @@
+"""Credentials in configuration files an agent reads: XML elements, PHP defines, connection
+strings, .netrc — each raw and inside a JSON tool result, on both engines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from redaction import Redactor
+from redaction.engine import hyperscan_available
+
+BACKENDS = ["python"] + (["hyperscan"] if hyperscan_available() else [])
+
+FOUND = [
+    ("<connection><user>app</user><password>Xk9mP2qR7vL4zz</password></connection>", "Xk9mP2qR7vL4zz"),
+    ("<server>\n  <id>nexus</id>\n  <username>deploy</username>\n  <password>Xk9&amp;mP2qR7vL4</password>\n"
+     "</server>", "Xk9&amp;mP2qR7vL4"),
+    ("<spring:clientSecret>Zt8Qm2Vx9Lp4Rk7W</spring:clientSecret>", "Zt8Qm2Vx9Lp4Rk7W"),
+    ("define('DB_PASSWORD', 'Xk9mP2qR7vL4zz');", "Xk9mP2qR7vL4zz"),
+    ("define( 'NONCE_SALT',       'k@Zt8Q]m2V%x9Lp4Rk7W!c3&Bn6^Hj1#Ds5' );", "k@Zt8Q]m2V%x9Lp4Rk7W!c3&Bn6^Hj1#Ds5"),
+    ('define("AUTH_KEY", "k@Zt8Q]m2V%x9Lp4Rk7W!c3&Bn6^Hj1#Ds5");', "k@Zt8Q]m2V%x9Lp4Rk7W!c3&Bn6^Hj1#Ds5"),
+    ("Server=tcp:db.example.net;Database=app;User ID=svc;Password=Qz&8<rT4>wK2;", "Qz&8<rT4>wK2"),
+    ("Driver={ODBC Driver 18};Server=db;Uid=svc;Pwd={Qz;8rT4wK2};", "Qz;8rT4wK2"),
+    ("machine api.example.com login bot password Xk9mP2qR7vL4zz", "Xk9mP2qR7vL4zz"),
+    ("machine github.com\n  login octocat\n  password gho_Xk9mP2qR7vL4zz\n", "gho_Xk9mP2qR7vL4zz"),
+]
+
+LEFT = [
+    "<password>${DB_PASSWORD}</password>",
+    "<password></password><passwordPolicy>strict</passwordPolicy>",
+    "define('DB_NAME', 'wordpress'); define('DB_PASSWORD', 'changeme');",
+    "Server=db;Database=app;Integrated Security=true;",
+    "Please log in with your login name and password to continue.",
+    "<keyboard>us</keyboard><primaryKey>id</primaryKey>",
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("text, secret", FOUND)
+def test_a_credential_in_a_config_file_is_redacted(backend, text, secret):
+    redactor = Redactor(b"k" * 32, "cfg", backend=backend)
+    raw = redactor.redact_bytes(text.encode()).decode()
+    in_json = json.loads(redactor.redact_bytes(json.dumps({"content": text}).encode()))["content"]
+    for shown in (raw, in_json):
+        assert secret not in shown and "[REDACTED:" in shown
+    assert redactor.redact_bytes(raw.encode()).decode() == raw
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("text", LEFT)
+def test_names_placeholders_and_prose_are_left_alone(backend, text):
+    redactor = Redactor(b"k" * 32, "cfg", backend=backend)
+    assert redactor.redact_bytes(text.encode()).decode() == text
+    assert json.loads(redactor.redact_bytes(json.dumps({"content": text}).encode()))["content"] == text
