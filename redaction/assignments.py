@@ -564,8 +564,6 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     return Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT)
 
 
-# An env line's bare value runs to whitespace or a shell operator; `,` `|` `{}` `[]` belong to it.
-# In a file inside a JSON string, `\\u00e4` and `\\\\` are characters of the value; `\\n` ends it.
 def _past_operators(data: bytes, start: int, end: int) -> int:
     """`DB_PASSWORD=Xk9&mP2<qR7>vL4!`: in an env file the value runs to the space, `&`, `<`, `>`
     and `;` included (a shell would read them as operators, but cutting a generated password at
@@ -582,6 +580,8 @@ def _past_operators(data: bytes, start: int, end: int) -> int:
     return end
 
 
+# An env line's bare value runs to whitespace or a shell operator; `,` `|` `{}` `[]` belong to it.
+# In a file inside a JSON string, `\\u00e4` and `\\\\` are characters of the value; `\\n` ends it.
 _ENV_RUN_RE = re.compile(rb"(?:[^ \t\n\r\x0b\x0c\"'`\\;&<>()\[\]{}]|\\u[0-9a-fA-F]{4}|\\\\)*")
 _LINE_TAIL_RE = re.compile(rb"[^\n\r]{0,257}")
 # What a YAML scalar running to the line's end must not hold: code, quotes, sentence punctuation, a comment.

@@ -77,7 +77,9 @@ class Scanner:
             json_escapes.find_escaped_spans(data, found, self._unescaped_spans, depth, memory=self._opened)
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         get = hits.by_trigger.get
-        tokens, context, assign, cli, enc, compared = ([get(i, _NO_HITS) for i in r] for r in self._ranges[:6])
+        tokens, context, assign, cli, enc, compared, carriers, config = (
+            [get(i, _NO_HITS) for i in r] for r in self._ranges[:8]
+        )
         first_rule = self._ranges[8].start  # gitleaks' 221 rules: only those that matched
         gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if i >= first_rule)
         spans: list[Span] = []
@@ -87,13 +89,13 @@ class Scanner:
         find_assignment_spans(data, assign, spans, [s.start for s in spans if s.priority <= PRIORITY_GITLEAKS])
         cli_flags.find_cli_spans(data, cli, spans)
         comparisons.find_comparison_spans(data, compared, spans)
-        config_fields.find_config_spans(data, [get(i, _NO_HITS) for i in self._ranges[7]], spans)
+        config_fields.find_config_spans(data, config, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
             json_escapes.find_escaped_spans(
                 data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl), self._opened
             )
-            if depth < json_escapes.MAX_DEPTH and any(i in hits.by_trigger for i in self._ranges[6]):
+            if depth < json_escapes.MAX_DEPTH and any(carriers):
                 # a file attached as base64 (each level of nesting counted as a JSON level)
                 base64_runs.find_base64_spans(data, spans, lambda decoded: self.find_spans(decoded, depth=depth + 1))
         if not spans:
