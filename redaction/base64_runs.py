@@ -62,7 +62,7 @@ def find_base64_spans(data: bytes, out: list[Span], scan: Callable[[bytes], list
         run = data[lo:hi]
         urlsafe = b"-" in run or b"_" in run
         head = _decode(run[:_SAMPLE], urlsafe)
-        if head is None or not _is_text(head):
+        if head is None or not looks_like_text(head):
             continue
         decoded = _decode(run, urlsafe)
         if decoded is None:
@@ -78,7 +78,8 @@ def find_base64_spans(data: bytes, out: list[Span], scan: Callable[[bytes], list
 
 def _decode(chars: bytes, urlsafe: bool) -> bytes | None:
     chars = chars.rstrip(b"=")
-    chars = chars[: len(chars) - len(chars) % 4] if len(chars) % 4 == 1 else chars  # a lone char decodes to nothing
+    if len(chars) % 4 == 1:
+        chars = chars[:-1]  # a lone character decodes to nothing
     padded = chars + b"=" * (-len(chars) % 4)
     if urlsafe:
         padded = padded.translate(_URLSAFE)
@@ -91,7 +92,7 @@ def _decode(chars: bytes, urlsafe: bool) -> bytes | None:
 _URLSAFE = bytes.maketrans(b"-_", b"+/")
 
 
-def _is_text(sample: bytes) -> bool:
+def looks_like_text(sample: bytes) -> bool:
     """UTF-8 (a character cut at the end allowed) without control bytes other than tab and newlines."""
     try:
         sample.decode("utf-8")

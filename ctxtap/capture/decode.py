@@ -11,11 +11,12 @@ what their header says are kept as received.
 
 from __future__ import annotations
 
-import re
 import zlib
 
 import brotli
 import zstandard as zstd
+
+from redaction.base64_runs import looks_like_text
 
 MAX_DECODED = 256 << 20  # decoded bytes kept at most (bigger than any model API accepts)
 _CUT = "the compressed stream ends before its end marker"
@@ -194,10 +195,9 @@ def _zlib_header(head: bytes) -> bool:
 
 
 _MAGIC = {"gzip": b"\x1f\x8b", "x-gzip": b"\x1f\x8b", "zstd": b"\x28\xb5\x2f\xfd"}
-_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
-def real_stream(coding: str, data: bytes, out: bytes, error: str) -> bool:
+def _real_stream(coding: str, data: bytes, out: bytes, error: str) -> bool:
     """Are `data` (which failed to decode whole), as far as they go, a real stream of `coding`?
 
     Then a decompressor could read secrets out of them, so they must not be stored as received:
@@ -212,16 +212,7 @@ def real_stream(coding: str, data: bytes, out: bytes, error: str) -> bool:
         return True
     if coding == "deflate" and _zlib_header(data):
         return True
-    return bool(out) and _text(out[:4096])
-
-
-def _text(sample: bytes) -> bool:
-    try:
-        sample.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(sample) - 3:  # only a character cut at the end is allowed
-            return False
-    return _CONTROL.search(sample) is None
+    return bool(out) and looks_like_text(out[:4096])
 
 
 def _size(n: int) -> str:
@@ -265,11 +256,11 @@ def decode_body(raw: bytes, content_encoding: str | None, limit: int = MAX_DECOD
         if coding not in CODINGS:
             return raw, f"error: unsupported content-encoding {coding!r}"
         out, error, exceeded = _decode_whole(coding, data, limit)
-        if error is not None and not exceeded and not real_stream(coding, data, out, error):
+        if error is not None and not exceeded and not _real_stream(coding, data, out, error):
             return raw, f"error: {coding}: {error}"[:300]  # not what its header says: kept as received
         if error is not None:
             if not out:
-                return b"", not_stored(coding, error, len(raw))
+                return b"", _not_stored(coding, error, len(raw))
             problem = problem or f"{coding}: {error}"[:240]
         data = out
     if problem is not None:
@@ -281,6 +272,6 @@ def kept(problem: str, size: int) -> str:
     return f"error: {problem}; kept the {size} bytes decoded before it"
 
 
-def not_stored(coding: str, error: str, size: int) -> str:
+def _not_stored(coding: str, error: str, size: int) -> str:
     return (f"error: {coding}: {error}"[:240] + f"; nothing decoded, so the {size} bytes received are not "
             "stored (redaction cannot read inside them)")
