@@ -201,3 +201,73 @@ def test_a_key_in_a_file_attached_as_base64_stays_off_disk(tmp_path, ctxtap_conf
     for where, data in all_stored_bytes(tmp_path / "cap"):
         readable = _readable(data)
         assert KEY.encode() not in readable and PASSWORD.encode() not in readable, where
+
+
+class ChattyUpstream(http.server.BaseHTTPRequestHandler):
+    """An upstream (or a client's own words) putting a key in the short strings a flow row keeps
+    in columns of their own: the reason phrase, content type and encoding."""
+
+    protocol_version = "HTTP/1.1"
+    key = ""
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = b'{"ok": true}'
+        self.send_response(200, f"OK {self.key}")
+        self.send_header("content-type", f"application/json; x-debug={self.key}")
+        self.send_header("content-encoding", f"x-debug, {self.key}")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_keys_in_reason_phrases_content_types_user_agents_and_message_types_stay_off_disk(tmp_path, ctxtap_config):
+    """The columns copied from the wire beside the redacted headers and bodies (`reason`,
+    `*_content_type`, `*_content_encoding`, `client_version`, telemetry `user_agent`, a WebSocket
+    message's `msg_type`) were stored as received, in full and in metadata-only flows alike."""
+    key = "sk-ant-api03-" + "Vb7" * 30 + "AA"
+    ChattyUpstream.key = key
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ChattyUpstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    chatty = f"http://127.0.0.1:{upstream.server_address[1]}"
+    with ModelServer(script="basic") as server:
+        routes = [r for r in routes_to(server.url) if not r.startswith("api.anthropic.com=")]
+        pp = start_proxy(tmp_path / "cap", ctxtap_config, routes + [f"api.anthropic.com={chatty}"])
+        try:
+            client = HttpClient("https://api.anthropic.com", proxy=pp.url, ca_file=pp.ca_bundle, timeout=30)
+            said = [("content-type", f"application/json; x-debug={key}"), ("user-agent", f"probe/1.0 {key}")]
+            client.request("POST", "/v1/messages", b'{"model": "claude-haiku-4-5", "messages": []}', said).raw.read()
+            client.request("POST", "/api/event_logging/batch", b'{"events": []}', said).raw.read()
+            client.request("GET", "/v1/organizations/x", b"",  # a side call: recorded as metadata only
+                           [("originator", "codex_cli_rs"), ("version", key)]).raw.read()
+            client.close()
+            ws = WsClient("wss://api.openai.com/v1/responses", proxy=pp.url, ca_file=pp.ca_bundle)
+            ws.connect()
+            ws.send_text(json.dumps({"type": key}))
+            ws.send_text(json.dumps({"type": "response.create", "model": "gpt-5", "input": "hi"}))
+            while json.loads(ws.recv_text())["type"] not in ("response.completed", "response.failed", "error"):
+                pass
+            ws.close()
+        finally:
+            pp.stop()
+            upstream.shutdown()
+    cap = Capture.open(tmp_path / "cap")
+    flows = {f["path"]: f for f in cap.flows().to_pylist()}
+    model = flows["/v1/messages"]
+    assert model["status"] == 200 and model["reason"].startswith("OK [REDACTED:")
+    assert model["request_content_type"].startswith("application/json; x-debug=[REDACTED:")
+    assert model["response_content_type"].startswith("application/json; x-debug=[REDACTED:")
+    assert model["response_content_encoding"].startswith("x-debug, [REDACTED:")
+    side = flows["/v1/organizations/x"]
+    assert side["record_mode"] == "metadata" and side["client_version"].startswith("[REDACTED:")
+    (tel,) = cap.telemetry().to_pylist()
+    assert tel["user_agent"].startswith("probe/1.0 [REDACTED:")
+    types = [m["msg_type"] for m in cap.ws_messages().to_pylist() if m["from_client"]]
+    assert types[0].startswith("[REDACTED:") and types[1] == "response.create"
+    for where, data in all_stored_bytes(tmp_path / "cap"):
+        assert key.encode() not in data, where

@@ -31,7 +31,9 @@ views show the stream under way; not kept in Parquet) and `writer_error`. The ne
 the capture finalizes it into Parquet (`recovered: true` in the manifest).
 
 Everything stored has passed through the redactor: header values, URLs,
-decoded bodies, proxy error messages, and the manifest's `command` and
+decoded bodies, proxy error messages, the short wire strings kept in columns
+of their own (reason phrase, content type and encoding, client version, user
+agent, a message's `type`), and the manifest's `command` and
 `options.routes` (the user's own words, which can hold keys). Sizes and
 SHA-256 digests describe the bytes on the wire.
 

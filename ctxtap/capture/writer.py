@@ -325,6 +325,11 @@ class CaptureWriter:
         path = parts.path + (f"?{parts.query}" if parts.query else "")
         return red, path
 
+    def _said(self, value: str | None) -> str | None:
+        """A short string from the wire kept in a column of its own (reason phrase, content type and
+        encoding, user agent, a message's `type`): whoever sends it chooses it, so it is redacted too."""
+        return self.redactor.redact_text(value) if value else value
+
     def _on_request(self, ev: RequestEvent) -> None:
         before = Counter(self.redactor.counts)
         url, path = self._redacted_url(ev.url)
@@ -354,8 +359,8 @@ class CaptureWriter:
             client = classify_client(headers, body[:65536])
             row.update(
                 request_headers=json.dumps(headers),
-                request_content_encoding=encoding,
-                request_content_type=header_value(ev.headers, "content-type"),
+                request_content_encoding=self._said(encoding),
+                request_content_type=self._said(header_value(ev.headers, "content-type")),
                 request_decode_status=status,
                 request_bytes=len(decoded),
                 request_body_id=self._store_body(body, body_stream, raw_sha if body is raw else None),
@@ -369,7 +374,8 @@ class CaptureWriter:
                 ))
         else:
             client = classify_client(ev.headers)
-        row.update(client=client.client, client_version=client.version, client_rule=client.rule)
+        row.update(client=self._said(client.client), client_version=self._said(client.version),
+                   client_rule=client.rule)
         row["redactions"] = self._counts_delta(before)
         self._inflight[ev.flow_id] = _FlowInfo(ev.record_full, ev.is_model, ev.websocket, body_stream)
         self.spool.append(row)
@@ -382,10 +388,10 @@ class CaptureWriter:
             return self._streamed_row(ev, info, stream, before)
         raw_in = ev.body_in or b""
         raw_out = raw_in if ev.body_out is ev.body_in else (ev.body_out or b"")
-        ctype = header_value(ev.headers, "content-type")
+        ctype = self._said(header_value(ev.headers, "content-type"))
         in_sha = _sha(raw_in)
         row: dict = {
-            "flow_id": ev.flow_id, "status": ev.status, "reason": ev.reason,
+            "flow_id": ev.flow_id, "status": ev.status, "reason": self._said(ev.reason),
             "response_http_version": ev.http_version,
             "response_content_type": ctype,
             "response_bytes_wire": len(raw_in),
@@ -404,7 +410,7 @@ class CaptureWriter:
             key = "resp " + (info.stream_key[4:] if info else ev.flow_id)
             row.update(
                 response_headers=json.dumps(headers),
-                response_content_encoding=encoding,
+                response_content_encoding=self._said(encoding),
                 response_decode_status=status,
                 response_bytes=len(decoded),
                 response_body_id=self._store_body(body, key, in_sha if body is raw_in else None),
@@ -415,10 +421,10 @@ class CaptureWriter:
     def _streamed_row(self, ev: ResponseEvent, info: _FlowInfo | None, stream: _Stream,
                       before: Counter[str]) -> dict:
         """The row of a response whose body arrived as chunks (forwarded unchanged, so in == out)."""
-        ctype = header_value(ev.headers, "content-type")
+        ctype = self._said(header_value(ev.headers, "content-type"))
         digest = stream.sha.hexdigest()
         row: dict = {
-            "flow_id": ev.flow_id, "status": ev.status, "reason": ev.reason,
+            "flow_id": ev.flow_id, "status": ev.status, "reason": self._said(ev.reason),
             "response_http_version": ev.http_version, "response_content_type": ctype,
             "response_bytes_wire": stream.size,
             "response_sha256_upstream": digest, "response_sha256_client": digest,
@@ -443,7 +449,7 @@ class CaptureWriter:
             key = "resp " + (info.stream_key[4:] if info else ev.flow_id)
             row.update(
                 response_headers=json.dumps(self.redactor.redact_headers(ev.headers)),
-                response_content_encoding=stream.encoding,
+                response_content_encoding=self._said(stream.encoding),
                 response_decode_status=status,
                 response_bytes=size,
                 response_body_id=self._store_parts(parts, key, known_sha),
@@ -482,7 +488,7 @@ class CaptureWriter:
         row: dict = {
             "t": "ws", "flow_id": ev.flow_id, "idx": ev.index, "from_client": ev.from_client,
             "ts": ev.ts, "opcode": "text" if ev.is_text else "binary", "size": len(ev.content),
-            "msg_type": msg_type, "is_model_request": is_request,
+            "msg_type": self._said(msg_type), "is_model_request": is_request,
         }
         self.stats["ws_messages"] += 1
         if not (ev.record_full and (info is None or info.record_full)):
@@ -559,8 +565,8 @@ class CaptureWriter:
             "t": "tel", "telemetry_id": telemetry_id, "source": ev.source, "flow_id": ev.flow_id,
             "ts_received": ev.ts, "path": self._redacted_url("http://x" + ev.path)[1] if ev.path else ev.path,
             "signal": ev.signal,
-            "content_type": ev.content_type, "content_encoding": ev.content_encoding,
-            "user_agent": ev.user_agent, "payload_format": decoded.payload_format, "received": ev.received,
+            "content_type": self._said(ev.content_type), "content_encoding": self._said(ev.content_encoding),
+            "user_agent": self._said(ev.user_agent), "payload_format": decoded.payload_format, "received": ev.received,
             "declared_bytes": ev.declared_bytes, "bytes_wire": len(ev.body), "bytes": len(data),
             "parse_status": status, "n_records": len(records),
             "body_id": self._store_body(stored, f"tel {ev.source} {ev.signal}"),
