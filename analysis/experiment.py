@@ -50,7 +50,7 @@ class RunRecord(BaseModel):
     passed: bool | None = None  # check exit 0 (without a check: command exit 0); null when not run
     error: str | None = None  # why it failed to start / timed out, in words
     command: list[str] = Field(default_factory=list)
-    env_names: list[str] = Field(default_factory=list)  # variables the variant set (values stay in the spec)
+    env_names: list[str] = Field(default_factory=list)  # variables the variant set (their values are not kept)
     vars: dict[str, Any] = Field(default_factory=dict)
     fixture_digest: str | None = None
     started_at: float | None = None
@@ -70,7 +70,7 @@ class ExperimentManifest(BaseModel):
     name: str
     spec_file: str
     spec_digest: str
-    spec_text: str
+    spec_text: str  # the spec as written, redacted (spec.toml beside it holds the same)
     created_at: float
     updated_at: float
     status: Literal["running", "complete", "interrupted"]

@@ -406,3 +406,31 @@ def test_the_experiment_page_in_a_browser(experiment, ctxtap_config, tmp_path) -
         assert "a timestamp" in page.inner_text("#first-divergence")
         browser.close()
     assert loaded == [page_path.as_uri()]
+
+
+def test_keys_in_the_spec_commands_and_vars_stay_off_disk(tmp_path, ctxtap_config) -> None:
+    """A spec's [variants.*.env] values, and keys in a command or a variant's vars, went into the
+    experiment directory as typed (spec.toml, manifest.json's spec_text, run.json's command/vars).
+    They are kept redacted; the runs still get the real values."""
+    env_key = "sk-proj-" + "Hn4q" * 12
+    var_key = "sk-ant-api03-" + "Ur2" * 30 + "AA"
+    spec = spec_file(tmp_path, f"""\
+command = ["{{python}}", "-c", "import os, sys; sys.exit(0 if os.environ['OPENAI_API_KEY'] == '{env_key}' and sys.argv[1] == '{var_key}' else 3)", "{{token}}"]
+repeats = 1
+
+[variants.a]
+token = "{var_key}"
+[variants.a.env]
+OPENAI_API_KEY = "{env_key}"
+""")
+    out = tmp_path / "exp"
+    result = run_ctxtap(["experiment", "run", str(spec), "--out", str(out)], ctxtap_config, timeout=300)
+    assert result.returncode == 0, result.stderr
+    (run,) = read_runs(out)
+    assert run.status == "completed" and run.exit_code == 0 and run.passed  # the command saw the real values
+    assert run.vars["token"].startswith("[REDACTED:") and any("[REDACTED:" in arg for arg in run.command)
+    assert "[REDACTED:" in read_manifest(out).spec_text and "[REDACTED:" in (out / "spec.toml").read_text()
+    for path in out.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert env_key.encode() not in data and var_key.encode() not in data, path

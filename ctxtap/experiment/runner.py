@@ -91,6 +91,14 @@ class Runner:
     _pool: ThreadPoolExecutor | None = None
     _shared: SharedProxy | None = None
     _per_run: dict[str, Any] = field(default_factory=dict)  # run id -> its ProxyProc (parallel mode)
+    _redactor: Redactor | None = None
+
+    def redact(self, text: str) -> str:
+        """What the experiment directory keeps of the user's words (the spec, with its [variants.*.env]
+        values; each run's command and vars; errors) is redacted like a capture: it gets published."""
+        if self._redactor is None:
+            self._redactor = Redactor(redaction_key(), "experiment")
+        return self._redactor.redact_text(text)
 
     # -- setup --
 
@@ -108,18 +116,18 @@ class Runner:
                                       "missing (completed runs are kept), or choose another --out")
             manifest = read_manifest(self.out)
             if manifest.spec_digest != self.spec.digest:
-                raise ExperimentError(f"{self.out} was started from a different spec (its copy is {self.out}/spec.toml); "
+                raise ExperimentError(f"{self.out} was started from a different spec (its copy, redacted, is {self.out}/spec.toml); "
                                       "resume it with that spec, or choose another --out for the changed one")
             manifest.status, manifest.updated_at = "running", now
         else:
             self.out.mkdir(parents=True, exist_ok=True)
             manifest = ExperimentManifest(
                 name=self.spec.name or (self.spec.path.stem if self.spec.path else "experiment"),
-                spec_file=str(self.spec.path), spec_digest=self.spec.digest, spec_text=self.spec.text,
+                spec_file=str(self.spec.path), spec_digest=self.spec.digest, spec_text=self.redact(self.spec.text),
                 created_at=now, updated_at=now, status="running", plan=[r.run_id for r in runs],
                 variants=[v.name for v in self.spec.variants], repeats=self.spec.repeats,
                 pass_k=self.spec.pass_k, ctxtap_version=__version__)
-            (self.out / "spec.toml").write_text(self.spec.text)
+            (self.out / "spec.toml").write_text(manifest.spec_text)
         self._write_manifest(manifest)
         done = {r.run_id for r in read_runs(self.out) if r.status in DONE}
         todo = []
@@ -301,7 +309,8 @@ class Runner:
                                   "server_url": self.server_url or "", "python": sys.executable}
         argv = fill(spec.argv(), values)
         rec = RunRecord(run_id=item.run_id, index=item.index, variant=item.variant, repeat=item.repeat,
-                        status="completed", command=argv, env_names=sorted(variant.env), vars=variant.vars,
+                        status="completed", command=[self.redact(arg) for arg in argv], env_names=sorted(variant.env),
+                        vars={k: self.redact(v) if isinstance(v, str) else v for k, v in variant.vars.items()},
                         fixture_digest=fixture_digest(work) if fixture is not None else None)
         t_wait = time.perf_counter()
         try:
@@ -374,6 +383,8 @@ class Runner:
 
     def _save(self, rec: RunRecord, run_dir: Path) -> RunRecord:
         run_dir.mkdir(parents=True, exist_ok=True)
+        if rec.error:
+            rec.error = self.redact(rec.error)
         tmp = run_dir / (RUN_FILE + ".tmp")
         tmp.write_text(rec.model_dump_json(indent=2))
         tmp.replace(run_dir / RUN_FILE)
