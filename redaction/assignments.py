@@ -529,6 +529,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             data_line = True
         else:
             v_end = _run_end(_BARE_RUN_RE, data, v_start)
+            if strong and v_end is not None:
+                v_end = _past_symbols(data, v_start, v_end)
         if v_end is None:
             return None
         v_end = _next_stop(stops, v_start, v_end)
@@ -578,6 +580,29 @@ def _past_operators(data: bytes, start: int, end: int) -> int:
             break
         end = nxt
     return end
+
+
+def _past_symbols(data: bytes, start: int, end: int) -> int:
+    """`the new password: Qz&8mP2<vL4!x` in prose, a log or a chat: a bare value under a strong
+    name runs on past `&`, `<`, `>` and `;` (cut at its first symbol, the rest of a generated
+    password stays on disk), but not into what follows a value: `&next=` in a query string,
+    `;user=` in a connection string, a tag (`</td>`, `<br>`), or a symbol before a space."""
+    while end < len(data) and data[end] in b"&<>;" and end - start <= _MAX_VALUE:
+        if _VALUE_FOLLOWER_RE.match(data, end) is not None:
+            break
+        after = end + 1
+        while after < len(data) and data[after] in b"&<>;":
+            after += 1
+        nxt = _ENV_RUN_RE.match(data, after).end()  # type: ignore[union-attr]
+        if nxt == after:
+            break
+        end = nxt
+    return end
+
+
+# What may follow a bare value without belonging to it: another parameter (`&user=`, `;user=`) or a tag.
+_VALUE_FOLLOWER_RE = re.compile(
+    rb"(?:&amp;|&)[A-Za-z_][A-Za-z0-9_.\-]*=|;[A-Za-z_][A-Za-z0-9_. \-]{0,40}=|</?[A-Za-z][A-Za-z0-9]*(?:[ /]|>)")
 
 
 # An env line's bare value runs to whitespace or a shell operator; `,` `|` `{}` `[]` belong to it.

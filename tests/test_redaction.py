@@ -424,6 +424,33 @@ def test_a_symbol_then_a_space_still_ends_an_env_value(redactor: Redactor) -> No
     assert out.count(b"[REDACTED:") == 2 and b"]; make test\n" in out and b"] && make\n" in out
 
 
+@pytest.mark.parametrize("text, password", [
+    ("the new password: Qz&8mP2<vL4!x is set", "Qz&8mP2<vL4!x"),
+    ("ok, db_password: Xk9&mP2<qR7>vL4! for staging", "Xk9&mP2<qR7>vL4!"),
+    ("I set PASSWORD=Qz;8mP2&&vL4x9 yesterday", "Qz;8mP2&&vL4x9"),
+    ("(admin password: a8&Kq2!zP9;w)", "a8&Kq2!zP9;w"),
+])
+def test_a_password_with_symbols_in_prose_is_redacted_whole(redactor: Redactor, text: str, password: str) -> None:
+    """In a chat message or a log line (not at a line start) a bare value was cut at its first
+    `&`, `<`, `>` or `;`: too short a head to count, so the whole password stayed on disk."""
+    for data in (text.encode(), json.dumps({"content": text}).encode()):
+        out = redactor.redact_bytes(data)
+        shown = json.loads(out)["content"] if data.startswith(b"{") else out.decode()
+        assert password not in shown and password[3:] not in shown and "[REDACTED:" in shown
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("https://x/login?password=Qz8mP2vL4x9&user=bob", "&user=bob"),  # the next query parameter
+    ("see ?password=Qz8mP2vL4x9&amp;next=1", "&amp;next=1"),
+    ("Server=db;Password=Qz8mP2vL4x9;User Id=sa", ";User Id=sa"),  # the next field
+    ("<td>password: Qz8mP2vL4x9</td><td>x", "</td><td>x"),  # a tag after the value
+    ("the password: Qz8mP2vL4x9; then run make", "; then run make"),
+])
+def test_what_follows_a_value_with_symbols_is_kept(redactor: Redactor, text: str, kept: str) -> None:
+    out = redactor.redact_text(text)
+    assert "Qz8mP2vL4x9" not in out and out.endswith(kept), out
+
+
 def test_binary_without_secrets_round_trips(redactor: Redactor) -> None:
     blob = random.Random(7).randbytes(200_000)
     assert redactor.redact_bytes(blob) == blob
