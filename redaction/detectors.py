@@ -348,8 +348,10 @@ _PEM_RE = re.compile(
 )
 _GCP_BEFORE_RE = re.compile(rb'private_key\\*"\s*:\s*\\*"$')
 
+# The password may hold `<>()[]{}` (generated ones do; a template such as `<pw>` or `${PW}` starts
+# with one and is left alone by `is_placeholder_password`); the user may not.
 _URL_PASSWORD_RE = re.compile(
-    rb"://[^\s/?#@:\"'\\<>()\[\]{}]{0,256}:(?P<pw>[^\s/?#\"'\\<>()\[\]{}]{1,256})@"
+    rb"://[^\s/?#@:\"'\\<>()\[\]{}]{0,256}:(?P<pw>[^\s/?#\"'\\]{1,256})@"
 )
 _URL_PASSWORD_REACH = 3 + 256 + 1 + 256 + 1  # the longest match
 # Webhook URLs, with or without their scheme (`hooks.slack.com/services/...` in prose).

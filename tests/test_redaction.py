@@ -451,6 +451,29 @@ def test_what_follows_a_value_with_symbols_is_kept(redactor: Redactor, text: str
     assert "Qz8mP2vL4x9" not in out and out.endswith(kept), out
 
 
+@pytest.mark.parametrize("url, password", [
+    ("postgres://app:Xk9<mP2>qR7@db.internal:5432/app", "Xk9<mP2>qR7"),
+    ("mysql://root:p(ss)[w0]{rd}9@127.0.0.1/shop", "p(ss)[w0]{rd}9"),
+    ("amqp://bot:Zq8>vL4<Wn2@rabbit/", "Zq8>vL4<Wn2"),
+])
+def test_a_url_password_with_brackets_is_redacted(redactor: Redactor, url: str, password: str) -> None:
+    """Generated passwords hold `<>()[]{}`: the URL rule stopped at them and found no `@`, so the
+    whole password stayed (in a tool result, a .env, a JSON string)."""
+    for data in (url.encode(), f"DATABASE_URL={url}\n".encode(), json.dumps({"content": url}).encode()):
+        out = redactor.redact_bytes(data).decode()
+        assert password not in out and password[3:] not in out and "[REDACTED:" in out, out
+
+
+@pytest.mark.parametrize("text", [
+    "postgres://<user>:<password>@host:5432/db",
+    "postgres://${DB_USER}:${DB_PASS}@db/app",
+    "redis://:{password}@cache:6379",
+    "see https://example.com:443 (or mail ops@example.com)",
+])
+def test_url_templates_are_not_redacted(redactor: Redactor, text: str) -> None:
+    assert redactor.redact_text(text) == text
+
+
 def test_binary_without_secrets_round_trips(redactor: Redactor) -> None:
     blob = random.Random(7).randbytes(200_000)
     assert redactor.redact_bytes(blob) == blob
