@@ -3,9 +3,14 @@
 `<password>s3cr3t</password>` (Maven's settings.xml, Tomcat, Spring, .NET), `define(
 'DB_PASSWORD', 's3cr3t' );` (WordPress' wp-config.php, its salts too), `...;User
 ID=svc;Password=p&ss<w>rd;` in a connection string (`;` ends the value there, so `&`,
-`<` and `>` belong to it) and `.netrc`'s `login bot password s3cr3t`: an agent reads
-such files all day, and the name rules, which look for `name = value`, miss them or
-cut the value at its first symbol.
+`<` and `>` belong to it), `.netrc`'s `login bot password s3cr3t` and `.pgpass`'s
+`db.internal:5432:app:svc:s3cr3t`: an agent reads such files all day, and the name
+rules, which look for `name = value`, miss them or cut the value at its first symbol.
+
+A `.pgpass` line has no name at all, only its shape, and a trigger for that shape cost
+a tenth of the engine's pass over every body; so such lines are looked for only near a
+mention of the file (`cat ~/.pgpass`, a Read of `.pgpass`, grep's `.pgpass:` prefix,
+`PGPASSFILE`), which is how its content comes into a conversation.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ _WORDS = (b"pass", b"pwd", b"secret", b"key", b"salt", b"token")
 _NAME = rb"[A-Za-z0-9_.:\-]{0,60}"
 _QUOTE = rb"\\{0,3}['\"]"  # a quote, escaped when the file sits in a JSON string
 _GAP = rb"(?:[ \t]|\\[nrt]|[\r\n])+"  # spaces and line ends, raw or escaped in a JSON string
+_LINE_START = rb"(?:^|[\n\"]|\\n)"  # a line's start, raw or in a JSON string (which may begin with it)
+_PG_FIELD = rb"(?:[^:\s\\\"']{1,128})"
+_PGPASS_REACH = 65536  # how far from a mention of the file its lines are looked for, either side
 
 # Simple triggers (a keyword, then what must follow it): a bounded run before the keyword would
 # make every `<` of a body start a search in the engine; the rest is checked in Python.
@@ -29,6 +37,7 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"define[ \t]*\([ \t]*" + _QUOTE, literals=(b"define",), window=20, som=True, caseless=True),
     Trigger(rb";[ \t]*(?:password|pwd)[ \t]*=", literals=(b"password", b"pwd"), window=20, som=True, caseless=True),
     Trigger(rb"password[ \t]+[^ \t\r\n\\\"']", literals=(b"password",), window=10, caseless=True),
+    Trigger(rb"pgpass", literals=(b"pgpass",), window=0, caseless=True),
 )
 
 _XML_RE = re.compile(rb"<(?P<tag>" + _NAME + rb")>(?P<v>[^<>\s\\]{1,512})</(?P=tag)>")
@@ -38,11 +47,18 @@ _CONN_RE = re.compile(rb"(?i);[ \t]*(?:password|pwd)[ \t]*=[ \t]*(?P<v>\{[^}\n]{
 _NETRC_RE = re.compile(rb"(?i)password[ \t]+(?P<v>[^ \t\r\n\\\"']{1,256})")
 # `.netrc`: `login <name>` right before `password` (on its line or the one before)
 _NETRC_LOGIN_RE = re.compile(rb"(?i)\blogin" + _GAP + rb"[^ \t\r\n\\]{1,128}" + _GAP + rb"\Z")
+# host:port:database:user:password on its own line (after grep's `path/.pgpass:` prefix, if any)
+_PGPASS_RE = re.compile(
+    _LINE_START + rb"(?:[^\s:\"\\]{0,256}pgpass:)?(?P<host>[A-Za-z0-9.\-]{1,253}|\*):(?P<port>[0-9]{1,5}|\*):(?P<db>" + _PG_FIELD
+    + rb"):(?P<user>" + _PG_FIELD + rb"):(?P<v>[^:\s\\\"'][^\r\n\\\"]{0,255}?)[ \t]*(?=$|[\r\n\"]|\\+[nr\"])"
+)
+_HAS_LETTER_RE = re.compile(rb"[A-Za-z]")
+_PG_PORT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):")
 
 
 def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of the credentials above; `hits[i]` are the (start, end) matches of `TRIGGERS[i]`."""
-    xml, define, conn, netrc = hits
+    xml, define, conn, netrc, pgpass = hits
     for _, end in xml:
         open_at = data.rfind(b"<", max(0, end - 80), end)
         m = _XML_RE.match(data, open_at) if open_at >= 0 else None
@@ -66,6 +82,37 @@ def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[
         if (m is not None and _NETRC_LOGIN_RE.search(data, max(0, at - 160), at) is not None
                 and not is_non_secret_value(m.group("v"), True, b"password")):
             out.append(Span(*m.span("v"), "password", PRIORITY_ASSIGNMENT))
+    if pgpass:
+        _find_pgpass_lines(data, pgpass, out)
+
+
+def _find_pgpass_lines(data: bytes, mentions: list[tuple[int, int]], out: list[Span]) -> None:
+    """`.pgpass` lines within reach of a mention of the file: each `:port:` there, matched from
+    its line's start (no field holds a line end, `"` or `\\`: the last of them before it)."""
+    done = 0
+    for start, end in mentions:
+        lo, hi = max(done, start - _PGPASS_REACH), min(len(data), end + _PGPASS_REACH)
+        for port in _PG_PORT_RE.finditer(data, lo, hi):
+            at = port.start()
+            floor = max(0, at - 512)
+            line = max(data.rfind(b"\n", floor, at), data.rfind(b'"', floor, at), data.rfind(b"\\n", floor, at))
+            m = _PGPASS_RE.match(data, max(line, 0))
+            if m is not None and m.start("port") == at + 1 and _pgpass_line(m):
+                out.append(Span(*m.span("v"), "password", PRIORITY_ASSIGNMENT))
+        done = max(done, hi)
+
+
+def _pgpass_line(m: re.Match[bytes]) -> bool:
+    """A `.pgpass` line, not a timestamp or an address: a host (`*`, a name or a dotted address),
+    a port, database and user names (`*` or a word) and a password that is not a placeholder."""
+    host, port, db, user, value = m.group("host", "port", "db", "user", "v")
+    if host != b"*" and not (_HAS_LETTER_RE.search(host) or host.count(b".") == 3):
+        return False
+    if port != b"*" and not 0 < int(port) < 65536:
+        return False
+    if not all(field == b"*" or _HAS_LETTER_RE.search(field) for field in (db, user)):
+        return False
+    return len(value) >= 4 and not is_non_secret_value(value, True, b"password")
 
 
 def _add(out: list[Span], m: re.Match[bytes], name: bytes, salts: bool = False) -> None:

@@ -1,5 +1,5 @@
 """Credentials in configuration files an agent reads: XML elements, PHP defines, connection
-strings, .netrc — each raw and inside a JSON tool result, on both engines."""
+strings, .netrc, .pgpass — each raw and inside a JSON tool result, on both engines."""
 
 from __future__ import annotations
 
@@ -24,6 +24,10 @@ FOUND = [
     ("Driver={ODBC Driver 18};Server=db;Uid=svc;Pwd={Qz;8rT4wK2};", "Qz;8rT4wK2"),
     ("machine api.example.com login bot password Xk9mP2qR7vL4zz", "Xk9mP2qR7vL4zz"),
     ("machine github.com\n  login octocat\n  password gho_Xk9mP2qR7vL4zz\n", "gho_Xk9mP2qR7vL4zz"),
+    ("$ cat ~/.pgpass\ndb.internal:5432:appdb:appuser:Xk9mP2qR7vL4\n", "Xk9mP2qR7vL4"),
+    ("# ~/.pgpass\n*:*:*:postgres:Zq8&vL4<Wn2Tt\n", "Zq8&vL4<Wn2Tt"),
+    ("/home/dev/.pgpass:10.0.3.7:6432:*:svc:hunter2-staging\n", "hunter2-staging"),
+    ("PGPASSFILE=/run/creds/pg\nlocalhost:5432:app:me:correct horse battery", "correct horse battery"),
 ]
 
 LEFT = [
@@ -33,6 +37,8 @@ LEFT = [
     "Server=db;Database=app;Integrated Security=true;",
     "Please log in with your login name and password to continue.",
     "<keyboard>us</keyboard><primaryKey>id</primaryKey>",
+    "~/.pgpass holds lines like host:port:db:user:password\n12:30:45:00:12\nfe80:0:0:0:1",
+    "see .pgpass\n10.0.0.1:5432:x:y:\nlocalhost:5432:app:me:*\n2024-01-01 12:30:45:00:ab",
 ]
 
 
@@ -53,3 +59,19 @@ def test_names_placeholders_and_prose_are_left_alone(backend, text):
     redactor = Redactor(b"k" * 32, "cfg", backend=backend)
     assert redactor.redact_bytes(text.encode()).decode() == text
     assert json.loads(redactor.redact_bytes(json.dumps({"content": text}).encode()))["content"] == text
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pgpass_lines_in_a_tool_result_and_a_json_string_in_it(backend):
+    """`.pgpass` lines have no name, only their shape: found near a mention of the file, in the
+    tool result after a `cat ~/.pgpass` call and in a JSON string nested in one."""
+    redactor = Redactor(b"k" * 32, "cfg", backend=backend)
+    lines = "db.internal:5432:appdb:appuser:Xk9mP2qR7vL4\n*:*:*:postgres:Zq8vL4Wn2Tt\n"
+    body = json.dumps({"messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "input": {"command": "cat ~/.pgpass"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "content": lines}]},
+        {"role": "user", "content": [{"type": "tool_result", "content": json.dumps({"stdout": lines})}]},
+    ]})
+    out = redactor.redact_bytes(body.encode()).decode()
+    assert "Xk9mP2qR7vL4" not in out and "Zq8vL4Wn2Tt" not in out
+    assert out.count("[REDACTED:password:") == 4 and "db.internal:5432:appdb:appuser:" in out
