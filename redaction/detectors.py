@@ -183,6 +183,19 @@ assert all(len(p) == 3 for p in _PREFIX3), "token format prefixes are three byte
 _KIND_BY_GROUP = {f"f{i}": f.kind for i, f in enumerate(TOKEN_FORMATS)}
 
 _TOKEN_BYTES = frozenset(TOKEN_CHARS)
+
+
+def _literal_head(pattern: bytes) -> bytes:
+    """The fixed bytes a format's pattern begins with (`sk-ant-`, `github_pat_`)."""
+    n = 0
+    while n < len(pattern) and pattern[n] not in b"[](){}?*+|\\.^$":
+        n += 1
+    return pattern[:n] if n < len(pattern) and pattern[n] not in b"?*{" else pattern[: max(0, n - 1)]
+
+
+# Formats whose fixed head is long enough (7+ bytes: one chance in 64^7 per place of occurring by
+# accident, even in a base64url blob) to count glued after `-` or `_`: `x-sk-ant-...`, `KEY_github_pat_...`.
+_LONG_HEADS = tuple(sorted({h for f in TOKEN_FORMATS if len(h := _literal_head(f.pattern)) >= 7}))
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _JSON_ESCAPE_LETTERS = frozenset(b"nrtbf")
 _NOT_BASE64 = frozenset(b"_-.~:")
@@ -297,7 +310,8 @@ def token_at(data: bytes, start: int) -> re.Match[bytes] | None:
     if start > 0:
         before = data[start - 1]
         if before in _TOKEN_BYTES:
-            if not escape_before(data, start) and not _discord_in_run(data, start):
+            if (not escape_before(data, start) and not _discord_in_run(data, start)
+                    and not (before in b"-_" and data.startswith(_LONG_HEADS, start))):
                 return None  # inside a longer run: `foo_ghp_...`
         elif before in (0x2B, 0x2F):  # `+`, `/`: maybe inside base64
             after_slash = True
