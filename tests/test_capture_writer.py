@@ -178,18 +178,57 @@ def test_a_batch_of_reads_crosses_the_pipe_out_of_band_and_in_order():
 
 
 def test_a_finished_stream_keeps_no_second_copy_of_its_body():
-    """`_Stream.finish_parts` hands the body's pieces over and lets them go at once, so a big streamed
-    body is held once (not twice) while it is hashed, compressed and spooled."""
+    """`_Stream.finish_body` hands the body over and keeps nothing of it, so a streamed body is
+    held once (not twice) while it is hashed, compressed and spooled."""
+    from ctxtap.capture.bodies import BodyEncoder
     from ctxtap.capture.writer import _Stream
     from redaction import Redactor
 
     for content_type in ("text/event-stream", "application/x-ndjson"):
-        stream = _Stream(content_type, None, Redactor(KEY))
+        stream = _Stream(content_type, None, Redactor(KEY), BodyEncoder().streamed())
         data = b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}\n\n' * 2000
         for i in range(0, len(data), 70_000):
             stream.feed([data[i:i + 70_000]])
-        assert b"".join(stream.finish_parts()) == data
-        assert stream.parts == [] and not stream.pending
+        body = stream.finish_body()
+        assert b"".join(body.parts) == data and body.size == len(data) and not stream.pending
+
+
+def test_a_big_stream_is_held_compressed_not_whole(tmp_path, monkeypatch):
+    """Past a delta base's size a streamed body is compressed as it is released: the writer holds
+    its compressed size, not its size (it held every piece until the stream ended: 100 MB of
+    stream, 100 MB of writer). What is stored reads back exactly, with its digest."""
+    import hashlib
+    import tracemalloc
+
+    from ctxtap.capture import bodies
+
+    monkeypatch.setattr(bodies, "MAX_BASE_BYTES", 1 << 20)
+    secret = "sk-proj-" + "Q7x" * 20
+    events = [b"data: " + json.dumps({"type": "content_block_delta", "index": 0, "delta": {
+        "type": "text_delta", "text": f"line {i}: the quick brown fox jumps over the lazy dog. " * 20}}).encode()
+        + b"\n\n" for i in range(40_000)]  # about 45 MB
+    events[20_000] = events[20_000].replace(b"line 20000", b"key " + secret.encode())
+    size = sum(map(len, events))
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="big-stream"))
+    writer.submit(_request("s", 0, b"{}", b"{}")).result()
+    writer.send(StreamStart("s", "text/event-stream", None))
+    tracemalloc.start()
+    for i in range(0, len(events), 64):
+        writer.send(ResponseChunk("s", events[i:i + 64]))
+    writer.submit(_response("s", None, chunked=True)).result()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < size // 4, (peak, size)
+    writer.close()
+    finalize(out)
+    (ex,) = Capture.open(out).exchanges()
+    expected = b"".join(events).replace(secret.encode(), b"")
+    body = ex.response_body
+    assert secret.encode() not in body and b"[REDACTED:" in body
+    assert body.replace(body[body.index(b"[REDACTED:"):body.index(b"]", body.index(b"[REDACTED:")) + 1], b"") == expected
+    flow = Capture.open(out).flows().to_pylist()[0]
+    assert flow["response_bytes"] == size
 
 
 def test_the_proxy_holds_a_bounded_queue_when_the_child_falls_behind(tmp_path, monkeypatch, caplog):

@@ -104,6 +104,28 @@ class BodyEncoder:
         self._max_streams = max_streams
         self._plain = zstd.ZstdCompressor(level=LEVEL)
 
+    def streamed(self) -> StreamedBody:
+        """Where a streamed body's pieces go as they are released (see `StreamedBody`)."""
+        return StreamedBody(self._plain)
+
+    def encode_streamed(self, body: StreamedBody, stream_key: str, sha256: str | None = None) -> EncodedBody:
+        """A streamed body: its pieces as `encode_parts` takes them, or, once it grew past a delta
+        base, the frame compressed as it arrived (its digest read back from that frame when the
+        caller has none: a stream that redaction changed)."""
+        if body.frame is None:
+            return self.encode_parts(body.parts, stream_key, sha256)
+        data = body.finish()
+        if sha256 is None:
+            sha = hashlib.sha256()
+            for piece in zstd.ZstdDecompressor().read_to_iter(data, read_size=1 << 20, write_size=1 << 20):
+                sha.update(piece)
+            sha256 = sha.hexdigest()
+        body_id, ref = self._new_id(sha256, body.size)
+        if ref is not None:
+            return ref
+        self._remember_hash(sha256, body_id)
+        return EncodedBody(body_id, "zstd", None, body.size, sha256, data)
+
     def encode_parts(self, parts: list[bytes], stream_key: str, sha256: str | None = None) -> EncodedBody:
         """A body given as its pieces in order (a streamed response): too big to be a delta base,
         it is hashed and compressed piece by piece, never joined (a joined copy would hold it twice).
@@ -204,6 +226,13 @@ class BodyEncoder:
 _DELTAS = ("zstd-tail", "zstd-delta", "ref")  # codecs whose row names a base
 
 
+def _plain_frame(dec: zstd.ZstdDecompressor, blob: bytes) -> bytes:
+    """A `zstd` body: its frame states its size, or (a big stream, compressed as it arrived) not."""
+    if zstd.frame_content_size(blob) >= 0:
+        return dec.decompress(blob)
+    return dec.decompressobj().decompress(blob)
+
+
 class BodyView:
     """A body's bytes as pieces of other bytes, read without joining them.
 
@@ -284,6 +313,41 @@ def as_bytes(data: bytes | BodyView) -> bytes:
     return data if isinstance(data, bytes) else bytes(data)
 
 
+class StreamedBody:
+    """A streamed body as its redacted pieces are released: kept as pieces while it could still be
+    a delta base (`MAX_BASE_BYTES`), then compressed as it goes, so a stream of hundreds of
+    megabytes costs the writer its compressed size, not its size. The frame then does not state
+    its content size (it was not known when it began); `BodyDecoder` reads both kinds."""
+
+    __slots__ = ("parts", "size", "frame", "_out", "_plain")
+
+    def __init__(self, plain: zstd.ZstdCompressor) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.frame = None  # the compressor, once the body outgrew a delta base
+        self._out: list[bytes] = []
+        self._plain = plain
+
+    def add(self, part: bytes) -> None:
+        if not part:
+            return
+        self.size += len(part)
+        if self.frame is not None:
+            self._out.append(self.frame.compress(part))
+            return
+        self.parts.append(part)
+        if self.size > MAX_BASE_BYTES:
+            self.frame = self._plain.compressobj()
+            self._out = [self.frame.compress(piece) for piece in self.parts]
+            self.parts = []
+
+    def finish(self) -> bytes:
+        assert self.frame is not None
+        self._out.append(self.frame.flush())
+        data, self._out = b"".join(self._out), []
+        return data
+
+
 class BodyDecoder:
     """Decodes stored bodies, following delta and ref chains, with a small LRU cache of views."""
 
@@ -318,7 +382,7 @@ class BodyDecoder:
             current = base_id if codec in _DELTAS else None
         for cid, codec, _base_id, blob in reversed(chain):
             if codec == "zstd":
-                view = BodyView.of(self._plain.decompress(blob))
+                view = BodyView.of(_plain_frame(self._plain, blob))
             elif codec == "zstd-tail":
                 view = self._untail(cid, view, blob)
             elif codec == "zstd-delta":

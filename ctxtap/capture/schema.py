@@ -95,7 +95,7 @@ WS_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 
 BODY_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("body_id", I64, "Body id referenced from flows and ws_messages."),
-    ("codec", S, "`zstd` (whole body), `zstd-tail` (two u64 little-endian: the count of leading bytes equal to body `base_id`'s, and the offset in the base where the dictionary begins; then zstd of the rest, with the base from that offset on as raw-content dictionary, none if the offset is the base's length), `ref` (identical to `base_id`) or, in captures written before `zstd-tail`, `zstd-delta` (zstd of the whole body with the whole base as raw-content dictionary)."),
+    ("codec", S, "`zstd` (whole body: one frame, which states its content size unless it is a streamed body of over 16 MiB, compressed as it arrived), `zstd-tail` (two u64 little-endian: the count of leading bytes equal to body `base_id`'s, and the offset in the base where the dictionary begins; then zstd of the rest, with the base from that offset on as raw-content dictionary, none if the offset is the base's length), `ref` (identical to `base_id`) or, in captures written before `zstd-tail`, `zstd-delta` (zstd of the whole body with the whole base as raw-content dictionary)."),
     ("base_id", I64, "Base body for `zstd-tail`, `zstd-delta` and `ref`."),
     ("size", I64, "Decoded size in bytes."),
     ("sha256", S, "SHA-256 of the decoded, redacted body."),

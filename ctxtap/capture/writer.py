@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ctxtap.capture.bodies import BodyEncoder, EncodedBody
+from ctxtap.capture.bodies import BodyEncoder, EncodedBody, StreamedBody
 from ctxtap.capture.classify import classify_client, stream_key
 from ctxtap.capture.decode import CODINGS, StreamDecoder, decode_body, kept
 from ctxtap.capture.events import (
@@ -71,14 +71,14 @@ class _Stream:
     codings) is decoded, or kept, at the end like a whole body.
     """
 
-    __slots__ = ("sha", "size", "pending", "parts", "sse", "incremental", "raw", "encoding", "redactions",
+    __slots__ = ("sha", "size", "pending", "body", "sse", "incremental", "raw", "encoding", "redactions",
                  "decoder", "_redactor")
 
-    def __init__(self, content_type: str | None, encoding: str | None, redactor) -> None:
+    def __init__(self, content_type: str | None, encoding: str | None, redactor, body: StreamedBody) -> None:
         self.sha = hashlib.sha256()
         self.size = 0
         self.pending = bytearray()
-        self.parts: list[bytes] = []
+        self.body = body  # the redacted pieces as released (a big stream compressed as it goes)
         self.encoding = encoding
         coding = (encoding or "").strip().lower()
         self.decoder = StreamDecoder(coding) if coding in CODINGS else None
@@ -98,14 +98,14 @@ class _Stream:
         if not self.incremental:
             self.raw.extend(pieces)
         elif self.sse is not None:
-            self.parts.append(self.sse.feed(*pieces))
+            self.body.add(self.sse.feed(*pieces))
         else:
             for data in pieces:
                 self.pending += data
             if len(self.pending) >= SEGMENT_BYTES:
                 cut = self.pending.rfind(b"\n")
                 if cut > 0:
-                    self.parts.append(self._redact(bytes(self.pending[: cut + 1])))
+                    self.body.add(self._redact(bytes(self.pending[: cut + 1])))
                     del self.pending[: cut + 1]
 
     def _decode(self, pieces: list[bytes]) -> list[bytes]:
@@ -134,16 +134,15 @@ class _Stream:
         return ("decoded" if error is None else kept(f"{self.decoder.coding}: {error}", self.decoder.size),
                 self.decoder.size)
 
-    def finish_parts(self) -> list[bytes]:
-        """The redacted body of an incremental stream as its pieces, in order (the stream lets them go)."""
+    def finish_body(self) -> StreamedBody:
+        """The redacted body of an incremental stream that is over."""
         if self.sse is not None:
-            self.parts.append(self.sse.finish())
+            self.body.add(self.sse.finish())
             self.redactions.update(self.sse.redactions)
         else:
-            self.parts.append(self._redact(bytes(self.pending)))
+            self.body.add(self._redact(bytes(self.pending)))
             self.pending.clear()
-        parts, self.parts = self.parts, []
-        return parts
+        return self.body
 
     def _redact(self, data: bytes) -> bytes:
         before = Counter(self._redactor.counts)
@@ -278,7 +277,8 @@ class CaptureWriter:
                     self.spool.append({"t": "chunk1", "flow_id": event.flow_id, "ts_first_chunk": time.time()})
                 stream.feed(event.pieces())
         elif isinstance(event, StreamStart):
-            self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding, self.redactor)
+            self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding, self.redactor,
+                                                   self.bodies.streamed())
         elif isinstance(event, TelemetryEvent):
             self._on_telemetry(event)
         elif isinstance(event, ManifestNote):
@@ -305,6 +305,11 @@ class CaptureWriter:
         if not any(parts):
             return None
         return self._spool_body(self.bodies.encode_parts(parts, stream_key, sha256))
+
+    def _store_streamed(self, body: StreamedBody, stream_key: str, sha256: str | None = None) -> int | None:
+        if not body.size:
+            return None
+        return self._spool_body(self.bodies.encode_streamed(body, stream_key, sha256))
 
     def _spool_body(self, enc: EncodedBody) -> int:
         self.spool.append(
@@ -436,23 +441,24 @@ class CaptureWriter:
             if ev.chunk_offsets else None,
         }
         if info is None or info.record_full:
-            known_sha = None
+            key = "resp " + (info.stream_key[4:] if info else ev.flow_id)
             if stream.incremental and not stream.undecoded:
-                parts = stream.finish_parts()
+                body = stream.finish_body()
                 status, size = stream.status()
                 # every change to a stream writes a counted placeholder: none, and the pieces are
                 # the wire bytes, whose digest is known (hashing 50 MB again costs 30 ms)
                 known_sha = None if stream.redactions or stream.decoder else digest
+                body_id = self._store_streamed(body, key, known_sha)
             else:
                 decoded, status = decode_body(b"".join(stream.raw), stream.encoding)
-                parts, size = [self.redactor.redact_bytes(decoded)], len(decoded)
-            key = "resp " + (info.stream_key[4:] if info else ev.flow_id)
+                size = len(decoded)
+                body_id = self._store_parts([self.redactor.redact_bytes(decoded)], key)
             row.update(
                 response_headers=json.dumps(self.redactor.redact_headers(ev.headers)),
                 response_content_encoding=self._said(stream.encoding),
                 response_decode_status=status,
                 response_bytes=size,
-                response_body_id=self._store_parts(parts, key, known_sha),
+                response_body_id=body_id,
             )
         row["redactions"] = dict(Counter(self._counts_delta(before)) + stream.redactions)
         return row
