@@ -227,8 +227,14 @@ def test_a_big_stream_is_held_compressed_not_whole(tmp_path, monkeypatch):
     body = ex.response_body
     assert secret.encode() not in body and b"[REDACTED:" in body
     assert body.replace(body[body.index(b"[REDACTED:"):body.index(b"]", body.index(b"[REDACTED:")) + 1], b"") == expected
+    import pyarrow.parquet as pq
+
+    from ctxtap.capture.finalize import BODIES_FILE
+
     flow = Capture.open(out).flows().to_pylist()[0]
     assert flow["response_bytes"] == size
+    digests = {r["body_id"]: r["sha256"] for r in pq.read_table(out / BODIES_FILE).to_pylist()}
+    assert digests[flow["response_body_id"]] == hashlib.sha256(body).hexdigest()
 
 
 def test_the_proxy_holds_a_bounded_queue_when_the_child_falls_behind(tmp_path, monkeypatch, caplog):
