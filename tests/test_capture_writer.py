@@ -193,48 +193,62 @@ def test_a_finished_stream_keeps_no_second_copy_of_its_body():
         assert b"".join(body.parts) == data and body.size == len(data) and not stream.pending
 
 
-def test_a_big_stream_is_held_compressed_not_whole(tmp_path, monkeypatch):
+def test_big_streams_are_held_compressed_not_whole(tmp_path, monkeypatch):
     """Past a delta base's size a streamed body is compressed as it is released: the writer holds
     its compressed size, not its size (it held every piece until the stream ended: 100 MB of
-    stream, 100 MB of writer). What is stored reads back exactly, with its digest."""
+    stream, 100 MB of writer). Two such streams at once, with other bodies stored between their
+    reads, each read back exactly, with the digest of their bytes."""
     import hashlib
     import tracemalloc
 
+    import pyarrow.parquet as pq
+
     from ctxtap.capture import bodies
+    from ctxtap.capture.finalize import BODIES_FILE
 
     monkeypatch.setattr(bodies, "MAX_BASE_BYTES", 1 << 20)
     secret = "sk-proj-" + "Q7x" * 20
-    events = [b"data: " + json.dumps({"type": "content_block_delta", "index": 0, "delta": {
-        "type": "text_delta", "text": f"line {i}: the quick brown fox jumps over the lazy dog. " * 20}}).encode()
-        + b"\n\n" for i in range(40_000)]  # about 45 MB
-    events[20_000] = events[20_000].replace(b"line 20000", b"key " + secret.encode())
-    size = sum(map(len, events))
+
+    def events(tag: str) -> list[bytes]:
+        out = [b"data: " + json.dumps({"type": "content_block_delta", "index": 0, "delta": {
+            "type": "text_delta", "text": f"{tag} {i}: the quick brown fox jumps over the lazy dog. " * 20}}).encode()
+            + b"\n\n" for i in range(20_000)]  # about 23 MB
+        out[10_000] = out[10_000].replace(f"{tag} 10000".encode(), b"key " + secret.encode())
+        return out
+
+    streams = {"a": events("alpha"), "b": events("beta")}
+    size = sum(len(e) for evs in streams.values() for e in evs)
     out = tmp_path / "cap"
-    writer = CaptureWriter(out, KEY, Manifest(capture_id="big-stream"))
-    writer.submit(_request("s", 0, b"{}", b"{}")).result()
-    writer.send(StreamStart("s", "text/event-stream", None))
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="big-streams"))
+    for n, name in enumerate(streams):
+        writer.submit(_request(name, n, b"{}", b"{}")).result()
+        writer.send(StreamStart(name, "text/event-stream", None))
     tracemalloc.start()
-    for i in range(0, len(events), 64):
-        writer.send(ResponseChunk("s", events[i:i + 64]))
-    writer.submit(_response("s", None, chunked=True)).result()
+    for i in range(0, 20_000, 64):
+        for name, evs in streams.items():
+            writer.send(ResponseChunk(name, evs[i:i + 64]))
+        if i % 1280 == 0:  # other flows' bodies stored while both streams are arriving
+            body = json.dumps({"n": i, "messages": ["x" * 5000]}).encode()
+            writer.submit(_request(f"r{i}", 10 + i, body, body)).result()
+    for name in streams:
+        writer.submit(_response(name, None, chunked=True)).result()
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < size // 4, (peak, size)
     writer.close()
     finalize(out)
-    (ex,) = Capture.open(out).exchanges()
-    expected = b"".join(events).replace(secret.encode(), b"")
-    body = ex.response_body
-    assert secret.encode() not in body and b"[REDACTED:" in body
-    assert body.replace(body[body.index(b"[REDACTED:"):body.index(b"]", body.index(b"[REDACTED:")) + 1], b"") == expected
-    import pyarrow.parquet as pq
-
-    from ctxtap.capture.finalize import BODIES_FILE
-
-    flow = Capture.open(out).flows().to_pylist()[0]
-    assert flow["response_bytes"] == size
+    cap = Capture.open(out)
     digests = {r["body_id"]: r["sha256"] for r in pq.read_table(out / BODIES_FILE).to_pylist()}
-    assert digests[flow["response_body_id"]] == hashlib.sha256(body).hexdigest()
+    flows = {f["flow_id"]: f for f in cap.flows().to_pylist()}
+    for name, evs in streams.items():
+        flow = flows[name]
+        body = cap.body(flow["response_body_id"])
+        start = body.index(b"[REDACTED:")
+        placeholder = body[start:body.index(b"]", start) + 1]
+        assert secret.encode() not in body
+        assert body.replace(placeholder, b"") == b"".join(evs).replace(secret.encode(), b"")
+        assert flow["response_bytes"] == sum(map(len, evs))
+        assert digests[flow["response_body_id"]] == hashlib.sha256(body).hexdigest()
 
 
 def test_the_proxy_holds_a_bounded_queue_when_the_child_falls_behind(tmp_path, monkeypatch, caplog):

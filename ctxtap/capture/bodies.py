@@ -106,7 +106,7 @@ class BodyEncoder:
 
     def streamed(self) -> StreamedBody:
         """Where a streamed body's pieces go as they are released (see `StreamedBody`)."""
-        return StreamedBody(self._plain)
+        return StreamedBody()
 
     def encode_streamed(self, body: StreamedBody, stream_key: str, sha256: str | None = None) -> EncodedBody:
         """A streamed body: its pieces as `encode_parts` takes them, or, once it grew past a delta
@@ -317,16 +317,17 @@ class StreamedBody:
     """A streamed body as its redacted pieces are released: kept as pieces while it could still be
     a delta base (`MAX_BASE_BYTES`), then compressed as it goes, so a stream of hundreds of
     megabytes costs the writer its compressed size, not its size. The frame then does not state
-    its content size (it was not known when it began); `BodyDecoder` reads both kinds."""
+    its content size (it was not known when it began); `BodyDecoder` reads both kinds. Each such
+    body has a compressor of its own: a zstd context compresses one frame at a time, and other
+    bodies (and other streams) are stored while this one is still arriving."""
 
-    __slots__ = ("parts", "size", "frame", "_out", "_plain")
+    __slots__ = ("parts", "size", "frame", "_out")
 
-    def __init__(self, plain: zstd.ZstdCompressor) -> None:
+    def __init__(self) -> None:
         self.parts: list[bytes] = []
         self.size = 0
-        self.frame = None  # the compressor, once the body outgrew a delta base
+        self.frame = None  # its compressor, once the body outgrew a delta base
         self._out: list[bytes] = []
-        self._plain = plain
 
     def add(self, part: bytes) -> None:
         if not part:
@@ -337,7 +338,7 @@ class StreamedBody:
             return
         self.parts.append(part)
         if self.size > MAX_BASE_BYTES:
-            self.frame = self._plain.compressobj()
+            self.frame = zstd.ZstdCompressor(level=LEVEL).compressobj()
             self._out = [self.frame.compress(piece) for piece in self.parts]
             self.parts = []
 
