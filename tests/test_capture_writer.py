@@ -251,6 +251,47 @@ def test_big_streams_are_held_compressed_not_whole(tmp_path, monkeypatch):
         assert digests[flow["response_body_id"]] == hashlib.sha256(body).hexdigest()
 
 
+def test_a_download_recorded_as_metadata_is_only_hashed_and_counted(tmp_path):
+    """A chunked response of a metadata-only flow (a repository or a package an agent fetches
+    through the proxy) was decoded, redacted and held like a model's answer, then thrown away:
+    hundreds of megabytes of a git pack through the redactor. Now only its digest and size are
+    kept, as the row needs; a model flow's stream beside it is still redacted and stored."""
+    import hashlib
+    import tracemalloc
+
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, KEY, Manifest(capture_id="downloads"))
+    seen = []
+    redact_bytes = writer.redactor.redact_bytes
+    writer.redactor.redact_bytes = lambda data: seen.append(len(data)) or redact_bytes(data)
+    pack = bytes(range(256)) * 4096 + b"token=sk-ant-api03-" + b"S" * 80 + b"\n"  # 1 MiB and a line
+    writer.submit(_request("pack", 0, b"", b"", model=False)).result()
+    writer.send(StreamStart("pack", "application/x-git-upload-pack-result", None))
+    writer.submit(_request("model", 1, b"{}", b"{}")).result()
+    writer.send(StreamStart("model", "application/x-ndjson", None))
+    tracemalloc.start()
+    for _ in range(40):
+        writer.send(ResponseChunk("pack", [pack]))
+        writer.send(ResponseChunk("model", [b'{"text": "hello"}\n' * 100]))
+    for name in ("pack", "model"):
+        writer.submit(ResponseEvent(flow_id=name, status=200, reason="OK", http_version="HTTP/1.1",
+                                    headers=[("transfer-encoding", "chunked")], body_in=None, body_out=None,
+                                    streamed=True, ts_headers=time.time(), ts_first_byte=None,
+                                    ts_end=time.time(), chunked=True)).result()
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    writer.close()
+    finalize(out)
+    flows = {f["flow_id"]: f for f in Capture.open(out).flows().to_pylist()}
+    pack_flow, model_flow = flows["pack"], flows["model"]
+    assert pack_flow["record_mode"] == "metadata" and pack_flow["response_body_id"] is None
+    assert pack_flow["response_bytes_wire"] == 40 * len(pack)
+    assert pack_flow["response_sha256_upstream"] == hashlib.sha256(pack * 40).hexdigest()
+    assert model_flow["response_body_id"] is not None
+    assert sum(seen) < len(pack), "the download went through the redactor"
+    assert peak < 4 << 20, peak
+
+
 def test_the_proxy_holds_a_bounded_queue_when_the_child_falls_behind(tmp_path, monkeypatch, caplog):
     """Frames waiting for a full pipe stay under MAX_QUEUED_BYTES: past it the proxy waits for the
     child instead of holding ever more of a big stream; the whole body still reaches the capture."""

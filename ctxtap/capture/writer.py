@@ -72,9 +72,13 @@ class _Stream:
     """
 
     __slots__ = ("sha", "size", "pending", "body", "sse", "incremental", "raw", "encoding", "redactions",
-                 "decoder", "_redactor")
+                 "decoder", "_redactor", "kept")
 
-    def __init__(self, content_type: str | None, encoding: str | None, redactor, body: StreamedBody) -> None:
+    def __init__(self, content_type: str | None, encoding: str | None, redactor, body: StreamedBody,
+                 kept: bool = True) -> None:
+        # `kept`: the flow is recorded in full. A metadata-only one (a package or a repository an
+        # agent downloads through the proxy) is only hashed and counted, never decoded, redacted or held.
+        self.kept = kept
         self.sha = hashlib.sha256()
         self.size = 0
         self.pending = bytearray()
@@ -93,6 +97,8 @@ class _Stream:
         for data in pieces:
             self.sha.update(data)
             self.size += len(data)
+        if not self.kept:
+            return
         if self.decoder is not None and self.incremental:
             pieces = self._decode(pieces)
         if not self.incremental:
@@ -277,8 +283,9 @@ class CaptureWriter:
                     self.spool.append({"t": "chunk1", "flow_id": event.flow_id, "ts_first_chunk": time.time()})
                 stream.feed(event.pieces())
         elif isinstance(event, StreamStart):
+            info = self._inflight.get(event.flow_id)
             self._streams[event.flow_id] = _Stream(event.content_type, event.content_encoding, self.redactor,
-                                                   self.bodies.streamed())
+                                                   self.bodies.streamed(), kept=info is None or info.record_full)
         elif isinstance(event, TelemetryEvent):
             self._on_telemetry(event)
         elif isinstance(event, ManifestNote):
