@@ -530,7 +530,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         else:
             v_end = _run_end(_BARE_RUN_RE, data, v_start)
             if strong and v_end is not None:
-                v_end = _past_symbols(data, v_start, v_end)
+                v_end = _past_operators(data, v_start, v_end, _VALUE_FOLLOWER_RE)
         if v_end is None:
             return None
         v_end = _next_stop(stops, v_start, v_end)
@@ -566,29 +566,14 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     return Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT)
 
 
-def _past_operators(data: bytes, start: int, end: int) -> int:
-    """`DB_PASSWORD=Xk9&mP2<qR7>vL4!`: in an env file the value runs to the space, `&`, `<`, `>`
-    and `;` included (a shell would read them as operators, but cutting a generated password at
-    its first symbol leaves the rest of it on disk: fail closed). An operator followed by a space
-    or the line's end (`PASS=x; make`, `TOKEN=x &`) still ends the value."""
+def _past_operators(data: bytes, start: int, end: int, follower: re.Pattern[bytes] | None = None) -> int:
+    """`DB_PASSWORD=Xk9&mP2<qR7>vL4!`: the value runs on past `&`, `<`, `>` and `;` to the space
+    (a shell would read them as operators, but cutting a generated password at its first symbol
+    leaves the rest of it on disk: fail closed). An operator followed by a space or the line's end
+    (`PASS=x; make`, `TOKEN=x &`) still ends it, and so does a `follower` match: in prose, a log or
+    a chat (`the new password: Qz&8mP2<vL4!x`) what follows a value (`&next=`, `;user=`, `</td>`)."""
     while end < len(data) and data[end] in b"&<>;" and end - start <= _MAX_VALUE:
-        after = end + 1
-        while after < len(data) and data[after] in b"&<>;":
-            after += 1
-        nxt = _ENV_RUN_RE.match(data, after).end()  # type: ignore[union-attr]
-        if nxt == after:
-            break
-        end = nxt
-    return end
-
-
-def _past_symbols(data: bytes, start: int, end: int) -> int:
-    """`the new password: Qz&8mP2<vL4!x` in prose, a log or a chat: a bare value under a strong
-    name runs on past `&`, `<`, `>` and `;` (cut at its first symbol, the rest of a generated
-    password stays on disk), but not into what follows a value: `&next=` in a query string,
-    `;user=` in a connection string, a tag (`</td>`, `<br>`), or a symbol before a space."""
-    while end < len(data) and data[end] in b"&<>;" and end - start <= _MAX_VALUE:
-        if _VALUE_FOLLOWER_RE.match(data, end) is not None:
+        if follower is not None and follower.match(data, end) is not None:
             break
         after = end + 1
         while after < len(data) and data[after] in b"&<>;":
