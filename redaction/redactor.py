@@ -15,6 +15,7 @@ from redaction.assignments import looks_random
 from redaction.detectors import TOKEN_CHARS, is_placeholder_password
 from redaction.encodings import percent_decode
 from redaction.headers import header_kind, split_auth_scheme, split_cookies
+from redaction.json_stream import looks_like_json_stream, redact_json_stream
 from redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
 from redaction.scanner import Scanner, get_scanner
 from redaction.streams import looks_like_sse, redact_sse
@@ -99,13 +100,16 @@ class Redactor:
     def redact_bytes(self, data: bytes) -> bytes:
         """Any body: JSON, SSE, a WebSocket frame or binary. Unchanged outside the replaced spans.
 
-        An SSE body has its content streams joined first (`redaction.streams`),
-        so a secret streamed a few characters per delta is caught whole.
+        An SSE body, or a stream of JSON values (NDJSON, a JSON array of chunks), has its
+        content streams joined first (`redaction.streams`, `redaction.json_stream`), so a
+        secret streamed a few characters per delta is caught whole.
         """
         try:
             data = bytes(data)
             if looks_like_sse(data):
                 return redact_sse(data, self)
+            if looks_like_json_stream(data):
+                return redact_json_stream(data, self)
             return self._redact_payload(data)
         except Exception:
             return self._unscannable(data)

@@ -62,13 +62,24 @@ def looks_like_sse(data: bytes) -> bool:
 # --- which strings of an event are pieces of a content stream --------------------------------
 
 Path = tuple[Any, ...]
-_MARKERS = (b'"delta"', b'"candidates"')
 _ANTHROPIC_FIELDS = ("text", "partial_json", "thinking")
 _CHAT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
+_ANTHROPIC_EVENTS = frozenset({"message_start", "message_delta", "message_stop", "content_block_start",
+                               "content_block_delta", "content_block_stop", "ping", "error"})
+# An API none of the rules above knows (Ollama's NDJSON, Cohere's or Bedrock's events, the next one):
+# every string under one of these keys is a piece of the content stream at its path.
+CONTENT_KEYS = frozenset({"text", "content", "delta", "partial_json", "arguments", "thinking", "reasoning",
+                          "reasoning_content", "response", "refusal", "input", "output", "message", "token"})
+_MARKERS = (b'"delta"', b'"candidates"', *(b'"%s"' % k.encode() for k in sorted(CONTENT_KEYS)))
+_GENERIC_DEPTH = 8
+_GENERIC_ITEMS = 64
 
 
 def _wanted(obj: dict) -> Iterator[tuple[tuple, Path]]:
     """(stream key, path of the string) for every delta string of one decoded event."""
+    if not _known(obj):
+        yield from _generic(obj, ())
+        return
     kind = obj.get("type")
     delta = obj.get("delta")
     if kind == "content_block_delta" and isinstance(delta, dict):  # Anthropic Messages
@@ -107,6 +118,34 @@ def _wanted(obj: dict) -> Iterator[tuple[tuple, Path]]:
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     key = ("gemini", cand.get("index", i), bool(part.get("thought")))
                     yield key, (*prefix, "candidates", i, "content", "parts", j, "text")
+
+
+def _known(obj: dict) -> bool:
+    """An event of an API whose delta fields `_wanted` names (anything else is read generically)."""
+    kind = obj.get("type")
+    if isinstance(kind, str) and (kind in _ANTHROPIC_EVENTS or kind.startswith("response.")):
+        return True
+    response = obj.get("response")
+    return "choices" in obj or "candidates" in obj or (isinstance(response, dict) and "candidates" in response)
+
+
+def _generic(value: Any, path: Path) -> Iterator[tuple[tuple, Path]]:
+    """Every string under a content-like key (`CONTENT_KEYS`), its path its stream: consecutive
+    events of one shape put the pieces of one text at one path (array indices included, so two
+    choices or two tool calls stay apart)."""
+    if len(path) >= _GENERIC_DEPTH:
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str):
+                if key in CONTENT_KEYS:
+                    yield ("generic", *path, key), (*path, key)
+            elif isinstance(item, (dict, list)):
+                yield from _generic(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value[:_GENERIC_ITEMS]):
+            if isinstance(item, (dict, list)):
+                yield from _generic(item, (*path, i))
 
 
 # A JSON string as an unrolled loop (runs of plain bytes, then one escape): an alternation per

@@ -271,3 +271,72 @@ def test_keys_in_reason_phrases_content_types_user_agents_and_message_types_stay
     assert types[0].startswith("[REDACTED:") and types[1] == "response.create"
     for where, data in all_stored_bytes(tmp_path / "cap"):
         assert key.encode() not in data, where
+
+
+class ValuesUpstream(http.server.BaseHTTPRequestHandler):
+    """A model answering with a stream of JSON values, not SSE: Gemini's chunks as one JSON array
+    (`streamGenerateContent` without `alt=sse`) and Ollama's NDJSON, one network write per value,
+    the value holding the middle of the secret cut in two."""
+
+    protocol_version = "HTTP/1.1"
+    bodies: dict[str, list[bytes]] = {}
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        parts = self.bodies[self.path]
+        self.send_response(200)
+        self.send_header("content-type", "application/x-ndjson" if self.path == "/api/chat" else "application/json")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for part in parts:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.flush()
+            time.sleep(0.01)
+        self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_key_streamed_in_json_values_stays_off_disk(tmp_path, ctxtap_config):
+    """A key a model echoes in pieces across the elements of a JSON-array stream or the lines of
+    an NDJSON one (no single element holds it) went to disk in pieces: only SSE and WebSocket
+    deltas were joined."""
+    from tests.test_redaction_json_stream import _gemini_array, _ollama_chat
+
+    key = "sk-ant-api03-" + "Jt5" * 30 + "AA"
+    chunks = ["Your key is ", key[:9], key[9:31], key[31:70], key[70:], ", keep it safe."]
+    gemini_path = "/v1beta/models/gemini-2.5-pro:streamGenerateContent"
+    bodies = {gemini_path: _gemini_array(chunks), "/api/chat": _ollama_chat(chunks)}
+    for name, body in bodies.items():
+        middle = body.index(key[31:70].encode()) + 20
+        starts = sorted({0, middle, *(i + 1 for i in range(len(body)) if body[i:i + 1] in b"}\n")})
+        starts = [s for s in starts if s < len(body)]
+        ValuesUpstream.bodies[name] = [body[a:b] for a, b in zip(starts, [*starts[1:], len(body)], strict=True)]
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ValuesUpstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    there = f"http://127.0.0.1:{upstream.server_address[1]}"
+    pp = start_proxy(tmp_path / "cap", ctxtap_config,  # an Ollama server the user names as a model host
+                     [f"generativelanguage.googleapis.com={there}", f"ollama.internal={there}"],
+                     ["--model-host", "ollama.internal=ollama"])
+    try:
+        for host, path in (("generativelanguage.googleapis.com", gemini_path), ("ollama.internal", "/api/chat")):
+            client = HttpClient(f"https://{host}", proxy=pp.url, ca_file=pp.ca_bundle)
+            answer = client.request("POST", path, b"{}", [("content-type", "application/json")]).body()
+            assert answer == bodies[path]  # the client gets the original bytes
+            client.close()
+    finally:
+        pp.stop()
+        upstream.shutdown()
+    for where, data in all_stored_bytes(tmp_path / "cap"):
+        for piece in chunks[1:5]:
+            assert piece.encode() not in data, (where, piece)
+    cap = Capture.open(tmp_path / "cap")
+    flows = {f["path"]: f for f in cap.flows().to_pylist()}
+    assert {f["record_mode"] for f in flows.values()} == {"full"}
+    stored = {path: cap.body(f["response_body_id"]) for path, f in flows.items()}
+    gemini = json.loads(stored[gemini_path])  # still the JSON it was, the key replaced inside it
+    text = "".join(e["candidates"][0]["content"]["parts"][0]["text"] for e in gemini)
+    assert text.startswith("Your key is [REDACTED:anthropic-key:") and text.endswith(", keep it safe.")
+    lines = [json.loads(line) for line in stored["/api/chat"].splitlines()]
+    assert "".join(v["message"]["content"] for v in lines).startswith("Your key is [REDACTED:anthropic-key:")

@@ -42,8 +42,9 @@ from ctxtap.capture.events import (
 )
 from ctxtap.capture.spool import LOCK_NAME, SpoolFile
 from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
+from redaction.json_stream import JsonStreamRedactor
 from redaction.layered import capture_redactor, ruleset_version
-from redaction.streams import Released, SseRedactor, StreamRedactor
+from redaction.streams import Released, SseRedactor, StreamRedactor, looks_like_sse
 
 if TYPE_CHECKING:  # the writer child saves a ManifestRecord and never imports pydantic
     from ctxtap.capture.manifest import Manifest
@@ -64,15 +65,17 @@ class _Stream:
 
     An SSE body goes through `SseRedactor`, which joins every content stream
     across events, network reads and batches, so a secret streamed in pieces
-    is redacted whole wherever the cuts fall. Other plain bodies are redacted
-    in segments ending at a line end. A body in one content-coding is decoded
+    is redacted whole wherever the cuts fall; a body of JSON values (NDJSON, a
+    JSON array of chunks, whatever its content type says) goes through
+    `JsonStreamRedactor`, which does the same per element. Other plain bodies
+    are redacted in segments ending at a line end. A body in one content-coding is decoded
     as it arrives (bounded, `StreamDecoder`); its compressed bytes are held only
     until they first decode, so a body that never does (or one in several
     codings) is decoded, or kept, at the end like a whole body.
     """
 
-    __slots__ = ("sha", "size", "pending", "body", "sse", "incremental", "raw", "encoding", "redactions",
-                 "decoder", "_redactor", "kept")
+    __slots__ = ("sha", "size", "pending", "body", "sse", "json", "sniffed", "incremental", "raw", "encoding",
+                 "redactions", "decoder", "_redactor", "kept")
 
     def __init__(self, content_type: str | None, encoding: str | None, redactor, body: StreamedBody,
                  kept: bool = True) -> None:
@@ -88,6 +91,8 @@ class _Stream:
         self.decoder = StreamDecoder(coding) if coding in CODINGS else None
         self.incremental = coding in ("", "identity") or self.decoder is not None
         self.sse = SseRedactor(redactor) if self.incremental and is_event_stream(content_type) else None
+        self.json: JsonStreamRedactor | None = None
+        self.sniffed = self.sse is not None  # a plain body's first bytes say how it is redacted (`_sniff`)
         self.raw: list[bytes] = []
         self.redactions: Counter[str] = Counter()
         self._redactor = redactor
@@ -105,14 +110,47 @@ class _Stream:
             self.raw.extend(pieces)
         elif self.sse is not None:
             self.body.add(self.sse.feed(*pieces))
+        elif self.json is not None:
+            self._feed_json(pieces)
         else:
             for data in pieces:
                 self.pending += data
+            if not self.sniffed and self._sniff():
+                held = bytes(self.pending)
+                self.pending.clear()
+                if self.sse is not None:
+                    self.body.add(self.sse.feed(held))
+                elif self.json is not None:
+                    self._feed_json([held])
             if len(self.pending) >= SEGMENT_BYTES:
                 cut = self.pending.rfind(b"\n")
                 if cut > 0:
                     self.body.add(self._redact(bytes(self.pending[: cut + 1])))
                     del self.pending[: cut + 1]
+
+    def _sniff(self) -> bool:
+        """Settle what a body not declared as SSE holds, once its first bytes tell (True then).
+
+        Events or JSON values under another content type (Gemini's chunks as
+        `application/json`, NDJSON, SSE sent as `text/plain`) are joined like their kind.
+        """
+        head = bytes(self.pending[:2048]).lstrip()
+        if head[:1] in (b"{", b"["):
+            self.json = JsonStreamRedactor(self._redactor)
+        elif looks_like_sse(head):
+            self.sse = SseRedactor(self._redactor)
+        elif not head or (len(self.pending) < 2048 and head.startswith((b"event:", b"data:", b"id:", b":"))):
+            return False  # too little yet to tell
+        self.sniffed = True
+        return True
+
+    def _feed_json(self, pieces: list[bytes]) -> None:
+        assert self.json is not None
+        self.body.add(self.json.feed(*pieces))
+        if self.json.failed:  # not a stream of small values after all: line segments from here
+            self.redactions.update(self.json.redactions)
+            self.pending += self.json.abandon()
+            self.json = None
 
     def _decode(self, pieces: list[bytes]) -> list[bytes]:
         """The decoded bytes of the next reads; until the first decode, the reads are also kept (and
@@ -145,6 +183,9 @@ class _Stream:
         if self.sse is not None:
             self.body.add(self.sse.finish())
             self.redactions.update(self.sse.redactions)
+        elif self.json is not None:
+            self.body.add(self.json.finish())
+            self.redactions.update(self.json.redactions)
         else:
             self.body.add(self._redact(bytes(self.pending)))
             self.pending.clear()
