@@ -14,6 +14,7 @@ from urllib.parse import unquote
 from redaction.assignments import looks_random
 from redaction.detectors import TOKEN_CHARS, is_placeholder_password
 from redaction.encodings import percent_decode
+from redaction.eventstream import looks_like_eventstream, redact_eventstream
 from redaction.headers import header_kind, split_auth_scheme, split_cookies
 from redaction.json_stream import looks_like_json_stream, redact_json_stream
 from redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
@@ -100,14 +101,17 @@ class Redactor:
     def redact_bytes(self, data: bytes) -> bytes:
         """Any body: JSON, SSE, a WebSocket frame or binary. Unchanged outside the replaced spans.
 
-        An SSE body, or a stream of JSON values (NDJSON, a JSON array of chunks), has its
-        content streams joined first (`redaction.streams`, `redaction.json_stream`), so a
-        secret streamed a few characters per delta is caught whole.
+        An SSE body, an AWS event stream (Bedrock) or a stream of JSON values (NDJSON, a JSON
+        array of chunks) has its content streams joined first (`redaction.streams`,
+        `redaction.eventstream`, `redaction.json_stream`), so a secret streamed a few
+        characters per delta is caught whole.
         """
         try:
             data = bytes(data)
             if looks_like_sse(data):
                 return redact_sse(data, self)
+            if looks_like_eventstream(data):
+                return redact_eventstream(data, self)
             if looks_like_json_stream(data):
                 return redact_json_stream(data, self)
             return self._redact_payload(data)

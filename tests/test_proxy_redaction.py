@@ -274,9 +274,9 @@ def test_keys_in_reason_phrases_content_types_user_agents_and_message_types_stay
 
 
 class ValuesUpstream(http.server.BaseHTTPRequestHandler):
-    """A model answering with a stream of JSON values, not SSE: Gemini's chunks as one JSON array
-    (`streamGenerateContent` without `alt=sse`) and Ollama's NDJSON, one network write per value,
-    the value holding the middle of the secret cut in two."""
+    """A model answering with a stream that is not SSE: Gemini's chunks as one JSON array
+    (`streamGenerateContent` without `alt=sse`), Ollama's NDJSON and Bedrock's binary event
+    frames, in network writes cut inside the secret."""
 
     protocol_version = "HTTP/1.1"
     bodies: dict[str, list[bytes]] = {}
@@ -285,7 +285,8 @@ class ValuesUpstream(http.server.BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("content-length", 0)))
         parts = self.bodies[self.path]
         self.send_response(200)
-        self.send_header("content-type", "application/x-ndjson" if self.path == "/api/chat" else "application/json")
+        self.send_header("content-type", "application/x-ndjson" if self.path == "/api/chat" else
+                         "application/vnd.amazon.eventstream" if "invoke" in self.path else "application/json")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         for part in parts:
@@ -298,18 +299,21 @@ class ValuesUpstream(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def test_a_key_streamed_in_json_values_stays_off_disk(tmp_path, ctxtap_config):
-    """A key a model echoes in pieces across the elements of a JSON-array stream or the lines of
-    an NDJSON one (no single element holds it) went to disk in pieces: only SSE and WebSocket
-    deltas were joined."""
+def test_a_key_streamed_in_json_values_or_bedrock_frames_stays_off_disk(tmp_path, ctxtap_config):
+    """A key a model echoes in pieces across the elements of a JSON-array stream, the lines of
+    an NDJSON one or Bedrock's frames (no single element holds it) went to disk in pieces: only
+    SSE and WebSocket deltas were joined, and Bedrock's base64 payloads were not read at all."""
+    from tests.test_redaction_eventstream import invoke_stream, streamed_text
     from tests.test_redaction_json_stream import _gemini_array, _ollama_chat
 
     key = "sk-ant-api03-" + "Jt5" * 30 + "AA"
     chunks = ["Your key is ", key[:9], key[9:31], key[31:70], key[70:], ", keep it safe."]
     gemini_path = "/v1beta/models/gemini-2.5-pro:streamGenerateContent"
-    bodies = {gemini_path: _gemini_array(chunks), "/api/chat": _ollama_chat(chunks)}
+    bedrock_path = "/model/anthropic.claude-sonnet-4-5-v1:0/invoke-with-response-stream"
+    bodies = {gemini_path: _gemini_array(chunks), "/api/chat": _ollama_chat(chunks),
+              bedrock_path: invoke_stream(chunks)}
     for name, body in bodies.items():
-        middle = body.index(key[31:70].encode()) + 20
+        middle = len(body) // 2
         starts = sorted({0, middle, *(i + 1 for i in range(len(body)) if body[i:i + 1] in b"}\n")})
         starts = [s for s in starts if s < len(body)]
         ValuesUpstream.bodies[name] = [body[a:b] for a, b in zip(starts, [*starts[1:], len(body)], strict=True)]
@@ -317,10 +321,12 @@ def test_a_key_streamed_in_json_values_stays_off_disk(tmp_path, ctxtap_config):
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     there = f"http://127.0.0.1:{upstream.server_address[1]}"
     pp = start_proxy(tmp_path / "cap", ctxtap_config,  # an Ollama server the user names as a model host
-                     [f"generativelanguage.googleapis.com={there}", f"ollama.internal={there}"],
+                     [f"generativelanguage.googleapis.com={there}", f"ollama.internal={there}",
+                      f"bedrock-runtime.us-east-1.amazonaws.com={there}"],
                      ["--model-host", "ollama.internal=ollama"])
     try:
-        for host, path in (("generativelanguage.googleapis.com", gemini_path), ("ollama.internal", "/api/chat")):
+        for host, path in (("generativelanguage.googleapis.com", gemini_path), ("ollama.internal", "/api/chat"),
+                           ("bedrock-runtime.us-east-1.amazonaws.com", bedrock_path)):
             client = HttpClient(f"https://{host}", proxy=pp.url, ca_file=pp.ca_bundle)
             answer = client.request("POST", path, b"{}", [("content-type", "application/json")]).body()
             assert answer == bodies[path]  # the client gets the original bytes
@@ -340,3 +346,4 @@ def test_a_key_streamed_in_json_values_stays_off_disk(tmp_path, ctxtap_config):
     assert text.startswith("Your key is [REDACTED:anthropic-key:") and text.endswith(", keep it safe.")
     lines = [json.loads(line) for line in stored["/api/chat"].splitlines()]
     assert "".join(v["message"]["content"] for v in lines).startswith("Your key is [REDACTED:anthropic-key:")
+    assert streamed_text(stored[bedrock_path]).startswith("Your key is [REDACTED:anthropic-key:")

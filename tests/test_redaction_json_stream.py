@@ -150,7 +150,7 @@ def test_what_is_not_a_stream_of_values_is_kept_exactly(monkeypatch):
         start = out.index(b"[REDACTED:")
         placeholder = out[start:out.index(b"]", start) + 1]
         assert out.replace(placeholder, key.encode()) == body, name
-        assert stream.json is None or not stream.json.held_bytes, name
+        assert stream.framed is None or not stream.framed.held_bytes, name
 
 
 def test_a_stream_of_values_holds_little_at_a_time():

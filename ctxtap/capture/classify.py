@@ -50,7 +50,6 @@ PROVIDER_HOSTS: dict[str, str] = {
     "api.z.ai": "zhipu",
     "api.minimax.io": "minimax",
     "api.minimaxi.com": "minimax",
-    ".bedrock-runtime.amazonaws.com": "aws-bedrock",
     "api.githubcopilot.com": "github-copilot",
     "models.github.ai": "github-models",
     "opencode.ai": "opencode",
@@ -114,6 +113,14 @@ class FlowClass:
     endpoint: str  # generate | count_tokens | compact | other
 
 
+# Hosts that name their region in the middle: Bedrock's runtime (`bedrock-runtime.us-east-1.amazonaws.com`,
+# its FIPS and China forms, a VPC endpoint's `vpce-….bedrock-runtime.<region>.vpce.amazonaws.com`).
+PROVIDER_HOST_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"(?:[a-z0-9-]+\.)*bedrock-runtime(?:-fips)?\.[a-z0-9-]+\.(?:vpce\.)?amazonaws\.com(?:\.cn)?"),
+     "aws-bedrock"),
+]
+
+
 def provider_for_host(host: str, extra_hosts: Mapping[str, str] | None = None) -> str | None:
     """The provider of a known (or user-added) model-API host, else None."""
     host = host.lower().rstrip(".")
@@ -125,6 +132,9 @@ def provider_for_host(host: str, extra_hosts: Mapping[str, str] | None = None) -
                     return provider
             elif host == pattern:
                 return provider
+    for regex, provider in PROVIDER_HOST_PATTERNS:
+        if regex.fullmatch(host):
+            return provider
     return None
 
 

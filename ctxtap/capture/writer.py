@@ -42,6 +42,7 @@ from ctxtap.capture.events import (
 )
 from ctxtap.capture.spool import LOCK_NAME, SpoolFile
 from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
+from redaction.eventstream import EventStreamRedactor, looks_like_eventstream
 from redaction.json_stream import JsonStreamRedactor
 from redaction.layered import capture_redactor, ruleset_version
 from redaction.streams import Released, SseRedactor, StreamRedactor, looks_like_sse
@@ -66,15 +67,16 @@ class _Stream:
     An SSE body goes through `SseRedactor`, which joins every content stream
     across events, network reads and batches, so a secret streamed in pieces
     is redacted whole wherever the cuts fall; a body of JSON values (NDJSON, a
-    JSON array of chunks, whatever its content type says) goes through
-    `JsonStreamRedactor`, which does the same per element. Other plain bodies
-    are redacted in segments ending at a line end. A body in one content-coding is decoded
+    JSON array of chunks) or an AWS event stream (Bedrock), whatever its
+    content type says, goes through `JsonStreamRedactor` or
+    `EventStreamRedactor`, which do the same per element or frame. Other plain
+    bodies are redacted in segments ending at a line end. A body in one content-coding is decoded
     as it arrives (bounded, `StreamDecoder`); its compressed bytes are held only
     until they first decode, so a body that never does (or one in several
     codings) is decoded, or kept, at the end like a whole body.
     """
 
-    __slots__ = ("sha", "size", "pending", "body", "sse", "json", "sniffed", "incremental", "raw", "encoding",
+    __slots__ = ("sha", "size", "pending", "body", "sse", "framed", "sniffed", "incremental", "raw", "encoding",
                  "redactions", "decoder", "_redactor", "kept")
 
     def __init__(self, content_type: str | None, encoding: str | None, redactor, body: StreamedBody,
@@ -91,7 +93,7 @@ class _Stream:
         self.decoder = StreamDecoder(coding) if coding in CODINGS else None
         self.incremental = coding in ("", "identity") or self.decoder is not None
         self.sse = SseRedactor(redactor) if self.incremental and is_event_stream(content_type) else None
-        self.json: JsonStreamRedactor | None = None
+        self.framed: JsonStreamRedactor | EventStreamRedactor | None = None
         self.sniffed = self.sse is not None  # a plain body's first bytes say how it is redacted (`_sniff`)
         self.raw: list[bytes] = []
         self.redactions: Counter[str] = Counter()
@@ -110,8 +112,8 @@ class _Stream:
             self.raw.extend(pieces)
         elif self.sse is not None:
             self.body.add(self.sse.feed(*pieces))
-        elif self.json is not None:
-            self._feed_json(pieces)
+        elif self.framed is not None:
+            self._feed_framed(pieces)
         else:
             for data in pieces:
                 self.pending += data
@@ -120,8 +122,8 @@ class _Stream:
                 self.pending.clear()
                 if self.sse is not None:
                     self.body.add(self.sse.feed(held))
-                elif self.json is not None:
-                    self._feed_json([held])
+                elif self.framed is not None:
+                    self._feed_framed([held])
             if len(self.pending) >= SEGMENT_BYTES:
                 cut = self.pending.rfind(b"\n")
                 if cut > 0:
@@ -131,12 +133,19 @@ class _Stream:
     def _sniff(self) -> bool:
         """Settle what a body not declared as SSE holds, once its first bytes tell (True then).
 
-        Events or JSON values under another content type (Gemini's chunks as
-        `application/json`, NDJSON, SSE sent as `text/plain`) are joined like their kind.
+        Events, frames or JSON values under another content type (Gemini's chunks as
+        `application/json`, NDJSON, Bedrock's binary frames, SSE sent as `text/plain`) are
+        joined like their kind.
         """
+        if len(self.pending) < 12 and self.pending[:1] == b"\x00":
+            return False  # an event-stream prelude is 12 bytes
+        if looks_like_eventstream(bytes(self.pending[:12])):
+            self.framed = EventStreamRedactor(self._redactor)
+            self.sniffed = True
+            return True
         head = bytes(self.pending[:2048]).lstrip()
         if head[:1] in (b"{", b"["):
-            self.json = JsonStreamRedactor(self._redactor)
+            self.framed = JsonStreamRedactor(self._redactor)
         elif looks_like_sse(head):
             self.sse = SseRedactor(self._redactor)
         elif not head or (len(self.pending) < 2048 and head.startswith((b"event:", b"data:", b"id:", b":"))):
@@ -144,13 +153,13 @@ class _Stream:
         self.sniffed = True
         return True
 
-    def _feed_json(self, pieces: list[bytes]) -> None:
-        assert self.json is not None
-        self.body.add(self.json.feed(*pieces))
-        if self.json.failed:  # not a stream of small values after all: line segments from here
-            self.redactions.update(self.json.redactions)
-            self.pending += self.json.abandon()
-            self.json = None
+    def _feed_framed(self, pieces: list[bytes]) -> None:
+        assert self.framed is not None
+        self.body.add(self.framed.feed(*pieces))
+        if self.framed.failed:  # not what it looked like after all: line segments from here
+            self.redactions.update(self.framed.redactions)
+            self.pending += self.framed.abandon()
+            self.framed = None
 
     def _decode(self, pieces: list[bytes]) -> list[bytes]:
         """The decoded bytes of the next reads; until the first decode, the reads are also kept (and
@@ -183,9 +192,11 @@ class _Stream:
         if self.sse is not None:
             self.body.add(self.sse.finish())
             self.redactions.update(self.sse.redactions)
-        elif self.json is not None:
-            self.body.add(self.json.finish())
-            self.redactions.update(self.json.redactions)
+        elif self.framed is not None:
+            self.body.add(self.framed.finish())
+            self.redactions.update(self.framed.redactions)
+            if self.framed.failed:  # a frame cut short at the end
+                self.body.add(self._redact(self.framed.abandon()))
         else:
             self.body.add(self._redact(bytes(self.pending)))
             self.pending.clear()

@@ -1,0 +1,151 @@
+"""Bedrock's binary event streams: a key the model echoes (whole, or in pieces across frames) is
+redacted inside the base64 or JSON payloads, and every frame stays valid."""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+import struct
+import zlib
+
+import pytest
+
+from ctxtap.capture.bodies import BodyEncoder
+from ctxtap.capture.writer import _Stream
+from redaction import Redactor
+from tests.secret_corpus import _chunks, generate_secrets
+
+KEY = b"\x03" * 32
+SECRETS = [s for s in generate_secrets(seed=13) if s.standalone]
+CONTENT_TYPE = "application/vnd.amazon.eventstream"
+
+
+def _header(name: str, value: str) -> bytes:
+    raw_name, raw_value = name.encode(), value.encode()
+    return bytes([len(raw_name)]) + raw_name + b"\x07" + len(raw_value).to_bytes(2, "big") + raw_value
+
+
+def frame(payload: bytes, event_type: str = "chunk", extra: bytes = b"") -> bytes:
+    """One AWS event-stream message (prelude, headers, payload, CRC-32s), built here from the format."""
+    headers = (_header(":event-type", event_type) + _header(":content-type", "application/json")
+               + _header(":message-type", "event") + extra)
+    prelude = struct.pack(">II", 16 + len(headers) + len(payload), len(headers))
+    prelude += zlib.crc32(prelude).to_bytes(4, "big")
+    message = prelude + headers + payload
+    return message + zlib.crc32(message).to_bytes(4, "big")
+
+
+def invoke_stream(chunks: list[str]) -> bytes:
+    """InvokeModelWithResponseStream: each Anthropic event base64-encoded in `bytes`."""
+    events = [{"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "content": []}}]
+    events += [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": c}} for c in chunks]
+    events.append({"type": "message_stop", "amazon-bedrock-invocationMetrics": {"inputTokenCount": 9}})
+    return b"".join(frame(json.dumps({"bytes": base64.b64encode(json.dumps(e).encode()).decode(),
+                                      "p": "abcdefghijklmnop"[: 1 + i % 16]}, separators=(",", ":")).encode())
+                    for i, e in enumerate(events))
+
+
+def converse_stream(chunks: list[str]) -> bytes:
+    """ConverseStream: the JSON in the payload itself, one `contentBlockDelta` frame per piece."""
+    out = [frame(b'{"role":"assistant","p":"abc"}', "messageStart")]
+    out += [frame(json.dumps({"contentBlockIndex": 0, "delta": {"text": c}, "p": "xy"}).encode(), "contentBlockDelta")
+            for c in chunks]
+    return b"".join(out + [frame(b'{"stopReason":"end_turn","p":"a"}', "messageStop")])
+
+
+def frames_of(body: bytes) -> list[tuple[bytes, bytes]]:
+    """(headers, payload) of every frame, each checked against its lengths and checksums."""
+    out, pos = [], 0
+    while pos < len(body):
+        total, header_size, crc = struct.unpack_from(">III", body, pos)
+        assert zlib.crc32(body[pos:pos + 8]) == crc
+        message = body[pos:pos + total]
+        assert zlib.crc32(message[:-4]) == int.from_bytes(message[-4:], "big")
+        out.append((message[12:12 + header_size], message[12 + header_size:-4]))
+        pos += total
+    assert pos == len(body)
+    return out
+
+
+def streamed_text(body: bytes) -> str:
+    text = ""
+    for _, payload in frames_of(body):
+        obj = json.loads(payload)
+        if "bytes" in obj:
+            obj = json.loads(base64.b64decode(obj["bytes"]))
+        delta = obj.get("delta")
+        text += delta.get("text", "") if isinstance(delta, dict) else ""
+    return text
+
+
+SHAPES = {"invoke": invoke_stream, "converse": converse_stream}
+
+
+def _planted(shape: str, secret) -> bytes:
+    return SHAPES[shape](_chunks(f"Found it in the config: {secret.in_context} -- rotate it.", secret.value))
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_secret_streamed_in_frames_is_redacted_whole_and_the_frames_stay_valid(shape: str) -> None:
+    redactor = Redactor(KEY, "c")
+    for secret in SECRETS:
+        body = _planted(shape, secret)
+        out = redactor.redact_bytes(body)
+        text = streamed_text(out)  # every frame still checks out, every payload still parses
+        for fragment in secret.fragments():
+            assert fragment not in text, (shape, secret.kind)
+        assert text.startswith("Found it in the config: ") and text.endswith(" -- rotate it."), text
+        assert "[REDACTED:" in text
+        before, after = frames_of(body), frames_of(out)
+        assert len(before) == len(after)
+        # frames the secret never touched are kept byte for byte
+        untouched = sum(a == b for a, b in zip(before, after, strict=True))
+        assert untouched >= len(before) - len(secret.in_context) // 2 - 2
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_a_stream_read_in_any_cuts_is_redacted_as_the_whole_body(shape: str) -> None:
+    rng = random.Random(shape)
+    redactor = Redactor(KEY, "c")
+    for secret in SECRETS[:10]:
+        body = _planted(shape, secret)
+        whole = redactor.redact_bytes(body)
+        assert whole != body
+        for content_type in (CONTENT_TYPE, "application/octet-stream"):
+            stream = _Stream(content_type, None, redactor, BodyEncoder().streamed())
+            at = 0
+            while at < len(body):
+                size = rng.choice((1, 5, 12, 100, 4000))
+                stream.feed([body[at:at + size]])
+                at += size
+            assert b"".join(stream.finish_body().parts) == whole, (shape, secret.kind)
+
+
+def test_a_key_in_a_header_value_or_an_exception_goes_too() -> None:
+    key = "sk-ant-api03-" + "Hd3" * 30 + "AA"
+    body = frame(b'{"message":"denied"}', "chunk", _header(":note", f"debug {key}"))
+    body += frame(json.dumps({"message": f"The security token {key} is invalid"}).encode(), "exception")
+    out = Redactor(KEY, "c").redact_bytes(body)
+    assert key.encode() not in out
+    (h1, p1), (h2, p2) = frames_of(out)
+    assert b"debug [REDACTED:anthropic-key:" in h1 and p1 == b'{"message":"denied"}'
+    assert json.loads(p2)["message"].startswith("The security token [REDACTED:")
+
+
+def test_a_frame_that_does_not_check_out_keeps_every_byte() -> None:
+    """A corrupt checksum, or a body cut mid-frame: the framing is given up and the rest is
+    redacted as plain bytes (a key visible there still goes), nothing dropped."""
+    key = "sk-ant-api03-" + "Cr9" * 30 + "AA"
+    good = frame(b'{"bytes":"' + base64.b64encode(b'{"delta":{"text":"hi"}}') + b'","p":"a"}')
+    bad = bytearray(frame(json.dumps({"message": f"token {key}"}).encode()))
+    bad[-1] ^= 0xFF
+    redactor = Redactor(KEY, "c")
+    for body in (good + bytes(bad) + good, good + frame(f'{{"message":"token {key}"}}'.encode())[:-4]):
+        stream = _Stream(CONTENT_TYPE, None, redactor, BodyEncoder().streamed())
+        for i in range(0, len(body), 7):
+            stream.feed([body[i:i + 7]])
+        out = b"".join(stream.finish_body().parts)
+        assert key.encode() not in out and out.startswith(good)
+        start = out.index(b"[REDACTED:")
+        assert out[:start] + key.encode() + out[out.index(b"]", start) + 1:] == body
