@@ -76,6 +76,20 @@ ERROR_CODES: dict[str, ErrorLayer] = {
     "deadline_exceeded": "model_service",
     "service_unavailable": "model_service",
     "server_is_overloaded": "model_service",
+    # Amazon Bedrock exception types (`:exception-type` of a stream's exception frame, `x-amzn-ErrorType`)
+    "throttlingexception": "rate_limit",
+    "servicequotaexceededexception": "quota",
+    "accessdeniedexception": "auth",
+    "unrecognizedclientexception": "auth",
+    "expiredtokenexception": "auth",
+    "validationexception": "validation",
+    "resourcenotfoundexception": "validation",
+    "modelerrorexception": "model_service",
+    "modelnotreadyexception": "model_service",
+    "modelstreamerrorexception": "model_service",
+    "modeltimeoutexception": "model_service",
+    "internalserverexception": "model_service",
+    "serviceunavailableexception": "model_service",
 }
 
 # Message patterns that refine a generic code (e.g. invalid_request_error "prompt is too long").

@@ -161,30 +161,70 @@ def _event(frame: bytes, header_size: int) -> tuple[_Frame, bytes, int, None]:
     return _Frame(headers, payload, None, None, frame), payload, 0, None
 
 
-def _redact_headers(headers: bytes, redactor: PayloadRedactor) -> bytes:
-    """String header values redacted (an exception's message, a hostile upstream's own headers)."""
-    out = bytearray()
+def _header_fields(headers: bytes) -> list[tuple[bytes, int, bytes]] | None:
+    """(name, value type, value bytes) of each header, or None where the format does not describe them."""
+    out = []
     pos = 0
     try:
         while pos < len(headers):
             name_size = headers[pos]
+            name = headers[pos + 1 : pos + 1 + name_size]
             kind = headers[pos + 1 + name_size]
-            head = headers[pos : pos + 2 + name_size]
             pos += 2 + name_size
             if kind in (6, _STRING):
                 size = int.from_bytes(headers[pos : pos + 2], "big")
-                value = headers[pos + 2 : pos + 2 + size]
-                pos += 2 + size
-                if kind == _STRING:
-                    value = redactor.redact_payload(value)
-                out += head + len(value).to_bytes(2, "big") + value
+                pos += 2
             else:
                 size = _FIXED[kind]
-                out += head + headers[pos : pos + size]
-                pos += size
+            if pos + size > len(headers):
+                return None
+            out.append((name, kind, headers[pos : pos + size]))
+            pos += size
     except (IndexError, KeyError):
+        return None
+    return out
+
+
+def _redact_headers(headers: bytes, redactor: PayloadRedactor) -> bytes:
+    """String header values redacted (an exception's message, a hostile upstream's own headers)."""
+    fields = _header_fields(headers)
+    if fields is None:
         return headers  # headers the format does not describe: kept (the frame's checksum held)
+    out = bytearray()
+    for name, kind, value in fields:
+        out += bytes([len(name)]) + name + bytes([kind])
+        if kind == _STRING:
+            value = redactor.redact_payload(value)
+        out += len(value).to_bytes(2, "big") + value if kind in (6, _STRING) else value
     return bytes(out)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One event-stream message as a reader needs it: string headers by name, and the payload."""
+
+    headers: dict[str, str]
+    payload: bytes
+
+
+def read_messages(data: bytes) -> tuple[list[Message], bool]:
+    """The messages of an event-stream body in order, and whether all of it was read (False: it
+    ended mid-message, or a checksum did not hold there; the messages before are returned)."""
+    out: list[Message] = []
+    pos = 0
+    while len(data) - pos >= 12:
+        sizes = _valid_prelude(data, pos)
+        if sizes is None or len(data) - pos < sizes[0]:
+            return out, False
+        total, header_size = sizes
+        message = data[pos : pos + total]
+        if zlib.crc32(message[:-4]) != int.from_bytes(message[-4:], "big"):
+            return out, False
+        fields = _header_fields(message[12 : 12 + header_size]) or []
+        headers = {n.decode("utf-8", "replace"): v.decode("utf-8", "replace") for n, k, v in fields if k == _STRING}
+        out.append(Message(headers, message[12 + header_size : -4]))
+        pos += total
+    return out, pos == len(data)
 
 
 def _encode(headers: bytes, payload: bytes) -> bytes:

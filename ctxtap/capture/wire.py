@@ -66,9 +66,12 @@ def flow_transport(status: int | None, content_type: str | None, streamed: bool,
 
 
 def body_transport(content_type: str | None, raw: bytes | None) -> str:
-    """Transport of a stored HTTP response body: sse, stream (a JSON array of chunks), json or none."""
+    """Transport of a stored HTTP response body: sse, stream (a JSON array of chunks, Bedrock's
+    frames), json or none."""
     if not raw:
         return "none"
     if looks_like_sse(content_type, raw):
         return "sse"
+    if "vnd.amazon.eventstream" in (content_type or "").lower():
+        return "stream"  # Bedrock's binary frames
     return "stream" if raw.lstrip()[:1] == b"[" else "json"
