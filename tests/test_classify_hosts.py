@@ -34,3 +34,15 @@ def test_a_bedrock_call_is_recorded_in_full_and_a_model_list_is_not() -> None:
         flow = classify_flow(host, f"/model/anthropic.claude-sonnet-4-5-20250929-v1%3A0/{op}")
         assert flow.is_model and flow.provider == "aws-bedrock" and flow.endpoint == "generate", op
     assert not classify_flow(host, "/foundation-models", "GET").is_model
+
+
+def test_claude_on_vertex_is_recorded_in_full():
+    """`:streamRawPredict` named no model operation the table knew: Claude Code on Vertex AI was
+    recorded as metadata only, its bodies gone."""
+    base = "/v1/projects/p/locations/us-east5/publishers/anthropic/models"
+    host = "us-east5-aiplatform.googleapis.com"
+    for path, endpoint in ((f"{base}/claude-sonnet-4-5@20250929:streamRawPredict", "generate"),
+                           (f"{base}/claude-haiku-4-5@20251001:rawPredict", "generate"),
+                           (f"{base}/count-tokens:rawPredict", "count_tokens")):
+        flow = classify_flow(host, path)
+        assert flow.is_model and flow.provider == "google-vertex" and flow.endpoint == endpoint, path

@@ -83,3 +83,26 @@ def test_an_answer_that_is_not_streamed_is_read_too():
                                               fixture("anthropic/response_message.json"), host=HOST))
     assert bedrock.api == "bedrock-messages" and bedrock.response.parse_status == "ok"
     assert bedrock.response.model_dump(exclude={"raw"}) == native.response.model_dump(exclude={"raw"})
+
+
+VERTEX_HOST = "us-east5-aiplatform.googleapis.com"
+VERTEX_BASE = "/v1/projects/my-project/locations/us-east5/publishers/anthropic/models"
+
+
+def test_a_vertex_call_reads_as_the_same_call_on_anthropics_api():
+    """Claude Code on Vertex AI: the Messages body (model in the path) and Anthropic's own SSE."""
+    native = parse_exchange(http_exchange("/v1/messages?beta=true", fixture("anthropic/request_claude_code.json"),
+                                          fixture("anthropic/response_stream.sse"), headers=CLAUDE_HEADERS))[0]
+    body = json.loads(_bedrock_body())
+    body["anthropic_version"] = "vertex-2023-10-16"
+    (vertex,) = parse_exchange(http_exchange(f"{VERTEX_BASE}/claude-sonnet-4-5@20250929:streamRawPredict",
+                                             json.dumps(body).encode(), fixture("anthropic/response_stream.sse"),
+                                             host=VERTEX_HOST, headers=CLAUDE_HEADERS))
+    assert vertex.api == "vertex-messages" and vertex.provider == "google-vertex"
+    assert vertex.request.model == "claude-sonnet-4-5@20250929" and vertex.identity.client == "claude-code"
+    layout = [(b.path, b.kind, b.role, b.source, b.rule_id, b.text) for b in native.request.blocks]
+    assert [(b.path, b.kind, b.role, b.source, b.rule_id, b.text) for b in vertex.request.blocks] == layout
+    assert vertex.response.model_dump(exclude={"raw"}) == native.response.model_dump(exclude={"raw"})
+    (counted,) = parse_exchange(http_exchange(f"{VERTEX_BASE}/count-tokens:rawPredict", json.dumps(body).encode(),
+                                              {"input_tokens": 1234}, host=VERTEX_HOST))
+    assert counted.response.counted_input_tokens == 1234 and counted.request.model is None

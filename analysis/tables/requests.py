@@ -36,8 +36,8 @@ COLUMNS: Columns = [
     ("client", S, "Client (`claude-code`, `codex`, `kimi-code`, `grok-cli`, `gemini-cli`, ...)."),
     ("client_version", S, "Client version when known."),
     ("provider", S, "Provider of the API host."),
-    ("api", S, "`messages`, `bedrock-messages` (Messages on Amazon Bedrock), `responses`, `responses-websocket`, "
-              "`chat-completions`, `gemini`, `other`."),
+    ("api", S, "`messages`, `bedrock-messages` and `vertex-messages` (Messages on Amazon Bedrock and Google "
+              "Vertex AI), `responses`, `responses-websocket`, `chat-completions`, `gemini`, `other`."),
     ("transport", S, "`sse`, `json`, `websocket`, `stream`, `none`."),
     ("endpoint", S, "`generate`, `count_tokens`, `compact`, `warmup`, `other`."),
     ("model", S, "Model requested (or reported by the response when the request has none)."),

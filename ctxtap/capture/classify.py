@@ -62,6 +62,7 @@ _API_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/chat/completions/?$"), "chat-completions"),
     (re.compile(r":(stream)?[gG]enerateContent$|:countTokens$"), "gemini"),
     (re.compile(r"/model/[^/]+/(converse|converse-stream|invoke|invoke-with-response-stream)$"), "other"),
+    (re.compile(r"/publishers/[^/]+/models/[^/]+:(?:stream)?[rR]awPredict$"), "other"),  # Claude on Vertex AI
     (re.compile(r"/completions/?$|/embeddings/?$"), "other"),
 ]
 
@@ -175,7 +176,7 @@ def classify_flow(
         unknown_api = method.upper() == "POST" and bool(_MODEL_LOOKING.search(bare))
         return FlowClass(user_host or unknown_api, provider, "other", "other")
     endpoint = "generate"
-    if bare.endswith("/count_tokens") or bare.endswith(":countTokens"):
+    if bare.endswith(("/count_tokens", ":countTokens", "/count-tokens:rawPredict")):
         endpoint = "count_tokens"
     elif bare.rstrip("/").endswith("/compact"):
         endpoint = "compact"
