@@ -26,10 +26,12 @@ def _header(name: str, value: str) -> bytes:
     return bytes([len(raw_name)]) + raw_name + b"\x07" + len(raw_value).to_bytes(2, "big") + raw_value
 
 
-def frame(payload: bytes, event_type: str = "chunk", extra: bytes = b"") -> bytes:
-    """One AWS event-stream message (prelude, headers, payload, CRC-32s), built here from the format."""
-    headers = (_header(":event-type", event_type) + _header(":content-type", "application/json")
-               + _header(":message-type", "event") + extra)
+def frame(payload: bytes, event_type: str = "chunk", extra: bytes = b"", *, exception: bool = False) -> bytes:
+    """One AWS event-stream message (prelude, headers, payload, CRC-32s), built here from the format;
+    with `exception`, an exception message of that type (as Bedrock ends a failing stream)."""
+    headers = (_header(":exception-type" if exception else ":event-type", event_type)
+               + _header(":content-type", "application/json")
+               + _header(":message-type", "exception" if exception else "event") + extra)
     prelude = struct.pack(">II", 16 + len(headers) + len(payload), len(headers))
     prelude += zlib.crc32(prelude).to_bytes(4, "big")
     message = prelude + headers + payload
