@@ -88,13 +88,14 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
         if not isinstance(msg, dict):
             d.warn(f"messages[{i}] is not an object")
             return
-        _message(msg, i, d, call_names)
+        message_blocks(msg, i, d, call_names)
 
     each_item(memo, "chat.messages", as_list(messages), d, message, call_names)
     return d
 
 
-def _message(msg: dict, i: int, d: RequestDraft, call_names: CallNames | dict[str, str]) -> None:
+def message_blocks(msg: dict, i: int, d: RequestDraft, call_names: CallNames | dict[str, str]) -> None:
+    """The blocks of one message (Ollama's messages are read the same way)."""
     role = norm_role(msg.get("role"))
     content = msg.get("content")
     if role == "tool":

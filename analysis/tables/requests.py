@@ -38,7 +38,7 @@ COLUMNS: Columns = [
     ("provider", S, "Provider of the API host."),
     ("api", S, "`messages`, `bedrock-messages` and `vertex-messages` (Messages on Amazon Bedrock and Google "
               "Vertex AI), `bedrock-converse`, `responses`, `responses-websocket`, `chat-completions`, `gemini`, "
-              "`other`."),
+              "`ollama`, `other`."),
     ("transport", S, "`sse`, `json`, `websocket`, `stream`, `none`."),
     ("endpoint", S, "`generate`, `count_tokens`, `compact`, `warmup`, `other`."),
     ("model", S, "Model requested (or reported by the response when the request has none)."),

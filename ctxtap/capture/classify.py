@@ -53,6 +53,7 @@ PROVIDER_HOSTS: dict[str, str] = {
     "api.githubcopilot.com": "github-copilot",
     "models.github.ai": "github-models",
     "opencode.ai": "opencode",
+    "ollama.com": "ollama",  # Ollama Cloud (a local or private server: `--model-host HOST=ollama`)
 }
 
 # Path patterns (matched against the path without query) -> API family.
@@ -63,6 +64,7 @@ _API_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r":(stream)?[gG]enerateContent$|:countTokens$"), "gemini"),
     (re.compile(r"/model/[^/]+/(converse|converse-stream|invoke|invoke-with-response-stream)$"), "other"),
     (re.compile(r"/publishers/[^/]+/models/[^/]+:(?:stream)?[rR]awPredict$"), "other"),  # Claude on Vertex AI
+    (re.compile(r"^/api/(?:chat|generate)/?$"), "other"),  # Ollama's native API
     (re.compile(r"/completions/?$|/embeddings/?$"), "other"),
 ]
 
