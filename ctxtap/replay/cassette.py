@@ -27,6 +27,7 @@ HOP_HEADERS = {"content-length", "transfer-encoding", "content-encoding", "conne
 # The event that ends a complete stream, per API family (a stream without it was cut).
 STREAM_END = {
     "messages": (b"message_stop",),
+    "vertex-messages": (b"message_stop",),  # Anthropic's own SSE, through Vertex AI
     "responses": (b"response.completed", b"response.incomplete", b"response.failed"),
     "chat-completions": (b"[DONE]", b'"finish_reason":"', b'"finish_reason": "'),
     "gemini": (b"finishReason",),
