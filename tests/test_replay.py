@@ -264,3 +264,13 @@ def test_parallel_tool_results_in_another_order_are_volatile_not_divergence():
     # a tool result that changed, or moved to another message, is divergence
     changed = [recorded_blocks[0], recorded_blocks[1], block(2, "messages[2].content[1]", "tool_result", "LICENSE")]
     assert "changed" in compare_one(served(changed)).divergence
+
+
+def test_every_protocol_says_how_its_stream_ends():
+    """A family missing from STREAM_END never has a cut stream named (`b""` is in every body):
+    Vertex's Anthropic stream went unchecked until it was added."""
+    from analysis.protocols import registry
+    from ctxtap.replay.cassette import NOT_SSE, STREAM_END
+
+    missing = {p.api for p in registry.protocols()} - set(STREAM_END) - NOT_SSE
+    assert missing == set(), missing

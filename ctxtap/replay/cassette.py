@@ -32,6 +32,8 @@ STREAM_END = {
     "chat-completions": (b"[DONE]", b'"finish_reason":"', b'"finish_reason": "'),
     "gemini": (b"finishReason",),
 }
+# Families whose streams are not SSE (Bedrock's frames, Ollama's NDJSON): their parsers say when one was cut.
+NOT_SSE = frozenset({"bedrock-messages", "bedrock-converse", "ollama"})
 WS_TERMINAL = {"response.completed", "response.failed", "response.incomplete", "error"}
 
 
