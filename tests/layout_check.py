@@ -12,8 +12,14 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_generalisation as bench  # noqa: E402
 
 # real-CLI tier name -> reference layout
-REFERENCE_OF = {"claude": "claude-code", "codex": "codex", "codex-sse": "codex-sse", "kimi-code": "kimi-code",
+REFERENCE_OF = {"claude": "claude-code", "claude-bedrock": "claude-code", "claude-vertex": "claude-code",
+                "codex": "codex", "codex-sse": "codex-sse", "kimi-code": "kimi-code",
                 "grok": "grok-cli", "gemini": "gemini-cli", "opencode": "opencode", "kimi-cli": "kimi-cli"}
+
+
+# Runs that open with requests of their own before the reference's calls: Claude Code on Bedrock
+# first probes each model it may use (a request with `max_tokens` 1, read off the raw body).
+PROBES_FIRST = frozenset({"claude-bedrock"})
 
 
 def layout_problems(cli: str, calls: list) -> list[str]:
@@ -21,6 +27,13 @@ def layout_problems(cli: str, calls: list) -> list[str]:
     side requests, threads. Empty when ctxtap reads the run as a person checked it."""
     ref = tomllib.loads((bench.REFERENCES / f"{REFERENCE_OF[cli]}.toml").read_text())
     ref["name"] = REFERENCE_OF[cli]
+    if cli in PROBES_FIRST:
+        probes = [i for i, c in enumerate(calls) if c.request.max_output_tokens == 1]
+        rest = [i for i in range(len(calls)) if i not in probes]  # the reference's calls, in order
+        if len(rest) <= max(ref["request"], *ref.get("side", []), *ref["threads"].get("main", [])):
+            return [f"{cli}: {len(rest)} calls besides {len(probes)} probes, fewer than the reference has"]
+        ref.update(request=rest[ref["request"]], side=probes + [rest[i] for i in ref.get("side", [])],
+                   threads={name: [rest[i] for i in members] for name, members in ref["threads"].items()})
     if len(calls) <= ref["request"]:
         return [f"{cli}: {len(calls)} model calls, the reference scores request {ref['request']}"]
     try:

@@ -843,3 +843,32 @@ def test_cli_prints_url_and_stops_on_sigterm() -> None:
         finally:
             if proc.poll() is None:
                 proc.kill()
+
+
+def test_claude_on_bedrock_and_vertex_is_served_as_those_platforms_answer():
+    """The model named in the path; Bedrock's stream as AWS event-stream frames (each Anthropic event
+    in base64), Vertex's as Anthropic's own SSE; a non-streamed invoke as the Messages JSON."""
+    import base64
+
+    from redaction.eventstream import read_messages
+
+    body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    with ModelServer(script="basic") as server:
+        client = HttpClient(server.url)
+        model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+        streamed = client.request("POST", f"/model/{model.replace(':', '%3A')}/invoke-with-response-stream",
+                                  json.dumps(body).encode(), [("content-type", "application/json")])
+        assert ("content-type", "application/vnd.amazon.eventstream") in [(k.lower(), v) for k, v in streamed.headers]
+        messages, complete = read_messages(streamed.body())
+        assert complete and {m.headers[":event-type"] for m in messages} == {"chunk"}
+        events = [json.loads(base64.b64decode(json.loads(m.payload)["bytes"])) for m in messages]
+        assert events[0]["type"] == "message_start" and events[0]["message"]["model"] == model
+        assert events[-1]["type"] == "message_stop"
+        whole = client.request("POST", f"/model/{model}/invoke", json.dumps(body).encode(),
+                               [("content-type", "application/json")])
+        assert json.loads(whole.body())["type"] == "message"
+        vertex = "/v1/projects/p/locations/us-east5/publishers/anthropic/models/claude-sonnet-4-5@20250929"
+        sse = client.request("POST", f"{vertex}:streamRawPredict", json.dumps(body).encode(),
+                             [("content-type", "application/json")]).body()
+        assert sse.startswith(b"event: message_start") and b'"model": "claude-sonnet-4-5@20250929"' in sse
+        client.close()

@@ -62,9 +62,15 @@ _API_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"/responses(/compact)?/?$"), "responses"),
     (re.compile(r"/chat/completions/?$"), "chat-completions"),
     (re.compile(r":(stream)?[gG]enerateContent$|:countTokens$"), "gemini"),
-    (re.compile(r"/model/[^/]+/(converse|converse-stream|invoke|invoke-with-response-stream)$"), "other"),
-    (re.compile(r"/publishers/[^/]+/models/[^/]+:(?:stream)?[rR]awPredict$"), "other"),  # Claude on Vertex AI
-    (re.compile(r"^/api/(?:chat|generate)/?$"), "other"),  # Ollama's native API
+    # Amazon Bedrock: Anthropic's Messages body through InvokeModel (Claude Code), the Converse API,
+    # and other models' own bodies through InvokeModel
+    (re.compile(r"/model/[^/]*anthropic\.claude[^/]*/invoke(?:-with-response-stream)?$"), "bedrock-messages"),
+    (re.compile(r"/model/[^/]+/converse(?:-stream)?$"), "bedrock-converse"),
+    (re.compile(r"/model/[^/]+/(?:invoke|invoke-with-response-stream)$"), "other"),
+    # Google Vertex AI: Anthropic's Messages through rawPredict (Claude Code), other publishers' own
+    (re.compile(r"/publishers/anthropic/models/[^/]+:(?:stream)?[rR]awPredict$"), "vertex-messages"),
+    (re.compile(r"/publishers/[^/]+/models/[^/]+:(?:stream)?[rR]awPredict$"), "other"),
+    (re.compile(r"^/api/(?:chat|generate)/?$"), "ollama"),  # Ollama's native API
     (re.compile(r"/completions/?$|/embeddings/?$"), "other"),
 ]
 
@@ -112,7 +118,8 @@ def telemetry_endpoint(host: str, path: str, method: str = "POST") -> tuple[str,
 class FlowClass:
     is_model: bool
     provider: str  # "unknown" when not a model-API host
-    api: str  # messages | responses | responses-websocket | chat-completions | gemini | other
+    api: str  # messages | responses | responses-websocket | chat-completions | gemini | bedrock-messages
+    #           | bedrock-converse | vertex-messages | ollama | other
     endpoint: str  # generate | count_tokens | compact | other
 
 

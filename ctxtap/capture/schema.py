@@ -27,7 +27,9 @@ FLOW_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("http_version", S, "Client-side HTTP version, e.g. `HTTP/1.1`, `HTTP/2.0`."),
     ("is_model", B, "True when the flow is a model-API call (known provider host and API path, or a user-added host)."),
     ("provider", S, "Provider of the host (`anthropic`, `openai`, `moonshot`, ...) or `unknown`."),
-    ("api", S, "`messages`, `responses`, `responses-websocket`, `chat-completions`, `gemini` or `other`."),
+    ("api", S, "`messages`, `responses`, `responses-websocket`, `chat-completions`, `gemini`, `bedrock-messages`, "
+               "`bedrock-converse`, `vertex-messages`, `ollama` or `other` (the path's API; the analyzer decides "
+               "again)."),
     ("endpoint", S, "`generate`, `count_tokens`, `compact` or `other`."),
     ("telemetry_endpoint", S, "Known vendor telemetry endpoint this request uploads to (`claude-event-logging`, "
                               "`codex-otlp-metrics`): recorded in full and decoded into telemetry.parquet."),

@@ -1,4 +1,4 @@
-"""Byte-level helpers: request-body decompression and SSE framing.
+"""Byte-level helpers: request-body decompression, SSE framing and Bedrock's event-stream frames.
 
 Codex zstd-compresses request bodies and SDKs differ in SSE framing details, so
 the server must decode every Content-Encoding a client may use and frame each
@@ -7,8 +7,10 @@ provider's stream the way that provider does.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
+import struct
 import zlib
 from typing import Any
 
@@ -68,3 +70,16 @@ def sse_frame(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     payload = data if isinstance(data, str) else dumps(data)
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {payload}\n\n".encode()
+
+
+def eventstream_frame(data: dict[str, Any] | str) -> bytes:
+    """One Bedrock `InvokeModelWithResponseStream` message: the event's JSON in base64 under `bytes`,
+    in an AWS event-stream frame (prelude, `chunk` headers, payload, CRC-32s)."""
+    payload = data if isinstance(data, str) else dumps(data)
+    body = json.dumps({"bytes": base64.b64encode(payload.encode()).decode(), "p": "abcdefghijklmnopqrstuvwx"},
+                      separators=(",", ":")).encode()
+    headers = b"".join(bytes([len(n)]) + n + b"\x07" + len(v).to_bytes(2, "big") + v for n, v in (
+        (b":event-type", b"chunk"), (b":content-type", b"application/json"), (b":message-type", b"event")))
+    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
+    message = prelude + zlib.crc32(prelude).to_bytes(4, "big") + headers + body
+    return message + zlib.crc32(message).to_bytes(4, "big")

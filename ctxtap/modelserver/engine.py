@@ -294,6 +294,7 @@ class Engine:
             ctx.include_usage = bool((inner.get("stream_options") or {}).get("include_usage"))
             ctx.moonshot = self._moonshot(hdrs)
         reply = _RENDERERS[family](answer, ctx)
+        reply.eventstream = route.eventstream
         exchange.kind, exchange.step = answer.kind, answer.step
         exchange.calls = [c.command for c in answer.calls]
         exchange.response_id = ctx.response_id if family == "responses" else None

@@ -2,14 +2,19 @@
 
 Clients use provider-specific prefixes (`/coding/v1/chat/completions`,
 `/backend-api/codex/responses`, `/v1internal:streamGenerateContent`), so
-matching is on the path suffix, as gateways do.
+matching is on the path suffix, as gateways do. Claude on Bedrock
+(`/model/<id>/invoke-with-response-stream`) and on Vertex AI
+(`…/publishers/anthropic/models/<id>:streamRawPredict`) is the Anthropic family.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import unquote
 
+_BEDROCK = re.compile(r"/model/(?P<model>[^/]+)/invoke(?P<stream>-with-response-stream)?$")
+_VERTEX = re.compile(r"/publishers/anthropic/models/(?P<model>[^/:]+):(?P<method>streamRawPredict|rawPredict)$")
 _GEMINI = re.compile(r"(?:/models/(?P<model>[^/:]+))?(?P<internal>/v1internal)?:(?P<method>streamGenerateContent|generateContent|countTokens)$")
 
 
@@ -19,7 +24,8 @@ class Route:
     family: str  # anthropic | responses | chat | gemini
     stream: bool | None = None  # None: from the body's "stream" flag
     wrapped: bool = False  # Gemini Code Assist envelope
-    model: str | None = None  # Gemini: from the path
+    model: str | None = None  # Gemini, Bedrock, Vertex: from the path
+    eventstream: bool = False  # Bedrock: the stream goes out as AWS event-stream frames
 
 
 def match_route(method: str, path: str) -> Route | None:
@@ -42,6 +48,15 @@ def match_route(method: str, path: str) -> Route | None:
         return Route("responses", "responses")
     if clean.endswith("/chat/completions"):
         return Route("chat", "chat")
+    m = _BEDROCK.search(clean)
+    if m:  # Anthropic Messages on Amazon Bedrock: the model in the path, the stream in binary frames
+        stream = bool(m.group("stream"))
+        return Route("messages", "anthropic", stream=stream, model=unquote(m.group("model")), eventstream=stream)
+    m = _VERTEX.search(clean)
+    if m:  # Anthropic Messages on Google Vertex AI: the model in the path, Anthropic's own SSE
+        if m.group("model") == "count-tokens":
+            return Route("count_tokens", "anthropic", stream=False)
+        return Route("messages", "anthropic", stream=m.group("method") == "streamRawPredict", model=m.group("model"))
     m = _GEMINI.search(clean)
     if m:
         wrapped = bool(m.group("internal"))

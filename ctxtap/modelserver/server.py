@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .codec import CodecError, decode_body, sse_frame
+from .codec import CodecError, decode_body, eventstream_frame, sse_frame
 from .engine import Engine
 from .faults import INJECT_HEADER, Fault, parse_inject
 from .records import Received, Sent, TrafficLog
@@ -131,7 +131,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_stream(self, rec: Received, reply: Reply) -> None:
         owner = self.server.owner
         self.send_response(reply.status)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Content-Type", "application/vnd.amazon.eventstream" if reply.eventstream
+                         else "text/event-stream; charset=utf-8")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         for key, value in reply.headers:
@@ -148,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
                     break
                 if index and delay:
                     time.sleep(delay)
-                frame = sse_frame(event.data, event.name)
+                frame = eventstream_frame(event.data) if reply.eventstream else sse_frame(event.data, event.name)
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                 written.append(frame)
         except OSError:

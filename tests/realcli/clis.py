@@ -48,6 +48,11 @@ def moonshot_key() -> str:
     return f"sk-{_rand(48)}"
 
 
+def bedrock_key() -> str:
+    """A long-lived Amazon Bedrock API key's shape (`ABSK` + base64 of the key id and secret)."""
+    return f"ABSK{_rand(132, _ALNUM + '+/')}"
+
+
 @dataclass(frozen=True)
 class Setup:
     """What one run needs besides the common environment: variables, files under HOME, secrets."""
@@ -82,6 +87,23 @@ class CliSpec:
 def _claude(home: Path) -> Setup:
     key = anthropic_key()
     return Setup(env={"ANTHROPIC_API_KEY": key}, secrets=(key,))
+
+
+def _claude_bedrock(home: Path) -> Setup:
+    """Claude Code on Amazon Bedrock with a Bedrock API key (a bearer token, no request signing):
+    the same Messages body, the model in the path, the stream as AWS event-stream frames."""
+    key = bedrock_key()
+    return Setup(env={"CLAUDE_CODE_USE_BEDROCK": "1", "AWS_BEARER_TOKEN_BEDROCK": key, "AWS_REGION": "us-east-1"},
+                 secrets=(key,))
+
+
+def _claude_vertex(home: Path) -> Setup:
+    """Claude Code on Google Vertex AI, its Google auth off (as behind a gateway that takes a key
+    header instead): the Messages body to `:streamRawPredict`, Anthropic's own SSE back."""
+    key = google_key()
+    return Setup(env={"CLAUDE_CODE_USE_VERTEX": "1", "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1",
+                      "CLOUD_ML_REGION": "us-east5", "ANTHROPIC_VERTEX_PROJECT_ID": "alice-project",
+                      "ANTHROPIC_CUSTOM_HEADERS": f"x-goog-api-key: {key}"}, secrets=(key,))
 
 
 def _codex(home: Path) -> Setup:
@@ -177,6 +199,20 @@ CLIS: dict[str, CliSpec] = {
             args=lambda repo: ["-p", TASK, "--allowedTools", "Bash(pwd)", "Bash(ls)", "Bash(ls:*)", "Bash(cat:*)",
                                "Bash(wc:*)", "--output-format", "stream-json", "--verbose"],
             setup=_claude, client="claude-code", api="messages", hosts=("api.anthropic.com",),
+        ),
+        CliSpec(
+            name="claude-bedrock", package="@anthropic-ai/claude-code@2.1.332", command="claude",
+            args=lambda repo: ["-p", TASK, "--allowedTools", "Bash(pwd)", "Bash(ls)", "Bash(ls:*)", "Bash(cat:*)",
+                               "Bash(wc:*)", "--output-format", "stream-json", "--verbose"],
+            setup=_claude_bedrock, client="claude-code", api="bedrock-messages",
+            hosts=("bedrock-runtime.us-east-1.amazonaws.com",),
+        ),
+        CliSpec(
+            name="claude-vertex", package="@anthropic-ai/claude-code@2.1.332", command="claude",
+            args=lambda repo: ["-p", TASK, "--allowedTools", "Bash(pwd)", "Bash(ls)", "Bash(ls:*)", "Bash(cat:*)",
+                               "Bash(wc:*)", "--output-format", "stream-json", "--verbose"],
+            setup=_claude_vertex, client="claude-code", api="vertex-messages",
+            hosts=("us-east5-aiplatform.googleapis.com", "aiplatform.googleapis.com"),
         ),
         CliSpec(
             name="codex", package="@openai/codex@0.171.0", command="codex",

@@ -21,7 +21,7 @@ from tests.realcli.toolbox import Toolbox
 
 pytestmark = pytest.mark.realcli
 
-REPLAYED = ("claude", "codex")  # SSE and WebSocket
+REPLAYED = ("claude", "codex", "claude-bedrock")  # SSE, WebSocket and Bedrock's binary frames
 
 
 @pytest.mark.parametrize("cli", REPLAYED)
