@@ -44,6 +44,7 @@ HOLD_BYTES = 8 * 1024
 SCAN_STEP = 8 * 1024
 CONTEXT_BYTES = 1024
 MAX_HELD_BYTES = 4 * 1024 * 1024
+MAX_EVENT_BYTES = 8 * 1024 * 1024  # an SSE "event" with no blank line this long is released as it stands
 _ALIGN_BUDGET = 20_000
 
 
@@ -636,6 +637,11 @@ class SseRedactor:
         for data in pieces:
             self._buf += data
         ends = _event_ends(self._buf, searched)
+        if not ends and len(self._buf) > MAX_EVENT_BYTES:
+            # not events after all (a hostile or broken stream): released up to its last line end, so
+            # what is held stays bounded; the per-event pass still redacts it
+            cut = self._buf.rfind(b"\n")
+            ends = [cut + 1 if cut > 0 else len(self._buf)]
         if not ends:
             return b""
         with memoryview(self._buf) as view:

@@ -370,3 +370,29 @@ def test_every_stored_stream_body_has_the_digest_of_its_bytes(tmp_path, monkeypa
         assert digests[flow["response_body_id"]] == hashlib.sha256(body).hexdigest(), flow["flow_id"]
         assert (body == streams[flow["flow_id"]]) == flow["flow_id"].startswith("clean"), flow["flow_id"]
         assert secret[:20].encode() not in body and secret[20:].encode() not in body
+
+
+def test_a_stream_with_no_line_end_is_not_held_whole(monkeypatch):
+    """A plain streamed body with no line end (a hostile single-line answer) was held whole until it
+    ended; an SSE body with no blank line the same. Past a bound both are cut where no secret runs
+    through, so what is held stays bounded; every byte is kept and each key is still redacted."""
+    from ctxtap.capture import writer as writer_module
+    from ctxtap.capture.bodies import BodyEncoder
+    from ctxtap.capture.writer import _Stream
+    from redaction import Redactor, streams
+
+    monkeypatch.setattr(writer_module, "MAX_LINE_BYTES", 1 << 20)
+    monkeypatch.setattr(streams, "MAX_EVENT_BYTES", 1 << 20)
+    key = "sk-ant-api03-" + "Ln8" * 30 + "AA"
+    text = b" ".join(b"word%d" % i if i % 40_000 else b"token=" + key.encode() for i in range(1, 700_000))
+    for content_type, body in (("application/octet-stream", text), ("text/event-stream", b"data: " + text)):
+        stream = _Stream(content_type, None, Redactor(KEY), BodyEncoder().streamed())
+        held = 0
+        for i in range(0, len(body), 65536):
+            stream.feed([body[i:i + 65536]])
+            held = max(held, len(stream.pending) + (stream.sse.held_bytes if stream.sse else 0))
+        out = b"".join(stream.finish_body().parts)
+        assert held < 3 << 20, (content_type, held)
+        assert key.encode() not in out and out.count(b"[REDACTED:") == text.count(key.encode())
+        placeholder = out[out.index(b"[REDACTED:"):out.index(b"]", out.index(b"[REDACTED:")) + 1]
+        assert out.replace(placeholder, key.encode()) == body, content_type

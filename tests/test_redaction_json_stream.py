@@ -173,3 +173,17 @@ def test_only_streams_of_values_are_read_as_one():
     assert not looks_like_json_stream(json.dumps({"messages": [{"content": "x"}]}, indent=2).encode())
     assert not looks_like_json_stream(b'{"a": "}\\n{"}')
     assert not looks_like_json_stream(b"[1, 2, 3]")
+
+
+def test_a_plain_stream_is_kept_whole_from_its_first_read():
+    """What the first bytes do not make a stream of events or values is redacted in line segments,
+    from the very first read on (a first version of the sniffing dropped that read)."""
+    redactor = Redactor(KEY, "c")
+    body = b"plain text answer\nsecond line\n" * 3000 + b"key sk-ant-api03-" + b"Pq5" * 30 + b"AA\nend"
+    for content_type in ("text/plain", "application/octet-stream", "application/json"):
+        stream = _Stream(content_type, None, redactor, BodyEncoder().streamed())
+        for i in range(0, len(body), 7000):
+            stream.feed([body[i:i + 7000]])
+        out = b"".join(stream.finish_body().parts)
+        assert out.startswith(b"plain text answer\nsecond line\n" * 3000 + b"key [REDACTED:anthropic-key:")
+        assert out.endswith(b"]\nend"), content_type

@@ -59,6 +59,11 @@ def _sha(data: bytes | None) -> str | None:
 
 
 SEGMENT_BYTES = 64 * 1024
+# A plain streamed body with no line end is cut anyway past this size (a hostile single-line answer
+# must not be held whole): at the last byte no secret runs through (a space, quote or bracket)
+# in the segment's last 64 KiB, else at the size itself.
+MAX_LINE_BYTES = 8 * 1024 * 1024
+_CUT_AFTER = tuple(bytes([c]) for c in b' \t\r"\'<>{}[],')
 
 
 class _Stream:
@@ -117,15 +122,17 @@ class _Stream:
         else:
             for data in pieces:
                 self.pending += data
-            if not self.sniffed and self._sniff():
-                held = bytes(self.pending)
+            if not self.sniffed and self._sniff() and (self.sse is not None or self.framed is not None):
+                held = bytes(self.pending)  # handed over to the joiner the first bytes chose
                 self.pending.clear()
                 if self.sse is not None:
                     self.body.add(self.sse.feed(held))
-                elif self.framed is not None:
+                else:
                     self._feed_framed([held])
             if len(self.pending) >= SEGMENT_BYTES:
                 cut = self.pending.rfind(b"\n")
+                if cut <= 0 and len(self.pending) >= MAX_LINE_BYTES:
+                    cut = _last_boundary(self.pending)
                 if cut > 0:
                     self.body.add(self._redact(bytes(self.pending[: cut + 1])))
                     del self.pending[: cut + 1]
@@ -208,6 +215,14 @@ class _Stream:
         after = self._redactor.counts
         self.redactions.update({k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)})
         return out
+
+
+def _last_boundary(data: bytearray) -> int:
+    """Where to cut a line too long to hold: after the last space, quote, bracket or comma in its
+    last 64 KiB (no token runs through one), else at its end."""
+    lo = max(0, len(data) - SEGMENT_BYTES)
+    last = max(data.rfind(c, lo) for c in _CUT_AFTER)
+    return last if last >= 0 else len(data) - 1
 
 
 class _FlowInfo:
