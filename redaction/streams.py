@@ -71,7 +71,11 @@ _ANTHROPIC_EVENTS = frozenset({"message_start", "message_delta", "message_stop",
 # every string under one of these keys is a piece of the content stream at its path.
 CONTENT_KEYS = frozenset({"text", "content", "delta", "partial_json", "arguments", "thinking", "reasoning",
                           "reasoning_content", "response", "refusal", "input", "output", "message", "token"})
-_MARKERS = (b'"delta"', b'"candidates"', *(b'"%s"' % k.encode() for k in sorted(CONTENT_KEYS)))
+_MARKERS = (b'"delta"', b'"candidates"')
+_GENERIC_MARKERS = tuple(b'"%s"' % k.encode() for k in sorted(CONTENT_KEYS))
+# A delta of an API read generically is a small event; a bigger payload (a whole request frame on a
+# WebSocket, a final event repeating the answer) is not parsed for one.
+_GENERIC_MAX_BYTES = 64 * 1024
 _GENERIC_DEPTH = 8
 _GENERIC_ITEMS = 64
 
@@ -186,7 +190,8 @@ def _string_spans(payload: bytes) -> dict[Path, tuple[int, int]]:
 
 def delta_pieces(payload: bytes) -> list[tuple[tuple, int, int]]:
     """(stream key, start, end) of the delta strings in one event's JSON payload (escaped form)."""
-    if not any(marker in payload for marker in _MARKERS):
+    if not any(marker in payload for marker in _MARKERS) and (
+            len(payload) > _GENERIC_MAX_BYTES or not any(marker in payload for marker in _GENERIC_MARKERS)):
         return []
     try:
         obj = json.loads(payload)

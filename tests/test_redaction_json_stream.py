@@ -187,3 +187,16 @@ def test_a_plain_stream_is_kept_whole_from_its_first_read():
         out = b"".join(stream.finish_body().parts)
         assert out.startswith(b"plain text answer\nsecond line\n" * 3000 + b"key [REDACTED:anthropic-key:")
         assert out.endswith(b"]\nend"), content_type
+
+
+def test_a_big_payload_is_not_parsed_for_a_generic_delta(monkeypatch):
+    """A Codex request frame on the WebSocket (megabytes of history) names `content` and `text`
+    everywhere; the generic rule is for small delta events, so such a frame is not parsed for one."""
+    from redaction import streams
+
+    frame = json.dumps({"type": "response.create", "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x" * 1000}]}] * 100}).encode()
+    small = json.dumps({"index": 0, "token": {"text": "hi"}}).encode()
+    assert streams.delta_pieces(small)  # an unknown API's small delta is read
+    monkeypatch.setattr(streams.json, "loads", lambda *a, **k: pytest.fail("a big frame was parsed"))
+    assert streams.delta_pieces(frame) == []
