@@ -13,6 +13,8 @@ import bench_generalisation as bench  # noqa: E402
 
 # real-CLI tier name -> reference layout
 REFERENCE_OF = {"claude": "claude-code", "claude-bedrock": "claude-code", "claude-vertex": "claude-code",
+                "claude-foundry": "claude-code", "claude-aws": "claude-code", "claude-google-cloud": "claude-code",
+                "claude-mantle": "claude-code",
                 "codex": "codex", "codex-sse": "codex-sse", "kimi-code": "kimi-code",
                 "grok": "grok-cli", "gemini": "gemini-cli", "opencode": "opencode", "kimi-cli": "kimi-cli"}
 

@@ -46,3 +46,20 @@ def test_claude_on_vertex_is_recorded_in_full():
                            (f"{base}/count-tokens:rawPredict", "count_tokens")):
         flow = classify_flow(host, path)
         assert flow.is_model and flow.provider == "google-vertex" and flow.endpoint == endpoint, path
+
+
+@pytest.mark.parametrize(("host", "provider"), [
+    ("alice.services.ai.azure.com", "azure-foundry"),
+    ("claude.googleapis.com", "anthropic-google-cloud"),
+    ("bedrock-mantle.us-east-1.api.aws", "aws-bedrock"),
+    ("aws-external-anthropic.eu-west-1.api.aws", "anthropic-aws"),
+    ("bedrock-mantle.us-east-1.api.aws.example.net", None),
+    ("s3.us-east-1.api.aws", None),
+])
+def test_claude_codes_other_platforms_are_model_hosts(host: str, provider: str | None) -> None:
+    """Each platform Claude Code 2.1 can send its Messages calls to (read off its binary): none was
+    in the table, so those calls were recorded as metadata only."""
+    assert provider_for_host(host) == provider
+    if provider:
+        flow = classify_flow(host, "/anthropic/v1/messages?beta=true")
+        assert flow.is_model and flow.api == "messages"

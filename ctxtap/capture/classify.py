@@ -54,6 +54,10 @@ PROVIDER_HOSTS: dict[str, str] = {
     "models.github.ai": "github-models",
     "opencode.ai": "opencode",
     "ollama.com": "ollama",  # Ollama Cloud (a local or private server: `--model-host HOST=ollama`)
+    # Claude Code's other platforms, all Anthropic Messages under `/v1/messages`: Microsoft Foundry
+    # (`<resource>.services.ai.azure.com/anthropic`) and Anthropic on Google Cloud
+    ".services.ai.azure.com": "azure-foundry",
+    "claude.googleapis.com": "anthropic-google-cloud",
 }
 
 # Path patterns (matched against the path without query) -> API family.
@@ -124,10 +128,13 @@ class FlowClass:
 
 
 # Hosts that name their region in the middle: Bedrock's runtime (`bedrock-runtime.us-east-1.amazonaws.com`,
-# its FIPS and China forms, a VPC endpoint's `vpce-….bedrock-runtime.<region>.vpce.amazonaws.com`).
+# its FIPS and China forms, a VPC endpoint's `vpce-….bedrock-runtime.<region>.vpce.amazonaws.com`), and
+# the `<service>.<region>.api.aws` hosts Claude Code reaches Claude through on AWS.
 PROVIDER_HOST_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?:[a-z0-9-]+\.)*bedrock-runtime(?:-fips)?\.[a-z0-9-]+\.(?:vpce\.)?amazonaws\.com(?:\.cn)?"),
      "aws-bedrock"),
+    (re.compile(r"bedrock-mantle\.[a-z0-9-]+\.api\.aws"), "aws-bedrock"),  # Bedrock's Anthropic-compatible API
+    (re.compile(r"aws-external-anthropic\.[a-z0-9-]+\.api\.aws"), "anthropic-aws"),  # Anthropic's API on AWS
 ]
 
 

@@ -106,6 +106,30 @@ def _claude_vertex(home: Path) -> Setup:
                       "ANTHROPIC_CUSTOM_HEADERS": f"x-goog-api-key: {key}"}, secrets=(key,))
 
 
+def _claude_foundry(home: Path) -> Setup:
+    """Claude Code on Microsoft Foundry: Messages at `<resource>.services.ai.azure.com/anthropic`."""
+    key = _rand(84)
+    return Setup(env={"CLAUDE_CODE_USE_FOUNDRY": "1", "ANTHROPIC_FOUNDRY_RESOURCE": "alice",
+                      "ANTHROPIC_FOUNDRY_API_KEY": key}, secrets=(key,))
+
+
+def _claude_aws(home: Path) -> Setup:
+    """Claude Code on Anthropic's API on AWS (`aws-external-anthropic.<region>.api.aws`), with a key."""
+    key = anthropic_key()
+    return Setup(env={"CLAUDE_CODE_USE_ANTHROPIC_AWS": "1", "ANTHROPIC_AWS_API_KEY": key, "AWS_REGION": "us-east-1",
+                      "ANTHROPIC_AWS_WORKSPACE_ID": "wrkspc_alice"}, secrets=(key,))
+
+
+def _claude_google_cloud(home: Path) -> Setup:
+    """Claude Code on Anthropic's API on Google Cloud (`claude.googleapis.com`), its Google auth off
+    and a key header instead."""
+    key = google_key()
+    return Setup(env={"CLAUDE_CODE_USE_ANTHROPIC_GOOGLE_CLOUD": "1", "CLAUDE_CODE_SKIP_ANTHROPIC_GOOGLE_CLOUD_AUTH": "1",
+                      "ANTHROPIC_GOOGLE_CLOUD_PROJECT": "alice-project", "ANTHROPIC_GOOGLE_CLOUD_LOCATION": "global",
+                      "ANTHROPIC_GOOGLE_CLOUD_WORKSPACE_ID": "wrkspc_alice",
+                      "ANTHROPIC_CUSTOM_HEADERS": f"x-goog-api-key: {key}"}, secrets=(key,))
+
+
 def _codex(home: Path) -> Setup:
     key = openai_key()
     return Setup(env={"OPENAI_API_KEY": key, "CODEX_API_KEY": key, "CODEX_HOME": str(home / ".codex")},
@@ -183,6 +207,11 @@ max_context_size = 262144
     return Setup(env={"KIMI_CLI_NO_AUTO_UPDATE": "1"}, files={".kimi/config.toml": config}, secrets=(key,))
 
 
+def _claude_args(repo: Path) -> list[str]:
+    return ["-p", TASK, "--allowedTools", "Bash(pwd)", "Bash(ls)", "Bash(ls:*)", "Bash(cat:*)", "Bash(wc:*)",
+            "--output-format", "stream-json", "--verbose"]
+
+
 def _codex_args(repo: Path) -> list[str]:
     return ["exec", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--json", TASK]
 
@@ -196,24 +225,27 @@ CLIS: dict[str, CliSpec] = {
     for spec in (
         CliSpec(
             name="claude", package="@anthropic-ai/claude-code@2.1.332", command="claude",
-            args=lambda repo: ["-p", TASK, "--allowedTools", "Bash(pwd)", "Bash(ls)", "Bash(ls:*)", "Bash(cat:*)",
-                               "Bash(wc:*)", "--output-format", "stream-json", "--verbose"],
+            args=_claude_args,
             setup=_claude, client="claude-code", api="messages", hosts=("api.anthropic.com",),
         ),
         CliSpec(
             name="claude-bedrock", package="@anthropic-ai/claude-code@2.1.332", command="claude",
-            args=lambda repo: ["-p", TASK, "--allowedTools", "Bash(pwd)", "Bash(ls)", "Bash(ls:*)", "Bash(cat:*)",
-                               "Bash(wc:*)", "--output-format", "stream-json", "--verbose"],
+            args=_claude_args,
             setup=_claude_bedrock, client="claude-code", api="bedrock-messages",
             hosts=("bedrock-runtime.us-east-1.amazonaws.com",),
         ),
         CliSpec(
             name="claude-vertex", package="@anthropic-ai/claude-code@2.1.332", command="claude",
-            args=lambda repo: ["-p", TASK, "--allowedTools", "Bash(pwd)", "Bash(ls)", "Bash(ls:*)", "Bash(cat:*)",
-                               "Bash(wc:*)", "--output-format", "stream-json", "--verbose"],
+            args=_claude_args,
             setup=_claude_vertex, client="claude-code", api="vertex-messages",
             hosts=("us-east5-aiplatform.googleapis.com", "aiplatform.googleapis.com"),
         ),
+        *(CliSpec(name=f"claude-{platform}", package="@anthropic-ai/claude-code@2.1.332", command="claude",
+                  args=_claude_args, setup=setup, client="claude-code", api="messages", hosts=(host,))
+          for platform, setup, host in (
+              ("foundry", _claude_foundry, "alice.services.ai.azure.com"),
+              ("aws", _claude_aws, "aws-external-anthropic.us-east-1.api.aws"),
+              ("google-cloud", _claude_google_cloud, "claude.googleapis.com"))),
         CliSpec(
             name="codex", package="@openai/codex@0.171.0", command="codex",
             args=_codex_args, setup=_codex, client="codex", api="responses-websocket", hosts=_CODEX_HOSTS,
