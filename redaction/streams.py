@@ -369,7 +369,8 @@ class _Content:
     def safe(self, final: bool) -> int:
         """Up to where pieces may be released: HOLD_BYTES back from the scanned end, never inside a span."""
         if final or self.forced:
-            return self.scanned
+            # a stream that never grew was never scanned (`scanned` -1): its empty pieces are out already
+            return max(self.scanned, self.base)
         if self.scanned < 0:
             return self.base
         point = self.scanned - HOLD_BYTES

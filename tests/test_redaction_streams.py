@@ -202,3 +202,51 @@ def test_crlf_events_fed_in_any_cuts_match_the_whole_body() -> None:
         sse = SseRedactor(redactor)
         out = b"".join(sse.feed(body[i : i + size]) for i in range(0, len(body), size)) + sse.finish()
         assert out == whole, size
+
+
+def _chat_tool_stream() -> bytes:
+    """A compatible server's tool-call stream: `content` is "" in every chunk (DeepSeek, Kimi, vLLM)."""
+    events = [{"id": "c1", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]},
+              {"id": "c1", "choices": [{"index": 0, "delta": {"content": "", "tool_calls": [
+                  {"index": 0, "id": "call_1", "function": {"name": "ls", "arguments": ""}}]}}]},
+              {"id": "c1", "choices": [{"index": 0, "delta": {"content": "", "tool_calls": [
+                  {"index": 0, "function": {"arguments": "{}"}}]}}]},
+              {"id": "c1", "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "tool_calls"}]}]
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode() + b"data: [DONE]\n\n"
+
+
+def test_a_stream_whose_text_stays_empty_keeps_every_event() -> None:
+    """A content stream that never grew (every piece "") was never scanned, and at the end its events
+    counted as still open: they were dropped from the stored body (512 bytes stored as 258)."""
+    redactor = Redactor(KEY, "c")
+    body = _chat_tool_stream()
+    assert redactor.redact_bytes(body) == body
+    for size in (1, 7, 64):
+        sse = SseRedactor(redactor)
+        out = b"".join(sse.feed(body[i:i + size]) for i in range(0, len(body), size)) + sse.finish()
+        assert out == body, size
+
+
+_TEXTS = st.text(alphabet="ab \n\"\\é{}", max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(texts=st.lists(st.tuples(st.sampled_from(["chat", "chat-tool", "anthropic", "responses", "gemini"]), _TEXTS),
+                      max_size=25),
+       size=st.integers(1, 200))
+def test_events_without_secrets_are_kept_byte_for_byte(texts: list[tuple[str, str]], size: int) -> None:
+    """Any mix of delta events (empty ones included) of the known APIs, read in any cuts: with nothing to
+    redact, the stored body is the body."""
+    shapes = {
+        "chat": lambda t: {"choices": [{"index": 0, "delta": {"content": t}}]},
+        "chat-tool": lambda t: {"choices": [{"index": 0, "delta": {"content": "", "tool_calls": [
+            {"index": 0, "function": {"arguments": t}}]}}]},
+        "anthropic": lambda t: {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}},
+        "responses": lambda t: {"type": "response.output_text.delta", "item_id": "m", "output_index": 0,
+                                "content_index": 0, "delta": t},
+        "gemini": lambda t: {"candidates": [{"content": {"parts": [{"text": t}]}, "index": 0}]},
+    }
+    body = "".join(f"data: {json.dumps(shapes[shape](text))}\n\n" for shape, text in texts).encode()
+    sse = SseRedactor(Redactor(KEY, "c"))
+    out = b"".join(sse.feed(body[i:i + size]) for i in range(0, len(body), size)) + sse.finish()
+    assert out == body
