@@ -23,7 +23,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from redaction.streams import PayloadRedactor, Released, StreamRedactor
+from redaction.streams import FramedRedactor, PayloadRedactor, Released
 
 _PRELUDE = struct.Struct(">III")
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # the format allows 16 MiB per message
@@ -53,48 +53,15 @@ class _Frame:
     original: bytes  # the whole frame as received
 
 
-class EventStreamRedactor:
-    """An event-stream body fed in arbitrary cuts; returns redacted frames once final.
-
-    The concatenation of everything `feed` and `finish` return is the redacted
-    body (or, once `failed`, its first part: `abandon` gives the rest, unredacted).
-    """
-
-    def __init__(self, redactor: PayloadRedactor) -> None:
-        self._redactor = redactor
-        self._events = StreamRedactor(redactor)
-        self._buf = bytearray()
-        self.failed = False
-        self.redactions: collections.Counter[str] = collections.Counter()
-
-    @property
-    def held_bytes(self) -> int:
-        return len(self._buf) + self._events.held_bytes
-
-    def feed(self, *pieces: bytes) -> bytes:
-        """The next bytes of the body (one or more reads, in order)."""
-        for data in pieces:
-            self._buf += data
-        if self.failed:
-            return b""
-        events = self._frames()
-        released = self._events.feed_many(events) if events else []
-        if self.failed:
-            released += self._events.finish()
-        return self._emit(released)
+class EventStreamRedactor(FramedRedactor):
+    """An event-stream body fed in arbitrary cuts; returns redacted frames once final."""
 
     def finish(self) -> bytes:
         if self.failed:
             return b""
-        if self._buf:  # a frame cut short: not a frame, handed back as it is
+        if self._buf:  # a frame cut short: not a frame, handed back as it is (`abandon`)
             self.failed = True
         return self._emit(self._events.finish())
-
-    def abandon(self) -> bytes:
-        """The bytes not framed (after a frame that did not hold, or a body that ended mid-frame)."""
-        rest = bytes(self._buf)
-        self._buf.clear()
-        return rest
 
     def _frames(self) -> list[tuple[object, bytes, int, int | None]]:
         buf = self._buf
@@ -141,8 +108,7 @@ class EventStreamRedactor:
                 out += frame.original
             else:
                 out += _encode(headers, payload)
-        after = self._redactor.counts
-        self.redactions.update({k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)})
+        self._count_since(before)
         return bytes(out)
 
 

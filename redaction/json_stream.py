@@ -18,10 +18,9 @@ is handed back (`abandon`) for the caller to redact as plain text.
 
 from __future__ import annotations
 
-import collections
 import re
 
-from redaction.streams import PayloadRedactor, Released, StreamRedactor
+from redaction.streams import FramedRedactor, PayloadRedactor, Released
 
 MAX_ELEMENT_BYTES = 4 * 1024 * 1024
 _STRUCTURE = re.compile(rb'["{}\[\]]')
@@ -41,40 +40,15 @@ def looks_like_json_stream(data: bytes) -> bool:
     return head.startswith(b"{") and b"\n{" in data
 
 
-class JsonStreamRedactor:
-    """A JSON-values body fed in arbitrary cuts; returns redacted bytes once final.
-
-    The concatenation of everything `feed` and `finish` return is the redacted
-    body (or, once `failed`, its first part: `abandon` gives the rest, unredacted).
-    `redactions` counts every placeholder written so far.
-    """
+class JsonStreamRedactor(FramedRedactor):
+    """A JSON-values body fed in arbitrary cuts; returns redacted bytes once final."""
 
     def __init__(self, redactor: PayloadRedactor) -> None:
-        self._redactor = redactor
-        self._events = StreamRedactor(redactor)
-        self._buf = bytearray()
+        super().__init__(redactor)
         self._pos = 0  # how far `_buf` is framed
         self._depth = 0
         self._outer_array = False  # the top-level value now open is an array (its elements are events)
         self._element = -1  # where the element being framed starts in `_buf`
-        self.failed = False
-        self.redactions: collections.Counter[str] = collections.Counter()
-
-    @property
-    def held_bytes(self) -> int:
-        return len(self._buf) + self._events.held_bytes
-
-    def feed(self, *pieces: bytes) -> bytes:
-        """The next bytes of the body (one or more reads, in order)."""
-        for data in pieces:
-            self._buf += data
-        if self.failed:
-            return b""
-        events = self._frame()
-        released = self._events.feed_many(events) if events else []
-        if self.failed:  # what was framed goes out now; the rest is the caller's (`abandon`)
-            released += self._events.finish()
-        return self._emit(released)
 
     def finish(self) -> bytes:
         """The end of the body: everything still held, redacted."""
@@ -87,13 +61,7 @@ class JsonStreamRedactor:
             released += self._events.feed(None, block)
         return self._emit(released + self._events.finish())
 
-    def abandon(self) -> bytes:
-        """The bytes not framed when framing failed (for the caller to redact some other way)."""
-        rest = bytes(self._buf)
-        self._buf.clear()
-        return rest
-
-    def _frame(self) -> list[tuple[object, bytes, int, int]]:
+    def _frames(self) -> list[tuple[object, bytes, int, int | None]]:
         """Complete elements at the head of `_buf`, cut off it: (token, block, payload start, end)."""
         buf = self._buf
         ends: list[tuple[int, int]] = []  # (element start, element end) in `buf`
@@ -138,7 +106,7 @@ class JsonStreamRedactor:
             self._element = element - limit if element >= 0 else -1
         return self._cut(ends)
 
-    def _cut(self, ends: list[tuple[int, int]]) -> list[tuple[object, bytes, int, int]]:
+    def _cut(self, ends: list[tuple[int, int]]) -> list[tuple[object, bytes, int, int | None]]:
         """The blocks ending at each element's end, taken off `_buf`."""
         if not ends:
             return []
@@ -150,20 +118,6 @@ class JsonStreamRedactor:
         for start, end in ends:
             out.append((None, complete[block_start:end], start - block_start, end - block_start))
             block_start = end
-        return out
-
-    def _emit(self, released: list[Released]) -> bytes:
-        if not released:
-            return b""
-        for item in released:
-            if item.redactions:
-                self.redactions.update(item.redactions)
-        before = collections.Counter(self._redactor.counts)
-        # One pass over the released elements together (no secret format runs through `{`, `}`
-        # or a quote that closes a string)
-        out = self._redactor.redact_payload(b"".join(item.data for item in released))
-        after = self._redactor.counts
-        self.redactions.update({k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)})
         return out
 
 

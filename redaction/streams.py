@@ -620,17 +620,21 @@ def _data_payload(block: bytes) -> tuple[int, int]:
     return start, end
 
 
-class SseRedactor:
-    """An SSE body fed in arbitrary cuts (network reads, batches); returns redacted bytes once final.
+class FramedRedactor:
+    """A body framed into events for the joiner (`StreamRedactor`) as it is fed in arbitrary cuts.
 
-    The concatenation of everything `feed` and `finish` return is the
-    redacted body. `redactions` counts every placeholder written so far.
+    Subclasses find complete events at the head of `_buf` (`_frames`, which may set `failed` when
+    the body stops being what it looked like) and say how the end of the body is read (`finish`).
+    The concatenation of everything `feed` and `finish` return is the redacted body (once
+    `failed`, its first part: `abandon` gives the rest, unredacted, for the caller).
+    `redactions` counts every placeholder written so far.
     """
 
     def __init__(self, redactor: PayloadRedactor) -> None:
         self._redactor = redactor
         self._events = StreamRedactor(redactor)
         self._buf = bytearray()
+        self.failed = False
         self.redactions: collections.Counter[str] = collections.Counter()
 
     @property
@@ -639,35 +643,27 @@ class SseRedactor:
 
     def feed(self, *pieces: bytes) -> bytes:
         """The next bytes of the body (one or more reads, in order)."""
-        searched = max(0, len(self._buf) - 2)  # an event end may begin in the bytes held already
         for data in pieces:
             self._buf += data
-        ends = _event_ends(self._buf, searched)
-        if not ends and len(self._buf) > MAX_EVENT_BYTES:
-            # not events after all (a hostile or broken stream): released up to its last line end, so
-            # what is held stays bounded; the per-event pass still redacts it
-            cut = self._buf.rfind(b"\n")
-            ends = [cut + 1 if cut > 0 else len(self._buf)]
-        if not ends:
+        if self.failed:
             return b""
-        with memoryview(self._buf) as view:
-            complete = bytes(view[: ends[-1]])
-        del self._buf[: ends[-1]]
-        events = []
-        pos = 0
-        for end in ends:
-            block = complete[pos:end]
-            events.append((None, block, *_data_payload(block)))
-            pos = end
-        return self._emit(self._events.feed_many(events))
+        events = self._frames()
+        released = self._events.feed_many(events) if events else []
+        if self.failed:  # what was framed goes out now; the rest is the caller's (`abandon`)
+            released += self._events.finish()
+        return self._emit(released)
 
     def finish(self) -> bytes:
-        released: list[Released] = []
-        if self._buf:
-            block = bytes(self._buf)
-            self._buf.clear()
-            released += self._events.feed(None, block, *_data_payload(block))
-        return self._emit(released + self._events.finish())
+        raise NotImplementedError
+
+    def abandon(self) -> bytes:
+        """The bytes not framed once framing failed (for the caller to redact some other way)."""
+        rest = bytes(self._buf)
+        self._buf.clear()
+        return rest
+
+    def _frames(self) -> list[tuple[object, bytes, int, int | None]]:
+        raise NotImplementedError
 
     def _emit(self, released: list[Released]) -> bytes:
         if not released:
@@ -677,11 +673,51 @@ class SseRedactor:
                 self.redactions.update(item.redactions)
         before = collections.Counter(self._redactor.counts)
         # One pass over the released events together: a span cannot cross from one event into the
-        # next (each is a JSON object, and no secret format runs through `"`, `{` or a blank line).
+        # next (each is a JSON value, and no secret format runs through `"`, `{` or a blank line).
         out = self._redactor.redact_payload(b"".join(item.data for item in released))
+        self._count_since(before)
+        return out
+
+    def _count_since(self, before: collections.Counter[str]) -> None:
+        """Add the placeholders the redactor wrote since `before` (its counts then) to `redactions`."""
         after = self._redactor.counts
         self.redactions.update({k: after[k] - before.get(k, 0) for k in after if after[k] > before.get(k, 0)})
-        return out
+
+
+class SseRedactor(FramedRedactor):
+    """An SSE body fed in arbitrary cuts (network reads, batches); returns redacted bytes once final."""
+
+    def __init__(self, redactor: PayloadRedactor) -> None:
+        super().__init__(redactor)
+        self._searched = 0  # `_buf` holds no event end before this
+
+    def _frames(self) -> list[tuple[object, bytes, int, int | None]]:
+        ends = _event_ends(self._buf, self._searched)
+        if not ends and len(self._buf) > MAX_EVENT_BYTES:
+            # not events after all (a hostile or broken stream): released up to its last line end, so
+            # what is held stays bounded; the per-event pass still redacts it
+            cut = self._buf.rfind(b"\n")
+            ends = [cut + 1 if cut > 0 else len(self._buf)]
+        events = []
+        if ends:
+            with memoryview(self._buf) as view:
+                complete = bytes(view[: ends[-1]])
+            del self._buf[: ends[-1]]
+            pos = 0
+            for end in ends:
+                block = complete[pos:end]
+                events.append((None, block, *_data_payload(block)))
+                pos = end
+        self._searched = max(0, len(self._buf) - 2)  # an event end may begin in the bytes held
+        return events
+
+    def finish(self) -> bytes:
+        released: list[Released] = []
+        if self._buf:
+            block = bytes(self._buf)
+            self._buf.clear()
+            released += self._events.feed(None, block, *_data_payload(block))
+        return self._emit(released + self._events.finish())
 
 
 def redact_sse(data: bytes, redactor: PayloadRedactor) -> bytes:
