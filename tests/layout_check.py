@@ -16,7 +16,8 @@ REFERENCE_OF = {"claude": "claude-code", "claude-bedrock": "claude-code", "claud
                 "claude-foundry": "claude-code", "claude-aws": "claude-code", "claude-google-cloud": "claude-code",
                 "claude-mantle": "claude-code",
                 "codex": "codex", "codex-sse": "codex-sse", "kimi-code": "kimi-code",
-                "grok": "grok-cli", "gemini": "gemini-cli", "opencode": "opencode", "kimi-cli": "kimi-cli"}
+                "grok": "grok-cli", "gemini": "gemini-cli", "opencode": "opencode", "opencode-bedrock": "opencode",
+                "kimi-cli": "kimi-cli"}
 
 
 # Runs that open with requests of their own before the reference's calls: Claude Code on Bedrock

@@ -872,3 +872,30 @@ def test_claude_on_bedrock_and_vertex_is_served_as_those_platforms_answer():
                              [("content-type", "application/json")]).body()
         assert sse.startswith(b"event: message_start") and b'"model": "claude-sonnet-4-5@20250929"' in sse
         client.close()
+
+
+def test_bedrock_converse_is_served_in_its_own_shapes():
+    """Converse (what the AI SDK's Bedrock provider speaks): the request read through the Anthropic
+    family, the answer as Converse JSON or as ConverseStream frames named by `:event-type`."""
+    from analysis.protocols.bedrock_converse import parse_response
+    from redaction.eventstream import read_messages
+
+    body = {"messages": [{"role": "user", "content": [{"text": "list the files"}]}], "system": [{"text": "Be brief."}],
+            "toolConfig": {"tools": [{"toolSpec": {"name": "bash", "description": "run a command", "inputSchema": {
+                "json": {"type": "object", "properties": {"command": {"type": "string"}}}}}}]}}
+    with ModelServer(script="basic") as server:
+        client = HttpClient(server.url)
+        path = "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse"
+        streamed = client.request("POST", path + "-stream", json.dumps(body).encode(),
+                                  [("content-type", "application/json")]).body()
+        messages, complete = read_messages(streamed)
+        kinds = [m.headers[":event-type"] for m in messages]
+        assert complete and kinds[0] == "messageStart" and kinds[-2:] == ["messageStop", "metadata"]
+        assert "contentBlockStart" in kinds and "contentBlockDelta" in kinds
+        answer = parse_response(streamed, False)
+        assert answer.parse_status == "ok" and [c.name for c in answer.tool_calls] == ["bash", "bash"]
+        whole = json.loads(client.request("POST", path, json.dumps(body).encode(),
+                                          [("content-type", "application/json")]).body())
+        assert whole["stopReason"] == "tool_use" and whole["output"]["message"]["content"][1]["toolUse"]["name"] == "bash"
+        assert whole["usage"]["totalTokens"] >= whole["usage"]["inputTokens"] > 0
+        client.close()

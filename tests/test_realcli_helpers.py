@@ -40,7 +40,8 @@ def test_pip_and_npm_installs_get_their_own_cache_directories() -> None:
     assert install_name(CLIS["codex"]) == install_name(CLIS["codex-sse"]) == "openai__codex"
     claude = {name for name in CLIS if name.startswith("claude")}  # one install, several platforms
     assert {install_name(CLIS[name]) for name in claude} == {"anthropic-ai__claude-code"}
-    assert len(names) == len(CLIS) - 1 - (len(claude) - 1)  # only codex's and claude's runs share one
+    assert install_name(CLIS["opencode"]) == install_name(CLIS["opencode-bedrock"])
+    assert len(names) == len({spec.package for spec in CLIS.values()})  # runs of one package share its install
 
 
 def test_pins_are_exact_versions() -> None:

@@ -72,14 +72,19 @@ def sse_frame(data: dict[str, Any] | str, event: str | None = None) -> bytes:
     return f"{head}data: {payload}\n\n".encode()
 
 
-def eventstream_frame(data: dict[str, Any] | str) -> bytes:
-    """One Bedrock `InvokeModelWithResponseStream` message: the event's JSON in base64 under `bytes`,
-    in an AWS event-stream frame (prelude, `chunk` headers, payload, CRC-32s)."""
+def eventstream_frame(data: dict[str, Any] | str, name: str | None = None, kind: str = "invoke") -> bytes:
+    """One AWS event-stream message: for `InvokeModelWithResponseStream` a `chunk` holding the event's JSON in
+    base64 under `bytes`; for `ConverseStream` the event's own JSON, named by `:event-type`."""
     payload = data if isinstance(data, str) else dumps(data)
-    body = json.dumps({"bytes": base64.b64encode(payload.encode()).decode(), "p": "abcdefghijklmnopqrstuvwx"},
-                      separators=(",", ":")).encode()
+    if kind == "converse":
+        body = json.dumps({**json.loads(payload), "p": "abcdefgh"}, separators=(",", ":")).encode()
+        event_type = (name or "chunk").encode()
+    else:
+        body = json.dumps({"bytes": base64.b64encode(payload.encode()).decode(), "p": "abcdefghijklmnopqrstuvwx"},
+                          separators=(",", ":")).encode()
+        event_type = b"chunk"
     headers = b"".join(bytes([len(n)]) + n + b"\x07" + len(v).to_bytes(2, "big") + v for n, v in (
-        (b":event-type", b"chunk"), (b":content-type", b"application/json"), (b":message-type", b"event")))
+        (b":event-type", event_type), (b":content-type", b"application/json"), (b":message-type", b"event")))
     prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
     message = prelude + zlib.crc32(prelude).to_bytes(4, "big") + headers + body
     return message + zlib.crc32(message).to_bytes(4, "big")

@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from . import render
+from . import converse, render
 from .cache import OPENAI_CACHE_STEP_TOKENS, CacheResult, PromptCache
 from .conversation import Conversation, read_conversation, session_key, shape_problem
 from .faults import INJECT_HEADER, Fault, error_body, error_headers, parse_inject, stream_error_event
@@ -245,6 +245,8 @@ class Engine:
         family = route.family
         inner = data.get("request") if route.wrapped and isinstance(data.get("request"), dict) else data
         assert isinstance(inner, dict)
+        if route.converse:
+            inner = converse.to_anthropic(inner)
         model = str(inner.get("model") or data.get("model") or route.model or _DEFAULT_MODELS[family])
         stream = route.stream if route.stream is not None else bool(data.get("stream"))
         exchange.stream = stream
@@ -294,6 +296,8 @@ class Engine:
             ctx.include_usage = bool((inner.get("stream_options") or {}).get("include_usage"))
             ctx.moonshot = self._moonshot(hdrs)
         reply = _RENDERERS[family](answer, ctx)
+        if route.converse:
+            reply = converse.render(reply)
         reply.eventstream = route.eventstream
         exchange.kind, exchange.step = answer.kind, answer.step
         exchange.calls = [c.command for c in answer.calls]

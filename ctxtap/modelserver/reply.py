@@ -92,7 +92,7 @@ class Reply:
     delay_s: float | None = None  # per-request pacing override
     exchange: ServedExchange | None = None
     output: list[dict[str, Any]] | None = None  # Responses output items (for previous_response_id)
-    eventstream: bool = False  # send the events as AWS event-stream frames (Bedrock), not SSE
+    eventstream: str | None = None  # send the events as AWS event-stream frames (Bedrock: "invoke", "converse")
 
     @property
     def is_stream(self) -> bool:

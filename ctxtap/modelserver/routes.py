@@ -3,7 +3,7 @@
 Clients use provider-specific prefixes (`/coding/v1/chat/completions`,
 `/backend-api/codex/responses`, `/v1internal:streamGenerateContent`), so
 matching is on the path suffix, as gateways do. Claude on Bedrock
-(`/model/<id>/invoke-with-response-stream`) and on Vertex AI
+(`/model/<id>/invoke-with-response-stream`, Converse's `/model/<id>/converse-stream`) and on Vertex AI
 (`…/publishers/anthropic/models/<id>:streamRawPredict`) is the Anthropic family.
 """
 
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-_BEDROCK = re.compile(r"/model/(?P<model>[^/]+)/invoke(?P<stream>-with-response-stream)?$")
+_BEDROCK = re.compile(r"/model/(?P<model>[^/]+)/(?P<op>invoke|converse)(?P<stream>-with-response-stream|-stream)?$")
 _VERTEX = re.compile(r"/publishers/anthropic/models/(?P<model>[^/:]+):(?P<method>streamRawPredict|rawPredict)$")
 _GEMINI = re.compile(r"(?:/models/(?P<model>[^/:]+))?(?P<internal>/v1internal)?:(?P<method>streamGenerateContent|generateContent|countTokens)$")
 
@@ -25,7 +25,8 @@ class Route:
     stream: bool | None = None  # None: from the body's "stream" flag
     wrapped: bool = False  # Gemini Code Assist envelope
     model: str | None = None  # Gemini, Bedrock, Vertex: from the path
-    eventstream: bool = False  # Bedrock: the stream goes out as AWS event-stream frames
+    eventstream: str | None = None  # Bedrock: the stream goes out as AWS event-stream frames ("invoke", "converse")
+    converse: bool = False  # Bedrock's Converse API: translated to and from the Anthropic family (`converse.py`)
 
 
 def match_route(method: str, path: str) -> Route | None:
@@ -49,9 +50,10 @@ def match_route(method: str, path: str) -> Route | None:
     if clean.endswith("/chat/completions"):
         return Route("chat", "chat")
     m = _BEDROCK.search(clean)
-    if m:  # Anthropic Messages on Amazon Bedrock: the model in the path, the stream in binary frames
-        stream = bool(m.group("stream"))
-        return Route("messages", "anthropic", stream=stream, model=unquote(m.group("model")), eventstream=stream)
+    if m:  # Claude on Amazon Bedrock (Messages, or Converse): the model in the path, the stream in binary frames
+        stream, op = bool(m.group("stream")), m.group("op")
+        return Route("messages", "anthropic", stream=stream, model=unquote(m.group("model")),
+                     eventstream=op if stream else None, converse=op == "converse")
     m = _VERTEX.search(clean)
     if m:  # Anthropic Messages on Google Vertex AI: the model in the path, Anthropic's own SSE
         if m.group("model") == "count-tokens":

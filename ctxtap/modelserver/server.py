@@ -149,7 +149,8 @@ class _Handler(BaseHTTPRequestHandler):
                     break
                 if index and delay:
                     time.sleep(delay)
-                frame = eventstream_frame(event.data) if reply.eventstream else sse_frame(event.data, event.name)
+                frame = (eventstream_frame(event.data, event.name, reply.eventstream) if reply.eventstream
+                         else sse_frame(event.data, event.name))
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
                 written.append(frame)
         except OSError:

@@ -187,6 +187,23 @@ def _opencode(home: Path) -> Setup:
                  secrets=(key,))
 
 
+def _opencode_bedrock(home: Path) -> Setup:
+    """opencode on Amazon Bedrock (the AI SDK's provider speaks the Converse API), a Bedrock API key."""
+    key = bedrock_key()
+    config = {
+        "$schema": "https://opencode.ai/config.json",
+        "model": "amazon-bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "small_model": "amazon-bedrock/anthropic.claude-haiku-4-5-20251001-v1:0",
+        "autoupdate": False,
+        "share": "disabled",
+        "provider": {"amazon-bedrock": {"options": {"region": "us-east-1"}}},
+    }
+    env = {"AWS_BEARER_TOKEN_BEDROCK": key, "AWS_REGION": "us-east-1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+           "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1", "OPENCODE_DISABLE_SHARE": "1"}
+    return Setup(env=env, files={".config/opencode/opencode.json": json.dumps(config, indent=2) + "\n"},
+                 secrets=(key,))
+
+
 def _kimi_cli(home: Path) -> Setup:
     """The legacy Python kimi-cli: kimi-code's provider config in ~/.kimi/, yolo, no telemetry or updates."""
     key = moonshot_key()
@@ -276,6 +293,12 @@ CLIS: dict[str, CliSpec] = {
             args=lambda repo: ["run", "--model", "anthropic/claude-sonnet-4-5", TASK],
             setup=_opencode, client="opencode", api="messages", hosts=("api.anthropic.com",),
             title_model="claude-haiku-4-5",
+        ),
+        CliSpec(
+            name="opencode-bedrock", package="opencode-ai@1.18.33", command="opencode",
+            args=lambda repo: ["run", "--model", "amazon-bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0", TASK],
+            setup=_opencode_bedrock, client="opencode", api="bedrock-converse",
+            hosts=("bedrock-runtime.us-east-1.amazonaws.com",), title_model="us.anthropic.claude-haiku-4-5-20251001-v1:0",
         ),
         CliSpec(
             # 1.50.0 is the last real release: 1.51 and 1.52 only download a remote install script.
