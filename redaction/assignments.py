@@ -654,7 +654,9 @@ def _unbalanced_run_end(data: bytes, start: int) -> int | None:
 
     Inside brackets anything goes (`get(a, b)`, `env["X"]`, a call over lines);
     outside them the value ends at a space, quote or `,`. Only a closer that
-    does not match its opener makes the run a value rather than code.
+    does not match its opener makes the run a value rather than code, and only
+    on the value's line: a call over lines is code whatever its strings hold
+    (`TOKEN_RE = re.compile(` then a regex with `[^\\]]` on the next line).
     """
     stack: list[int] = []
     i, n = start, min(len(data), start + _MAX_VALUE)
@@ -662,6 +664,8 @@ def _unbalanced_run_end(data: bytes, start: int) -> int | None:
         c = data[i]
         if not stack and c in _RUN_ENDERS:
             break
+        if c in (0x0A, 0x0D) or c == 0x5C and data[i + 1 : i + 2] in (b"n", b"r"):
+            return None  # inside brackets (outside them a line break ends the run): a call over lines
         if c in (0x28, 0x5B, 0x7B):
             stack.append(c)
         elif c in _CLOSERS:

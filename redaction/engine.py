@@ -340,13 +340,18 @@ def hyperscan_module():  # noqa: ANN201 - the optional module itself
     return _hs
 
 
+def uses_hyperscan(backend: str | None = None) -> bool:
+    """Would `build_engine(..., backend)` build a Hyperscan engine?"""
+    wanted = backend or os.environ.get("CTXTAP_REDACTION_ENGINE", "auto")
+    return wanted != "python" and _hs is not None
+
+
 def build_engine(
     triggers: Sequence[Trigger], backend: str | None = None, python_starts: frozenset[int] = frozenset()
 ) -> HyperscanEngine | PythonEngine:
     """The fastest engine available (or the one `backend` / `CTXTAP_REDACTION_ENGINE` asks for).
 
     `python_starts`: see `HyperscanEngine` (the fallback finds every start in Python anyway)."""
-    wanted = backend or os.environ.get("CTXTAP_REDACTION_ENGINE", "auto")
-    if wanted == "python" or _hs is None:
+    if not uses_hyperscan(backend):
         return PythonEngine(triggers)
     return HyperscanEngine(triggers, python_starts=python_starts)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from json.decoder import scanstring
 
 from redaction.spans import Span
@@ -24,6 +24,7 @@ from redaction.spans import Span
 # found at the backslash (a literal first byte, so `re` skips to it in C). Control characters
 # (`\u001b` in coloured tool output) and non-ASCII ones hide no rule's delimiter.
 _HIDING_RUN = re.compile(rb'\\(?:[\\"]|u00[2-7][0-9a-fA-F])')
+_PRINTABLE_ESCAPE = re.compile(rb'\\u00[2-7][0-9a-fA-F]')
 _ESCAPE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 _SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 MAX_DEPTH = 4
@@ -189,26 +190,23 @@ def find_escaped_spans(
     depth: int,
     lines_at: Sequence[int] = (),
     memory: OpenedStrings | None = None,
+    near: Sequence[int] | None = None,
 ) -> None:
     """Append spans (over the escaped bytes) of secrets found in decoded string literals.
 
     Each string literal holding an escaped quote or a `\\\\` pair is decoded once (the
     search goes on after its closing quote), or recalled from `memory`; so is each one
     around a position of `lines_at` (where a rule spanning lines matched its keyword) that
-    holds an escaped newline.
+    holds an escaped newline. `near` (sorted), where given, narrows the first kind to the
+    literals holding one of its positions (where a trigger matched the raw bytes) or a
+    `\\u00XX` escape: see `_narrowed`.
     """
     if depth >= MAX_DEPTH:
         return
     opened: list[tuple[int, int]] = []
-    # memchr for a backslash first; then the regex, whose literal first byte it skips to in C
-    # (several times faster than `b'\\"' in data`, a two-byte search)
-    search = _HIDING_RUN.search
-    m = search(data) if b"\\" in data else None
     text = ""  # `data` as Latin-1, one character per byte (the C JSON scanner's offsets are ours)
     ascii_only = False
-    while m is not None:
-        pos = m.start() + 1
-        lo = _string_start(data, pos)
+    for pos, lo in _hiding_literals(data, opened) if near is None else _narrowed(data, near, opened):
         recalled = memory.recall(data, lo, depth) if memory is not None else None
         if recalled is not None:
             hi, found = recalled
@@ -222,7 +220,6 @@ def find_escaped_spans(
                 memory.remember(data, lo, hi, depth, found)
         out.extend(found)
         opened.append((lo, hi))
-        m = search(data, max(hi, m.end()))
     for pos in sorted(lines_at):
         if any(lo <= pos < hi for lo, hi in opened) or pos >= len(data):
             continue
@@ -230,6 +227,56 @@ def find_escaped_spans(
         if b"\\n" in data[lo:hi]:
             _scan_string(data, lo, hi, out, scan, depth)
         opened.append((lo, hi))
+
+
+def _hiding_literals(data: bytes, opened: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """(a position in its first hiding run, content start) of every literal holding one, in order.
+
+    The search goes on after the closing quote of the literal last opened (`opened[-1]`,
+    appended by the caller for each literal yielded)."""
+    # memchr for a backslash first; then the regex, whose literal first byte it skips to in C
+    # (several times faster than `b'\\"' in data`, a two-byte search)
+    search = _HIDING_RUN.search
+    m = search(data) if b"\\" in data else None
+    while m is not None:
+        pos = m.start() + 1
+        yield pos, _string_start(data, pos)
+        m = search(data, max(opened[-1][1], m.end()))
+
+
+def _narrowed(data: bytes, near: Sequence[int], opened: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
+    """`_hiding_literals` narrowed to the literals holding a position of `near` (sorted) or a
+    `\\u00XX` escape.
+
+    Decoding every literal with an escaped quote scans most of an agent's request twice
+    (tool results quote code); yet a rule matches a decoded literal only where a trigger's
+    escape-tolerant form matches the raw one (`redaction.openers`), so only the literals
+    where one did are opened. An escape of a printable character (`p\\u0026ss`) can stand
+    for any byte of a match, so literals holding one are always opened.
+    """
+    if b"\\" not in data:
+        return
+    if b"\\u00" in data:
+        escaped = [m.start() + 1 for m in _PRINTABLE_ESCAPE.finditer(data)]
+        near = sorted([*near, *escaped]) if escaped else near
+    search = _HIDING_RUN.search
+    done = 0  # where the literal considered last ends
+    m = None  # the first hiding run after the last literal start looked at
+    for pos in near:
+        if pos < done:
+            continue
+        lo = _string_start(data, pos)
+        if m is None or m.start() < lo:
+            m = search(data, lo)
+        if m is None:
+            return  # no hiding run from here on
+        if m.start() >= pos:  # none before `pos` in its literal: is there one after, before it closes?
+            end = data.find(b'"', pos)  # no escaped quote up to the run: the first quote closes it
+            if 0 <= end < m.start():
+                done = end + 1
+                continue
+        yield m.start() + 1, lo
+        done = opened[-1][1]
 
 
 def _string_at(data: bytes, text: str, ascii_only: bool, pos: int, start: int) -> tuple[int, int, bytes | None]:

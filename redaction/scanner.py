@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 
 from redaction import base64_runs, cli_flags, comparisons, config_fields, encodings, json_escapes
 from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
@@ -19,9 +20,10 @@ from redaction.detectors import (
     token_starts,
     token_triggers,
 )
-from redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine
+from redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine, uses_hyperscan
 from redaction.gitleaks import RuleSet, load_rules
 from redaction.gitleaks_match import GitleaksDetector
+from redaction.openers import opener
 from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
 from redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
 
@@ -34,6 +36,15 @@ class Scanner:
     def __init__(self, ruleset: RuleSet, backend: str | None = None) -> None:
         self.ruleset = ruleset
         self.gitleaks = GitleaksDetector(ruleset)
+        # With Hyperscan, only the JSON string literals where a trigger's escape-tolerant form
+        # matches are decoded and scanned again (`redaction.openers`): gitleaks' triggers take
+        # that form themselves (their hits are only places to verify the rule's own regex),
+        # the others get it as an opener of their own, numbered after every trigger. The
+        # fallback opens every literal an escape could hide a rule in.
+        self._narrow = uses_hyperscan(backend)
+        rules = self.gitleaks.triggers
+        if self._narrow:
+            rules = [t if (form := opener(t.pattern)) is None else replace(t, pattern=form) for t in rules]
         groups: list[list[Trigger]] = [
             token_triggers(),
             list(CONTEXT_TRIGGERS),
@@ -43,13 +54,20 @@ class Scanner:
             list(comparisons.TRIGGERS),
             list(base64_runs.TRIGGERS),
             list(config_fields.TRIGGERS),
-            self.gitleaks.triggers,  # last: its hits are numbered from its first trigger
+            rules,  # its hits are numbered from its first trigger
         ]
         self._ranges: list[range] = []
         triggers: list[Trigger] = []
         for group in groups:
             self._ranges.append(range(len(triggers), len(triggers) + len(group)))
             triggers.extend(group)
+        self._first_opener = len(triggers)
+        if self._narrow:
+            triggers += [
+                Trigger(form, caseless=t.caseless)
+                for t in triggers[: self._ranges[8].start]
+                if (form := opener(t.pattern)) is not None
+            ]
         # The name rules' triggers begin one byte before their keyword: their starts are found
         # in Python (start-of-match tracking would make up most of the Hyperscan database).
         self.engine: HyperscanEngine | PythonEngine = build_engine(
@@ -69,19 +87,22 @@ class Scanner:
         """
         hits = self.engine.scan(data)
         if not hits.by_trigger:
-            # most headers, URLs and small values: no trigger, nothing to verify (escaped quotes
-            # can hide a rule's trigger, so JSON strings holding them are still opened)
+            # most headers, URLs and small values: no trigger, nothing to verify (an escaped
+            # printable character can hide a rule's trigger, so JSON strings holding one are
+            # still opened; without openers, every string holding an escaped quote)
             if not decode:
                 return []
             found: list[Span] = []
-            json_escapes.find_escaped_spans(data, found, self._unescaped_spans, depth, memory=self._opened)
+            json_escapes.find_escaped_spans(
+                data, found, self._unescaped_spans, depth, memory=self._opened, near=() if self._narrow else None
+            )
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         get = hits.by_trigger.get
         tokens, context, assign, cli, enc, compared, carriers, config = (
             [get(i, _NO_HITS) for i in r] for r in self._ranges[:8]
         )
-        first_rule = self._ranges[8].start  # gitleaks' 221 rules: only those that matched
-        gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if i >= first_rule)
+        first_rule, end = self._ranges[8].start, self._first_opener  # gitleaks' rules: those that matched
+        gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if first_rule <= i < end)
         spans: list[Span] = []
         find_token_spans(data, token_starts(data, tokens), spans)
         find_context_spans(data, context, spans)
@@ -92,8 +113,9 @@ class Scanner:
         config_fields.find_config_spans(data, config, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
+            near = sorted(e - 1 for found in hits.by_trigger.values() for _, e in found) if self._narrow else None
             json_escapes.find_escaped_spans(
-                data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl), self._opened
+                data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl), self._opened, near
             )
             if depth < json_escapes.MAX_DEPTH and any(carriers):
                 # a file attached as base64 (each level of nesting counted as a JSON level)
