@@ -22,7 +22,8 @@ load on the machine costs less than wall time would):
   (Hyperscan: where any rule's trigger matches, nothing verified);
 * `scan`: every rule on the raw bytes (`Scanner.find_spans`: the engine pass,
   each trigger hit verified by its rule, JSON strings whose escapes hide a
-  rule's quotes decoded and scanned again, spans settled, nothing replaced);
+  rule's quotes decoded and scanned again where a trigger's escape-tolerant
+  form matched them, spans settled, nothing replaced);
 * `redact`: `Redactor.redact_bytes` with the engine;
 * `scan-py`, `redact-py`: the same with the pure-Python fallback;
 * `old`: `redact_bytes` of the redactor at `--baseline` (default: where this
