@@ -17,6 +17,9 @@ Prints, for one run:
      50 ms: the figure for "together"); and RSS after 500 vs 1,000 flows (flat).
 
 Run: .venv/bin/python benchmarks/bench_proxy.py [--quick] [--memory-only | --stream-only]
+                                                [--event-bytes N]
+The big streams carry 8 KB of text per event (a byte-throughput test); `--event-bytes 100`
+makes them token-sized, where mitmproxy's cost per chunk sets the pace of both proxies.
 Everything talks to 127.0.0.1 only.
 """
 
@@ -285,12 +288,13 @@ def sse_request(port: int, ca: str, body: bytes, headers: Sequence[tuple[str, st
     return first or total, total, size
 
 
-def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -> None:
+def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int, event_bytes: int = 8192) -> None:
     small = {"steps": [{"text": "hello"}]}
     server, url = start_model_server(small)
-    big_server, big_url = start_model_server({"steps": [{"events": stream_mb * 128, "event_bytes": 8192}]})
+    events = stream_mb * (1 << 20) // event_bytes
+    big_server, big_url = start_model_server({"steps": [{"events": events, "event_bytes": event_bytes}]})
     # the same stream with the server pausing PACED_DELAY_S between events: the cores are not all busy
-    paced_server, paced_url = start_model_server({"steps": [{"events": stream_mb * 128, "event_bytes": 8192}]},
+    paced_server, paced_url = start_model_server({"steps": [{"events": events, "event_bytes": event_bytes}]},
                                                  chunk_delay=PACED_DELAY_S)
     body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
                        "messages": [{"role": "user", "content": "hi"}]}).encode()
@@ -327,14 +331,14 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int) -
           f"ratio {c50 / b50:.3f}  (target <= 1.05)")
     print(f"   first-chunk latency p99   bare {b99 * 1000:7.2f} ms   ctxtap {c99 * 1000:7.2f} ms   "
           f"ratio {c99 / b99:.3f}")
-    print(f"   throughput ({stream_mb} MB stream) bare {bt:7.1f} MB/s  ctxtap {ct:7.1f} MB/s  "
+    print(f"   throughput ({stream_mb} MB stream, {events} events of {event_bytes} B) bare {bt:7.1f} MB/s  ctxtap {ct:7.1f} MB/s  "
           f"ratio {ct / bt:.3f}  (target >= 0.9)")
     print(f"   CPU seconds of each process while the stream ran ({os.cpu_count()} cores: as many core-seconds "
           "per wall second):")
     _print_cpu(results, "throughput")
     pb = max(r[0] for r in results[("bare", "paced")])
     pc = max(r[0] for r in results[("ctxtap", "paced")])
-    print(f"   paced stream (the server waits {PACED_DELAY_S * 1000:.1f} ms between 8 KB events): bare {pb:.1f} MB/s  "
+    print(f"   paced stream (the server waits {PACED_DELAY_S * 1000:.1f} ms between events): bare {pb:.1f} MB/s  "
           f"ctxtap {pc:.1f} MB/s  ratio {pc / pb:.3f}")
     _print_cpu(results, "paced")
     for grown, cpu, lag in results[("ctxtap", "writer")]:
@@ -462,6 +466,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
     parser.add_argument("--memory-only", action="store_true", help="only part 3 (memory)")
     parser.add_argument("--stream-only", action="store_true", help="only part 1 (latency and throughput)")
+    parser.add_argument("--event-bytes", type=int, default=8192,
+                        help="text per event of the big streams (a model's deltas are 5 to 50 bytes)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ctxtap-bench-"))
     confdir = tmp / "config"
@@ -472,7 +478,8 @@ def main() -> None:
         Ctx(confdir, "http://127.0.0.1:9", tmp / "warmup").stop()
         print(f"ctxtap proxy benchmark ({'quick' if args.quick else 'full'}), Python {sys.version.split()[0]}")
         if not args.memory_only:
-            bench_latency_throughput(tmp, confdir, n=30 if args.quick else 200, stream_mb=5 if args.quick else 50)
+            bench_latency_throughput(tmp, confdir, n=30 if args.quick else 200, stream_mb=5 if args.quick else 50,
+                                     event_bytes=args.event_bytes)
         if not (args.memory_only or args.stream_only):
             bench_storage(tmp, confdir, turns=20 if args.quick else 100)
         if not args.stream_only:
