@@ -46,6 +46,34 @@ def _string_start(data: bytes, pos: int) -> int:
     return lo + 1
 
 
+class _Backwards:
+    """`_string_start` for positions deep in long literals: a trigger can match far into a tool
+    result that quotes code, and walking back over each escaped quote before it is a step of
+    Python per quote. Past a few, one regex search over the bytes before it, reversed
+    (reversed once per body)."""
+
+    _STEPS = 16
+    # in reversed bytes: a quote followed by an even run of backslashes (preceded by one, unreversed)
+    _UNESCAPED = re.compile(rb'"(?:\\\\)*(?!\\)')
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.reversed: bytes | None = None
+
+    def string_start(self, pos: int) -> int:
+        data = self.data
+        lo = data.rfind(b'"', 0, pos)
+        for _ in range(self._STEPS):
+            if lo < 0 or _unescaped_quote(data, lo):
+                return lo + 1
+            lo = data.rfind(b'"', 0, lo)
+        if self.reversed is None:
+            self.reversed = data[::-1]
+        n = len(data)
+        m = self._UNESCAPED.search(self.reversed, n - 1 - lo)  # from the quote at `lo`
+        return n - m.start() if m is not None else 0
+
+
 def _string_around(data: bytes, pos: int, start: int | None = None) -> tuple[int, int]:
     """Content bounds of the JSON string literal holding `pos`; the whole of `data` where no
     quote delimits it (a decoded string's content, one level down, has none). `start`: its
@@ -262,10 +290,11 @@ def _narrowed(data: bytes, near: Sequence[int], opened: list[tuple[int, int]]) -
     search = _HIDING_RUN.search
     done = 0  # where the literal considered last ends
     m = None  # the first hiding run after the last literal start looked at
+    backwards = _Backwards(data)
     for pos in near:
         if pos < done:
             continue
-        lo = _string_start(data, pos)
+        lo = backwards.string_start(pos)
         if m is None or m.start() < lo:
             m = search(data, lo)
         if m is None:

@@ -159,3 +159,11 @@ def test_literals_with_nothing_to_find_stay_closed(scanners: tuple[Scanner, Scan
     wide._opened.clear()
     assert wide.find_spans(body) == spans
     assert sum(b"print" in o for o in opened) == 2  # the reference decodes both tool results
+
+
+@given(st.binary(max_size=300).map(lambda b: bytes(c for c in b if c in b'"\\ax')), st.integers(0, 299))
+def test_the_start_of_a_literal_found_backwards_is_the_walks(data: bytes, pos: int) -> None:
+    """Deep in a literal the start is found by one regex over the reversed bytes: the same as
+    walking back over every escaped quote."""
+    pos = min(pos, len(data))
+    assert json_escapes._Backwards(data).string_start(pos) == json_escapes._string_start(data, pos)
