@@ -5,12 +5,13 @@ delimiters and scans it again. Decoding every literal with an escaped quote
 scans most of an agent's request twice (tool results quote code), though few
 hold anything a rule matches. A trigger matches a decoded literal only where
 its escape-tolerant form matches the raw one: each atom of the pattern that can
-match a byte JSON writes as an escape (`"`, `\\`, `/`, control characters,
-non-ASCII) also takes that escape (`\\"`, `\\n`, `\\u00e9`; any number of
-backslashes, for JSON inside JSON), and anchors also take the quotes around the
-literal. Gitleaks' triggers are replaced by these forms (a hit there is only a
-place to verify the rule's own regex); the other detectors' triggers get them as
-openers of their own beside them. Only literals where one matched are opened.
+match a byte JSON writes as an escape (`"`, `\\`, control characters, non-ASCII)
+also takes that escape (`\\"`, `\\n`, `\\u00e9`; any number of backslashes, for
+JSON inside JSON), and anchors also take the quotes around the literal.
+Gitleaks' triggers are replaced by these forms (a hit there is only a place to
+verify the rule's own regex); the other detectors' triggers get them as openers
+of their own beside them. Only literals where one matched are opened, and those
+holding an escape these forms leave out (`\\/`, `\\u0026`: see `json_escapes`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import re
 from functools import cache
 
 # Bytes of a decoded literal that stood for an escape in the raw one, and how the escape ends.
-_ESCAPED = {b'"': b'"', b"\\": b"\\\\", b"/": b"/", b"\n": b"n", b"\r": b"r", b"\t": b"t", b"\x08": b"b", b"\x0c": b"f"}
+_ESCAPED = {b'"': b'"', b"\\": b"\\\\", b"\n": b"n", b"\r": b"r", b"\t": b"t", b"\x08": b"b", b"\x0c": b"f"}
 _OTHER = (b"\x00", b"\x1b", b"\x80", b"\xc3", b"\xff")  # control and non-ASCII bytes: `\uXXXX`
 _POSIX = {
     b"[:alnum:]": b"a-zA-Z0-9", b"[:alpha:]": b"a-zA-Z", b"[:digit:]": b"0-9", b"[:xdigit:]": b"0-9a-fA-F",

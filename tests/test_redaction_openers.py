@@ -167,3 +167,15 @@ def test_the_start_of_a_literal_found_backwards_is_the_walks(data: bytes, pos: i
     walking back over every escaped quote."""
     pos = min(pos, len(data))
     assert json_escapes._Backwards(data).string_start(pos) == json_escapes._string_start(data, pos)
+
+
+def test_a_literal_with_escaped_slashes_is_opened(scanners: tuple[Scanner, Scanner]) -> None:
+    """PHP writes `https:\\/\\/`: the openers leave that escape out, so such literals are opened."""
+    text = 'ok = "yes"\nDATABASE_URL=postgres://app:Xq7vR2mK9pLw@db.internal/app\n'
+    body = json.dumps({"content": text}).replace("/", "\\/").encode()
+    narrow, _ = scanners
+    clear_caches()
+    narrow._opened.clear()
+    found = [body[s.start:s.end] for s in narrow.find_spans(body)]
+    assert any(b"Xq7vR2mK9pLw" in f for f in found), found
+    _same(scanners, body)
