@@ -12,6 +12,7 @@ the secret survives and the JSON stays valid.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -24,9 +25,6 @@ from redaction.spans import Span
 # found at the backslash (a literal first byte, so `re` skips to it in C). Control characters
 # (`\u001b` in coloured tool output) and non-ASCII ones hide no rule's delimiter.
 _HIDING_RUN = re.compile(rb'\\(?:[\\"]|u00[2-7][0-9a-fA-F])')
-# Escapes the openers do not model (`redaction.openers`): literals holding one are opened whenever
-# they hold a hiding run too.
-_UNMODELLED = re.compile(rb'\\(?:u00[2-7][0-9a-fA-F]|/)')
 _ESCAPE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 _SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 MAX_DEPTH = 4
@@ -228,8 +226,8 @@ def find_escaped_spans(
     search goes on after its closing quote), or recalled from `memory`; so is each one
     around a position of `lines_at` (where a rule spanning lines matched its keyword) that
     holds an escaped newline. `near` (sorted), where given, narrows the first kind to the
-    literals holding one of its positions (where a trigger matched the raw bytes) or a
-    `\\u00XX` or `\\/` escape: see `_narrowed`.
+    literals holding one of its positions (where a trigger's escape-tolerant form matched
+    the raw bytes): see `_narrowed`.
     """
     if depth >= MAX_DEPTH:
         return
@@ -275,29 +273,26 @@ def _hiding_literals(data: bytes, opened: list[tuple[int, int]]) -> Iterator[tup
 
 
 def _narrowed(data: bytes, near: Sequence[int], opened: list[tuple[int, int]]) -> Iterator[tuple[int, int]]:
-    """`_hiding_literals` narrowed to the literals holding a position of `near` (sorted) or a
-    `\\u00XX` or `\\/` escape.
+    """`_hiding_literals` narrowed to the literals holding a position of `near` (sorted).
 
     Decoding every literal with an escaped quote scans most of an agent's request twice
     (tool results quote code); yet a rule matches a decoded literal only where a trigger's
-    escape-tolerant form matches the raw one (`redaction.openers`), so only the literals
-    where one did are opened. An escape of a printable character (`p\\u0026ss`) can stand
-    for any byte of a match, and an escaped slash (PHP's `https:\\/\\/`) for any `/` of
-    one (modelling it would slow every scan by a sixth for an encoder agents do not use), so
-    literals holding either are always opened.
+    escape-tolerant form matches the raw one, so only the literals where one did are
+    opened; `near` must also hold the escapes those forms leave out (`redaction.openers`).
     """
     if b"\\" not in data:
         return
-    if b"\\u00" in data or b"\\/" in data:
-        escaped = [m.start() + 1 for m in _UNMODELLED.finditer(data)]
-        near = sorted([*near, *escaped]) if escaped else near
     search = _HIDING_RUN.search
     done = 0  # where the literal considered last ends
     m = None  # the first hiding run after the last literal start looked at
     backwards = _Backwards(data)
-    for pos in near:
-        if pos < done:
+    i, count = 0, len(near)
+    while i < count:
+        pos = near[i]
+        if pos < done:  # triggers match many times in a literal: skip to the first hit past it
+            i = bisect.bisect_left(near, done, i)
             continue
+        i += 1
         lo = backwards.string_start(pos)
         if m is None or m.start() < lo:
             m = search(data, lo)

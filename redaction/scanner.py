@@ -23,7 +23,7 @@ from redaction.detectors import (
 from redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine, uses_hyperscan
 from redaction.gitleaks import RuleSet, load_rules
 from redaction.gitleaks_match import GitleaksDetector
-from redaction.openers import opener
+from redaction.openers import UNMODELLED, opener
 from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
 from redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
 
@@ -68,6 +68,7 @@ class Scanner:
                 for t in triggers[: self._ranges[8].start]
                 if (form := opener(t.pattern)) is not None
             ]
+            triggers += [Trigger(escape) for escape in UNMODELLED]
         # The name rules' triggers begin one byte before their keyword: their starts are found
         # in Python (start-of-match tracking would make up most of the Hyperscan database).
         self.engine: HyperscanEngine | PythonEngine = build_engine(
@@ -87,9 +88,8 @@ class Scanner:
         """
         hits = self.engine.scan(data)
         if not hits.by_trigger:
-            # most headers, URLs and small values: no trigger, nothing to verify (an escaped
-            # printable character can hide a rule's trigger, so JSON strings holding one are
-            # still opened; without openers, every string holding an escaped quote)
+            # most headers, URLs and small values: no trigger, nothing to verify, no string to
+            # open (but for the fallback, which opens every string holding an escaped quote)
             if not decode:
                 return []
             found: list[Span] = []
