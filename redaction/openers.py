@@ -142,7 +142,7 @@ def _plain(tok: bytes) -> bytes:
     if tok in (rb"\S", rb"\W", rb"\D"):
         return b"[^" + tok.swapcase() + rb"\\]"
     if tok.startswith(b"[^"):
-        return rb"[^\\" + tok[2:]
+        return tok[:-1] + rb"\\]"  # before the closing bracket: a leading `]` stays a member
     return tok
 
 

@@ -42,6 +42,8 @@ def test_an_atom_takes_the_escape_of_what_it_matches() -> None:
     assert space.fullmatch(b"-H\\nx") and space.fullmatch(b"-H\\r\\n  x")
     word = _forms(rb"caf[^\"]+")
     assert word.fullmatch("café".encode()) and word.fullmatch(b"caf\\u00e9") and not word.fullmatch(b'caf\\"')
+    bracket = _forms(rb'x[^]"]+')  # a negated class led by `]` still leaves it out
+    assert bracket.fullmatch(b"xab\\n") and not bracket.fullmatch(b"x]") and not bracket.fullmatch(b'x\\"')
 
 
 def test_any_byte_stops_at_an_escaped_line_break() -> None:
