@@ -21,6 +21,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -287,16 +288,27 @@ def _cache_path(expressions: list[bytes], flags: list[int]) -> Path | None:
     return Path(base) / f"redaction-hs-{digest[:24]}.db"
 
 
+_UNUSED_FOR_S = 30 * 86400  # a cached database no process loaded for this long is removed
+
+
 def _load(path: Path | None):  # noqa: ANN202 - a hyperscan.Database or None
     if path is None or not path.is_file():
         return None
     try:
-        return _hs.loadb(path.read_bytes(), _hs.HS_MODE_BLOCK)  # type: ignore[union-attr]
+        db = _hs.loadb(path.read_bytes(), _hs.HS_MODE_BLOCK)  # type: ignore[union-attr]
     except Exception:
         return None  # another Hyperscan build or a torn file: compile instead
+    try:
+        os.utime(path)  # in use: kept by `_store`'s pruning
+    except OSError:
+        pass
+    return db
 
 
 def _store(path: Path | None, db: object) -> None:
+    """Keep the compiled database, and remove those of earlier rule sets or Hyperscan builds
+    that nothing loaded for a month (each is a megabyte or more; versions side by side that
+    are still in use keep theirs)."""
     if path is None:
         return
     try:
@@ -304,6 +316,10 @@ def _store(path: Path | None, db: object) -> None:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_bytes(_hs.dumpb(db))  # type: ignore[union-attr]
         os.replace(tmp, path)
+        cutoff = time.time() - _UNUSED_FOR_S
+        for old in path.parent.glob("redaction-hs-*.db"):
+            if old != path and old.stat().st_mtime < cutoff:
+                old.unlink(missing_ok=True)
     except OSError:
         pass
 

@@ -438,6 +438,30 @@ def test_compiled_database_is_cached_and_a_bad_cache_is_recompiled(tmp_path, mon
     assert cached[0].read_bytes() != b"torn"
 
 
+@pytest.mark.skipif(not hyperscan_available(), reason="hyperscan wheel not installed")
+def test_databases_nothing_loaded_for_a_month_are_removed(tmp_path, monkeypatch) -> None:
+    import os
+    import time
+
+    from redaction.engine import HyperscanEngine, Trigger
+
+    monkeypatch.setenv("CTXTAP_CACHE_DIR", str(tmp_path))
+    stale, recent, other = (tmp_path / f"redaction-hs-{n}.db" for n in ("stale", "recent", "x"))
+    for path in (stale, recent, other):
+        path.write_bytes(b"an earlier rule set")
+    os.utime(stale, (time.time() - 40 * 86400,) * 2)
+    os.utime(other, (time.time() - 40 * 86400,) * 2)
+    other.rename(tmp_path / "notes.db")  # not a database of ours: left alone
+    HyperscanEngine([Trigger(rb"sk-ant-", som=True)])
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert "redaction-hs-stale.db" not in names and "redaction-hs-recent.db" in names and "notes.db" in names
+    built = [n for n in names if n not in ("redaction-hs-recent.db", "notes.db")]
+    assert len(built) == 1 and built[0].startswith("redaction-hs-")
+    os.utime(tmp_path / built[0], (time.time() - 40 * 86400,) * 2)
+    HyperscanEngine([Trigger(rb"sk-ant-", som=True)])  # loaded: marked as in use again
+    assert (tmp_path / built[0]).stat().st_mtime > time.time() - 60
+
+
 def _outer_branches(pattern: str) -> list[str]:
     """The branches of a regex's outermost alternation (`(?i)(?:A|B)` -> [A, B]), each with its
     groups cut out: what is left every match of that branch contains literally (escapes and
