@@ -139,11 +139,13 @@ def test_addons_work_under_plain_mitmdump(tmp_path, ctxtap_config):
 
     mitmdump = shutil.which("mitmdump", path=os.path.dirname(sys.executable))
     assert mitmdump, "mitmdump is installed with mitmproxy"
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     out = tmp_path / "cap"
     with ModelServer(script="basic") as server:
+        # picked once the model server holds its own port: picking first let the kernel hand the freed
+        # port to the model server, which then answered the client's CONNECT itself (501)
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
         cmd = [mitmdump, "-q", "--listen-host", "127.0.0.1", "-p", str(port),
                "--set", f"confdir={ctxtap_config / 'ca'}", "-s", str(ROOT / "proxy_addons" / "recorder.py"),
                "--set", f"ctxtap_out={out}", "--set", f"ctxtap_route=api.anthropic.com={server.url}"]
