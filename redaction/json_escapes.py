@@ -17,6 +17,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
 from json.decoder import scanstring
+from typing import overload
 
 from redaction.spans import Span
 
@@ -38,10 +39,19 @@ def _unescaped_quote(data: bytes, pos: int) -> bool:
     return n % 2 == 0
 
 
-def _string_start(data: bytes, pos: int) -> int:
-    """Where the content of the JSON string literal holding `pos` begins (0 where no quote opens it)."""
+@overload
+def _string_start(data: bytes, pos: int) -> int: ...
+@overload
+def _string_start(data: bytes, pos: int, steps: int) -> int | None: ...
+def _string_start(data: bytes, pos: int, steps: int | None = None) -> int | None:
+    """Where the content of the JSON string literal holding `pos` begins (0 where no quote opens it);
+    None where more than `steps` escaped quotes lie between."""
     lo = data.rfind(b'"', 0, pos)
     while lo >= 0 and not _unescaped_quote(data, lo):
+        if steps is not None:
+            if steps == 0:
+                return None
+            steps -= 1
         lo = data.rfind(b'"', 0, lo)
     return lo + 1
 
@@ -61,16 +71,13 @@ class _Backwards:
         self.reversed: bytes | None = None
 
     def string_start(self, pos: int) -> int:
-        data = self.data
-        lo = data.rfind(b'"', 0, pos)
-        for _ in range(self._STEPS):
-            if lo < 0 or _unescaped_quote(data, lo):
-                return lo + 1
-            lo = data.rfind(b'"', 0, lo)
+        start = _string_start(self.data, pos, self._STEPS)
+        if start is not None:
+            return start
         if self.reversed is None:
-            self.reversed = data[::-1]
-        n = len(data)
-        m = self._UNESCAPED.search(self.reversed, n - 1 - lo)  # from the quote at `lo`
+            self.reversed = self.data[::-1]
+        n = len(self.data)
+        m = self._UNESCAPED.search(self.reversed, n - pos)  # from the byte before `pos`
         return n - m.start() if m is not None else 0
 
 

@@ -57,7 +57,8 @@ def opener(pattern: bytes) -> bytes | None:
     where the decoded byte after a match was an escape (or the literal's end), the raw
     one is a backslash (or the closing quote). Gitleaks' rules end so.
     """
-    if tolerant(pattern) == pattern:
+    form = tolerant(pattern)
+    if form == pattern:
         return None
     head, tail = _last_group(pattern)
     if tail is not None and tolerant(head) == head:
@@ -67,7 +68,7 @@ def opener(pattern: bytes) -> bytes | None:
             last = None
         if last is not None and last.fullmatch(b"\\") and last.fullmatch(b'"'):
             return None
-    return tolerant(pattern)
+    return form
 
 
 def _last_group(pattern: bytes) -> tuple[bytes, bytes | None]:

@@ -113,7 +113,9 @@ class Scanner:
         config_fields.find_config_spans(data, config, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
-            near = sorted(e - 1 for found in hits.by_trigger.values() for _, e in found) if self._narrow else None
+            near = None  # the fallback: every literal holding a hiding run
+            if self._narrow:  # only a body with a backslash has a literal to open
+                near = sorted(e - 1 for found in hits.by_trigger.values() for _, e in found) if b"\\" in data else ()
             json_escapes.find_escaped_spans(
                 data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl), self._opened, near
             )
