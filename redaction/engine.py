@@ -229,15 +229,7 @@ class HyperscanEngine:
             if t.caseless:
                 f |= _hs.HS_FLAG_CASELESS
             flags.append(f)
-        expressions = [t.pattern for t in triggers]
-        path = _cache_path(expressions, flags) if cache else None
-        self._db = _load(path)
-        if self._db is None:
-            self._db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-            self._db.compile(
-                expressions=expressions, ids=list(range(len(triggers))), elements=len(triggers), flags=flags
-            )
-            _store(path, self._db)
+        self._db = compiled_database([t.pattern for t in triggers], flags, cache)
         self._local = threading.local()
         self._som = frozenset(i for i, t in enumerate(triggers) if t.som)
 
@@ -280,6 +272,19 @@ def _leftmost_start(regex: re.Pattern[bytes], literals: tuple[bytes, ...], data:
         if regex.fullmatch(data, start, end) is not None:
             return start
     return min(candidates, default=max(0, end - 1))  # not expected: the first keyword place
+
+
+def compiled_database(expressions: list[bytes], flags: list[int], cache: bool = True):  # noqa: ANN201
+    """A Hyperscan block-mode database of `expressions` (ids: their indexes), from the cache
+    directory where it was compiled before (compiling takes up to seconds; loading, milliseconds).
+    Raises `hyperscan.error` for a pattern Hyperscan does not take."""
+    path = _cache_path(expressions, flags) if cache else None
+    db = _load(path)
+    if db is None:
+        db = _hs.Database(mode=_hs.HS_MODE_BLOCK)  # type: ignore[union-attr]
+        db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions), flags=flags)
+        _store(path, db)
+    return db
 
 
 def _cache_path(expressions: list[bytes], flags: list[int]) -> Path | None:

@@ -29,9 +29,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redaction.engine import hyperscan_module
-
-_hs = hyperscan_module()
+from redaction.any_match import AnyMatch
 
 RULES_FILE = Path(__file__).with_name("rules") / "gitleaks.toml"
 MAX_WIDTH = 4096  # how far back from a trigger's end a match may start
@@ -64,31 +62,6 @@ _POSIX = {
 }
 
 
-_stopword_dbs: dict[int, object] = {}
-
-
-def _has_stopword(words: tuple[bytes, ...], text: bytes) -> bool:
-    """Does `text` contain one of `words`? (1,446 stopwords for the generic rule: one Hyperscan pass.)"""
-    if _hs is None or len(words) < 32:
-        return any(w in text for w in words)
-    db = _stopword_dbs.get(id(words))
-    if db is None:
-        db = _hs.Database(mode=_hs.HS_MODE_BLOCK)
-        db.compile(expressions=[re.escape(w) for w in words], ids=list(range(len(words))), elements=len(words))
-        _stopword_dbs[id(words)] = db
-    found: list[int] = []
-
-    def on_match(*_: object) -> bool:
-        found.append(1)
-        return True  # stop at the first
-
-    try:
-        db.scan(text, match_event_handler=on_match)  # type: ignore[attr-defined]
-    except _hs.ScanTerminated:
-        pass
-    return bool(found)
-
-
 class TranslationError(ValueError):
     """An RE2 construct this translator does not handle."""
 
@@ -98,22 +71,27 @@ class Allowlist:
     """One of gitleaks' allowlists: what makes a finding not a secret."""
 
     target: str  # "secret", "match" or "line"
-    regexes: tuple[re.Pattern[bytes], ...]
-    combined: re.Pattern[bytes] | None  # the regexes as one alternation (one search per finding)
+    regexes: AnyMatch | None  # one question for all of them (Hyperscan where it compiles them)
     stopwords: tuple[bytes, ...]
     and_condition: bool
     has_paths: bool
+    many_stopwords: AnyMatch | None = None  # the generic rule's 1,446: one Hyperscan pass
 
     def allows(self, secret: bytes, match: bytes, line: bytes) -> bool:
         target = {"match": match, "line": line}.get(self.target, secret)
-        regex_ok = self.combined is not None and bool(target) and self.combined.search(target) is not None
-        stop_ok = _has_stopword(self.stopwords, secret.lower()) if secret and self.stopwords else False
+        regex_ok = self.regexes is not None and bool(target) and self.regexes.search(target)
+        stop_ok = bool(secret and self.stopwords) and self._has_stopword(secret.lower())
         if self.and_condition:
             if self.has_paths:
                 return False  # needs a file path, which a body does not have
             checks = ([regex_ok] if self.regexes else []) + ([stop_ok] if self.stopwords else [])
             return bool(checks) and all(checks)
         return regex_ok or stop_ok
+
+    def _has_stopword(self, text: bytes) -> bool:
+        if self.many_stopwords is not None:
+            return self.many_stopwords.search(text)
+        return any(w in text for w in self.stopwords)
 
 
 @dataclass(frozen=True)
@@ -324,22 +302,22 @@ def _max_width(pattern: re.Pattern[bytes]) -> int:
     return min(int(width), MAX_WIDTH)
 
 
-def _scoped(source: str) -> str:
-    """A pattern with leading global flags as a group that can sit inside an alternation."""
-    m = re.match(r"\(\?([a-z]+)\)", source)
-    return f"(?{m.group(1)}:{source[m.end():]})" if m else f"(?:{source})"
-
-
 def _allowlist(raw: dict) -> Allowlist:
     sources = [translate_re2(r) for r in raw.get("regexes", ())]
+    for source in sources:
+        re.compile(source.encode())  # a regex `re` cannot read fails its rule here (re.error)
+    stopwords = tuple(w.lower().encode() for w in raw.get("stopwords", ()))
     return Allowlist(
         target=raw.get("regexTarget", "secret"),
-        regexes=tuple(re.compile(r.encode()) for r in sources),
-        combined=re.compile("|".join(_scoped(r) for r in sources).encode()) if sources else None,
-        stopwords=tuple(w.lower().encode() for w in raw.get("stopwords", ())),
+        regexes=AnyMatch(sources) if sources else None,
+        stopwords=stopwords,
         and_condition=raw.get("condition", "OR").upper() == "AND",
         has_paths=bool(raw.get("paths")),
+        many_stopwords=AnyMatch.words(stopwords) if len(stopwords) >= _MANY_WORDS else None,
     )
+
+
+_MANY_WORDS = 32  # fewer stopwords are looked up one by one (faster than a Hyperscan call)
 
 
 def _version(path: Path) -> str:
