@@ -59,26 +59,31 @@ def _string_start(data: bytes, pos: int, steps: int | None = None) -> int | None
 class _Backwards:
     """`_string_start` for positions deep in long literals: a trigger can match far into a tool
     result that quotes code, and walking back over each escaped quote before it is a step of
-    Python per quote. Past a few, one regex search over the bytes before it, reversed
-    (reversed once per body)."""
+    Python per quote. Past a few, one regex search over the bytes before it, reversed: a window
+    of them, widened until it holds the opening quote (reversing a whole 1 MB body for a hit
+    near its literal's start cost more than the search)."""
 
     _STEPS = 16
+    _WINDOW = 4096  # bytes reversed first; then eight times as many, until the body's start
     # in reversed bytes: a quote followed by an even run of backslashes (preceded by one, unreversed)
     _UNESCAPED = re.compile(rb'"(?:\\\\)*(?!\\)')
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.reversed: bytes | None = None
 
     def string_start(self, pos: int) -> int:
         start = _string_start(self.data, pos, self._STEPS)
         if start is not None:
             return start
-        if self.reversed is None:
-            self.reversed = self.data[::-1]
-        n = len(self.data)
-        m = self._UNESCAPED.search(self.reversed, n - pos)  # from the byte before `pos`
-        return n - m.start() if m is not None else 0
+        width = self._WINDOW
+        while True:
+            lo = max(0, pos - width)
+            window = self.data[lo:pos][::-1]
+            m = self._UNESCAPED.search(window)
+            # a match whose backslashes reach the window's end may have more beyond it: widen
+            if lo == 0 or (m is not None and m.end() < len(window)):
+                return pos - m.start() if m is not None else 0
+            width *= 8
 
 
 def _string_around(data: bytes, pos: int, start: int | None = None) -> tuple[int, int]:

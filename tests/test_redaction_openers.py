@@ -15,6 +15,7 @@ import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import example as hypothesis_example
 from hypothesis import strategies as st
 
 from redaction import json_escapes
@@ -181,3 +182,20 @@ def test_a_literal_with_escaped_slashes_is_opened(scanners: tuple[Scanner, Scann
     found = [body[s.start:s.end] for s in narrow.find_spans(body)]
     assert any(b"Xq7vR2mK9pLw" in f for f in found), found
     _same(scanners, body)
+
+
+_QUOTED = st.lists(st.sampled_from([b'"', b"\\", b"\\\\", b'\\"', b"a", b"xy"]), max_size=80).map(b"".join)
+
+
+@hypothesis_example(b'"a\\\\\\"xx', 8, 3)  # the window's edge cuts the three backslashes escaping a quote
+@given(_QUOTED, st.integers(0, 299), st.integers(1, 9))
+def test_the_backward_window_widens_past_a_cut_backslash_run(data: bytes, pos: int, window: int) -> None:
+    """The reversed window starts small and widens: a quote whose run of backslashes the window's
+    edge cuts (its escaping undecided) is looked at again in the wider window."""
+
+    class Narrow(json_escapes._Backwards):
+        _STEPS = 0  # no walk first: the window every time
+        _WINDOW = window
+
+    pos = min(pos, len(data))
+    assert Narrow(data).string_start(pos) == json_escapes._string_start(data, pos)
