@@ -262,17 +262,26 @@ def token_starts(data: bytes, hits: list[list[tuple[int, int]]]) -> list[int]:
             else:
                 starts.extend(s for s, _ in found)
             continue
-        for start, end in found:
+        # Each prefix occurrence once: hits close together share most of their reach (a body of
+        # JWTs gave 640,000 starts for 14,000 tokens). Ends ascend, and so do the reaches' starts:
+        # what a hit's reach holds before `searched` an earlier hit's reach held.
+        searched = dict.fromkeys(f.prefixes, 0)
+        for start, end in sorted(found, key=_end):
             if start >= 0:
                 starts.append(start)
                 continue
             lo = max(0, end - _REACH[i])
             for prefix in f.prefixes:
-                pos = data.find(prefix, lo, end)
+                pos = data.find(prefix, max(lo, searched[prefix]), end)
                 while pos >= 0:
                     starts.append(pos)
                     pos = data.find(prefix, pos + 1, end)
+                searched[prefix] = max(searched[prefix], end - len(prefix) + 1)
     return starts
+
+
+def _end(hit: tuple[int, int]) -> int:
+    return hit[1]
 
 
 def escape_before(data: bytes, start: int) -> bool:

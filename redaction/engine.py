@@ -217,7 +217,7 @@ class HyperscanEngine:
         with bounded repeats, made up 8.5 MB of a 9.6 MB database (every writer holds it)."""
         assert _hs is not None
         self._python_starts = {
-            i: (re.compile(_python_source(triggers[i])), triggers[i].literals)
+            i: (re.compile(_ending_at(_python_source(triggers[i]))), triggers[i].literals)
             for i in sorted(python_starts)
             if triggers[i].som and triggers[i].literals
         }
@@ -255,23 +255,27 @@ _START_REACH = 320
 
 
 def _leftmost_start(regex: re.Pattern[bytes], literals: tuple[bytes, ...], data: bytes, end: int) -> int:
-    """Where Hyperscan's leftmost start-of-match would be for a match of `regex` ending at `end`:
-    the first of the places one byte before, or at, an occurrence of a literal from which the
-    regex matches exactly up to `end` (the literals are lower-case: only the reach before `end`
-    is lowered, not the whole body)."""
+    """Where Hyperscan's leftmost start-of-match would be for a match of `regex` ending at `end`
+    (`regex`: the trigger's pattern anchored at the end, `_ending_at`): the first place, from one
+    byte before the first occurrence of a literal in reach, from which it matches exactly up to
+    `end` (the literals are lower-case: only the reach before `end` is lowered, not the body).
+    One search in C: trying the places one by one took a Python call per keyword occurrence in
+    reach, quadratic on `key=key=key=...` (35 s for a megabyte)."""
     lo = max(0, end - _START_REACH)
     window = data[lo:end].lower()
-    candidates: set[int] = set()
-    for lit in literals:
-        pos = window.find(lit)
-        while pos >= 0:
-            at = lo + pos
-            candidates.update((at - 1, at) if at else (at,))
-            pos = window.find(lit, pos + 1)
-    for start in sorted(candidates):
-        if regex.fullmatch(data, start, end) is not None:
-            return start
-    return min(candidates, default=max(0, end - 1))  # not expected: the first keyword place
+    first = min((at for lit in literals if (at := window.find(lit)) >= 0), default=-1)
+    if first < 0:
+        return max(0, end - 1)  # not expected: a match holds a literal
+    begin = max(0, lo + first - 1)
+    m = regex.search(data, begin, end)
+    return m.start() if m is not None else begin  # not expected: the first keyword place
+
+
+def _ending_at(source: bytes) -> bytes:
+    """`source` (leading global flags scoped) followed by the end of the searched range."""
+    m = re.match(rb"\(\?([a-z]+)\)", source)
+    body = b"(?%s:%s)" % (m.group(1), source[m.end() :]) if m else b"(?:%s)" % source
+    return body + rb"\Z"
 
 
 def compiled_database(expressions: list[bytes], flags: list[int], cache: bool = True):  # noqa: ANN201

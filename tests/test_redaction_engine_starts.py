@@ -18,6 +18,9 @@ def _bodies() -> list[bytes]:
         b'export API_KEY="abcdefghijklmnop1234"\n{"key": "QWERTYUIOPASDFGH12"} key:   token=zzzzzzzzzzzzzzzz99',
         b'xkey=key=aaaaaaaaaaaaaaaaaaaa "auth" : "Bearer abcdefghijklmnopqrstuv" Key=\\"ABCDEFGHIJKLMNOPQ\\"',
         b"pass=" + b"p" * 40 + b" pwd: " + b"w" * 16 + b" signature=" + b"s" * 20,
+        # a keyword many times within reach of each end: the start is one search, not one try per keyword
+        b"key=" * 300 + b"KEY:" * 100 + b"api_key_key=" * 40 + b"passwordpassword=password:" * 20,
+        b'"token": "' + b"token=" * 120 + b'abcdefghijklmnop123"',
     ]
     for seed in range(5):
         for s in generate_secrets(seed):
@@ -78,3 +81,45 @@ def test_url_passwords_found_from_their_end_are_those_found_from_every_scheme(te
         spans: list = []
         find_context_spans(data, [hits.get(i) for i in scanner._ranges[1]], spans)
         assert {(s.start, s.end) for s in spans if s.kind == "url-password"} == expected, scanner.backend
+
+
+def _every_prefix_in_reach(data: bytes, hits: list[list[tuple[int, int]]]) -> set[int]:
+    """`token_starts` as first written: every prefix occurrence in each hit's reach, hit by hit."""
+    from redaction.detectors import _DISCORD, _REACH, TOKEN_FORMATS
+
+    out: set[int] = set()
+    for i, found in enumerate(hits):
+        f = TOKEN_FORMATS[i]
+        for start, end in found:
+            if not f.prefixes:
+                if i == _DISCORD:
+                    out.update(t for t in range(max(0, start - 27), start - 23) if data[t] in b"MNO")
+                else:
+                    out.add(start)
+            elif start >= 0:
+                out.add(start)
+            else:
+                lo = max(0, end - _REACH[i])
+                for prefix in f.prefixes:
+                    pos = data.find(prefix, lo, end)
+                    while pos >= 0:
+                        out.add(pos)
+                        pos = data.find(prefix, pos + 1, end)
+    return out
+
+
+def test_token_starts_search_each_prefix_once_and_miss_none() -> None:
+    """Hits close together share their reach: each prefix occurrence is collected once (a body of
+    JWTs gave 640,000 starts for 14,000 tokens), and none a hit's own reach holds is left out."""
+    from redaction.detectors import token_starts
+
+    jwt = b"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlc2lnbmF0dXJl "
+    bodies = _bodies() + [jwt * 300, b"x".join([b"ghp_" + b"A" * 36, b"sk-ant-api03-" + b"b" * 90] * 200)]
+    for scanner in (get_scanner(), Scanner(get_scanner().ruleset, backend="python")):
+        for body in bodies:
+            hits = scanner.engine.scan(body)
+            tokens = [hits.get(i) for i in scanner._ranges[0]]
+            starts = token_starts(body, tokens)
+            assert set(starts) == _every_prefix_in_reach(body, tokens), scanner.backend
+            if body.startswith(jwt):
+                assert len(starts) < 2 * body.count(b"eyJ")  # once each, not once per hit in reach
