@@ -379,7 +379,13 @@ def find_assignment_spans(
                 by_start[m.start()] = m
     if not by_start:
         return
-    found = list(by_start.values())
+    try:
+        _values(data, list(by_start.values()), out, stops)
+    finally:
+        _last_runs.clear()  # holds the body
+
+
+def _values(data: bytes, found: list[re.Match[bytes]], out: list[Span], stops: list[int] | None) -> None:
     found.sort(key=lambda m: m.start(), reverse=True)
     sorted_stops = sorted(stops or ())
     n = len(data)
@@ -403,6 +409,9 @@ def find_assignment_spans(
             _REJECTED.add(key)
 
 
+_CLASS_RUNS = frozenset({_QUOTED_RUN_RE, _BARE_RUN_RE})  # `[^...]*`: one class, no escapes
+_last_runs: dict[re.Pattern[bytes], tuple[bytes, int, int]] = {}  # (body, start, end) per run regex
+
 _REJECT_TAIL = 320
 _REJECT_LIMIT = 16384
 _REJECTED: set[tuple[bytes, int, bytes]] = set()
@@ -413,7 +422,23 @@ _NAME_BYTES = frozenset(_NAME_CHARS | frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
 
 def _run_end(regex: re.Pattern[bytes], data: bytes, start: int) -> int | None:
     """End of the value starting at `start`, or None when it is empty or too long."""
-    end = regex.match(data, start, start + _MAX_VALUE + 1).end()  # type: ignore[union-attr]
+    if regex in _CLASS_RUNS:
+        # A run of one class ends where it ends from any byte inside it: measured once to its
+        # real end and reused (`key=key=key=...` had each hit scan 4 KB of the same run).
+        # Values are read last to first: a run measured before starts at or after this one's.
+        known = _last_runs.get(regex)
+        if known is not None and known[0] is data and start <= known[2]:
+            if start >= known[1]:
+                end = known[2]
+            else:  # up to the known run's start; if the class holds to there, on to its end
+                end = regex.match(data, start, known[1]).end()  # type: ignore[union-attr]
+                if end == known[1]:
+                    end = known[2]
+        else:
+            end = regex.match(data, start).end()  # type: ignore[union-attr]
+        _last_runs[regex] = (data, start, end)
+    else:
+        end = regex.match(data, start, start + _MAX_VALUE + 1).end()  # type: ignore[union-attr]
     if end == start or end - start > _MAX_VALUE:
         return None
     return end

@@ -245,8 +245,25 @@ class HyperscanEngine:
             for i, (regex, literals) in self._python_starts.items():
                 found = hits.by_trigger.get(i)
                 if found:
-                    hits.by_trigger[i] = [(_leftmost_start(regex, literals, data, e), e) for _, e in found]
+                    hits.by_trigger[i] = _recover_starts(regex, literals, data, found)
         return hits
+
+
+def _recover_starts(
+    regex: re.Pattern[bytes], literals: tuple[bytes, ...], data: bytes, found: list[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """`_leftmost_start` of each hit; a start depends only on the reach before its end, so a
+    reach seen before in the body (a repeated line) is not searched again."""
+    seen: dict[tuple[bool, bytes], int] = {}
+    out = []
+    for _, end in found:
+        lo = max(0, end - _START_REACH)
+        key = (lo == 0, data[lo:end])
+        offset = seen.get(key)
+        if offset is None:
+            offset = seen[key] = _leftmost_start(regex, literals, data, end) - lo
+        out.append((lo + offset, end))
+    return out
 
 
 # How far before its end a recovered match may start: a name, its separator and a value, with

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from redaction import Redactor
 from tests.test_redaction_rules import BACKENDS, KEY, _assert_redacted
@@ -160,3 +162,29 @@ def test_a_kubernetes_secret_inside_a_json_string(redactor: Redactor) -> None:
     doc = "apiVersion: v1\nkind: Secret\ndata:\n  .dockercfg: |\n    eyJhdXRocyI6eyJodHRwczovL2V4YW1wbGUifX0=\n"
     out = redactor.redact_text(json.dumps({"content": doc}))
     assert "eyJhdXRocyI6eyJodHRwczovL2V4YW1wbGUifX0" not in out and json.loads(out)["content"].startswith("apiVersion")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"a", b"key=", b" ", b'"', b"&", b"x" * 1500, b"\\"]), max_size=40).map(b"".join),
+    st.lists(st.integers(0, 70_000), max_size=30),
+)
+def test_value_runs_measured_once_end_where_measured_alone(data: bytes, starts: list[int]) -> None:
+    """A run of one class is measured once and reused for the values inside it (`key=key=...` made
+    every hit scan 4 KB of the same run); in the order values are read (last to first) and in any
+    other, each value ends where measuring it alone ends it, too-long runs (4 KB) included."""
+    from redaction import assignments
+
+    def alone(regex, start: int) -> int | None:
+        end = regex.match(data, start, start + assignments._MAX_VALUE + 1).end()
+        return None if end == start or end - start > assignments._MAX_VALUE else end
+
+    positions = [min(s, len(data)) for s in starts]
+    try:
+        for order in (sorted(positions, reverse=True), positions):
+            assignments._last_runs.clear()
+            for start in order:
+                for regex in (assignments._BARE_RUN_RE, assignments._QUOTED_RUN_RE):
+                    assert assignments._run_end(regex, data, start) == alone(regex, start)
+    finally:
+        assignments._last_runs.clear()
