@@ -122,7 +122,7 @@ class PythonEngine:
             regex = self._regexes[i]
             seen: set[tuple[int, int]] = set()
             rest = self._rests.get(i)
-            for lo, hi in _merge(spans):
+            for lo, hi in _merge(spans, _MAX_SPAN):
                 found = regex.finditer(data, lo, hi) if rest is None else _prefixed_finditer(regex, rest, data, lo, hi)
                 for m in found:
                     if m.end() == hi and hi < n:
@@ -361,14 +361,23 @@ def _python_source(t: Trigger) -> bytes:
     return source
 
 
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+# How long windows merged into one search may grow: a regex with a lazy run (`curl.*?-H`) that
+# fails takes a step per byte to its line's end from every start, so one search over a whole
+# line of `curl -u ...` commands was quadratic (39 s for 230 KB).
+_MAX_SPAN = 4096
+
+
+def _merge(spans: list[tuple[int, int]], cap: int) -> list[tuple[int, int]]:
+    """Overlapping windows as fewer searches, none longer than `cap` unless one window is (each
+    window lies whole in one search; searches may overlap, their matches are deduplicated)."""
     spans.sort()
     out = [spans[0]]
     for lo, hi in spans[1:]:
-        if lo <= out[-1][1]:
-            if hi > out[-1][1]:
-                out[-1] = (out[-1][0], hi)
-        else:
+        last_lo, last_hi = out[-1]
+        if lo <= last_hi and max(hi, last_hi) - last_lo <= cap:
+            if hi > last_hi:
+                out[-1] = (last_lo, hi)
+        elif hi > last_hi:
             out.append((lo, hi))
     return out
 

@@ -123,3 +123,27 @@ def test_token_starts_search_each_prefix_once_and_miss_none() -> None:
             assert set(starts) == _every_prefix_in_reach(body, tokens), scanner.backend
             if body.startswith(jwt):
                 assert len(starts) < 2 * body.count(b"eyJ")  # once each, not once per hit in reach
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20_000), st.integers(1, 3_000)), min_size=1, max_size=60), st.integers(1, 9_000))
+def test_fallback_windows_merge_into_bounded_searches(windows: list[tuple[int, int]], cap: int) -> None:
+    """The fallback merges overlapping windows into one search each, but no longer than a cap: a
+    lazy run (`curl.*?-H`) failing from every start of a line-long search was quadratic (39 s for
+    230 KB of `curl -u` commands). Every window still lies whole in one search."""
+    from redaction.engine import _merge
+
+    spans = [(lo, lo + width) for lo, width in windows]
+    merged = _merge(list(spans), cap)
+    longest = max(hi - lo for lo, hi in spans)
+    assert all(hi - lo <= max(cap, longest) for lo, hi in merged)
+    assert all(any(m_lo <= lo and hi <= m_hi for m_lo, m_hi in merged) for lo, hi in spans)
+    assert len(merged) <= len(spans)
+
+
+def test_the_fallback_finds_every_command_on_a_long_line() -> None:
+    """A line of 400 `curl -u` commands, searched in bounded pieces: each command's password is found."""
+    body = b"".join(b"curl -u user:pw%06dxyz https://x " % i for i in range(400))
+    slow = Scanner(get_scanner().ruleset, backend="python")
+    found = [body[s.start : s.end] for s in slow.find_spans(body) if s.kind == "curl-auth-user"]
+    assert len(found) == 400 and all(b"pw" in f for f in found)
