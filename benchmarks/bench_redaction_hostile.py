@@ -1,0 +1,114 @@
+"""Redaction of bodies built to be slow: every shape linear, both engines, side by side in one run.
+
+A tool result is whatever a file or a command printed, so an agent's request can
+carry text nobody would write by hand: a keyword every four bytes, a line of a
+thousand `curl` commands, a wall of JWTs. Each such shape is redacted (the writer's
+`Redactor.redact_bytes`, caches cleared) at two sizes, four times apart, with the
+Hyperscan engine and with the pure-Python fallback. Printed per shape and engine:
+MB/s at the larger size and how much longer the larger took (about 4 is linear;
+16 would be quadratic, which is what this benchmark exists to catch: 35 s for a
+megabyte of `key=`, 39 s for 230 KB of `curl -u` under the fallback, before they
+were fixed). A flag marks growth above `--max-growth`; `--check` exits 1 then.
+
+    python benchmarks/bench_redaction_hostile.py [--size 65536] [--no-fallback] [--check]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from redaction import Redactor  # noqa: E402
+from redaction.engine import hyperscan_available  # noqa: E402
+from redaction.scanner import clear_caches  # noqa: E402
+
+_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def _rnd(rng: random.Random, n: int, alphabet: str = _ALNUM) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _sse(events: list[dict]) -> str:
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events)
+
+
+def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
+    """Name -> text of about `size` bytes."""
+    r = _rnd
+    return {
+        "keyword every 4 bytes (key=key=...)": lambda g, s: "key=" * (s // 4),
+        "keyword soup, no value": lambda g, s: "key token secret auth password " * (s // 32),
+        "names and long random values": lambda g, s: "".join(f'"api_key_{i}": "{r(g, 140)}", ' for i in range(s // 160)),
+        "long names before token =": lambda g, s: "".join(f'{r(g, 48)}_token = "{r(g, 20)}"\n' for _ in range(s // 80)),
+        "JWT after JWT": lambda g, s: "".join(f"eyJ{r(g, 30)}.eyJ{r(g, 30)}. " for _ in range(s // 70)),
+        "AWS key ids": lambda g, s: "".join("AKIA" + r(g, 16, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") + " " for _ in range(s // 21)),
+        "one line of curl -u": lambda g, s: "".join(f"curl -u user:{r(g, 12)} https://x " for _ in range(s // 40)),
+        "one line of curl -H, no auth": lambda g, s: "".join(f'curl -H "Accept: {r(g, 8)}" https://x ' for _ in range(s // 40)),
+        "private key headers": lambda g, s: "-----BEGIN RSA PRIVATE KEY-----\n" * (s // 32),
+        "passwords in escaped quotes": lambda g, s: json.dumps({"x": f'password=\\"{r(g, 10)}\\" ' * (s // 30)}),
+        "escaped slashes": lambda g, s: json.dumps({"x": "https://a/b/c " * (s // 14)}).replace("/", "\\/"),
+        "SSE, one stream per event": lambda g, s: _sse(
+            [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": "x"}}
+             for i in range(s // 100)]),
+        "SSE, two-character tool deltas": lambda g, s: _sse(
+            [{"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": r(g, 2)}}
+             for _ in range(s // 110)]),
+    }
+
+
+def _seconds(redactor: Redactor, data: bytes, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        clear_caches()
+        t0 = time.process_time()
+        redactor.redact_bytes(data)
+        best = min(best, time.process_time() - t0)
+    return max(best, 1e-6)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=65536, help="the smaller size in bytes (the larger is 4x)")
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--no-fallback", action="store_true", help="skip the pure-Python engine")
+    parser.add_argument("--max-growth", type=float, default=8.0, help="flag a shape whose 4x size took longer than this")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a shape is flagged")
+    args = parser.parse_args()
+
+    engines = (["hyperscan"] if hyperscan_available() else []) + ([] if args.no_fallback else ["python"])
+    redactors = {name: Redactor(b"k" * 32, "bench", backend=name) for name in engines}
+    for redactor in redactors.values():
+        redactor.redact_bytes(b'warm "api_key": "x"')  # rules compiled outside the timing
+    print(f"size {args.size // 1024} KB and {4 * args.size // 1024} KB; MB/s at the larger (CPU time, one core); "
+          "growth = time(4x) / time(1x), about 4 when linear")
+    print(f"{'shape':38s}" + "".join(f"{e + ' MB/s':>16s}{'growth':>8s}" for e in engines))
+    flagged = []
+    for name, build in _shapes().items():
+        small = build(random.Random(1), args.size).encode()
+        large = build(random.Random(1), 4 * args.size).encode()
+        row = f"{name:38s}"
+        for engine, redactor in redactors.items():
+            t_small, t_large = _seconds(redactor, small, args.repeat), _seconds(redactor, large, args.repeat)
+            growth = t_large / t_small
+            mark = "!" if growth > args.max_growth else " "
+            if mark == "!":
+                flagged.append(f"{name} ({engine})")
+            row += f"{len(large) / t_large / 1e6:16.2f}{growth:7.1f}{mark}"
+        print(row, flush=True)
+    if flagged:
+        print("growing faster than linear: " + ", ".join(flagged))
+    print("(2 cores, shared: figures are CPU-bound per core; small sizes make growth noisy)")
+    return 1 if flagged and args.check else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
