@@ -9,8 +9,11 @@ MB/s at the larger size and how much longer the larger took (about 4 is linear;
 16 would be quadratic, which is what this benchmark exists to catch: 35 s for a
 megabyte of `key=`, 39 s for 230 KB of `curl -u` under the fallback, before they
 were fixed). A flag marks growth above `--max-growth`; `--check` exits 1 then.
+`--memory` adds the peak of Python allocations while redacting the larger body, per
+megabyte of body (tracemalloc; a megabyte of `key=` held 180 MB before its hits were
+kept as arrays).
 
-    python benchmarks/bench_redaction_hostile.py [--size 65536] [--no-fallback] [--check]
+    python benchmarks/bench_redaction_hostile.py [--size 65536] [--no-fallback] [--memory] [--check]
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import json
 import random
 import sys
 import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,6 +79,17 @@ def _seconds(redactor: Redactor, data: bytes, repeat: int) -> float:
     return max(best, 1e-6)
 
 
+def _peak_mb_per_mb(redactor: Redactor, data: bytes) -> float:
+    clear_caches()
+    tracemalloc.start()
+    try:
+        redactor.redact_bytes(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak / len(data)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=65536, help="the smaller size in bytes (the larger is 4x)")
@@ -82,6 +97,7 @@ def main() -> int:
     parser.add_argument("--no-fallback", action="store_true", help="skip the pure-Python engine")
     parser.add_argument("--max-growth", type=float, default=8.0, help="flag a shape whose 4x size took longer than this")
     parser.add_argument("--check", action="store_true", help="exit 1 if a shape is flagged")
+    parser.add_argument("--memory", action="store_true", help="also the peak allocations per MB of body (Hyperscan)")
     args = parser.parse_args()
 
     engines = (["hyperscan"] if hyperscan_available() else []) + ([] if args.no_fallback else ["python"])
@@ -90,7 +106,8 @@ def main() -> int:
         redactor.redact_bytes(b'warm "api_key": "x"')  # rules compiled outside the timing
     print(f"size {args.size // 1024} KB and {4 * args.size // 1024} KB; MB/s at the larger (CPU time, one core); "
           "growth = time(4x) / time(1x), about 4 when linear")
-    print(f"{'shape':38s}" + "".join(f"{e + ' MB/s':>16s}{'growth':>8s}" for e in engines))
+    print(f"{'shape':38s}" + "".join(f"{e + ' MB/s':>16s}{'growth':>8s}" for e in engines)
+          + (f"{'MB/MB':>8s}" if args.memory else ""))
     flagged = []
     for name, build in _shapes().items():
         small = build(random.Random(1), args.size).encode()
@@ -103,6 +120,8 @@ def main() -> int:
             if mark == "!":
                 flagged.append(f"{name} ({engine})")
             row += f"{len(large) / t_large / 1e6:16.2f}{growth:7.1f}{mark}"
+        if args.memory:
+            row += f"{_peak_mb_per_mb(next(iter(redactors.values())), large):8.1f}"
         print(row, flush=True)
     if flagged:
         print("growing faster than linear: " + ", ".join(flagged))

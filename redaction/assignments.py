@@ -369,27 +369,30 @@ def find_assignment_spans(
     sees the same values as the first (idempotence). Assignments are read
     last to first so later findings are known stops.
     """
-    by_start: dict[int, re.Match[bytes]] = {}
+    # where each assignment starts -> its regex (the match itself is made again when read: a body
+    # of `key=key=...` holds a quarter of a million, 200 bytes each as match objects)
+    by_start: dict[int, re.Pattern[bytes]] = {}
     for (index, _), starts in zip(_TRIGGER_TABLE, hits, strict=True):
         regex = _ASSIGN_RES[index]
         for start, _ in starts:
             # The trigger may start one byte early (the name character or delimiter before).
             m = regex.match(data, start) or regex.match(data, start + 1)
             if m is not None and m.start() not in by_start:
-                by_start[m.start()] = m
+                by_start[m.start()] = regex
     if not by_start:
         return
     try:
-        _values(data, list(by_start.values()), out, stops)
+        _values(data, by_start, out, stops)
     finally:
         _last_runs.clear()  # holds the body
 
 
-def _values(data: bytes, found: list[re.Match[bytes]], out: list[Span], stops: list[int] | None) -> None:
-    found.sort(key=lambda m: m.start(), reverse=True)
+def _values(data: bytes, by_start: dict[int, re.Pattern[bytes]], out: list[Span], stops: list[int] | None) -> None:
     sorted_stops = sorted(stops or ())
     n = len(data)
-    for m in found:
+    for start in sorted(by_start, reverse=True):
+        m = by_start[start].match(data, start)
+        assert m is not None  # matched from there when collected
         # Bodies repeat the same lines (`"key": "status",` in every telemetry attribute):
         # a rejection decided entirely inside a window of text is remembered for that text.
         lo = max(0, m.start() - _MAX_NAME - 2)

@@ -22,6 +22,7 @@ import os
 import re
 import threading
 import time
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +58,46 @@ class Trigger:
     fold_literals: bool = False  # look literals up case-insensitively (gitleaks keywords)
 
 
+class HitList:
+    """The (start, end) matches of one trigger, kept as two arrays of integers.
+
+    A body built to be slow (a keyword every four bytes) has hundreds of thousands of hits;
+    as tuples they cost about 110 bytes each (180 MB for a megabyte of `key=`), here 16.
+    Iterating yields (start, end) pairs, like the list it replaces.
+    """
+
+    __slots__ = ("starts", "ends")
+
+    def __init__(self) -> None:
+        self.starts = array("q")
+        self.ends = array("q")
+
+    def append(self, start: int, end: int) -> None:
+        self.starts.append(start)
+        self.ends.append(end)
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return zip(self.starts, self.ends, strict=True)
+
+    def __len__(self) -> int:
+        return len(self.ends)
+
+    def __getitem__(self, index: int) -> tuple[int, int]:
+        return self.starts[index], self.ends[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HitList):
+            return self.starts == other.starts and self.ends == other.ends
+        return isinstance(other, list) and list(self) == other
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
+    def __repr__(self) -> str:
+        return f"HitList({list(self)!r})"
+
+
 class Hits:
-    """Matches of one scan: for trigger `i`, `starts[i]` and `ends[i]` in scan order.
+    """Matches of one scan: for trigger `i`, its (start, end) pairs in scan order.
 
     A start is -1 where the trigger does not report starts.
     """
@@ -66,17 +105,16 @@ class Hits:
     __slots__ = ("by_trigger", "som")
 
     def __init__(self, som: frozenset[int] = frozenset()) -> None:
-        self.by_trigger: dict[int, list[tuple[int, int]]] = {}
+        self.by_trigger: dict[int, HitList] = {}
         self.som = som  # triggers whose starts are real (Hyperscan reports 0 for the others)
 
     def add(self, trigger: int, start: int, end: int) -> None:
         found = self.by_trigger.get(trigger)
         if found is None:
-            self.by_trigger[trigger] = [(start, end)]
-        else:
-            found.append((start, end))
+            found = self.by_trigger[trigger] = HitList()
+        found.append(start, end)
 
-    def get(self, trigger: int) -> list[tuple[int, int]]:
+    def get(self, trigger: int) -> HitList | list[tuple[int, int]]:
         return self.by_trigger.get(trigger, [])
 
 
@@ -249,20 +287,18 @@ class HyperscanEngine:
         return hits
 
 
-def _recover_starts(
-    regex: re.Pattern[bytes], literals: tuple[bytes, ...], data: bytes, found: list[tuple[int, int]]
-) -> list[tuple[int, int]]:
+def _recover_starts(regex: re.Pattern[bytes], literals: tuple[bytes, ...], data: bytes, found: HitList) -> HitList:
     """`_leftmost_start` of each hit; a start depends only on the reach before its end, so a
     reach seen before in the body (a repeated line) is not searched again."""
     seen: dict[tuple[bool, bytes], int] = {}
-    out = []
-    for _, end in found:
+    out = HitList()
+    for end in found.ends:
         lo = max(0, end - _START_REACH)
         key = (lo == 0, data[lo:end])
         offset = seen.get(key)
         if offset is None:
             offset = seen[key] = _leftmost_start(regex, literals, data, end) - lo
-        out.append((lo + offset, end))
+        out.append(lo + offset, end)
     return out
 
 
