@@ -16,19 +16,13 @@ import re
 import threading
 from collections.abc import Sequence
 
-from redaction.engine import compiled_database, hyperscan_module, uses_hyperscan
+from redaction.engine import compiled_database, hyperscan_module, scoped, uses_hyperscan
 
 _hs = hyperscan_module()
 
 # Escapes both engines read alike in a bytes pattern (`\Z` is rewritten to Hyperscan's `\z`).
 _SAME_ESCAPES = frozenset("dDsSwWbntrfax0")
 _PYTHON_ONLY = re.compile(r"\(\?(?:[=!#P]|<[=!]|[a-zA-Z]*x)|\{,")
-
-
-def scoped(source: str) -> str:
-    """A pattern with leading global flags as a group that can sit inside an alternation."""
-    m = re.match(r"\(\?([a-z]+)\)", source)
-    return f"(?{m.group(1)}:{source[m.end():]})" if m else f"(?:{source})"
 
 
 def hyperscan_form(source: str) -> str | None:

@@ -324,11 +324,15 @@ def _leftmost_start(regex: re.Pattern[bytes], literals: tuple[bytes, ...], data:
     return m.start() if m is not None else begin  # not expected: the first keyword place
 
 
+def scoped(source: str) -> str:
+    """A pattern with leading global flags as a group that can sit inside an alternation."""
+    m = re.match(r"\(\?([a-z]+)\)", source)
+    return f"(?{m.group(1)}:{source[m.end():]})" if m else f"(?:{source})"
+
+
 def _ending_at(source: bytes) -> bytes:
-    """`source` (leading global flags scoped) followed by the end of the searched range."""
-    m = re.match(rb"\(\?([a-z]+)\)", source)
-    body = b"(?%s:%s)" % (m.group(1), source[m.end() :]) if m else b"(?:%s)" % source
-    return body + rb"\Z"
+    """`source` followed by the end of the searched range."""
+    return scoped(source.decode("latin-1")).encode("latin-1") + rb"\Z"
 
 
 def compiled_database(expressions: list[bytes], flags: list[int], cache: bool = True):  # noqa: ANN201
