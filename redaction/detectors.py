@@ -193,9 +193,51 @@ def _literal_head(pattern: bytes) -> bytes:
     return pattern[:n] if n < len(pattern) and pattern[n] not in b"?*{" else pattern[: max(0, n - 1)]
 
 
+def _alternatives(pattern: bytes) -> list[bytes]:
+    """A pattern's top-level alternatives (`gh[pousr]_...|github_pat_...`: each has a head of its own)."""
+    out, depth, in_class, i, last = [], 0, False, 0, 0
+    while i < len(pattern):
+        c = pattern[i : i + 1]
+        if c == b"\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != b"]"
+        elif c == b"[":
+            in_class = True
+        elif c == b"(":
+            depth += 1
+        elif c == b")":
+            depth -= 1
+        elif c == b"|" and depth == 0:
+            out.append(pattern[last:i])
+            last = i + 1
+        i += 1
+    return out + [pattern[last:]]
+
+
 # Formats whose fixed head is long enough (7+ bytes: one chance in 64^7 per place of occurring by
-# accident, even in a base64url blob) to count glued after `-` or `_`: `x-sk-ant-...`, `KEY_github_pat_...`.
-_LONG_HEADS = tuple(sorted({h for f in TOKEN_FORMATS if len(h := _literal_head(f.pattern)) >= 7}))
+# accident, even in a base64url blob) to count glued to whatever comes before: `x-sk-ant-...`,
+# `KEY_github_pat_...`, `Bearersk-ant-...` (a concatenation without its space).
+_WORDS_GROUP_RE = re.compile(rb"\(\?:([A-Za-z0-9_\-]+(?:\|[A-Za-z0-9_\-]+)*)\)")
+
+
+def _heads(pattern: bytes) -> set[bytes]:
+    """The fixed heads of a pattern's alternatives, a leading group of words spelled out
+    (`sk-(?:proj|admin)-...`: `sk-proj-`, `sk-admin-`)."""
+    out = set()
+    for alt in _alternatives(pattern):
+        head = _literal_head(alt)
+        words = _WORDS_GROUP_RE.match(alt, len(head))
+        if words is None:
+            out.add(head)
+            continue
+        rest = alt[words.end() :]
+        out.update(head + w + _literal_head(rest) for w in words.group(1).split(b"|"))
+    return out
+
+
+_LONG_HEADS = tuple(sorted({h for f in TOKEN_FORMATS for h in _heads(f.pattern) if len(h) >= 7}))
 _HEX = frozenset(b"0123456789abcdefABCDEF")
 _JSON_ESCAPE_LETTERS = frozenset(b"nrtbf")
 _NOT_BASE64 = frozenset(b"_-.~:")
@@ -320,7 +362,7 @@ def token_at(data: bytes, start: int) -> re.Match[bytes] | None:
         before = data[start - 1]
         if before in _TOKEN_BYTES:
             if (not escape_before(data, start) and not _discord_in_run(data, start)
-                    and not (before in b"-_" and data.startswith(_LONG_HEADS, start))):
+                    and not data.startswith(_LONG_HEADS, start)):
                 return None  # inside a longer run: `foo_ghp_...`
         elif before in (0x2B, 0x2F):  # `+`, `/`: maybe inside base64
             after_slash = True

@@ -100,13 +100,17 @@ def test_discord_token_a_few_bytes_into_its_run(redactor: Redactor) -> None:
     _kept(redactor, f"see xyzabcdefgAT{token} here")  # deep inside a longer run: not a token start
 
 
-def test_a_key_with_a_long_fixed_head_glued_after_a_dash_or_underscore(redactor: Redactor) -> None:
-    """`x-sk-ant-...`, `TOKEN_sk-ant-...`: a head of 7+ fixed bytes does not occur by accident, even in a
-    base64url blob, so it counts right after `-` or `_`; short heads (`ghp_`, `AIza`) still need a start."""
+def test_a_key_with_a_long_fixed_head_glued_to_what_comes_before(redactor: Redactor) -> None:
+    """`x-sk-ant-...`, `TOKEN_sk-ant-...`, `Bearersk-ant-...` (a concatenation that lost its space): a
+    head of 7+ fixed bytes does not occur by accident, even in a base64url blob, so it counts glued
+    to anything; heads of an alternative or a group of words count too (`github_pat_`, `sk-proj-`);
+    short heads (`ghp_`, `AIza`) still need a start."""
     key = "sk-ant-api03-" + "Vb7" * 30 + "AA"
-    for glued in (f"x-debug-{key}", f"ANTHROPIC_KEY_{key}", f"GOOGLE_GOCSPX-{'k2Q9' * 7}"):
+    pat = "github_pat_11" + "ABCDEFG0123456789_" + "k2Q9" * 16
+    for glued in (f"x-debug-{key}", f"ANTHROPIC_KEY_{key}", f"GOOGLE_GOCSPX-{'k2Q9' * 7}", f"Bearer{key}",
+                  f"token{pat}", f"Xsk-proj-{'a1B2c3D4' * 6}", f"key9sk-svcacct-{'a1B2c3D4' * 6}"):
         out = redactor.redact_text(f"header {glued} end")
-        assert glued.split("-")[-1] not in out and "[REDACTED:" in out, out
+        assert glued[-20:] not in out and "[REDACTED:" in out, out
     _kept(redactor, "id abcdefghij_ghp_" + "a1B2" * 9 + " end")
     _kept(redactor, "blob " + "Qm9v" * 8 + "-AIza" + "x" * 35 + " end")
 
