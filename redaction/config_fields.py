@@ -4,8 +4,11 @@
 'DB_PASSWORD', 's3cr3t' );` (WordPress' wp-config.php, its salts too), `...;User
 ID=svc;Password=p&ss<w>rd;` in a connection string (`;` ends the value there, so `&`,
 `<` and `>` belong to it), `.netrc`'s `login bot password s3cr3t` and `.pgpass`'s
-`db.internal:5432:app:svc:s3cr3t`: an agent reads such files all day, and the name
-rules, which look for `name = value`, miss them or cut the value at its first symbol.
+`db.internal:5432:app:svc:s3cr3t`, and a list of environment variables as name and value
+fields (Kubernetes' `- name: DB_PASSWORD` then `value: s3cr3t`, ECS task definitions'
+`{"name": "DB_PASSWORD", "value": "s3cr3t"}`, Terraform's `{ name = ..., value = ... }`):
+an agent reads such files all day, and the name rules, which look for `name = value`,
+miss them or cut the value at its first symbol.
 
 A `.pgpass` line has no name at all, only its shape, and a trigger for that shape cost
 a tenth of the engine's pass over every body; so such lines are looked for only near a
@@ -24,6 +27,7 @@ from redaction.spans import PRIORITY_ASSIGNMENT, Span
 _WORDS = (b"pass", b"pwd", b"secret", b"key", b"salt", b"token")
 _NAME = rb"[A-Za-z0-9_.:\-]{0,60}"
 _QUOTE = rb"\\{0,3}['\"]"  # a quote, escaped when the file sits in a JSON string
+_KEY_QUOTE = rb"(?:\\{0,3}['\"])?"  # the same, where a key or value may have none (YAML, HCL)
 _GAP = rb"(?:[ \t]|\\[nrt]|[\r\n])+"  # spaces and line ends, raw or escaped in a JSON string
 _LINE_START = rb"(?:^|[\n\"]|\\n)"  # a line's start, raw or in a JSON string (which may begin with it)
 _PG_FIELD = rb"(?:[^:\s\\\"']{1,128})"
@@ -38,6 +42,10 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb";[ \t]*(?:password|pwd)[ \t]*=", literals=(b"password", b"pwd"), window=20, som=True, caseless=True),
     Trigger(rb"password[ \t]+[^ \t\r\n\\\"']", literals=(b"password",), window=10, caseless=True),
     Trigger(rb"pgpass", literals=(b"pgpass",), window=0, caseless=True),
+    # `name: DB_PASSWORD` (YAML, JSON, HCL; quotes escaped in a JSON string): its value field is looked
+    # for in Python
+    Trigger(rb"name" + _KEY_QUOTE + rb"[ \t]*[:=][ \t]*" + _KEY_QUOTE + rb"[A-Za-z0-9_.\-]*"
+            rb"(?:pass|pwd|secret|key|token|credential|auth)", literals=(b"name",), window=100, caseless=True),
 )
 
 _XML_RE = re.compile(rb"<(?P<tag>" + _NAME + rb")>(?P<v>[^<>\s\\]{1,512})</(?P=tag)>")
@@ -52,13 +60,23 @@ _PGPASS_RE = re.compile(
     _LINE_START + rb"(?:[^\s:\"\\]{0,256}pgpass:)?(?P<host>[A-Za-z0-9.\-]{1,253}|\*):(?P<port>[0-9]{1,5}|\*):(?P<db>" + _PG_FIELD
     + rb"):(?P<user>" + _PG_FIELD + rb"):(?P<v>[^:\s\\\"'][^\r\n\\\"]{0,255}?)[ \t]*(?=$|[\r\n\"]|\\+[nr\"])"
 )
+# `name: DB_PASSWORD` and its `value` field, after it (up to the entry's end) or before it in the same
+# JSON object; the field's value is quoted (to the same quote) or bare (to a space, comma or bracket)
+_PAIR_NAME_RE = re.compile(rb"(?i)name(?P<kq>" + _KEY_QUOTE + rb")[ \t]*[:=][ \t]*(?P<q>" + _KEY_QUOTE
+                           + rb")(?P<name>[A-Za-z0-9_.\-]{1,80})(?P=q)(?![A-Za-z0-9_.\-])")
+_PAIR_VALUE_RE = re.compile(rb"(?<![A-Za-z0-9_])value" + _KEY_QUOTE + rb"[ \t]*[:=][ \t]*(?:(?P<q>" + _QUOTE
+                            + rb")(?P<qv>[^'\"\\\r\n]{1,512})(?P=q)|(?P<bv>[^\s'\"\\,;{}\[\]]{1,512}))")
+_PAIR_REACH = 256  # how far apart a name field and its value field may be
+_ENTRY_END_RE = re.compile(rb"[{}]|(?:\n|\\n)[ \t]*-[ \t]|(?<![A-Za-z0-9_])name" + _KEY_QUOTE + rb"[ \t]*[:=]", re.I)
+# an HTML form's anti-forgery field (`<input name="authenticity_token" value="...">`): not a credential
+_FORM_TOKEN_RE = re.compile(rb"(?i)(?:authenticity|csrf|xsrf|csrfmiddleware|requestverification)[_\-]?token\Z")
 _HAS_LETTER_RE = re.compile(rb"[A-Za-z]")
 _PG_PORT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):")
 
 
 def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of the credentials above; `hits[i]` are the (start, end) matches of `TRIGGERS[i]`."""
-    xml, define, conn, netrc, pgpass = hits
+    xml, define, conn, netrc, pgpass, pairs = hits
     for _, end in xml:
         open_at = data.rfind(b"<", max(0, end - 80), end)
         m = _XML_RE.match(data, open_at) if open_at >= 0 else None
@@ -84,6 +102,32 @@ def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[
             out.append(Span(*m.span("v"), "password", PRIORITY_ASSIGNMENT))
     if pgpass:
         _find_pgpass_lines(data, pgpass, out)
+    for _, end in pairs:
+        _find_pair_value(data, end, out)
+
+
+def _find_pair_value(data: bytes, end: int, out: list[Span]) -> None:
+    """The value field of the entry whose name field ends in a secret's name at `end` (the trigger's)."""
+    lo = max(0, end - 160)  # `name`, quotes, spaces and a name of up to 80 characters
+    at = data[lo:end].lower().rfind(b"name")
+    m = _PAIR_NAME_RE.match(data, lo + at) if at >= 0 else None
+    named = strong_name_kind(m.group("name")) if m is not None and m.end("name") >= end else None
+    if m is None or named is None or _FORM_TOKEN_RE.search(m.group("name")):
+        return
+    kind, kw = named
+    # after the name, to the entry's end (a bracket, the next list item, the next name field)
+    hi = min(len(data), m.end() + _PAIR_REACH)
+    stop = _ENTRY_END_RE.search(data, m.end(), hi)
+    v = _PAIR_VALUE_RE.search(data, m.end(), stop.start() if stop is not None else hi)
+    if v is None:  # before it, in the same JSON object: `{"value": "...", "name": "DB_PASSWORD"}`
+        brace = data.rfind(b"{", max(0, m.start() - _PAIR_REACH), m.start())
+        if brace >= 0 and b"}" not in data[brace : m.start()]:
+            v = _PAIR_VALUE_RE.search(data, brace, m.start())
+    if v is None:
+        return
+    group = "qv" if v.group("qv") is not None else "bv"
+    if not is_non_secret_value(v.group(group), True, kw):
+        out.append(Span(*v.span(group), kind, PRIORITY_ASSIGNMENT))
 
 
 def _find_pgpass_lines(data: bytes, mentions: list[tuple[int, int]], out: list[Span]) -> None:

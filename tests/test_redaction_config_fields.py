@@ -1,5 +1,6 @@
 """Credentials in configuration files an agent reads: XML elements, PHP defines, connection
-strings, .netrc, .pgpass — each raw and inside a JSON tool result, on both engines."""
+strings, .netrc, .pgpass, environment lists of name and value fields — each raw and inside a JSON
+tool result, on both engines."""
 
 from __future__ import annotations
 
@@ -28,6 +29,13 @@ FOUND = [
     ("# ~/.pgpass\n*:*:*:postgres:Zq8&vL4<Wn2Tt\n", "Zq8&vL4<Wn2Tt"),
     ("/home/dev/.pgpass:10.0.3.7:6432:*:svc:hunter2-staging\n", "hunter2-staging"),
     ("PGPASSFILE=/run/creds/pg\nlocalhost:5432:app:me:correct horse battery", "correct horse battery"),
+    # environment lists: Kubernetes, docker-compose-like YAML, ECS task definitions, Terraform
+    ("env:\n- name: DB_PASSWORD\n  value: Xk9mP2qR7vL4zz\n- name: LOG_LEVEL\n  value: debug\n", "Xk9mP2qR7vL4zz"),
+    ('        env:\n          - name: "STRIPE_SECRET_KEY"\n            value: "Zt8Qm2Vx9Lp4Rk7W"\n', "Zt8Qm2Vx9Lp4Rk7W"),
+    ('{"environment": [{"name": "PORT", "value": "8080"}, {"name": "DB_PASSWORD", "value": "Qz&8<rT4>wK2"}]}',
+     "Qz&8<rT4>wK2"),
+    ('{"environment": [{"value": "Xk9mP2qR7vL4zz", "name": "API_TOKEN"}]}', "Xk9mP2qR7vL4zz"),
+    ('env = [{ name = "DB_PASSWORD", value = "Xk9mP2qR7vL4zz" }]', "Xk9mP2qR7vL4zz"),
 ]
 
 LEFT = [
@@ -39,6 +47,11 @@ LEFT = [
     "<keyboard>us</keyboard><primaryKey>id</primaryKey>",
     "~/.pgpass holds lines like host:port:db:user:password\n12:30:45:00:12\nfe80:0:0:0:1",
     "see .pgpass\n10.0.0.1:5432:x:y:\nlocalhost:5432:app:me:*\n2024-01-01 12:30:45:00:ab",
+    "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password\n",
+    "- name: DB_PASSWORD\n  value: ${DB_PASSWORD}\n- name: LOG_LEVEL\n  value: Xk9mP2qR7vL4zz\n",
+    "- name: DB_PASSWORD\n- name: RELEASE\n  value: Xk9mP2qR7vL4zz\n",  # another entry's value
+    '{"name": "api_key", "type": "string", "value": "string"}',
+    '<input type="hidden" name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwg">',
 ]
 
 
