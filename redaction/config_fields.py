@@ -46,6 +46,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     # for in Python
     Trigger(rb"name" + _KEY_QUOTE + rb"[ \t]*[:=][ \t]*" + _KEY_QUOTE + rb"[A-Za-z0-9_.\-]*"
             rb"(?:pass|pwd|secret|key|token|credential|auth)", literals=(b"name",), window=100, caseless=True),
+    # Terraform: `variable "db_password" {` ... `default = "..."`
+    Trigger(rb"variable[ \t]+" + _QUOTE + rb"[A-Za-z0-9_\-]*(?:pass|pwd|secret|key|token|credential|auth)",
+            literals=(b"variable",), window=100, caseless=True),
 )
 
 _XML_RE = re.compile(rb"<(?P<tag>" + _NAME + rb")>(?P<v>[^<>\s\\]{1,512})</(?P=tag)>")
@@ -68,6 +71,11 @@ _PAIR_VALUE_RE = re.compile(rb"(?<![A-Za-z0-9_])value" + _KEY_QUOTE + rb"[ \t]*[
                             + rb")(?P<qv>[^'\"\\\r\n]{1,512})(?P=q)|(?P<bv>[^\s'\"\\,;{}\[\]]{1,512}))")
 _PAIR_REACH = 256  # how far apart a name field and its value field may be
 _ENTRY_END_RE = re.compile(rb"[{}]|(?:\n|\\n)[ \t]*-[ \t]|(?<![A-Za-z0-9_])name" + _KEY_QUOTE + rb"[ \t]*[:=]", re.I)
+# a Terraform variable's label, then its default (up to the block's end: a `}` that starts a line)
+_TF_VARIABLE_RE = re.compile(rb"variable[ \t]+(?P<q>" + _QUOTE + rb")(?P<name>[A-Za-z0-9_\-]{1,80})(?P=q)[ \t]*\{")
+_TF_DEFAULT_RE = re.compile(rb"(?<![A-Za-z0-9_])default[ \t]*=[ \t]*(?P<q>" + _QUOTE + rb")(?P<v>[^'\"\\\r\n]{1,512})(?P=q)")
+_TF_BLOCK_END_RE = re.compile(rb"(?:\n|\\n)\}")
+_TF_REACH = 1024
 # an HTML form's anti-forgery field (`<input name="authenticity_token" value="...">`): not a credential
 _FORM_TOKEN_RE = re.compile(rb"(?i)(?:authenticity|csrf|xsrf|csrfmiddleware|requestverification)[_\-]?token\Z")
 _HAS_LETTER_RE = re.compile(rb"[A-Za-z]")
@@ -76,7 +84,7 @@ _PG_PORT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):")
 
 def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of the credentials above; `hits[i]` are the (start, end) matches of `TRIGGERS[i]`."""
-    xml, define, conn, netrc, pgpass, pairs = hits
+    xml, define, conn, netrc, pgpass, pairs, variables = hits
     for _, end in xml:
         open_at = data.rfind(b"<", max(0, end - 80), end)
         m = _XML_RE.match(data, open_at) if open_at >= 0 else None
@@ -104,6 +112,23 @@ def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[
         _find_pgpass_lines(data, pgpass, out)
     for _, end in pairs:
         _find_pair_value(data, end, out)
+    for _, end in variables:
+        _find_variable_default(data, end, out)
+
+
+def _find_variable_default(data: bytes, end: int, out: list[Span]) -> None:
+    """The default of a Terraform variable whose label names a secret (`variable "db_password" {`)."""
+    lo = max(0, end - 120)
+    at = data[lo:end].lower().rfind(b"variable")
+    m = _TF_VARIABLE_RE.match(data, lo + at) if at >= 0 else None
+    named = strong_name_kind(m.group("name")) if m is not None and m.end("name") >= end else None
+    if m is None or named is None:
+        return
+    hi = min(len(data), m.end() + _TF_REACH)
+    close = _TF_BLOCK_END_RE.search(data, m.end(), hi)
+    v = _TF_DEFAULT_RE.search(data, m.end(), close.start() if close is not None else hi)
+    if v is not None and not is_non_secret_value(v.group("v"), True, named[1]):
+        out.append(Span(*v.span("v"), named[0], PRIORITY_ASSIGNMENT))
 
 
 def _find_pair_value(data: bytes, end: int, out: list[Span]) -> None:

@@ -36,6 +36,8 @@ FOUND = [
      "Qz&8<rT4>wK2"),
     ('{"environment": [{"value": "Xk9mP2qR7vL4zz", "name": "API_TOKEN"}]}', "Xk9mP2qR7vL4zz"),
     ('env = [{ name = "DB_PASSWORD", value = "Xk9mP2qR7vL4zz" }]', "Xk9mP2qR7vL4zz"),
+    ('variable "db_password" {\n  type      = string\n  sensitive = true\n  default   = "Qz&8<rT4>wK2"\n}\n',
+     "Qz&8<rT4>wK2"),
 ]
 
 LEFT = [
@@ -52,6 +54,8 @@ LEFT = [
     "- name: DB_PASSWORD\n- name: RELEASE\n  value: Xk9mP2qR7vL4zz\n",  # another entry's value
     '{"name": "api_key", "type": "string", "value": "string"}',
     '<input type="hidden" name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwg">',
+    'variable "db_password" {\n  type = string\n}\nvariable "region" {\n  default = "Xk9mP2qR7vL4zz"\n}\n',
+    'variable "api_key" {\n  default = ""\n}\n',
 ]
 
 
