@@ -6,7 +6,8 @@ ID=svc;Password=p&ss<w>rd;` in a connection string (`;` ends the value there, so
 `<` and `>` belong to it), `.netrc`'s `login bot password s3cr3t` and `.pgpass`'s
 `db.internal:5432:app:svc:s3cr3t`, and a list of environment variables as name and value
 fields (Kubernetes' `- name: DB_PASSWORD` then `value: s3cr3t`, ECS task definitions'
-`{"name": "DB_PASSWORD", "value": "s3cr3t"}`, Terraform's `{ name = ..., value = ... }`):
+`{"name": "DB_PASSWORD", "value": "s3cr3t"}`, Terraform's `{ name = ..., value = ... }`),
+and `Cookie:` / `Set-Cookie:` lines of an HTTP exchange printed as text (`curl -v`, a log):
 an agent reads such files all day, and the name rules, which look for `name = value`,
 miss them or cut the value at its first symbol.
 
@@ -46,6 +47,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     # for in Python
     Trigger(rb"name" + _KEY_QUOTE + rb"[ \t]*[:=][ \t]*" + _KEY_QUOTE + rb"[A-Za-z0-9_.\-]*"
             rb"(?:pass|pwd|secret|key|token|credential|auth)", literals=(b"name",), window=100, caseless=True),
+    # `Cookie:` / `Set-Cookie:` at a line's start (after curl's `> ` / `< `): its line is read in Python
+    Trigger(rb"cookie:", literals=(b"cookie:",), window=0, caseless=True),
     # Terraform: `variable "db_password" {` ... `default = "..."`
     Trigger(rb"variable[ \t]+" + _QUOTE + rb"[A-Za-z0-9_\-]*(?:pass|pwd|secret|key|token|credential|auth)",
             literals=(b"variable",), window=100, caseless=True),
@@ -71,6 +74,9 @@ _PAIR_VALUE_RE = re.compile(rb"(?<![A-Za-z0-9_])value" + _KEY_QUOTE + rb"[ \t]*[
                             + rb")(?P<qv>[^'\"\\\r\n]{1,512})(?P=q)|(?P<bv>[^\s'\"\\,;{}\[\]]{1,512}))")
 _PAIR_REACH = 256  # how far apart a name field and its value field may be
 _ENTRY_END_RE = re.compile(rb"[{}]|(?:\n|\\n)[ \t]*-[ \t]|(?<![A-Za-z0-9_])name" + _KEY_QUOTE + rb"[ \t]*[:=]", re.I)
+_COOKIE_HEADER_RE = re.compile(rb"(?i)(?P<set>set-)?cookie:")
+_COOKIE_PAIR_RE = re.compile(rb"[ \t]*(?P<n>[^=;\s\\\"]{1,128})=(?P<v>[^;\s\\\"]{1,4096})(?P<sep>;?)")
+_COOKIE_LINE = 16384  # how far a Cookie line is read
 # a Terraform variable's label, then its default (up to the block's end: a `}` that starts a line)
 _TF_VARIABLE_RE = re.compile(rb"variable[ \t]+(?P<q>" + _QUOTE + rb")(?P<name>[A-Za-z0-9_\-]{1,80})(?P=q)[ \t]*\{")
 _TF_DEFAULT_RE = re.compile(rb"(?<![A-Za-z0-9_])default[ \t]*=[ \t]*(?P<q>" + _QUOTE + rb")(?P<v>[^'\"\\\r\n]{1,512})(?P=q)")
@@ -84,7 +90,7 @@ _PG_PORT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):")
 
 def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of the credentials above; `hits[i]` are the (start, end) matches of `TRIGGERS[i]`."""
-    xml, define, conn, netrc, pgpass, pairs, variables = hits
+    xml, define, conn, netrc, pgpass, pairs, cookies, variables = hits
     for _, end in xml:
         open_at = data.rfind(b"<", max(0, end - 80), end)
         m = _XML_RE.match(data, open_at) if open_at >= 0 else None
@@ -112,8 +118,36 @@ def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[
         _find_pgpass_lines(data, pgpass, out)
     for _, end in pairs:
         _find_pair_value(data, end, out)
+    for _, end in cookies:
+        _find_cookie_values(data, end, out)
     for _, end in variables:
         _find_variable_default(data, end, out)
+
+
+def _find_cookie_values(data: bytes, end: int, out: list[Span]) -> None:
+    """The values of a `Cookie:` line (all of them) or a `Set-Cookie:` line (the first: the rest are
+    attributes) printed as text, where the header starts its line; words and numbers stay."""
+    m = _COOKIE_HEADER_RE.search(data, max(0, end - 16), end)
+    if m is None or m.end() != end or not _at_line_start(data, m.start()):
+        return
+    first_only = m.group("set") is not None
+    for pair in _COOKIE_PAIR_RE.finditer(data, end, min(len(data), end + _COOKIE_LINE)):
+        value = pair.group("v")
+        if len(value) >= 8 and not is_non_secret_value(value, True, b"cookie"):
+            out.append(Span(*pair.span("v"), "cookie", PRIORITY_ASSIGNMENT))
+        if first_only or pair.group("sep") != b";":
+            break  # Set-Cookie's attributes, or the line's end
+
+
+def _at_line_start(data: bytes, at: int) -> bool:
+    """Is `at` where a line starts: the body's start, a line end, curl's `> ` or `< `, a JSON string's
+    opening quote or escaped line end?"""
+    i = at
+    while i > 0 and data[i - 1] in b" \t":
+        i -= 1
+    if i > 0 and data[i - 1] in b"<>":
+        i -= 1
+    return i == 0 or data[i - 1] in b"\r\n\"" or data[max(0, i - 2) : i] in (b"\\n", b"\\r")
 
 
 def _find_variable_default(data: bytes, end: int, out: list[Span]) -> None:

@@ -1,6 +1,6 @@
 """Credentials in configuration files an agent reads: XML elements, PHP defines, connection
-strings, .netrc, .pgpass, environment lists of name and value fields — each raw and inside a JSON
-tool result, on both engines."""
+strings, .netrc, .pgpass, environment lists of name and value fields, Terraform defaults, cookie
+lines of an HTTP exchange printed as text — each raw and inside a JSON tool result, on both engines."""
 
 from __future__ import annotations
 
@@ -38,6 +38,11 @@ FOUND = [
     ('env = [{ name = "DB_PASSWORD", value = "Xk9mP2qR7vL4zz" }]', "Xk9mP2qR7vL4zz"),
     ('variable "db_password" {\n  type      = string\n  sensitive = true\n  default   = "Qz&8<rT4>wK2"\n}\n',
      "Qz&8<rT4>wK2"),
+    # `curl -v`, an HTTP log: cookie lines printed as text
+    ("> GET / HTTP/1.1\n> Host: api\n> Cookie: theme=dark; sid=Zt8Qm2Vx9Lp4Rk7W\n", "Zt8Qm2Vx9Lp4Rk7W"),
+    ("< HTTP/1.1 302 Found\n< Set-Cookie: _gh_sess=Zt8Qm2Vx9Lp4Rk7W%3D%3D; path=/; secure; HttpOnly\n",
+     "Zt8Qm2Vx9Lp4Rk7W"),
+    ("Cookie: JSESSIONID=Xk9mP2qR7vL4zz8f\r\n", "Xk9mP2qR7vL4zz8f"),
 ]
 
 LEFT = [
@@ -56,6 +61,8 @@ LEFT = [
     '<input type="hidden" name="authenticity_token" value="7SWa-Fo1_hsC6oovfBsJFLGPUl2EhkSWPbJhWANwg">',
     'variable "db_password" {\n  type = string\n}\nvariable "region" {\n  default = "Xk9mP2qR7vL4zz"\n}\n',
     'variable "api_key" {\n  default = ""\n}\n',
+    "Cookie: theme=dark; lang=en-US\n< Set-Cookie: consent=accepted; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT\n",
+    "The Cookie: header carries pairs like session=abcdefghijklmnop; document.cookie: foo=barbazquux",
 ]
 
 
