@@ -4,8 +4,9 @@ Agents run shell commands and send them, with their output, to the model, so
 command lines from shell history, scripts and READMEs reach the recorder.
 `--password=x` is an assignment (see `redaction.assignments`); this module
 covers what is not: a flag and its value separated by a space, the short
-flags of clients whose `-p`/`-a` means a password, and `user:password`
-after `-u`/`--user`.
+flags of clients whose `-p`/`-a`/`-w` means a password (MySQL, MongoDB, sshpass, Redis, the
+LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash options
+(`keytool -storepass x`, `-passout pass:x`), and `user:password` after `-u`/`--user`.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ _PASSWORD_LONG = re.compile(rb"(?i)pass|pwd")
 
 # Clients whose short flag takes the password: attached (`mysql -pX`) or after a space (`sshpass -p X`).
 _ATTACHED_P = rb"mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mysqlpump|mariadb|mariadb-dump"
-_SPACED_P = rb"sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport"
+_SPACED_P = (rb"sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|ldapsearch|ldapadd|ldapmodify"
+             rb"|ldapdelete|ldapwhoami|ldappasswd|ldapcompare|ldapmodrdn")
 
 TRIGGERS: tuple[Trigger, ...] = (
     # `--password x`, `--auth-token x`, `--api-key x`
@@ -35,14 +37,17 @@ TRIGGERS: tuple[Trigger, ...] = (
     ),
     Trigger(rb"(?:" + _ATTACHED_P + rb")[ \t]", literals=(b"mysql", b"mariadb"), window=20, som=True, caseless=True),
     Trigger(
-        rb"(?:" + _SPACED_P + rb"|docker[ \t]+login|podman[ \t]+login|redis-cli)[ \t]",
-        literals=(b"sshpass", b"mongo", b"login", b"redis-cli"),
+        rb"(?:" + _SPACED_P + rb"|(?:docker|podman|az)[ \t]+login|redis-cli)[ \t]",
+        literals=(b"sshpass", b"mongo", b"login", b"redis-cli", b"ldap"),
         window=30,
         som=True,
         caseless=True,
     ),
     # `-u user:pass`, `--user=user:pass`, `-u 'user:pass'`
     Trigger(rb"(?:^|[ \t])(?:-u|--user)(?:[ \t]+|=)", literals=(b"-u",), window=12, caseless=True),
+    # Java's and OpenSSL's single-dash options: `keytool -storepass x`, `openssl ... -passout pass:x`
+    Trigger(rb"[ \t]-[a-z]*pass(?:word|wd|phrase|out|in)?[ \t]+", literals=(b"pass",), window=30, som=True,
+            caseless=True),
 )
 
 # A shell word: quoted (possibly JSON-escaped quotes) or bare up to a space, quote or escape.
@@ -50,7 +55,10 @@ _WORD_RE = re.compile(rb"(?P<q>\\*[\"'])(?P<qv>[^\"'\\\n]{1,256})(?P=q)|(?P<bv>[
 _LONG_RE = re.compile(rb"(?i)--(?:[a-z0-9]+[-_])*(?P<kw>" + _LONG_WORDS + rb")[ \t]+")
 _LINE_END_RE = re.compile(rb"\n|\\n|\\r|;|&&|\|\|")
 _ATTACHED_RE = re.compile(rb"[ \t]-p(?P<v>\\*[\"'][^\"'\\\n]{1,256}\\*[\"']|[^\s\"'`\\;|&<>()]{1,256})")
-_SPACED_RE = re.compile(rb"[ \t](?:-p|-a|--pass|--password)[ \t]+")
+_SPACED_RE = re.compile(rb"[ \t](?:-p|-a|-w|--pass|--password)[ \t]+")  # `-w`: the ldap tools' bind password
+_SINGLE_DASH_RE = re.compile(rb"(?i)[ \t]-(?P<name>[a-z]*pass(?:word|wd|phrase|out|in)?)[ \t]+")
+_OPENSSL_SOURCE_RE = re.compile(rb"(?i)pass:")  # `pass:x`
+_OPENSSL_ELSEWHERE_RE = re.compile(rb"(?i)(?:env|file|fd):|stdin\Z")  # where OpenSSL reads it: no secret
 _USER_RE = re.compile(
     rb"(?i)(?:-u|--user)(?:[ \t]+|=)(?P<q>\\*[\"'])?[^\s:\"'\\@/]{1,64}:(?P<pw>[^\s\"'\\]{1,256})"
 )
@@ -72,7 +80,7 @@ def _line_end(data: bytes, pos: int) -> int:
 
 def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
-    long_flags, attached, spaced, user = hits
+    long_flags, attached, spaced, user, single_dash = hits
     for start, _ in long_flags:
         m = _LONG_RE.match(data, start)
         if m is None or (start > 0 and data[start - 1] not in b" \t\"'`(=\n\\n"):
@@ -116,3 +124,19 @@ def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Spa
         if password and not is_non_secret_value(password, True, b"pass"):
             s = m.start("pw")
             out.append(Span(s, s + len(password), "basic-auth", PRIORITY_ASSIGNMENT))
+    for start, _ in single_dash:
+        m = _SINGLE_DASH_RE.match(data, start)
+        if m is None or m.group("name").lower() in (b"bypass", b"compass"):
+            continue
+        word = _word(data, m.end())
+        if word is None:
+            continue
+        v_start, v_end, quoted = word
+        if _OPENSSL_ELSEWHERE_RE.match(data, v_start, v_end):
+            continue
+        source = _OPENSSL_SOURCE_RE.match(data, v_start, v_end)
+        if source is not None:
+            v_start = source.end()  # OpenSSL's `pass:x`
+        value = data[v_start:v_end]
+        if value and not value.startswith(b"-") and not is_non_secret_value(value, quoted, b"pass"):
+            out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))

@@ -276,6 +276,12 @@ def test_gitleaks_context_rules_apply_to_bodies(redactor: Redactor) -> None:
         ("Send the header Authorization: Bearer Zq8vX2mL0pR7sT4uW9yB1 with it", "Zq8vX2mL0pR7sT4uW9yB1", None),
         ('curl -H "Authorization: Token Zq8vX2mL0pR7sT4uW9yB1" https://api', "Zq8vX2mL0pR7sT4uW9yB1", None),
         ('curl -H "X-Api-Key: Zq8vX2mL0pR7sT4uW9yB1" https://api', "Zq8vX2mL0pR7sT4uW9yB1", None),
+        ("openssl pkcs12 -export -in c.pem -out c.p12 -passout pass:Tr0ub4dor-3x", "Tr0ub4dor-3x", "password"),
+        ("keytool -genkeypair -keystore k.jks -storepass Tr0ub4dor-3x -keypass 'Zq8vX2mL0pR7'", "Zq8vX2mL0pR7",
+         "password"),
+        ("jarsigner -storepass Tr0ub4dor-3x app.jar release", "Tr0ub4dor-3x", "password"),
+        ("ldapsearch -x -H ldap://dc -p 389 -D cn=admin,dc=corp -w Tr0ub4dor-3x -b dc=corp", "Tr0ub4dor-3x", "password"),
+        ("az login -u bob@example.com -p Tr0ub4dor-3x", "Tr0ub4dor-3x", "password"),
     ],
 )
 def test_command_line_credentials(redactor: Redactor, text: str, secret: str, kind: str | None) -> None:
@@ -291,6 +297,10 @@ def test_command_lines_without_credentials_are_kept(redactor: Redactor) -> None:
         "sort --key 2 file.txt",
         "mysql -u root -p mydb",  # prompts for the password
         "docker run -u 1000:1000 image",
+        "openssl rsa -in key.pem -passin env:KEY_PASS -out plain.pem",
+        "openssl enc -aes256 -pass file:./pw.txt -in a -out b",
+        "ffmpeg -i in.mp4 -c:v libx264 -pass 1 -f null /dev/null",
+        "ldapsearch -x -H ldap://dc -p 389 -b dc=corp uid=bob",
     ):
         assert redactor.redact_text(text) == text, text
 
