@@ -6,7 +6,8 @@ ID=svc;Password=p&ss<w>rd;` in a connection string (`;` ends the value there, so
 `<` and `>` belong to it), `.netrc`'s `login bot password s3cr3t` and `.pgpass`'s
 `db.internal:5432:app:svc:s3cr3t`, and a list of environment variables as name and value
 fields (Kubernetes' `- name: DB_PASSWORD` then `value: s3cr3t`, ECS task definitions'
-`{"name": "DB_PASSWORD", "value": "s3cr3t"}`, Terraform's `{ name = ..., value = ... }`),
+`{"name": "DB_PASSWORD", "value": "s3cr3t"}`, Terraform's `{ name = ..., value = ... }`, .NET's
+`<add key="ApiKey" value="..." />`),
 and `Cookie:` / `Set-Cookie:` lines of an HTTP exchange printed as text (`curl -v`, a log):
 an agent reads such files all day, and the name rules, which look for `name = value`,
 miss them or cut the value at its first symbol.
@@ -45,8 +46,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"pgpass", literals=(b"pgpass",), window=0, caseless=True),
     # `name: DB_PASSWORD` (YAML, JSON, HCL; quotes escaped in a JSON string): its value field is looked
     # for in Python
-    Trigger(rb"name" + _KEY_QUOTE + rb"[ \t]*[:=][ \t]*" + _KEY_QUOTE + rb"[A-Za-z0-9_.\-]*"
-            rb"(?:pass|pwd|secret|key|token|credential|auth)", literals=(b"name",), window=100, caseless=True),
+    Trigger(rb"(?:name|key)" + _KEY_QUOTE + rb"[ \t]*[:=][ \t]*" + _KEY_QUOTE + rb"[A-Za-z0-9_.:\-]*"
+            rb"(?:pass|pwd|secret|key|token|credential|auth)", literals=(b"name", b"key"), window=100, caseless=True),
     # `Cookie:` / `Set-Cookie:` at a line's start (after curl's `> ` / `< `): its line is read in Python
     Trigger(rb"cookie:", literals=(b"cookie:",), window=0, caseless=True),
     # Terraform: `variable "db_password" {` ... `default = "..."`
@@ -68,12 +69,13 @@ _PGPASS_RE = re.compile(
 )
 # `name: DB_PASSWORD` and its `value` field, after it (up to the entry's end) or before it in the same
 # JSON object; the field's value is quoted (to the same quote) or bare (to a space, comma or bracket)
-_PAIR_NAME_RE = re.compile(rb"(?i)name(?P<kq>" + _KEY_QUOTE + rb")[ \t]*[:=][ \t]*(?P<q>" + _KEY_QUOTE
-                           + rb")(?P<name>[A-Za-z0-9_.\-]{1,80})(?P=q)(?![A-Za-z0-9_.\-])")
+_PAIR_NAME_RE = re.compile(rb"(?i)(?:name|key)(?P<kq>" + _KEY_QUOTE + rb")[ \t]*[:=][ \t]*(?P<q>" + _KEY_QUOTE
+                           + rb")(?P<name>[A-Za-z0-9_.:\-]{1,80})(?P=q)(?![A-Za-z0-9_.:\-])")
 _PAIR_VALUE_RE = re.compile(rb"(?<![A-Za-z0-9_])value" + _KEY_QUOTE + rb"[ \t]*[:=][ \t]*(?:(?P<q>" + _QUOTE
                             + rb")(?P<qv>[^'\"\\\r\n]{1,512})(?P=q)|(?P<bv>[^\s'\"\\,;{}\[\]]{1,512}))")
 _PAIR_REACH = 256  # how far apart a name field and its value field may be
-_ENTRY_END_RE = re.compile(rb"[{}]|(?:\n|\\n)[ \t]*-[ \t]|(?<![A-Za-z0-9_])name" + _KEY_QUOTE + rb"[ \t]*[:=]", re.I)
+_ENTRY_END_RE = re.compile(rb"[{}]|(?:\n|\\n)[ \t]*-[ \t]|(?<![A-Za-z0-9_])(?:name|key)" + _KEY_QUOTE + rb"[ \t]*[:=]",
+                           re.I)
 _COOKIE_HEADER_RE = re.compile(rb"(?i)(?P<set>set-)?cookie:")
 _COOKIE_PAIR_RE = re.compile(rb"[ \t]*(?P<n>[^=;\s\\\"]{1,128})=(?P<v>[^;\s\\\"]{1,4096})(?P<sep>;?)")
 _COOKIE_LINE = 16384  # how far a Cookie line is read
@@ -155,7 +157,7 @@ def _find_variable_default(data: bytes, end: int, out: list[Span]) -> None:
     lo = max(0, end - 120)
     at = data[lo:end].lower().rfind(b"variable")
     m = _TF_VARIABLE_RE.match(data, lo + at) if at >= 0 else None
-    named = strong_name_kind(m.group("name")) if m is not None and m.end("name") >= end else None
+    named = strong_name_kind(m.group("name")) if m is not None else None
     if m is None or named is None:
         return
     hi = min(len(data), m.end() + _TF_REACH)
@@ -167,10 +169,13 @@ def _find_variable_default(data: bytes, end: int, out: list[Span]) -> None:
 
 def _find_pair_value(data: bytes, end: int, out: list[Span]) -> None:
     """The value field of the entry whose name field ends in a secret's name at `end` (the trigger's)."""
-    lo = max(0, end - 160)  # `name`, quotes, spaces and a name of up to 80 characters
-    at = data[lo:end].lower().rfind(b"name")
-    m = _PAIR_NAME_RE.match(data, lo + at) if at >= 0 else None
-    named = strong_name_kind(m.group("name")) if m is not None and m.end("name") >= end else None
+    lo = max(0, end - 160)  # `name` or `key`, quotes, spaces and a name of up to 80 characters
+    m = None
+    for field in _PAIR_NAME_RE.finditer(data, lo, min(len(data), end + 80)):
+        if field.start("name") < end <= field.end("name"):
+            m = field  # the field whose name holds the trigger's keyword
+            break
+    named = strong_name_kind(m.group("name")) if m is not None else None
     if m is None or named is None or _FORM_TOKEN_RE.search(m.group("name")):
         return
     kind, kw = named

@@ -36,6 +36,10 @@ FOUND = [
      "Qz&8<rT4>wK2"),
     ('{"environment": [{"value": "Xk9mP2qR7vL4zz", "name": "API_TOKEN"}]}', "Xk9mP2qR7vL4zz"),
     ('env = [{ name = "DB_PASSWORD", value = "Xk9mP2qR7vL4zz" }]', "Xk9mP2qR7vL4zz"),
+    # key and value fields: .NET appSettings (sections joined by `:`), key-value exports
+    ('<appSettings>\n  <add key="Theme" value="dark" />\n  <add key="Stripe:SecretKey" value="Zt8Qm2Vx9Lp4Rk7W" />',
+     "Zt8Qm2Vx9Lp4Rk7W"),
+    ('[{"key": "DB_PASSWORD", "value": "Qz&8<rT4>wK2"}]', "Qz&8<rT4>wK2"),
     ('variable "db_password" {\n  type      = string\n  sensitive = true\n  default   = "Qz&8<rT4>wK2"\n}\n',
      "Qz&8<rT4>wK2"),
     # `curl -v`, an HTTP log: cookie lines printed as text
@@ -63,6 +67,7 @@ LEFT = [
     'variable "api_key" {\n  default = ""\n}\n',
     "Cookie: theme=dark; lang=en-US\n< Set-Cookie: consent=accepted; Path=/; Expires=Wed, 21 Oct 2026 07:28:00 GMT\n",
     "The Cookie: header carries pairs like session=abcdefghijklmnop; document.cookie: foo=barbazquux",
+    '{"attributes": [{"key": "api_key_present", "value": {"boolValue": true}}, {"key": "sort_key", "value": "Xk9mP2qR7"}]}',
 ]
 
 
