@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from redaction import base64_runs, cli_flags, comparisons, config_fields, encodings, json_escapes
+from redaction import base64_runs, cli_flags, comparisons, config_fields, encodings, json_escapes, prose
 from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
 from redaction.detectors import (
     CONTEXT_TRIGGERS,
@@ -54,7 +54,8 @@ class Scanner:
             list(comparisons.TRIGGERS),
             list(base64_runs.TRIGGERS),
             list(config_fields.TRIGGERS),
-            rules,  # its hits are numbered from its first trigger
+            list(prose.TRIGGERS),
+            rules,  # gitleaks' rules, last: its hits are numbered from its first trigger
         ]
         self._ranges: list[range] = []
         triggers: list[Trigger] = []
@@ -65,7 +66,7 @@ class Scanner:
         if self._narrow:
             triggers += [
                 Trigger(form, caseless=t.caseless)
-                for t in triggers[: self._ranges[8].start]
+                for t in triggers[: self._ranges[-1].start]
                 if (form := opener(t.pattern)) is not None
             ]
             triggers += [Trigger(escape) for escape in UNMODELLED]
@@ -98,10 +99,10 @@ class Scanner:
             )
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         get = hits.by_trigger.get
-        tokens, context, assign, cli, enc, compared, carriers, config = (
-            [get(i, _NO_HITS) for i in r] for r in self._ranges[:8]
+        tokens, context, assign, cli, enc, compared, carriers, config, sentences = (
+            [get(i, _NO_HITS) for i in r] for r in self._ranges[:-1]
         )
-        first_rule, end = self._ranges[8].start, self._first_opener  # gitleaks' rules: those that matched
+        first_rule, end = self._ranges[-1].start, self._first_opener  # gitleaks' rules: those that matched
         gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if first_rule <= i < end)
         spans: list[Span] = []
         find_token_spans(data, token_starts(data, tokens), spans)
@@ -111,6 +112,7 @@ class Scanner:
         cli_flags.find_cli_spans(data, cli, spans)
         comparisons.find_comparison_spans(data, compared, spans)
         config_fields.find_config_spans(data, config, spans)
+        prose.find_prose_spans(data, sentences, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
             near = None  # the fallback: every literal holding a hiding run

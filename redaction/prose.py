@@ -1,0 +1,69 @@
+"""Credentials given in a sentence: "my password is P@ssw0rd!42", "the API key: Zq8vX2mL0p".
+
+A user tells the agent a password in the prompt, a README writes one out, a
+chat log repeats it. No `name = value`, no format: only a credential's name,
+a verb or a colon, and a value that reads as no word. Only strong names count
+(password, passphrase, API key, secret key, access token...), and the value
+must hold a digit or a symbol beside its letters, eight characters or more,
+and be nothing `is_non_secret_value` recognises (a word, a path, a reference,
+a placeholder), so "the password is required" and "the token is invalid"
+stay as written.
+"""
+
+from __future__ import annotations
+
+import re
+
+from redaction.assignments import is_non_secret_value
+from redaction.engine import Trigger
+from redaction.spans import PRIORITY_ASSIGNMENT, Span
+
+# Names as a sentence writes them (`API key`, `api-key`); `api_key` is code, the name rules' business.
+_NAMES = (
+    rb"pass(?:word|phrase|wd)|api[ -]?key|secret[ -]?key|access[ -]?key|access[ -]?token|auth[ -]?token"
+    rb"|bearer[ -]?token|client[ -]?secret|private[ -]?key|token"
+)
+# "is", "was", a colon or a dash; not `=` (an assignment, read by the name rules with code in mind)
+_LINK = (rb"(?:[ \t]+(?:is|was|will[ \t]+be|would[ \t]+be)[ \t]+"
+         rb"|[ \t]*(?::|\xe2\x80\x94|\xe2\x80\x93|\\u201[34]|-{1,2})[ \t]+)")  # em and en dashes, raw or escaped
+
+TRIGGERS: tuple[Trigger, ...] = (
+    Trigger(rb"(?:" + _NAMES + rb")" + _LINK, literals=(b"pass", b"key", b"token", b"secret"), window=40,
+            caseless=True),
+)
+
+_PROSE_RE = re.compile(rb"(?i)(?P<name>" + _NAMES + rb")(?P<link>" + _LINK + rb")"
+                       + rb"(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}]{8,256}))")
+_LETTER_RE = re.compile(rb"[A-Za-z]")
+_DIGIT_OR_SYMBOL_RE = re.compile(rb"[0-9!#$%&*+=?@^~|/]")
+_ENTITY_RE = re.compile(rb"&(?:[A-Za-z]{2,8}|#x?[0-9A-Fa-f]{1,6});")  # HTML source: `&quot;`, `&#x3C;`
+_TRAILING = b".,;:"  # sentence punctuation after a bare value (`!` and `?` may belong to a password)
+
+
+def find_prose_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+    """Append spans of credentials given in a sentence; `hits[0]` are where `TRIGGERS[0]` matched."""
+    n = len(data)
+    for _, end in hits[0]:
+        m = next((m for m in _PROSE_RE.finditer(data, max(0, end - 48), min(n, end + 260))
+                  if m.end("link") == end), None)
+        if m is None:
+            continue
+        start = m.start()
+        if start > 0 and (data[start - 1 : start].isalnum() or data[start - 1] in b"_."):
+            continue  # inside a longer word (`mypassword is`) or a name in code (`db_password:`, `cfg.token:`)
+        group = "qv" if m.group("qv") is not None else "bv"
+        v_start, v_end = m.span(group)
+        if group == "bv":
+            tag = data.find(b"</", v_start, v_end)  # `token was supplied.</p>`: markup ends the sentence
+            if tag >= 0:
+                v_end = tag
+            while v_end > v_start and data[v_end - 1] in _TRAILING:
+                v_end -= 1
+        if group == "bv" and data[v_end : v_end + 1] in (b"(", b"[", b"{"):
+            continue  # a call or an index (`private key: load_key(path)`): code
+        value = data[v_start:v_end]
+        if (len(value) >= 8 and _LETTER_RE.search(value) and _DIGIT_OR_SYMBOL_RE.search(value)
+                and not _ENTITY_RE.search(m.group(group))
+                and not is_non_secret_value(value, group == "qv", b"password")):
+            kind = "password" if m.group("name").lower().startswith(b"pass") else "generic-secret"
+            out.append(Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT))
