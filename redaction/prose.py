@@ -1,4 +1,4 @@
-"""Credentials given in a sentence: "my password is P@ssw0rd!42", "the API key: Zq8vX2mL0p".
+"""Credentials given in a sentence or a table: "my password is P@ssw0rd!42", `| DB_PASSWORD | x |`.
 
 A user tells the agent a password in the prompt, a README writes one out, a
 chat log repeats it. No `name = value`, no format: only a credential's name,
@@ -7,14 +7,15 @@ a verb or a colon, and a value that reads as no word. Only strong names count
 must hold a digit or a symbol beside its letters, eight characters or more,
 and be nothing `is_non_secret_value` recognises (a word, a path, a reference,
 a placeholder), so "the password is required" and "the token is invalid"
-stay as written.
+stay as written. A Markdown table row naming a secret in one cell (`DB_PASSWORD`,
+`` `api_key` ``) gives its value in the next, as one word checked the same way.
 """
 
 from __future__ import annotations
 
 import re
 
-from redaction.assignments import is_non_secret_value
+from redaction.assignments import is_non_secret_value, strong_name_kind
 from redaction.engine import Trigger
 from redaction.spans import PRIORITY_ASSIGNMENT, Span
 
@@ -27,10 +28,17 @@ _NAMES = (
 _LINK = (rb"(?:[ \t]+(?:is|was|will[ \t]+be|would[ \t]+be)[ \t]+"
          rb"|[ \t]*(?::|\xe2\x80\x94|\xe2\x80\x93|\\u201[34]|-{1,2})[ \t]+)")  # em and en dashes, raw or escaped
 
+_CELL_NAME = rb"[A-Za-z0-9_.\-]*(?:pass|pwd|secret|key|token|credential|auth)[A-Za-z0-9_.\-]*"
+
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:" + _NAMES + rb")" + _LINK, literals=(b"pass", b"key", b"token", b"secret"), window=40,
             caseless=True),
+    # `| DB_PASSWORD | value |`: a cell that is a secret's name, then the next cell's start
+    # (cells padded with spaces, as Markdown writes them: `|A_KEY|B(?:x)|` is a regex's alternation)
+    Trigger(rb"\|[ \t]+`?" + _CELL_NAME + rb"`?[ \t]+\|", literals=(b"|",), window=100, caseless=True),
 )
+_ROW_RE = re.compile(rb"\|[ \t]+`?(?P<name>" + _CELL_NAME + rb")`?[ \t]+\|[ \t]+(?P<q>`?)(?P<v>[^\s|`\\]{8,256})(?P=q)[ \t]+\|",
+                     re.I)
 
 _PROSE_RE = re.compile(rb"(?i)(?P<name>" + _NAMES + rb")(?P<link>" + _LINK + rb")"
                        + rb"(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}]{8,256}))")
@@ -41,9 +49,13 @@ _TRAILING = b".,;:"  # sentence punctuation after a bare value (`!` and `?` may 
 
 
 def find_prose_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
-    """Append spans of credentials given in a sentence; `hits[0]` are where `TRIGGERS[0]` matched."""
+    """Append spans of credentials given in a sentence or a table row; `hits[i]` are where `TRIGGERS[i]`
+    matched."""
+    sentences, rows = hits
+    for _, end in rows:
+        _row_value(data, end, out)
     n = len(data)
-    for _, end in hits[0]:
+    for _, end in sentences:
         m = next((m for m in _PROSE_RE.finditer(data, max(0, end - 48), min(n, end + 260))
                   if m.end("link") == end), None)
         if m is None:
@@ -67,3 +79,16 @@ def find_prose_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[S
                 and not is_non_secret_value(value, group == "qv", b"password")):
             kind = "password" if m.group("name").lower().startswith(b"pass") else "generic-secret"
             out.append(Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT))
+
+
+def _row_value(data: bytes, end: int, out: list[Span]) -> None:
+    """The cell after one that names a secret (`end`: after the `|` closing the name's cell)."""
+    bar = data.rfind(b"|", max(0, end - 100), end - 1)
+    m = _ROW_RE.match(data, bar) if bar >= 0 else None
+    if m is None or m.end("name") >= end:
+        return
+    named = strong_name_kind(m.group("name"))
+    value = m.group("v")
+    if (named is not None and _LETTER_RE.search(value) and _DIGIT_OR_SYMBOL_RE.search(value)
+            and not _ENTITY_RE.search(value) and not is_non_secret_value(value, True, named[1])):
+        out.append(Span(*m.span("v"), named[0], PRIORITY_ASSIGNMENT))

@@ -1,4 +1,5 @@
-"""Credentials given in a sentence ("my password is ...") are redacted; sentences about them are not."""
+"""Credentials given in a sentence ("my password is ...") or a Markdown table row are redacted;
+sentences and tables about them are not."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ FOUND = [
     ("password \u2014 P@ssw0rd!42", "P@ssw0rd!42"),
     ("Use this access token: 7f3a9c2e1b8d4f60a5e2 for the staging API", "7f3a9c2e1b8d4f60a5e2"),
     ("the client secret is Zt8Qm2Vx9Lp4Rk7W", "Zt8Qm2Vx9Lp4Rk7W"),
+    ("| Variable | Value |\n|---|---|\n| PORT | 8080 |\n| DB_PASSWORD | Qz&8<rT4>wK2 |\n", "Qz&8<rT4>wK2"),
+    ("| `api_key` | `Zt8Qm2Vx9Lp4Rk7W` | set in CI |", "Zt8Qm2Vx9Lp4Rk7W"),
 ]
 
 LEFT = [
@@ -39,6 +42,10 @@ LEFT = [
     "mypassword is not a word anyone uses",
     "private key: load_key(path_to_key_2)",
     "<p>An invalid HTTP token was supplied.</p>",
+    "| API_KEY | required | string |\n| DB_PASSWORD | ${DB_PASSWORD} |\n| JWT_SECRET | (generated at start) |",
+    "| `STRIPE_SECRET_KEY` | sk_test_... | from the dashboard |\n| sort_key | abc12345xyz |",
+    "if a || b_token || c_key2024 || d",
+    "(?:COMPLETE|FALSE|INVALID|NULL|NUMBER|OBJECT|STRING|TRUE)|NULL_KEY|TEXTURE_(?:BLANK|DEFAULT|MAGIC)",
 ]
 
 
