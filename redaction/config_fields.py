@@ -170,11 +170,16 @@ def _find_variable_default(data: bytes, end: int, out: list[Span]) -> None:
 def _find_pair_value(data: bytes, end: int, out: list[Span]) -> None:
     """The value field of the entry whose name field ends in a secret's name at `end` (the trigger's)."""
     lo = max(0, end - 160)  # `name` or `key`, quotes, spaces and a name of up to 80 characters
-    m = None
-    for field in _PAIR_NAME_RE.finditer(data, lo, min(len(data), end + 80)):
-        if field.start("name") < end <= field.end("name"):
-            m = field  # the field whose name holds the trigger's keyword
-            break
+    lowered = data[lo:end].lower()
+    m, right = None, len(lowered)
+    while m is None:  # the nearest field to the left whose name holds the trigger's keyword
+        at = max(lowered.rfind(b"name", 0, right), lowered.rfind(b"key", 0, right))
+        if at < 0:
+            return
+        field = _PAIR_NAME_RE.match(data, lo + at)
+        if field is not None and field.start("name") < end <= field.end("name"):
+            m = field
+        right = at
     named = strong_name_kind(m.group("name")) if m is not None else None
     if m is None or named is None or _FORM_TOKEN_RE.search(m.group("name")):
         return
