@@ -631,6 +631,11 @@ _RAW_LINE, _ESCAPED_LINE = 1, 2
 _JSON_VALUE_OPEN_RE = re.compile(rb"[:\[,][ \t]*\\*$")
 
 
+def starts_line(data: bytes, start: int) -> bool:
+    """Does what is at `start` begin its line (raw, escaped in a JSON string, or a JSON string's first)?"""
+    return _at_line_start(data, start) > 0
+
+
 def _at_line_start(data: bytes, start: int) -> int:
     """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `)?
 

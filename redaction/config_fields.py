@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from redaction.assignments import is_non_secret_value, strong_name_kind
+from redaction.assignments import is_non_secret_value, starts_line, strong_name_kind
 from redaction.engine import Trigger
 from redaction.spans import PRIORITY_ASSIGNMENT, Span
 
@@ -130,7 +130,7 @@ def _find_cookie_values(data: bytes, end: int, out: list[Span]) -> None:
     """The values of a `Cookie:` line (all of them) or a `Set-Cookie:` line (the first: the rest are
     attributes) printed as text, where the header starts its line; words and numbers stay."""
     m = _COOKIE_HEADER_RE.search(data, max(0, end - 16), end)
-    if m is None or m.end() != end or not _at_line_start(data, m.start()):
+    if m is None or m.end() != end or not _header_starts_line(data, m.start()):
         return
     first_only = m.group("set") is not None
     for pair in _COOKIE_PAIR_RE.finditer(data, end, min(len(data), end + _COOKIE_LINE)):
@@ -141,15 +141,14 @@ def _find_cookie_values(data: bytes, end: int, out: list[Span]) -> None:
             break  # Set-Cookie's attributes, or the line's end
 
 
-def _at_line_start(data: bytes, at: int) -> bool:
-    """Is `at` where a line starts: the body's start, a line end, curl's `> ` or `< `, a JSON string's
-    opening quote or escaped line end?"""
+def _header_starts_line(data: bytes, at: int) -> bool:
+    """Does the header at `at` begin its line, after curl's `> ` or `< ` if any?"""
     i = at
     while i > 0 and data[i - 1] in b" \t":
         i -= 1
     if i > 0 and data[i - 1] in b"<>":
         i -= 1
-    return i == 0 or data[i - 1] in b"\r\n\"" or data[max(0, i - 2) : i] in (b"\\n", b"\\r")
+    return starts_line(data, i)
 
 
 def _find_variable_default(data: bytes, end: int, out: list[Span]) -> None:
@@ -180,8 +179,8 @@ def _find_pair_value(data: bytes, end: int, out: list[Span]) -> None:
         if field is not None and field.start("name") < end <= field.end("name"):
             m = field
         right = at
-    named = strong_name_kind(m.group("name")) if m is not None else None
-    if m is None or named is None or _FORM_TOKEN_RE.search(m.group("name")):
+    named = strong_name_kind(m.group("name"))
+    if named is None or _FORM_TOKEN_RE.search(m.group("name")):
         return
     kind, kw = named
     # after the name, to the entry's end (a bracket, the next list item, the next name field)

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from redaction.engine import Trigger
+from redaction.openers import alternatives
 from redaction.spans import PRIORITY_CONTEXT, PRIORITY_FORMAT, Span
 
 TOKEN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
@@ -193,29 +194,6 @@ def _literal_head(pattern: bytes) -> bytes:
     return pattern[:n] if n < len(pattern) and pattern[n] not in b"?*{" else pattern[: max(0, n - 1)]
 
 
-def _alternatives(pattern: bytes) -> list[bytes]:
-    """A pattern's top-level alternatives (`gh[pousr]_...|github_pat_...`: each has a head of its own)."""
-    out, depth, in_class, i, last = [], 0, False, 0, 0
-    while i < len(pattern):
-        c = pattern[i : i + 1]
-        if c == b"\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != b"]"
-        elif c == b"[":
-            in_class = True
-        elif c == b"(":
-            depth += 1
-        elif c == b")":
-            depth -= 1
-        elif c == b"|" and depth == 0:
-            out.append(pattern[last:i])
-            last = i + 1
-        i += 1
-    return out + [pattern[last:]]
-
-
 # Formats whose fixed head is long enough (7+ bytes: one chance in 64^7 per place of occurring by
 # accident, even in a base64url blob) to count glued to whatever comes before: `x-sk-ant-...`,
 # `KEY_github_pat_...`, `Bearersk-ant-...` (a concatenation without its space).
@@ -226,7 +204,7 @@ def _heads(pattern: bytes) -> set[bytes]:
     """The fixed heads of a pattern's alternatives, a leading group of words spelled out
     (`sk-(?:proj|admin)-...`: `sk-proj-`, `sk-admin-`)."""
     out = set()
-    for alt in _alternatives(pattern):
+    for alt in alternatives(pattern):
         head = _literal_head(alt)
         words = _WORDS_GROUP_RE.match(alt, len(head))
         if words is None:

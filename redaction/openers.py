@@ -87,6 +87,25 @@ def _last_group(pattern: bytes) -> tuple[bytes, bytes | None]:
     return pattern, None
 
 
+def alternatives(pattern: bytes) -> list[bytes]:
+    """A pattern's top-level alternatives (`gh[pousr]_...|github_pat_...`)."""
+    out: list[bytes] = []
+    current: list[bytes] = []
+    depth = 0
+    for m in _TOKEN.finditer(pattern):
+        tok = m.group()
+        if tok.startswith(b"("):
+            depth += 1
+        elif tok == b")":
+            depth -= 1
+        elif tok == b"|" and depth == 0:
+            out.append(b"".join(current))
+            current = []
+            continue
+        current.append(tok)
+    return out + [b"".join(current)]
+
+
 def tolerant(pattern: bytes) -> bytes:
     """`pattern` with every atom that can match an escaped byte also taking its escape.
 

@@ -63,20 +63,18 @@ def find_prose_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[S
         start = m.start()
         if start > 0 and (data[start - 1 : start].isalnum() or data[start - 1] in b"_."):
             continue  # inside a longer word (`mypassword is`) or a name in code (`db_password:`, `cfg.token:`)
-        group = "qv" if m.group("qv") is not None else "bv"
+        quoted = m.group("qv") is not None
+        group = "qv" if quoted else "bv"
         v_start, v_end = m.span(group)
-        if group == "bv":
+        if not quoted:
             tag = data.find(b"</", v_start, v_end)  # `token was supplied.</p>`: markup ends the sentence
             if tag >= 0:
                 v_end = tag
             while v_end > v_start and data[v_end - 1] in _TRAILING:
                 v_end -= 1
-        if group == "bv" and data[v_end : v_end + 1] in (b"(", b"[", b"{"):
-            continue  # a call or an index (`private key: load_key(path)`): code
-        value = data[v_start:v_end]
-        if (len(value) >= 8 and _LETTER_RE.search(value) and _DIGIT_OR_SYMBOL_RE.search(value)
-                and not _ENTITY_RE.search(m.group(group))
-                and not is_non_secret_value(value, group == "qv", b"password")):
+            if data[v_end : v_end + 1] in (b"(", b"[", b"{"):
+                continue  # a call or an index (`private key: load_key(path)`): code
+        if _reads_as_secret(data[v_start:v_end], m.group(group), quoted, b"password"):
             kind = "password" if m.group("name").lower().startswith(b"pass") else "generic-secret"
             out.append(Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT))
 
@@ -88,7 +86,12 @@ def _row_value(data: bytes, end: int, out: list[Span]) -> None:
     if m is None or m.end("name") >= end:
         return
     named = strong_name_kind(m.group("name"))
-    value = m.group("v")
-    if (named is not None and _LETTER_RE.search(value) and _DIGIT_OR_SYMBOL_RE.search(value)
-            and not _ENTITY_RE.search(value) and not is_non_secret_value(value, True, named[1])):
+    if named is not None and _reads_as_secret(m.group("v"), m.group("v"), True, named[1]):
         out.append(Span(*m.span("v"), named[0], PRIORITY_ASSIGNMENT))
+
+
+def _reads_as_secret(value: bytes, written: bytes, quoted: bool, kw: bytes) -> bool:
+    """Eight characters or more, letters with a digit or symbol, no HTML entity where it was
+    `written`, nothing `is_non_secret_value` recognises."""
+    return (len(value) >= 8 and _LETTER_RE.search(value) is not None and _DIGIT_OR_SYMBOL_RE.search(value) is not None
+            and not _ENTITY_RE.search(written) and not is_non_secret_value(value, quoted, kw))
