@@ -270,3 +270,38 @@ def test_a_live_source_moves_one_sandboxed_connection_to_each_new_version(synth3
         with pytest.raises(duckdb.Error):
             src.cursor().execute(sql)
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_serve_stops_at_once_on_a_signal_with_a_long_poll_open(synth30: Path, ctxtap_config, sig: str) -> None:
+    import signal
+    import threading
+
+    proc = _serve([str(synth30)], ctxtap_config)
+    try:
+        url, _ = _wait_for_url(proc)
+        view = LiveUI([], token=url.split("token=")[1])
+        view.port = int(url.split(":")[2].split("/")[0])
+        mark = json.loads(get(view, "/api/state").body)["mark"]
+        answered: list[BaseException | int] = []
+
+        def long_poll() -> None:  # nothing changes: the server holds it for its whole long-poll time
+            try:
+                answered.append(get(view, "/api/state?since=" + quote(mark)).status)
+            except (OSError, http.client.HTTPException) as exc:
+                answered.append(exc)
+
+        poller = threading.Thread(target=long_poll, daemon=True)
+        poller.start()
+        time.sleep(0.5)
+        assert not answered  # still held
+        start = time.monotonic()
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=20)
+        took = time.monotonic() - start
+    finally:
+        proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err and "Exception" not in err, err
+    assert took < 8, f"{sig} took {took:.1f} s to stop the server"
+    poller.join(5)
+    assert answered == [200]  # the held poll was answered, not cut

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import shutil
-import signal
 import tempfile
 import threading
 from pathlib import Path
 
 import click
+
+FOLLOWER_JOIN_S = 10  # how long a stopping server waits for a live capture's poll to end
 
 
 def ui_options(f):
@@ -32,10 +33,6 @@ def announce(url: str, open_browser: bool, echo=click.echo) -> None:
         webbrowser.open(url)
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
-
-
 @click.command()
 @click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @ui_options
@@ -53,6 +50,7 @@ def serve(captures, ui_port, open_browser) -> None:
 
     sources = []
     work: list[Path] = []
+    followers: list[threading.Thread] = []
     stop = threading.Event()
     try:
         for path in dict.fromkeys(p.resolve() for p in captures):
@@ -65,7 +63,8 @@ def serve(captures, ui_port, open_browser) -> None:
                            "following it live, read-only", err=True)
                 work.append(Path(tempfile.mkdtemp(prefix="ctxtap-live-")))
                 analysis = LiveAnalysis(path, work[-1])
-                threading.Thread(target=analysis.follow, args=(stop,), daemon=True).start()
+                followers.append(threading.Thread(target=analysis.follow, args=(stop,), daemon=True))
+                followers[-1].start()
                 sources.append(LiveSource(analysis))
                 continue
             _ensure([path], quiet=False)
@@ -84,12 +83,13 @@ def serve(captures, ui_port, open_browser) -> None:
             raise click.ClickException(port_in_use(ui_port)) from None
         announce(ui.url, open_browser)
         click.echo("ctxtap: Ctrl-C stops it", err=True)
-        signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM ends it as cleanly as Ctrl-C
         try:
-            ui.serve_forever()
-        except KeyboardInterrupt:
+            ui.serve_forever()  # until Ctrl-C or SIGTERM
+        except KeyboardInterrupt:  # Ctrl-C before the loop took the signal
             pass
     finally:
         stop.set()
+        for thread in followers:  # a poll under way ends before its work folder goes
+            thread.join(FOLLOWER_JOIN_S)
         for w in work:
             shutil.rmtree(w, ignore_errors=True)

@@ -16,6 +16,7 @@ import logging
 import math
 import os
 import secrets
+import signal
 import socket
 import sys
 import threading
@@ -35,6 +36,7 @@ from reports.live.sources import CaptureSource, DatasetError
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 QUERY_THREADS = 4
+SHUTDOWN_S = 5  # open connections get this long to close when the server stops
 STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
 
@@ -73,6 +75,8 @@ class Base(tornado.web.RequestHandler):
 
     def prepare(self) -> None:
         ui = self.live
+        ui.busy += 1  # a stopping server lets the requests under way finish first
+        self._counted = True
         if self.request.host not in ui.allowed_hosts:
             self._refuse(f"this live view answers only at 127.0.0.1:{ui.port}")
             return
@@ -89,6 +93,17 @@ class Base(tornado.web.RequestHandler):
         cookie = self.get_cookie(ui.cookie) or self.request.headers.get("X-Ctxtap-Token") or ""
         if not hmac.compare_digest(cookie.encode(), ui.token.encode()):
             self._refuse("this live view needs its access token: open the URL ctxtap printed (it ends in ?token=...)")
+
+    def on_finish(self) -> None:
+        self._uncount()
+
+    def on_connection_close(self) -> None:
+        self._uncount()
+
+    def _uncount(self) -> None:
+        if getattr(self, "_counted", False):
+            self._counted = False
+            self.live.busy -= 1
 
     def _refuse(self, why: str) -> None:
         self.set_status(403)
@@ -207,7 +222,8 @@ class ApiState(Base):
         while True:
             out = self._state()
             now = loop.time() - start
-            if since is None or out["mark"] != since or now >= self.live.long_poll_s or (out["ticking"] and now >= TICK_S):
+            if (since is None or out["mark"] != since or now >= self.live.long_poll_s or self.live.stopping
+                    or (out["ticking"] and now >= TICK_S)):
                 break
             await asyncio.sleep(STATE_CHECK_S)
             if self.request.connection is None or self.request.connection.stream.closed():  # type: ignore[attr-defined]
@@ -310,6 +326,8 @@ class LiveUI:
         self.extra_handlers = list(extra_handlers)
         self.pool = ThreadPoolExecutor(max_workers=QUERY_THREADS, thread_name_prefix="ctxtap-live-query")
         self.long_poll_s = LONG_POLL_S  # how long `/api/state?since=` waits for a change at most
+        self.stopping = False
+        self.busy = 0  # requests under way
         self._sockets: list[socket.socket] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: tornado.httpserver.HTTPServer | None = None
@@ -340,18 +358,32 @@ class LiveUI:
         return tornado.web.Application([*self.extra_handlers, *HANDLERS], live_ui=self, xsrf_cookies=False,
                                        compress_response=False, default_handler_class=NotFound)
 
-    async def _run(self, started: threading.Event | None = None) -> None:
+    async def _run(self, started: threading.Event | None = None, signals: Sequence[int] = ()) -> None:
         self._loop = asyncio.get_running_loop()
         self._server = tornado.httpserver.HTTPServer(self._app(), xheaders=False)
         self._server.add_sockets(self._sockets)
         self._stopped = asyncio.Event()
+        for sig in signals:
+            self._loop.add_signal_handler(sig, self._stopped.set)
         if started is not None:
             started.set()
         await self._stopped.wait()
+        self.stopping = True  # a held long poll answers now
         self._server.stop()
+        deadline = self._loop.time() + SHUTDOWN_S
+        while self.busy and self._loop.time() < deadline:  # a query under way gets a moment
+            await asyncio.sleep(STATE_CHECK_S)
+        try:
+            await asyncio.wait_for(self._server.close_all_connections(), SHUTDOWN_S)
+        except TimeoutError:
+            pass
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     def serve_forever(self) -> None:
-        asyncio.run(self._run())
+        """Serve until SIGINT or SIGTERM. The event loop takes the signals itself: an exception raised
+        into it from a Python signal handler can land inside a callback and leave the shutdown waiting
+        on a future nobody completes (`ctxtap serve` once hung on SIGTERM that way)."""
+        asyncio.run(self._run(signals=(signal.SIGINT, signal.SIGTERM)))
 
     def start_thread(self) -> threading.Thread:
         started = threading.Event()
