@@ -298,23 +298,29 @@ def measure_old(repeat: int) -> dict[str, float]:
     return {name: _best(redactor.redact_bytes, bodies, repeat) for name, bodies in _measured()}
 
 
+def extract_redaction(rev: str, into: Path) -> Path:
+    """`redaction/` as it was at `rev`, extracted under `into` (a root for CTXTAP_BENCH_REDACTION_ROOT)."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", rev, "redaction"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
 def run_baseline(rev: str, repeat: int) -> dict[str, float] | None:
     """`measure_old` in a subprocess importing `redaction/` as it was at `rev` (None if unavailable)."""
     if rev == "none":
         return None
-    try:
-        if rev == "auto":
-            rev = subprocess.run(
-                ["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, check=True, text=True
-            ).stdout.strip()
-        archive = subprocess.run(
-            ["git", "archive", "--format=tar", rev, "redaction"], cwd=ROOT, capture_output=True, check=True
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
     with tempfile.TemporaryDirectory() as tmp:
-        with tarfile.open(fileobj=BytesIO(archive)) as tar:
-            tar.extractall(tmp, filter="data")
+        try:
+            if rev == "auto":
+                rev = subprocess.run(
+                    ["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, check=True, text=True
+                ).stdout.strip()
+            extract_redaction(rev, Path(tmp))
+        except (OSError, subprocess.CalledProcessError):
+            return None
         env = dict(os.environ, CTXTAP_BENCH_REDACTION_ROOT=tmp)
         done = subprocess.run(
             [sys.executable, __file__, "--old-json", "--repeat", str(repeat)],

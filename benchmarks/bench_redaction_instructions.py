@@ -1,9 +1,10 @@
-"""Redaction cost in instructions per byte (valgrind's callgrind): the same figure on every run.
+"""Redaction cost in instructions per byte (valgrind's callgrind): repeatable to a tenth of a percent.
 
 This machine's speed drifts by half within minutes, so two timed runs of the same
 code can differ by 40 % and an A/B of a 10 % change needs many rounds. Callgrind
-counts the instructions executed instead, which depend only on the code, the
-inputs and the libraries. The bodies are those of `bench_redaction.py` (generated
+counts the instructions executed instead, which depend on the code, the inputs and
+the libraries (and a little on hash seeds: 32.54 and 32.56 in two runs). The bodies
+are those of `bench_redaction.py` (generated
 agent requests plus the shared real-client captures when present); each is scanned
 cold (caches cleared before it, after one uncounted warm-up pass over all of them),
 and only the measured calls are counted (collection is switched on inside the
@@ -32,9 +33,7 @@ import shutil
 import struct
 import subprocess
 import sys
-import tarfile
 import tempfile
-from io import BytesIO
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,7 +42,6 @@ PARTS = ("engine", "scan", "redact")
 
 def _write_bodies(path: Path, corpus: str) -> list[int]:
     """The corpus' bodies into one file (length-prefixed), built here, not under valgrind."""
-    sys.path.insert(0, str(ROOT))
     from benchmarks.bench_redaction import cases, real_bodies
 
     bodies = [d for _, d in (real_bodies() if corpus == "real" else cases())]
@@ -105,14 +103,6 @@ def count(part: str, bodies_file: Path, redaction_root: Path | None) -> int:
     return int(m.group(1))
 
 
-def _extract(rev: str, into: Path) -> Path:
-    archive = subprocess.run(["git", "archive", "--format=tar", rev, "redaction"], cwd=ROOT,
-                             capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=BytesIO(archive)) as tar:
-        tar.extractall(into, filter="data")
-    return into
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", default="engine,scan", help=f"comma-separated, of {', '.join(PARTS)}")
@@ -125,6 +115,9 @@ def main() -> int:
     if args.child:
         child(args.child, args.bodies)
         return 0
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.bench_redaction import extract_redaction
+
     if shutil.which("valgrind") is None:
         print("bench_redaction_instructions: needs valgrind (Debian: apt-get install valgrind)", file=sys.stderr)
         return 2
@@ -137,7 +130,7 @@ def main() -> int:
         if not sizes:
             print("no bodies (the real-client captures are absent)", file=sys.stderr)
             return 2
-        old_root = None if args.baseline == "none" else _extract(args.baseline, Path(tmp) / "old")
+        old_root = None if args.baseline == "none" else extract_redaction(args.baseline, Path(tmp) / "old")
         total = sum(sizes)
         print(f"corpus: {args.corpus}, {len(sizes)} bodies, {total / 1e6:.2f} MB, each cold; instructions per byte")
         print(f"{'part':8s} {'now':>8s}" + (f" {'baseline':>9s} {'ratio':>6s}" if old_root else ""))
