@@ -378,7 +378,8 @@ def cpu_cap(bare: list[tuple], ctxtap: list[tuple], ratio: float) -> str:
         return line + f"{cores} cores are the limit here, not the proxy."
     if ratio >= 0.9:
         return line + "the target is met."
-    return line + f"the proxy's pace, not the {cores} cores, holds it under the target."
+    return line + (f"the {cores} cores' total would allow the target; what holds it under is how the processes"
+                   " share them (the proxy forwards on one thread), or the machine's drift between runs.")
 
 
 def _print_cpu(results: dict, kind: str) -> None:
