@@ -6,7 +6,10 @@ command lines from shell history, scripts and READMEs reach the recorder.
 covers what is not: a flag and its value separated by a space, the short
 flags of clients whose `-p`/`-a`/`-w` means a password (MySQL, MongoDB, sshpass, Redis, the
 LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash options
-(`keytool -storepass x`, `-passout pass:x`), and `user:password` after `-u`/`--user`.
+(`keytool -storepass x`, `-passout pass:x`), `user:password` after `-u`/`--user`, Samba's
+`-U user%password`, and a literal piped into a command that reads a secret from its standard
+input (`echo pw | docker login --password-stdin`, `echo pw | sudo -S ...`, `chpasswd`,
+`passwd --stdin`, `gh auth login --with-token`, or a here-string `<<< pw` after one).
 """
 
 from __future__ import annotations
@@ -48,6 +51,19 @@ TRIGGERS: tuple[Trigger, ...] = (
     # Java's and OpenSSL's single-dash options: `keytool -storepass x`, `openssl ... -passout pass:x`
     Trigger(rb"[ \t]-[a-z]*pass(?:word|wd|phrase|out|in)?[ \t]+", literals=(b"pass",), window=30, som=True,
             caseless=True),
+    # commands that read a secret from their standard input: the literal piped or fed into them
+    Trigger(
+        rb"--[a-z0-9\-]*(?:pass|pwd|token|secret)[a-z0-9\-]*-stdin|--stdin-pass[a-z]*|--with-token",
+        literals=(b"stdin", b"--with-token"),
+        window=60,
+        som=True,
+        caseless=True,
+    ),
+    Trigger(rb"sudo[ \t]+-|chpasswd|passwd[ \t]+--stdin", literals=(b"sudo", b"chpasswd", b"passwd"), window=20,
+            som=True),
+    # Samba's `-U [domain\\]user%password` (smbclient, rpcclient, smbcacls, smbget, ...)
+    Trigger(rb"(?:smbclient|rpcclient|smbcacls|smbget|smbtree|smbmap|smbpasswd)[ \t]", literals=(b"smb", b"rpcclient"),
+            window=20, som=True),
 )
 
 # A shell word: quoted (possibly JSON-escaped quotes) or bare up to a space, quote or escape.
@@ -78,9 +94,112 @@ def _line_end(data: bytes, pos: int) -> int:
     return m.start() if m is not None else min(len(data), pos + 2048)
 
 
+# A shell word of a producer's arguments: quoted (the quotes possibly JSON-escaped; escapes such as
+# printf's `\\n` inside) or bare.
+_ARG = rb"(?:\\*\"(?:[^\"\\\n]|\\+[^\"\\\n])*\\*\"|'[^'\n]*'|\\+'[^'\n]*?\\+'|[^\s\"'`\\;|&<>()]+)"
+# `echo [-n|-e|-E...] WORD |` or `printf [FORMAT] WORD |`, then the consuming command up to its trigger
+# (no separator, line end or JSON-escaped line end in between).
+_PIPED_RE = re.compile(
+    rb"(?:^|(?<=[\s;&|(`{\"'])|(?<=\\[nt]))(?P<cmd>echo|printf)(?P<opts>(?:[ \t]+-[neE]{1,3})*)(?P<args>(?:[ \t]+" + _ARG
+    + rb"){1,2})[ \t]*\|(?!\|)(?P<mid>(?:[^|;&\n\\]|\\+[^n\\])*)\Z"
+)
+_ARG_RE = re.compile(_ARG)
+_HERE_STRING_RE = re.compile(rb"<<<[ \t]*")
+_SEGMENT_END_RE = re.compile(rb"\n|\\+n|;|&&|\|")
+_SUDO_ARG_OPTIONS = frozenset(b"ugpCDhrtTU")  # sudo's options that take an argument
+_SAMBA_USER_RE = re.compile(rb"[ \t](?:-U[ \t]*|--user(?:name)?[= \t][ \t]*)(?P<q>\\*[\"'])?(?P<u>[^\s%\"']{1,128})%")
+_PIPE_REACH = 600  # how far before the consumer the producer may begin
+
+
+def _unquoted(word: bytes, start: int) -> tuple[int, int]:
+    """The span of a shell word's value inside its quotes (JSON-escaped quotes included)."""
+    end = start + len(word)
+    m = re.match(rb"\\*[\"']", word)
+    if m is not None:
+        close = re.search(rb"\\*[\"']\Z", word)
+        return start + m.end(), end - (len(close.group()) if close else 0)
+    return start, end
+
+
+def _sudo_reads_stdin(data: bytes, start: int) -> bool:
+    """`sudo` at `start` is given `-S` (read the password from standard input) among its own options."""
+    pos = data.index(b"sudo", start) + 4
+    stop = _line_end(data, pos)
+    words = data[pos:stop].split()
+    i = 0
+    while i < len(words) and words[i].startswith(b"-") and len(words[i]) > 1:
+        flags = words[i][1:]
+        if words[i].startswith(b"--"):
+            if words[i] == b"--stdin":
+                return True
+            i += 1
+            continue
+        if b"S" in flags:
+            return True
+        i += 2 if flags[-1:] and flags[-1] in _SUDO_ARG_OPTIONS else 1
+    return False
+
+
+def _piped_secret(data: bytes, consumer: int, kind: str, out: list[Span]) -> None:
+    """The literal piped into the command whose secret-reading part begins at `consumer`, or fed
+    to it by a here-string after it (`<<< pw`)."""
+    lo = max(0, consumer - _PIPE_REACH)
+    segment_start = consumer
+    m = _PIPED_RE.search(data, lo, consumer)
+    spans: list[tuple[int, int]] = []
+    if m is not None:
+        words = list(_ARG_RE.finditer(data, m.start("args"), m.end("args")))
+        if m.group("cmd") == b"printf" and len(words) == 2 and b"%" not in data[words[0].start() : words[0].end()]:
+            words = []  # `printf FORMAT X` with no `%s`: X is not what is printed
+        if words:
+            word = words[-1]
+            if m.group("cmd") == b"echo" or len(words) == 2 or b"%" not in word.group():
+                spans.append(_unquoted(word.group(), word.start()))
+        segment_start = m.end()
+    stop = _line_end(data, segment_start)
+    here = _HERE_STRING_RE.search(data, consumer, stop)
+    if here is not None:
+        word = _ARG_RE.match(data, here.end())
+        if word is not None:
+            spans.append(_unquoted(word.group(), word.start()))
+    for v_start, v_end in spans:
+        value = data[v_start:v_end]
+        value = re.sub(rb"(?:\\+[nr])+\Z", b"", value)  # printf's trailing `\n`
+        if kind == "chpasswd":  # `user:password`
+            colon = value.find(b":")
+            if colon < 0:
+                continue
+            v_start, value = v_start + colon + 1, value[colon + 1 :]
+        if value and not value.startswith(b"-") and not is_non_secret_value(value, True, b"pass"):
+            out.append(Span(v_start, v_start + len(value), "password", PRIORITY_ASSIGNMENT))
+
+
 def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
-    long_flags, attached, spaced, user, single_dash = hits
+    long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba = hits
+    for start, _ in stdin_flags:
+        _piped_secret(data, start, "password", out)
+    for start, end in stdin_commands:
+        word = data[start:end]
+        if word.startswith(b"sudo"):
+            if not _sudo_reads_stdin(data, start):
+                continue
+            _piped_secret(data, start, "password", out)
+        else:
+            _piped_secret(data, start, "chpasswd" if word == b"chpasswd" else "password", out)
+    for _start, end in samba:
+        stop = _line_end(data, end)
+        for m in _SAMBA_USER_RE.finditer(data, end - 1, stop):
+            word = _word(data, m.end())
+            if word is None or word[2]:
+                # `-U 'user%pw'`: the password runs to the closing quote
+                close = re.compile(re.escape(m.group("q")) if m.group("q") else rb"[\s\"']").search(data, m.end(), stop)
+                v_start, v_end = m.end(), close.start() if close else stop
+            else:
+                v_start, v_end = word[0], word[1]
+            value = data[v_start:v_end]
+            if value and not is_non_secret_value(value, True, b"pass"):
+                out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
     for start, _ in long_flags:
         m = _LONG_RE.match(data, start)
         if m is None or (start > 0 and data[start - 1] not in b" \t\"'`(=\n\\n"):

@@ -8,7 +8,8 @@ ID=svc;Password=p&ss<w>rd;` in a connection string (`;` ends the value there, so
 fields (Kubernetes' `- name: DB_PASSWORD` then `value: s3cr3t`, ECS task definitions'
 `{"name": "DB_PASSWORD", "value": "s3cr3t"}`, Terraform's `{ name = ..., value = ... }`, .NET's
 `<add key="ApiKey" value="..." />`),
-and `Cookie:` / `Set-Cookie:` lines of an HTTP exchange printed as text (`curl -v`, a log):
+a YAML value on the lines after its name (`password:` or `password: |` / `>-`, then the value
+indented below it), and `Cookie:` / `Set-Cookie:` lines of an HTTP exchange printed as text (`curl -v`, a log):
 an agent reads such files all day, and the name rules, which look for `name = value`,
 miss them or cut the value at its first symbol.
 
@@ -53,6 +54,10 @@ TRIGGERS: tuple[Trigger, ...] = (
     # Terraform: `variable "db_password" {` ... `default = "..."`
     Trigger(rb"variable[ \t]+" + _QUOTE + rb"[A-Za-z0-9_\-]*(?:pass|pwd|secret|key|token|credential|auth)",
             literals=(b"variable",), window=100, caseless=True),
+    # YAML: `password:` (or a block scalar's `password: |`, `>-`) ending its line: the value is below it
+    Trigger(rb"(?:pass|pwd|secret|key|token|credential|auth)[A-Za-z0-9_.\-]{0,40}:[ \t]*(?:[|>][+\-]?[1-9]?[ \t]*)?"
+            rb"(?:\r?\n|(?:\\r)?\\n)", literals=(b"pass", b"pwd", b"secret", b"key", b"token", b"credential", b"auth"),
+            window=60, caseless=True),
 )
 
 _XML_RE = re.compile(rb"<(?P<tag>" + _NAME + rb")>(?P<v>[^<>\s\\]{1,512})</(?P=tag)>")
@@ -86,13 +91,21 @@ _TF_BLOCK_END_RE = re.compile(rb"(?:\n|\\n)\}")
 _TF_REACH = 1024
 # an HTML form's anti-forgery field (`<input name="authenticity_token" value="...">`): not a credential
 _FORM_TOKEN_RE = re.compile(rb"(?i)(?:authenticity|csrf|xsrf|csrfmiddleware|requestverification)[_\-]?token\Z")
+# a YAML key ending its line, and the lines below it (raw, or escaped in a JSON string)
+_YAML_KEY_RE = re.compile(rb"(?P<name>[A-Za-z0-9_.\-]{1,80}):[ \t]*(?P<block>[|>][+\-]?[1-9]?[ \t]*)?(?:\r?\n|(?:\\r)?\\n)\Z")
+_YAML_LINE_RE = re.compile(rb"(?P<indent>[ \t]*)(?P<v>(?:[^\r\n\\]|\\+[^nr\\])*)(?P<end>\r?\n|(?:\\+r)?\\+n|\Z)")
+_YAML_NOT_SCALAR_RE = re.compile(rb"(?:-(?:[ \t]|\Z)|#|[A-Za-z0-9_.\-\"']{1,80}:(?:[ \t]|\Z)|[\[{&*!%@`|>])")
+_YAML_QUOTED_RE = re.compile(rb"(?P<q>\\*[\"'])(?P<v>[^\"'\\]{1,512})(?P=q)")
+_YAML_MAX_LINES = 32
 _HAS_LETTER_RE = re.compile(rb"[A-Za-z]")
 _PG_PORT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):")
 
 
 def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of the credentials above; `hits[i]` are the (start, end) matches of `TRIGGERS[i]`."""
-    xml, define, conn, netrc, pgpass, pairs, cookies, variables = hits
+    xml, define, conn, netrc, pgpass, pairs, cookies, variables, yaml_keys = hits
+    for _, end in yaml_keys:
+        _find_yaml_block(data, end, out)
     for _, end in xml:
         open_at = data.rfind(b"<", max(0, end - 80), end)
         m = _XML_RE.match(data, open_at) if open_at >= 0 else None
@@ -196,6 +209,57 @@ def _find_pair_value(data: bytes, end: int, out: list[Span]) -> None:
     group = "qv" if v.group("qv") is not None else "bv"
     if not is_non_secret_value(v.group(group), True, kw):
         out.append(Span(*v.span(group), kind, PRIORITY_ASSIGNMENT))
+
+
+def _indent(data: bytes, name_start: int) -> int | None:
+    """The indentation of the line a YAML key at `name_start` begins (after a list's `- `), or None if
+    the key does not begin its line."""
+    if not starts_line(data, name_start):
+        return None
+    i = name_start
+    while i > 0 and data[i - 1] in b" \t-":
+        i -= 1
+    return name_start - i
+
+
+def _find_yaml_block(data: bytes, end: int, out: list[Span]) -> None:
+    """A strong name's value written on the lines below it: `password:` then an indented scalar,
+    or a block scalar (`password: |`), each line of it redacted; a mapping, list, comment or
+    reference below the name is not a value."""
+    m = _YAML_KEY_RE.search(data, max(0, end - 140), end)
+    if m is None:
+        return
+    named = strong_name_kind(m.group("name"))
+    key_indent = _indent(data, m.start("name"))
+    if named is None or key_indent is None:
+        return
+    kind, kw = named
+    pos, first_indent = end, None
+    for _ in range(_YAML_MAX_LINES):
+        line = _YAML_LINE_RE.match(data, pos)
+        if line is None or line.end() == pos:
+            return
+        indent, value = len(line.group("indent")), line.group("v").rstrip(b" \t")
+        if first_indent is None:
+            if not value:  # blank lines before the value
+                pos = line.end()
+                continue
+            if indent <= key_indent or (m.group("block") is None and _YAML_NOT_SCALAR_RE.match(value)):
+                return
+            first_indent = indent
+        elif indent < first_indent or not value:
+            return
+        v_start, quoted = line.start("v"), False
+        q = _YAML_QUOTED_RE.match(value)
+        if q is not None:  # a quoted scalar: its content
+            v_start, value, quoted = v_start + q.start("v"), q.group("v"), True
+        else:  # a bare one ends at the quote that closes the JSON string holding the file
+            value = value.split(b'"', 1)[0].rstrip(b" \t")
+        if value and not is_non_secret_value(value, quoted, kw):
+            out.append(Span(v_start, v_start + len(value), kind, PRIORITY_ASSIGNMENT))
+        if not line.group("end"):
+            return
+        pos = line.end()
 
 
 def _find_pgpass_lines(data: bytes, mentions: list[tuple[int, int]], out: list[Span]) -> None:

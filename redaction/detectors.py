@@ -167,6 +167,7 @@ CONTEXT_KINDS: tuple[str, ...] = (
     "azure-client-secret",
     "azure-sas-signature",
     "softlayer-api-key",
+    "password-hash",
 )
 
 
@@ -409,6 +410,19 @@ _SIG_VALUE_RE = re.compile(rb"sig=([A-Za-z0-9%+/=]{20,})")
 _DIGITS = frozenset(b"0123456789")
 _AZURE_SECRET_RE = re.compile(rb"[A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])")
 _AZURE_SECRET_CHARS = frozenset(TOKEN_CHARS + b"~.")
+# Password hashes as crypt(3), htpasswd, /etc/shadow and LDAP write them (MD5-crypt and Apache's apr1,
+# bcrypt, SHA-256/512-crypt, yescrypt, `{SHA}`/`{SSHA}`): a dictionary attack recovers a weak password
+# from one, so a stored hash is as good as the password to whoever reads the capture.
+_CRYPT_CHARS = rb"[./0-9A-Za-z]"
+_PASSWORD_HASH_RE = re.compile(
+    rb"(?:\$(?:1|apr1)\$" + _CRYPT_CHARS + rb"{1,8}\$" + _CRYPT_CHARS + rb"{22}"
+    rb"|\$2[abxy]\$[0-9]{2}\$" + _CRYPT_CHARS + rb"{53}"
+    rb"|\$[56]\$(?:rounds=[0-9]{1,9}\$)?" + _CRYPT_CHARS + rb"{1,16}\$(?:" + _CRYPT_CHARS + rb"{86}|"
+    + _CRYPT_CHARS + rb"{43})"
+    rb"|\$y\$" + _CRYPT_CHARS + rb"{1,32}\$" + _CRYPT_CHARS + rb"{1,86}\$" + _CRYPT_CHARS + rb"{43}"
+    rb"|\{SSHA(?:256|512)?\}[A-Za-z0-9+/]{20,}={0,2}|\{SHA(?:256|512)?\}[A-Za-z0-9+/]{27,}={0,2})"
+    rb"(?![./0-9A-Za-z+=])"
+)
 # Only templates are kept: a word like `password` or `changeme` may be the real (weak) password,
 # so a URL's userinfo fails closed on it.
 _PLACEHOLDER_PASSWORDS = frozenset(b"your-password yourpassword your_password".split())
@@ -429,16 +443,22 @@ CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[0-9]Q~", literals=(b"Q~",), window=2, som=True),
     Trigger(rb"sig=", literals=(b"sig=",), window=0, som=True),
     Trigger(rb"api\.softlayer\.com/soap/", literals=(b"softlayer.com/soap/",), window=8, som=True, caseless=True),
+    Trigger(
+        rb"\$(?:1|apr1|2[abxy]|5|6|y)\$|\{S?SHA(?:256|512)?\}",
+        literals=(b"$1$", b"$apr1$", b"$2a$", b"$2b$", b"$2x$", b"$2y$", b"$5$", b"$6$", b"$y$", b"SHA"),
+        window=8,
+        som=True,
+    ),
 )
 
 
 def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
-    """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures, Entra secrets
-    and SoftLayer keys in URLs.
+    """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures, Entra secrets,
+    SoftLayer keys in URLs and password hashes.
 
     `hits[i]` are the (start, end) matches of `CONTEXT_TRIGGERS[i]`.
     """
-    pem, url, slack, discord, azure, sig, softlayer = hits
+    pem, url, slack, discord, azure, sig, softlayer, password_hash = hits
     for start, _ in pem:
         m = _PEM_RE.match(data, start)
         if m is not None:
@@ -475,6 +495,10 @@ def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list
         m = _SOFTLAYER_RE.match(data, start)
         if m is not None:
             out.append(Span(*m.span("v"), "softlayer-api-key", PRIORITY_FORMAT))
+    for start, _ in password_hash:
+        m = _PASSWORD_HASH_RE.match(data, start)
+        if m is not None:
+            out.append(Span(m.start(), m.end(), "password-hash", PRIORITY_FORMAT))
 
 
 def _glued_before(data: bytes, start: int) -> bool:

@@ -282,10 +282,83 @@ def test_gitleaks_context_rules_apply_to_bodies(redactor: Redactor) -> None:
         ("jarsigner -storepass Tr0ub4dor-3x app.jar release", "Tr0ub4dor-3x", "password"),
         ("ldapsearch -x -H ldap://dc -p 389 -D cn=admin,dc=corp -w Tr0ub4dor-3x -b dc=corp", "Tr0ub4dor-3x", "password"),
         ("az login -u bob@example.com -p Tr0ub4dor-3x", "Tr0ub4dor-3x", "password"),
+        # a literal piped or fed into a command that reads a secret from its standard input
+        ('echo "Tr0ub4dor-3x" | docker login -u bob --password-stdin registry.example', "Tr0ub4dor-3x",
+         "password"),
+        ('echo -n "Tr0ub4dor-3x" | podman login --username bob --password-stdin quay.io', "Tr0ub4dor-3x",
+         "password"),
+        ("printf '%s' 'Tr0ub4dor-3x' | helm registry login reg.example -u bob --password-stdin", "Tr0ub4dor-3x",
+         "password"),
+        ("cd app && echo Zq8vX2mL0pR7 | sudo -S systemctl restart app", "Zq8vX2mL0pR7", "password"),
+        ("echo 'Zq8vX2mL0pR7' | sudo -u deploy -kS make install", "Zq8vX2mL0pR7", "password"),
+        ("printf 'Zq8vX2mL0pR7\\n' | sudo --stdin apt-get install -y nginx", "Zq8vX2mL0pR7", "password"),
+        ('echo "deploy:Tr0ub4dor-3x" | sudo chpasswd', "Tr0ub4dor-3x", "password"),
+        ('echo "Tr0ub4dor-3x" | passwd --stdin deploy', "Tr0ub4dor-3x", "password"),
+        ('docker login -u bob --password-stdin <<< "Tr0ub4dor-3x"', "Tr0ub4dor-3x", "password"),
+        ("echo Zq8vX2mL0pR7sT4uW9yB1 | gh auth login --with-token", "Zq8vX2mL0pR7sT4uW9yB1", "password"),
+        # Samba's user%password
+        ("smbclient //fs/share -U 'corp\\bob%Tr0ub4dor-3x' -c ls", "Tr0ub4dor-3x", "password"),
+        ("smbclient -U bob%Tr0ub4dor-3x //fs/share", "Tr0ub4dor-3x", "password"),
+        ("rpcclient --user=corp/bob%Tr0ub4dor-3x dc01 -c enumdomusers", "Tr0ub4dor-3x", "password"),
     ],
 )
 def test_command_line_credentials(redactor: Redactor, text: str, secret: str, kind: str | None) -> None:
     _assert_redacted(redactor, text, secret, kind)
+
+
+def test_password_hashes_are_redacted(redactor: Redactor) -> None:
+    """htpasswd, /etc/shadow and LDAP password hashes: a dictionary attack recovers a weak password."""
+    rng = random.Random(11)
+    crypt = "./" + ALNUM
+    for stored in (
+        f"$apr1${_r(rng, crypt, 8)}${_r(rng, crypt, 22)}",  # htpasswd (Apache MD5)
+        f"$1${_r(rng, crypt, 8)}${_r(rng, crypt, 22)}",  # MD5-crypt
+        f"$2y$10${_r(rng, crypt, 53)}",  # bcrypt
+        f"$5${_r(rng, crypt, 16)}${_r(rng, crypt, 43)}",  # SHA-256-crypt
+        f"$6$rounds=5000${_r(rng, crypt, 16)}${_r(rng, crypt, 86)}",  # SHA-512-crypt
+        f"$y$j9T${_r(rng, crypt, 24)}${_r(rng, crypt, 43)}",  # yescrypt (Debian's /etc/shadow)
+        "{SSHA}" + _r(rng, ALNUM + "+/", 32),  # LDAP
+        "{SHA}" + _r(rng, ALNUM + "+/", 27) + "=",  # htpasswd -s
+    ):
+        digest = stored.rsplit("$", 1)[-1].rsplit("}", 1)[-1]
+        for text in (f"deploy:{stored}\nbob:x", f"root:{stored}:19700:0:99999:7:::", f'hash = "{stored}"'):
+            out = _assert_redacted(redactor, text, digest, "password-hash")
+            assert stored not in out and text.split(stored)[0] in out, out  # the user name stays
+    for text in (  # the prefixes alone, or shapes too short to be a hash
+        "sed -e 's/$1$2/x/' file",
+        "bcrypt hashes start with $2b$ and a cost",
+        "echo $6$HOME",
+        "{SHA} is the scheme's label",
+    ):
+        assert redactor.redact_text(text) == text, text
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "password:\n  {v}\n",  # a plain scalar on the next line
+        "db:\n  password: >-\n    {v}\nport: 5432\n",  # a folded block scalar
+        "api_key: |\n  {v}\n",  # a literal block scalar
+        "services:\n  - name: db\n    db_password:\n      \"{v}\"\n",  # quoted, under a list item
+        "client_secret: |-\n\n  {v}\n",  # a blank line first
+    ],
+)
+def test_yaml_values_below_their_name(redactor: Redactor, template: str) -> None:
+    value = "Zr8" + _r(random.Random(template), ALNUM, 17)
+    _assert_redacted(redactor, template.format(v=value), value)
+
+
+def test_yaml_below_a_name_that_is_no_value_is_kept(redactor: Redactor) -> None:
+    for text in (
+        "password:\n  secretKeyRef:\n    name: db\n    key: pw\n",  # a mapping
+        "passwords:\n  - ${ADMIN_PW}\n",  # a list
+        "password:\n  ${DB_PASSWORD}\n",  # a reference
+        "password:\nhost: db.internal\n",  # not indented below it
+        "api_key:\n  # set in CI\nregion: eu\n",  # a comment
+        "tokenizer:\n  bpe_merges_file_v2\n",  # not a credential's name
+    ):
+        assert redactor.redact_text(text) == text, text
+        assert redactor.redact_text(json.dumps({"content": text})) == json.dumps({"content": text}), text
 
 
 def test_command_lines_without_credentials_are_kept(redactor: Redactor) -> None:
@@ -301,6 +374,16 @@ def test_command_lines_without_credentials_are_kept(redactor: Redactor) -> None:
         "openssl enc -aes256 -pass file:./pw.txt -in a -out b",
         "ffmpeg -i in.mp4 -c:v libx264 -pass 1 -f null /dev/null",
         "ldapsearch -x -H ldap://dc -p 389 -b dc=corp uid=bob",
+        # what is piped in is a reference, a command's output, or not read as a secret
+        "echo $REGISTRY_PASSWORD | docker login -u bob --password-stdin",
+        'echo "${CI_TOKEN}" | gh auth login --with-token',
+        "aws ecr get-login-password --region eu-west-1 | docker login --password-stdin 1234.dkr.ecr.example",
+        "cat ~/.registry-pw | docker login -u bob --password-stdin",
+        "echo Zq8vX2mL0pR7 | sudo pacman -S foo",  # pacman's -S, not sudo's
+        "echo Zq8vX2mL0pR7 | sudo tee /etc/motd",
+        'echo "deploy" | sudo chpasswd',
+        "smbclient -L //fs -U guest%",
+        "smbclient -U bob //fs/share",
     ):
         assert redactor.redact_text(text) == text, text
 
