@@ -105,7 +105,7 @@ _PIPED_RE = re.compile(
 )
 _ARG_RE = re.compile(_ARG)
 _HERE_STRING_RE = re.compile(rb"<<<[ \t]*")
-_SEGMENT_END_RE = re.compile(rb"\n|\\+n|;|&&|\|")
+_TRAILING_LINE_END_RE = re.compile(rb"(?:\\+[nr])+\Z")  # printf's `\n` after the value
 _SUDO_ARG_OPTIONS = frozenset(b"ugpCDhrtTU")  # sudo's options that take an argument
 _SAMBA_USER_RE = re.compile(rb"[ \t](?:-U[ \t]*|--user(?:name)?[= \t][ \t]*)(?P<q>\\*[\"'])?(?P<u>[^\s%\"']{1,128})%")
 _PIPE_REACH = 600  # how far before the consumer the producer may begin
@@ -143,28 +143,23 @@ def _sudo_reads_stdin(data: bytes, start: int) -> bool:
 def _piped_secret(data: bytes, consumer: int, kind: str, out: list[Span]) -> None:
     """The literal piped into the command whose secret-reading part begins at `consumer`, or fed
     to it by a here-string after it (`<<< pw`)."""
-    lo = max(0, consumer - _PIPE_REACH)
-    segment_start = consumer
-    m = _PIPED_RE.search(data, lo, consumer)
     spans: list[tuple[int, int]] = []
+    m = _PIPED_RE.search(data, max(0, consumer - _PIPE_REACH), consumer)
     if m is not None:
         words = list(_ARG_RE.finditer(data, m.start("args"), m.end("args")))
-        if m.group("cmd") == b"printf" and len(words) == 2 and b"%" not in data[words[0].start() : words[0].end()]:
-            words = []  # `printf FORMAT X` with no `%s`: X is not what is printed
-        if words:
-            word = words[-1]
-            if m.group("cmd") == b"echo" or len(words) == 2 or b"%" not in word.group():
-                spans.append(_unquoted(word.group(), word.start()))
-        segment_start = m.end()
-    stop = _line_end(data, segment_start)
-    here = _HERE_STRING_RE.search(data, consumer, stop)
+        if m.group("cmd") == b"echo":  # what echo prints: every word
+            spans += [_unquoted(w.group(), w.start()) for w in words]
+        elif len(words) == 1 and b"%" not in words[0].group():  # `printf 'pw\n'`
+            spans.append(_unquoted(words[0].group(), words[0].start()))
+        elif len(words) == 2 and b"%" in words[0].group():  # `printf '%s\n' pw`
+            spans.append(_unquoted(words[1].group(), words[1].start()))
+    here = _HERE_STRING_RE.search(data, consumer, _line_end(data, consumer))
     if here is not None:
         word = _ARG_RE.match(data, here.end())
         if word is not None:
             spans.append(_unquoted(word.group(), word.start()))
     for v_start, v_end in spans:
-        value = data[v_start:v_end]
-        value = re.sub(rb"(?:\\+[nr])+\Z", b"", value)  # printf's trailing `\n`
+        value = _TRAILING_LINE_END_RE.sub(b"", data[v_start:v_end])
         if kind == "chpasswd":  # `user:password`
             colon = value.find(b":")
             if colon < 0:
@@ -190,13 +185,13 @@ def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Spa
     for _start, end in samba:
         stop = _line_end(data, end)
         for m in _SAMBA_USER_RE.finditer(data, end - 1, stop):
-            word = _word(data, m.end())
-            if word is None or word[2]:
-                # `-U 'user%pw'`: the password runs to the closing quote
-                close = re.compile(re.escape(m.group("q")) if m.group("q") else rb"[\s\"']").search(data, m.end(), stop)
-                v_start, v_end = m.end(), close.start() if close else stop
+            v_start = m.end()
+            if m.group("q"):  # `-U 'user%pw'`: the password runs to the closing quote
+                close = data.find(m.group("q"), v_start, stop)
+                v_end = close if close >= 0 else stop
             else:
-                v_start, v_end = word[0], word[1]
+                word = _word(data, v_start)
+                v_end = word[1] if word is not None and word[0] == v_start else v_start
             value = data[v_start:v_end]
             if value and not is_non_secret_value(value, True, b"pass"):
                 out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
