@@ -54,10 +54,12 @@ TRIGGERS: tuple[Trigger, ...] = (
     # Terraform: `variable "db_password" {` ... `default = "..."`
     Trigger(rb"variable[ \t]+" + _QUOTE + rb"[A-Za-z0-9_\-]*(?:pass|pwd|secret|key|token|credential|auth)",
             literals=(b"variable",), window=100, caseless=True),
-    # YAML: `password:` (or a block scalar's `password: |`, `>-`) ending its line: the value is below it
+    # YAML: `password:` (or a block scalar's `password: |`, `>-`) ending its line: the value is below it.
+    # Its rule reads escaped line ends at any depth, so its hits (code's `except KeyError:` too) open
+    # no JSON string.
     Trigger(rb"(?:pass|pwd|secret|key|token|credential|auth)[A-Za-z0-9_.\-]{0,40}:[ \t]*(?:[|>][+\-]?[1-9]?[ \t]*)?"
-            rb"(?:\r?\n|(?:\\r)?\\n)", literals=(b"pass", b"pwd", b"secret", b"key", b"token", b"credential", b"auth"),
-            window=60, caseless=True),
+            rb"(?:\r?\n|(?:\\+r)?\\+n)", opens=False,
+            literals=(b"pass", b"pwd", b"secret", b"key", b"token", b"credential", b"auth"), window=100, caseless=True),
 )
 
 _XML_RE = re.compile(rb"<(?P<tag>" + _NAME + rb")>(?P<v>[^<>\s\\]{1,512})</(?P=tag)>")
@@ -92,7 +94,8 @@ _TF_REACH = 1024
 # an HTML form's anti-forgery field (`<input name="authenticity_token" value="...">`): not a credential
 _FORM_TOKEN_RE = re.compile(rb"(?i)(?:authenticity|csrf|xsrf|csrfmiddleware|requestverification)[_\-]?token\Z")
 # a YAML key ending its line, and the lines below it (raw, or escaped in a JSON string)
-_YAML_KEY_RE = re.compile(rb"(?P<name>[A-Za-z0-9_.\-]{1,80}):[ \t]*(?P<block>[|>][+\-]?[1-9]?[ \t]*)?(?:\r?\n|(?:\\r)?\\n)\Z")
+_YAML_TAIL_RE = re.compile(rb":[ \t]*(?P<block>[|>][+\-]?[1-9]?[ \t]*)?(?:\r?\n|(?:\\+r)?\\+n)")
+_YAML_NAME_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _YAML_LINE_RE = re.compile(rb"(?P<indent>[ \t]*)(?P<v>(?:[^\r\n\\]|\\+[^nr\\])*)(?P<end>\r?\n|(?:\\+r)?\\+n|\Z)")
 _YAML_NOT_SCALAR_RE = re.compile(rb"(?:-(?:[ \t]|\Z)|#|[A-Za-z0-9_.\-\"']{1,80}:(?:[ \t]|\Z)|[\[{&*!%@`|>])")
 _YAML_QUOTED_RE = re.compile(rb"(?P<q>\\*[\"'])(?P<v>[^\"'\\]{1,512})(?P=q)")
@@ -226,11 +229,14 @@ def _find_yaml_block(data: bytes, end: int, out: list[Span]) -> None:
     """A strong name's value written on the lines below it: `password:` then an indented scalar,
     or a block scalar (`password: |`), each line of it redacted; a mapping, list, comment or
     reference below the name is not a value."""
-    m = _YAML_KEY_RE.search(data, max(0, end - 140), end)
-    if m is None:
+    colon = data.rfind(b":", max(0, end - 64), end)
+    tail = _YAML_TAIL_RE.fullmatch(data, colon, end) if colon >= 0 else None
+    if tail is None:
         return
-    named = strong_name_kind(m.group("name"))
-    key_indent = _indent(data, m.start("name"))
+    before = data[max(0, colon - 80) : colon]
+    name_start = colon - (len(before) - len(before.rstrip(_YAML_NAME_CHARS)))  # the name run, in C
+    named = strong_name_kind(data[name_start:colon]) if name_start < colon else None
+    key_indent = _indent(data, name_start) if named is not None else None
     if named is None or key_indent is None:
         return
     kind, kw = named
@@ -244,7 +250,7 @@ def _find_yaml_block(data: bytes, end: int, out: list[Span]) -> None:
             if not value:  # blank lines before the value
                 pos = line.end()
                 continue
-            if indent <= key_indent or (m.group("block") is None and _YAML_NOT_SCALAR_RE.match(value)):
+            if indent <= key_indent or (tail.group("block") is None and _YAML_NOT_SCALAR_RE.match(value)):
                 return
             first_indent = indent
         elif indent < first_indent or not value:

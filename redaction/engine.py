@@ -46,7 +46,9 @@ class Trigger:
     far from a literal a match may start or end (for the fallback).
     `som`: report where the match starts (Hyperscan's start-of-match mode;
     only for simple patterns). `caseless`: the pattern ignores case (and so
-    does the literal lookup; literals are then lower-case).
+    does the literal lookup; literals are then lower-case). `opens`: a hit
+    inside a JSON string gets that string decoded and scanned again (False
+    for a rule that reads any level of escaping itself: it needs no opening).
     """
 
     pattern: bytes
@@ -56,6 +58,7 @@ class Trigger:
     caseless: bool = False
     py_pattern: bytes | None = None
     fold_literals: bool = False  # look literals up case-insensitively (gitleaks keywords)
+    opens: bool = True
 
 
 class HitList:

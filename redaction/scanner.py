@@ -63,11 +63,13 @@ class Scanner:
             self._ranges.append(range(len(triggers), len(triggers) + len(group)))
             triggers.extend(group)
         self._first_opener = len(triggers)
+        # hits that never open a JSON string (their rules read escaped text themselves)
+        self._not_opening = frozenset(i for i, t in enumerate(triggers) if not t.opens)
         if self._narrow:
             triggers += [
                 Trigger(form, caseless=t.caseless)
                 for t in triggers[: self._ranges[-1].start]
-                if (form := opener(t.pattern)) is not None
+                if t.opens and (form := opener(t.pattern)) is not None
             ]
             triggers += [Trigger(escape) for escape in UNMODELLED]
         # The name rules' triggers begin one byte before their keyword: their starts are found
@@ -117,7 +119,9 @@ class Scanner:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
             near = None  # the fallback: every literal holding a hiding run
             if self._narrow:  # only a body with a backslash has a literal to open
-                near = sorted(e - 1 for found in hits.by_trigger.values() for _, e in found) if b"\\" in data else ()
+                near = sorted(
+                    e - 1 for i, found in hits.by_trigger.items() if i not in self._not_opening for _, e in found
+                ) if b"\\" in data else ()
             json_escapes.find_escaped_spans(
                 data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl), self._opened, near
             )

@@ -345,7 +345,10 @@ def test_password_hashes_are_redacted(redactor: Redactor) -> None:
 )
 def test_yaml_values_below_their_name(redactor: Redactor, template: str) -> None:
     value = "Zr8" + _r(random.Random(template), ALNUM, 17)
-    _assert_redacted(redactor, template.format(v=value), value)
+    text = template.format(v=value)
+    _assert_redacted(redactor, text, value)
+    nested = json.dumps({"input": json.dumps({"content": text})})  # a file in a JSON string in a JSON string
+    assert value not in redactor.redact_text(nested)
 
 
 def test_yaml_below_a_name_that_is_no_value_is_kept(redactor: Redactor) -> None:
