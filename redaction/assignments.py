@@ -421,6 +421,17 @@ _REJECTED: set[tuple[bytes, int, bytes]] = set()
 
 
 _NAME_BYTES = frozenset(_NAME_CHARS | frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+_NAME_RUN = bytes(sorted(_NAME_BYTES))
+
+
+def name_start(data: bytes, pos: int, limit: int = 0) -> int:
+    """Where the name whose characters run back from `pos` begins (not before `limit`): one rstrip
+    in C; a JSON escape's letter before it (`\\nAPI_KEY=`, a file in a JSON string) is not part of it."""
+    run = data[limit:pos]
+    start = pos - (len(run) - len(run.rstrip(_NAME_RUN)))
+    if start > 0 and start < len(data) and data[start - 1] == 0x5C and data[start] in b"ntr":
+        start += 1
+    return start
 
 
 def _run_end(regex: re.Pattern[bytes], data: bytes, start: int) -> int | None:
@@ -484,11 +495,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     name_end = max(kw_end, m.end("tail"), m.end("idx"))
     if name_end < len(data) and data[name_end] in _NAME_BYTES:
         return None  # `tokens`, `keyboard`: the keyword is not the end of the name
-    start = kw_start
-    while start > 0 and data[start - 1] in _NAME_BYTES and kw_end - start < _MAX_NAME:
-        start -= 1
-    if start > 0 and data[start - 1] == 0x5C and data[start] in b"ntr":  # `\nAPI_KEY=`
-        start += 1
+    start = name_start(data, kw_start, max(0, kw_end - _MAX_NAME))
     name = data[start:kw_end].lower().lstrip(b"-.")
     if b"." in name:
         name = name.rsplit(b".", 1)[1]  # `config.api_key = ...`

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from redaction.assignments import is_non_secret_value, starts_line, strong_name_kind
+from redaction.assignments import is_non_secret_value, name_start, starts_line, strong_name_kind
 from redaction.engine import Trigger
 from redaction.spans import PRIORITY_ASSIGNMENT, Span
 
@@ -95,7 +95,6 @@ _TF_REACH = 1024
 _FORM_TOKEN_RE = re.compile(rb"(?i)(?:authenticity|csrf|xsrf|csrfmiddleware|requestverification)[_\-]?token\Z")
 # a YAML key ending its line, and the lines below it (raw, or escaped in a JSON string)
 _YAML_TAIL_RE = re.compile(rb":[ \t]*(?P<block>[|>][+\-]?[1-9]?[ \t]*)?(?:\r?\n|(?:\\+r)?\\+n)")
-_YAML_NAME_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
 _YAML_LINE_RE = re.compile(rb"(?P<indent>[ \t]*)(?P<v>(?:[^\r\n\\]|\\+[^nr\\])*)(?P<end>\r?\n|(?:\\+r)?\\+n|\Z)")
 _YAML_NOT_SCALAR_RE = re.compile(rb"(?:-(?:[ \t]|\Z)|#|[A-Za-z0-9_.\-\"']{1,80}:(?:[ \t]|\Z)|[\[{&*!%@`|>])")
 _YAML_QUOTED_RE = re.compile(rb"(?P<q>\\*[\"'])(?P<v>[^\"'\\]{1,512})(?P=q)")
@@ -233,10 +232,9 @@ def _find_yaml_block(data: bytes, end: int, out: list[Span]) -> None:
     tail = _YAML_TAIL_RE.fullmatch(data, colon, end) if colon >= 0 else None
     if tail is None:
         return
-    before = data[max(0, colon - 80) : colon]
-    name_start = colon - (len(before) - len(before.rstrip(_YAML_NAME_CHARS)))  # the name run, in C
-    named = strong_name_kind(data[name_start:colon]) if name_start < colon else None
-    key_indent = _indent(data, name_start) if named is not None else None
+    start = name_start(data, colon, max(0, colon - 80))
+    named = strong_name_kind(data[start:colon]) if start < colon else None
+    key_indent = _indent(data, start) if named is not None else None
     if named is None or key_indent is None:
         return
     kind, kw = named

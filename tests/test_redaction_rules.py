@@ -341,6 +341,7 @@ def test_password_hashes_are_redacted(redactor: Redactor) -> None:
         "api_key: |\n  {v}\n",  # a literal block scalar
         "services:\n  - name: db\n    db_password:\n      \"{v}\"\n",  # quoted, under a list item
         "client_secret: |-\n\n  {v}\n",  # a blank line first
+        "host: db\npassword:\n  {v}\n",  # a top-level name after another line (`\\npassword:` in JSON)
     ],
 )
 def test_yaml_values_below_their_name(redactor: Redactor, template: str) -> None:
