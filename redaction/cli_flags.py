@@ -111,21 +111,23 @@ _SAMBA_USER_RE = re.compile(rb"[ \t](?:-U[ \t]*|--user(?:name)?[= \t][ \t]*)(?P<
 _PIPE_REACH = 600  # how far before the consumer the producer may begin
 
 
-def _unquoted(word: bytes, start: int) -> tuple[int, int]:
+_OPEN_QUOTE_RE = re.compile(rb"\\*[\"']")
+_CLOSE_QUOTE_RE = re.compile(rb"\\*[\"']\Z")
+
+
+def _unquoted(word: re.Match[bytes]) -> tuple[int, int]:
     """The span of a shell word's value inside its quotes (JSON-escaped quotes included)."""
-    end = start + len(word)
-    m = re.match(rb"\\*[\"']", word)
-    if m is not None:
-        close = re.search(rb"\\*[\"']\Z", word)
-        return start + m.end(), end - (len(close.group()) if close else 0)
-    return start, end
+    start, end = word.span()
+    opened = _OPEN_QUOTE_RE.match(word.group())
+    if opened is None:
+        return start, end
+    close = _CLOSE_QUOTE_RE.search(word.group())
+    return start + opened.end(), end - (len(close.group()) if close else 0)
 
 
 def _sudo_reads_stdin(data: bytes, start: int) -> bool:
     """`sudo` at `start` is given `-S` (read the password from standard input) among its own options."""
-    pos = data.index(b"sudo", start) + 4
-    stop = _line_end(data, pos)
-    words = data[pos:stop].split()
+    words = data[start + 4 : _line_end(data, start + 4)].split()
     i = 0
     while i < len(words) and words[i].startswith(b"-") and len(words[i]) > 1:
         flags = words[i][1:]
@@ -140,27 +142,27 @@ def _sudo_reads_stdin(data: bytes, start: int) -> bool:
     return False
 
 
-def _piped_secret(data: bytes, consumer: int, kind: str, out: list[Span]) -> None:
+def _piped_secret(data: bytes, consumer: int, out: list[Span], user_colon: bool = False) -> None:
     """The literal piped into the command whose secret-reading part begins at `consumer`, or fed
-    to it by a here-string after it (`<<< pw`)."""
+    to it by a here-string after it (`<<< pw`); `user_colon`: it is `user:password` (chpasswd)."""
     spans: list[tuple[int, int]] = []
     m = _PIPED_RE.search(data, max(0, consumer - _PIPE_REACH), consumer)
     if m is not None:
         words = list(_ARG_RE.finditer(data, m.start("args"), m.end("args")))
         if m.group("cmd") == b"echo":  # what echo prints: every word
-            spans += [_unquoted(w.group(), w.start()) for w in words]
+            spans += [_unquoted(w) for w in words]
         elif len(words) == 1 and b"%" not in words[0].group():  # `printf 'pw\n'`
-            spans.append(_unquoted(words[0].group(), words[0].start()))
+            spans.append(_unquoted(words[0]))
         elif len(words) == 2 and b"%" in words[0].group():  # `printf '%s\n' pw`
-            spans.append(_unquoted(words[1].group(), words[1].start()))
+            spans.append(_unquoted(words[1]))
     here = _HERE_STRING_RE.search(data, consumer, _line_end(data, consumer))
     if here is not None:
         word = _ARG_RE.match(data, here.end())
         if word is not None:
-            spans.append(_unquoted(word.group(), word.start()))
+            spans.append(_unquoted(word))
     for v_start, v_end in spans:
         value = _TRAILING_LINE_END_RE.sub(b"", data[v_start:v_end])
-        if kind == "chpasswd":  # `user:password`
+        if user_colon:
             colon = value.find(b":")
             if colon < 0:
                 continue
@@ -173,15 +175,11 @@ def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Spa
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
     long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba = hits
     for start, _ in stdin_flags:
-        _piped_secret(data, start, "password", out)
+        _piped_secret(data, start, out)
     for start, end in stdin_commands:
         word = data[start:end]
-        if word.startswith(b"sudo"):
-            if not _sudo_reads_stdin(data, start):
-                continue
-            _piped_secret(data, start, "password", out)
-        else:
-            _piped_secret(data, start, "chpasswd" if word == b"chpasswd" else "password", out)
+        if not word.startswith(b"sudo") or _sudo_reads_stdin(data, start):
+            _piped_secret(data, start, out, user_colon=word == b"chpasswd")
     for _start, end in samba:
         stop = _line_end(data, end)
         for m in _SAMBA_USER_RE.finditer(data, end - 1, stop):
