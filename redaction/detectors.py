@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from redaction import url_credentials
 from redaction.engine import Trigger
 from redaction.openers import alternatives
 from redaction.spans import PRIORITY_CONTEXT, PRIORITY_FORMAT, Span
@@ -392,12 +393,6 @@ _PEM_RE = re.compile(
 )
 _GCP_BEFORE_RE = re.compile(rb'private_key\\*"\s*:\s*\\*"$')
 
-# The password may hold `<>()[]{}` (generated ones do; a template such as `<pw>` or `${PW}` starts
-# with one and is left alone by `is_placeholder_password`); the user may not.
-_URL_PASSWORD_RE = re.compile(
-    rb"://[^\s/?#@:\"'\\<>()\[\]{}]{0,256}:(?P<pw>[^\s/?#\"'\\]{1,256})@"
-)
-_URL_PASSWORD_REACH = 3 + 256 + 1 + 256 + 1  # the longest match
 # Webhook URLs, with or without their scheme (`hooks.slack.com/services/...` in prose).
 _SLACK_HOOK_RE = re.compile(rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+\-]{20,})")
 _DISCORD_HOOK_RE = re.compile(
@@ -423,16 +418,14 @@ _PASSWORD_HASH_RE = re.compile(
     rb"|\{SSHA(?:256|512)?\}[A-Za-z0-9+/]{20,}={0,2}|\{SHA(?:256|512)?\}[A-Za-z0-9+/]{27,}={0,2})"
     rb"(?![./0-9A-Za-z+=])"
 )
-# Only templates are kept: a word like `password` or `changeme` may be the real (weak) password,
-# so a URL's userinfo fails closed on it.
-_PLACEHOLDER_PASSWORDS = frozenset(b"your-password yourpassword your_password".split())
 
 # Triggers of `find_context_spans`, in this order.
 CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY", literals=(b"-----BEGIN",), window=80, som=True),
-    # the URL password rule itself, reported at its `@` (most URLs have no password: a bare `://`
-    # trigger was three of every four hits on agent bodies); its start is the last `://` before
-    Trigger(_URL_PASSWORD_RE.pattern, literals=(b"://",), window=_URL_PASSWORD_REACH),
+    # a URL's password (`redaction.url_credentials`), reported at an `@` (most URLs have no password:
+    # a bare `://` trigger was three of every four hits on agent bodies)
+    Trigger(url_credentials.TRIGGER, literals=(b"://",), window=url_credentials.REACH,
+            py_pattern=url_credentials.PY_TRIGGER),
     Trigger(
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/",
         literals=(b"hooks.slack.com/",),
@@ -466,11 +459,8 @@ def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list
             if _GCP_BEFORE_RE.search(data, max(0, start - 40), start):
                 kind = "gcp-sa-key"
             out.append(Span(m.start(), m.end(), kind, PRIORITY_FORMAT))
-    # `/` is in neither the user nor the password: a match starts at the last `://` before its end
-    for start in sorted({data.rfind(b"://", max(0, end - _URL_PASSWORD_REACH), end) for _, end in url} - {-1}):
-        m = _URL_PASSWORD_RE.match(data, start)
-        if m is not None and not is_placeholder_password(m.group("pw")):
-            out.append(Span(*m.span("pw"), "url-password", PRIORITY_CONTEXT))
+    for start, end in url_credentials.find_url_passwords(data, [end for _, end in url]):
+        out.append(Span(start, end, "url-password", PRIORITY_CONTEXT))
     for start, _ in slack:
         m = _SLACK_HOOK_RE.match(data, start)
         if m is not None:
@@ -510,6 +500,4 @@ def _glued_before(data: bytes, start: int) -> bool:
 
 def is_placeholder_password(password: bytes) -> bool:
     """`:${DB_PASS}@`, `:<pw>@`, `:****@` and `:your-password@` in docs are templates, not secrets."""
-    if password.lower() in _PLACEHOLDER_PASSWORDS:
-        return True
-    return password[:1] in (b"$", b"<", b"{", b"[") or not password.strip(b"*xX")
+    return url_credentials.is_template_password(password)

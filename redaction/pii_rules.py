@@ -31,6 +31,7 @@ from redaction.identity import (
 )
 from redaction.placeholder import PLACEHOLDER_RE
 from redaction.spans import Span, merge_spans
+from redaction.url_credentials import find_url_passwords
 
 P_CONTEXT, P_SHAPE, P_LEARNED = 0, 1, 2
 
@@ -465,8 +466,20 @@ def _escape_adjusted(text: str, spans: Iterable[Span]) -> list[Span]:
 
 
 def protected_spans(text: str, *, keep_keyed: bool = True) -> list[tuple[int, int]]:
-    """Existing placeholders (credential and PII) that no rule may touch."""
+    """Existing placeholders (credential and PII), and URL passwords, that no rule may touch.
+
+    A password's tail before its closing `@host` looks like an e-mail address (`...Lt4@db.internal`):
+    pseudonymised, it would leave the rest of the password in clear and hide it from the final scan.
+    """
     spans: list[tuple[int, int]] = []
+    if "://" in text:
+        raw = text.encode("utf-8", "surrogatepass")
+        found = find_url_passwords(raw)
+        if len(raw) == len(text):
+            spans += found
+        else:
+            spans += [(len(raw[:a].decode("utf-8", "replace")), len(raw[:b].decode("utf-8", "replace")))
+                      for a, b in found]
     if "REDACTED" in text:
         raw = text.encode("utf-8", "surrogatepass")
         if len(raw) == len(text):

@@ -2,7 +2,8 @@
 
 Three detectors, any one of which blocks publication:
 
-* `credentials` — the recorder's own credential detectors (`redaction.scanner`);
+* `credentials` — the recorder's own credential detectors (`redaction.scanner`), and any
+  URL that still carries a password (`redaction.url_credentials`);
 * `pii` — the pseudonymiser's rules (`redaction.pii_rules`) with everything the
   run learned about the user, plus whatever the outputs themselves teach;
 * `detect-secrets` — Yelp's scanner run in-process with its format plugins, an
@@ -25,6 +26,7 @@ from redaction.detectors import is_placeholder_password
 from redaction.identity import Identity
 from redaction.pii_rules import LearnedMatcher, find_pii_spans, ipv4_exempt
 from redaction.scanner import find_spans
+from redaction.url_credentials import find_url_passwords
 
 # detect-secrets plugins that recognise a format. The entropy and keyword
 # plugins are left out: they flag commit hashes, content hashes and schema
@@ -80,6 +82,21 @@ def _line_of(data: bytes | str, offset: int) -> int:
 
 def scan_credentials(data: bytes, name: str) -> list[Finding]:
     return [Finding(name, _line_of(data, s.start), "credentials", s.kind) for s in find_spans(data)]
+
+
+def scan_url_passwords(data: bytes, name: str) -> list[Finding]:
+    """Any `scheme://user:password@host` left, as written and with JSON escapes undone, whatever the
+    host became (a pseudonym too): only ctxtap's placeholders and templates (`${DB_PASSWORD}`) pass."""
+    findings = [Finding(name, _line_of(data, start), "credentials", "url-password")
+                for start, _ in find_url_passwords(data)]
+    if b"\\" in data:
+        text = data.decode("utf-8", "replace")
+        for number, line in enumerate(text.split("\n"), 1):
+            if "\\" in line and "://" in line:
+                unescaped = unescape_json(line).encode("utf-8", "surrogatepass")
+                findings += [Finding(name, number, "credentials", "url-password")
+                             for _ in find_url_passwords(unescaped)]
+    return findings
 
 
 _JSON_ESCAPE_RE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
@@ -168,6 +185,7 @@ def scan_tree(root: Path, identity: Identity, *, use_detect_secrets: bool = True
     for path, data in texts.items():
         rel = str(path.relative_to(root))
         findings += scan_credentials(data, rel)
+        findings += scan_url_passwords(data, rel)
         findings += scan_pii(data.decode("utf-8", "replace"), rel, learned, matcher)
     if use_detect_secrets:
         findings += scan_detect_secrets(paths, Path(root))

@@ -64,18 +64,13 @@ _URL_PIECES = ["://", "https", "u", "user", ":", "@", "/", "pw", "p4ss", " ", "h
 @example("see https://host/a https://user:p4ss@host and ftp://x://u:pw@h")
 @example("https://" + "u" * 250 + ":" + "p" * 250 + "@host https://u:pw@x@y")
 def test_url_passwords_found_from_their_end_are_those_found_from_every_scheme(text: str) -> None:
-    """The URL password trigger is the rule itself, reported where it ends; its start is recovered as
-    the last `://` before. Both engines find exactly the passwords the rule finds from every `://`."""
-    from redaction.detectors import _URL_PASSWORD_RE, find_context_spans, is_placeholder_password
+    """The URL password trigger is reported where it ends; its start is recovered as the last `://`
+    before. Both engines find exactly the passwords the rule finds from every `://`."""
+    from redaction.detectors import find_context_spans
+    from redaction.url_credentials import find_url_passwords
 
     data = text.encode()
-    expected = set()
-    at = data.find(b"://")
-    while at >= 0:
-        m = _URL_PASSWORD_RE.match(data, at)
-        if m is not None and not is_placeholder_password(m.group("pw")):
-            expected.add(m.span("pw"))
-        at = data.find(b"://", at + 1)
+    expected = set(find_url_passwords(data))
     for scanner in (get_scanner(), Scanner(get_scanner().ruleset, backend="python")):
         hits = scanner.engine.scan(data)
         spans: list = []

@@ -1,0 +1,143 @@
+"""`scheme://user:password@host` in text, read as a credential rather than parsed as a URL.
+
+A URL parser ends the authority at the first `#`, `/` or `?`, so a password holding one
+(`postgres://app:Vk7#q/x?@db.internal:5432/app`) is cut there and its tail taken for a
+fragment or path: that is how such a password reached disk in clear. A credential in text
+is not a well-formed URL. Here the password runs from the colon after the user to the last
+`@` on the same run that is followed by a host-like name (an optional port, then the end of
+the authority); whatever lies between is the password: `#`, `/`, `?`, `:`, `@`,
+percent-escapes, and single spaces where the closing host is plainly a URL's (a port or a
+path follows it). A host may be a pseudonym (`@<host-2>`): publish's final scan reads text whose
+host names were replaced.
+
+Not credentials: `https://unpkg.com/@scope/pkg@1.2.3` (the user part holds no colon),
+`https://host:8443/a?mail=a@b.example` (the "password" is a port), `git@github.com:org/repo`
+and e-mail addresses (no `://`), templates (`:${DB_PASSWORD}@`, `:<password>@`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from redaction.placeholder import PLACEHOLDER_RE
+
+MAX_USER = 256
+MAX_PASSWORD = 256
+# Hyperscan and `re` syntax: a scheme's `://`, a user, a colon and, within reach on the same
+# line, an `@`. Reported where it ends; the start is the last `://` before (a user holds no `/`).
+TRIGGER = rb"://[^\s/?#@:\"'\\<>()\[\]{}]{0,256}:[^\r\n\t\f\v\"']{1,256}@"
+REACH = 3 + MAX_USER + 1 + MAX_PASSWORD + 1
+# `re` reports one match per start: the lazy form ends at the first `@`, so no URL's `://` is
+# hidden behind a later one on the same line.
+PY_TRIGGER = TRIGGER[:-len(b"{1,256}@")] + b"{1,256}?@"
+
+_PSEUDONYM = rb"<[a-z]{1,12}(?:-[a-z]{1,12})?-[0-9a-f]{1,6}>"
+_USER_RE = re.compile(rb"://(?P<user>" + _PSEUDONYM + rb"|[^\s/?#@:\"'\\<>()\[\]{}]{0,%d}):" % MAX_USER)
+_PORT_RE = re.compile(rb"[0-9]{1,5}(?:[/?#\s\"'\\,;)\]>]|$)")
+# A run of backslashes before one of these is a JSON line end or closing quote: the text ends.
+_ENDS_AFTER_BACKSLASH = frozenset(b"nrt\"'")
+_LABEL = rb"[A-Za-z0-9_][A-Za-z0-9_-]{0,62}"  # compose service names hold `_`
+_HOST_RE = re.compile(
+    rb"(?P<host>\[[0-9A-Fa-f:.]{2,45}\]|" + _PSEUDONYM + rb"|" + _LABEL + rb"(?:\." + _LABEL
+    + rb")*)(?P<port>:[0-9]{1,5})?"
+    rb"(?P<next>[/?#\s\"'\\,;)\]>|`]|$)"
+)
+_TEMPLATE_RE = re.compile(
+    rb"\$\{[^{}\s]{1,80}\}|\$[A-Z_][A-Z0-9_]{0,80}|<[A-Za-z][^<>\s]{0,60}>|\{\{?\s*[A-Za-z_][^{}\s]{0,60}\s*\}?\}"
+    rb"|\[[A-Za-z_][A-Za-z0-9_ -]{0,60}\]|%\([A-Za-z0-9_]{1,60}\)s|[*xX]+|\.{3,}|\xe2\x80\xa6"
+)
+# Only templates are kept: a word like `password` or `changeme` may be the real (weak)
+# password, so a URL's userinfo fails closed on it.
+_TEMPLATE_WORDS = frozenset(b"your-password yourpassword your_password".split())
+
+
+def is_template_password(password: bytes) -> bool:
+    """`${DB_PASS}`, `<pw>`, `{{ password }}`, `****`, `your-password`: a template or mask in
+    docs, or ctxtap's own placeholder; a password that merely starts with `$` or `<` is not."""
+    if password.lower() in _TEMPLATE_WORDS or PLACEHOLDER_RE.fullmatch(password):
+        return True
+    return _TEMPLATE_RE.fullmatch(password) is not None
+
+
+def _password_region_end(data: bytes, start: int) -> int:
+    """Where the run that may hold the password ends: whitespace other than a single space,
+    a quote, a JSON line end or closing quote (`\\n`, `\\"` at any depth), or the reach."""
+    limit = min(len(data), start + MAX_PASSWORD + 1 + 300)
+    i = start
+    while i < limit:
+        b = data[i]
+        if b in b"\r\n\t\f\v\"'":
+            return i
+        if b == 0x20 and (i + 1 >= len(data) or data[i + 1] in b" \r\n\t"):
+            return i
+        if b == 0x5C:  # a backslash: skip the run, see what it escapes
+            j = i
+            while j < limit and data[j] == 0x5C:
+                j += 1
+            if j < len(data) and data[j] in _ENDS_AFTER_BACKSLASH:
+                return i
+            i = j
+            continue
+        i += 1
+    return limit
+
+
+def _host_ok(host: bytes) -> bool:
+    """A name or address, not a version number (`pkg@1.2.3`)."""
+    if host.startswith(b"["):
+        return True
+    labels = host.split(b".")
+    if all(label.isdigit() for label in labels):
+        return len(labels) == 4
+    return True
+
+
+def password_at(data: bytes, start: int) -> tuple[int, int] | None:
+    """The (start, end) of the password of a `://user:password@host` that begins at `start`
+    (the `://`), or None: no colon after the user, a port rather than a password, no `@`
+    closing it with a host, or a template."""
+    m = _USER_RE.match(data, start)
+    if m is None:
+        return None
+    pw_start = m.end()
+    if _PORT_RE.match(data, pw_start):
+        return None  # `https://host:8443/...`: a port
+    if data.startswith(b"//", pw_start):
+        return None  # `x://u:pw@h`: the colon begins another URL
+    region_end = _password_region_end(data, pw_start)
+    nested = data.find(b"://", pw_start, region_end)
+    if nested >= 0:
+        region_end = nested  # a password holds no `://`: the next URL starts there
+    best: int | None = None
+    at = data.find(b"@", pw_start + 1, region_end)
+    while at >= 0 and at - pw_start <= MAX_PASSWORD:
+        h = _HOST_RE.match(data, at + 1)
+        if h is not None and _host_ok(h.group("host")):
+            spaced = b" " in data[pw_start:at]
+            # With a space inside, only a URL's plain shape closes it: a port or a path after the host,
+            # a user, and no space right after the colon (`see https://host: mail ops@x.example`).
+            if not spaced or (m.group("user") and data[pw_start] != 0x20 and (h.group("port") or h.group("next") == b"/")):
+                best = at
+        at = data.find(b"@", at + 1, region_end)
+    if best is None or is_template_password(data[pw_start:best]):
+        return None
+    return pw_start, best
+
+
+def find_url_passwords(data: bytes, ends: list[int] | None = None) -> list[tuple[int, int]]:
+    """Every URL password in `data`: at the last `://` before each of `ends` (a trigger's
+    hits), or at every `://` when `ends` is None."""
+    if ends is None:
+        starts: set[int] = set()
+        at = data.find(b"://")
+        while at >= 0:
+            starts.add(at)
+            at = data.find(b"://", at + 1)
+    else:
+        starts = {data.rfind(b"://", max(0, end - REACH), end) for end in ends} - {-1}
+    out = []
+    for start in sorted(starts):
+        span = password_at(data, start)
+        if span is not None:
+            out.append(span)
+    return out
