@@ -28,11 +28,13 @@ def connect(capture_dirs: Sequence[Path], database: str = ":memory:",
     """A DuckDB connection with `t_<table>` base views and the named views over the datasets.
 
     The datasets must exist (see `analysis.build.ensure_analysis`). Unless `allow_external`,
-    the connection can read the captures' datasets and nothing else, and write nowhere:
+    the connection can read the captures' datasets and nothing else:
     `allowed_directories` is set to them (or to `allowed_roots`, folders that hold the
     datasets a live view points the connection at later), external access is switched off
     and the configuration locked, so a query cannot `read_csv('/etc/passwd')`, `COPY ... TO`
-    a file, attach a database or install an extension. `threads` caps DuckDB's worker threads
+    a file elsewhere, attach a database or install an extension. DuckDB lets it write inside
+    the allowed directories though: a caller running a user's SQL checks it first with
+    `analysis.sqlguard.check_statements`. `threads` caps DuckDB's worker threads
     (default: one per core).
     """
     con = duckdb.connect(database, config={"threads": threads} if threads else {})

@@ -473,7 +473,8 @@ def analyze(captures, prices, cache_rules, force) -> None:
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--max-rows", default=200, show_default=True, help="Rows to print in table format (0: all).")
 @click.option("--allow-external", is_flag=True,
-              help="Let the query read and write files outside the captures (COPY ... TO, read_csv, ATTACH).")
+              help="Let the query read files and write files outside the captures (COPY, EXPORT, ATTACH, "
+                   "read_csv, CREATE/INSERT); a path inside a capture or the captures store is still refused.")
 def sql(args, fmt, max_rows, allow_external) -> None:
     """Run SQL over captures: ctxtap sql CAPTURE... "SELECT ...".
 
@@ -481,7 +482,8 @@ def sql(args, fmt, max_rows, allow_external) -> None:
     growth_points, layout, client_summary, tool_loop, captures, totals,
     tokens_by_source, client_tokens_by_source, errors (see docs/analysis-schema.md).
     Captures are analysed first if needed. Queries read the captures' datasets
-    only, unless --allow-external.
+    only and run reading statements only (SELECT, WITH, VALUES, DESCRIBE, SHOW,
+    SUMMARIZE, EXPLAIN), unless --allow-external.
     """
     if len(args) < 2:
         raise click.UsageError('give at least one capture and a query: ctxtap sql CAPTURE "SELECT ..."')
@@ -490,8 +492,15 @@ def sql(args, fmt, max_rows, allow_external) -> None:
         if not Path(c).is_dir():
             raise click.UsageError(f"{c} is not a capture directory")
     from analysis.db import connect
+    from analysis.sqlguard import SqlRefused, check_statements
 
+    try:  # before anything runs: DuckDB's allowed directories let a query write where it may read
+        check_statements(query, allow_external, protected=[*map(Path, captures), default_captures_dir()])
+    except SqlRefused as exc:
+        raise click.ClickException(str(exc)) from None
     con = connect(_ensure(captures, quiet=True), allow_external=allow_external)
+    if allow_external:  # no SET or table function may move temp, log or profile files into a capture
+        con.execute("SET lock_configuration = true")
     try:
         rel = con.sql(query)
     except Exception as exc:  # duckdb errors carry the useful message; add where to look next
