@@ -176,6 +176,14 @@ def _start_writer(recorder: Recorder):
         raise ProxyStartError(f"cannot start recording: {exc}") from exc
 
 
+def _quiet_cancelled(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """A client connection's handler cancelled by shutdown is expected: asyncio's default handler
+    would print its traceback (18 lines under the demo's first output). Anything else is reported."""
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)
+
+
 class BackgroundProxy:
     """mitmproxy on its own thread and event loop (used by `ctxtap record` and tests)."""
 
@@ -203,6 +211,7 @@ class BackgroundProxy:
     def _run(self) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
+            self._loop.set_exception_handler(_quiet_cancelled)
             master, recorder = _master(self.config)
             self._master = master
             task = asyncio.create_task(_run_master(master))
@@ -264,6 +273,7 @@ def run_foreground(config: ProxyConfig, on_ready) -> Path | None:
     async def main() -> Path | None:
         master, recorder = _master(config)
         loop = asyncio.get_running_loop()
+        loop.set_exception_handler(_quiet_cancelled)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, master.shutdown)
         task = asyncio.create_task(_run_master(master))

@@ -10,6 +10,7 @@ def test_demo_end_to_end(tmp_path, ctxtap_config):
     out = tmp_path / "demo"
     result = run_ctxtap(["demo", "-o", str(out)], ctxtap_config, timeout=300)
     assert f"capture:  {out}" in result.stdout
+    assert "Traceback" not in result.stderr and "CancelledError" not in result.stderr  # a clean first output
     report_line = next(line for line in result.stdout.splitlines() if line.startswith("report:"))
     report = report_line.split(None, 1)[1].strip()
     assert report.endswith(".html") and open(report).read().lower().startswith("<!doctype html>")
