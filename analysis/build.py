@@ -31,6 +31,7 @@ from analysis.prices import PriceTable
 from analysis.sessions import SessionAssigner
 from analysis.tables import TABLES, BuildContext, CallRec
 from ctxtap import __version__
+from ctxtap.capture.private import tighten
 from ctxtap.capture.store import Capture
 
 ANALYSIS_VERSION = "1"
@@ -144,6 +145,7 @@ def write_dataset(out: Path, capture_id: str, tables: dict[str, list[dict]], met
         out.rename(old)
     tmp.rename(out)
     shutil.rmtree(old, ignore_errors=True)
+    tighten(out)  # pyarrow wrote with the umask; the dataset holds the capture's texts
 
 
 # --- the build ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ctxtap.capture.manifest import Manifest
+from ctxtap.capture.private import tighten
 from ctxtap.capture.schema import (
     BODIES_SCHEMA,
     FLOWS_SCHEMA,
@@ -222,6 +223,7 @@ def finalize(directory: Path, recovered: bool = False) -> Manifest:
     manifest.counts["telemetry_records"] = len(telemetry.records)
     manifest.save(directory)
     shutil.rmtree(spool_dir, ignore_errors=True)
+    tighten(directory)  # pyarrow wrote with the process's umask, which a caller of the API chose
     return manifest
 
 

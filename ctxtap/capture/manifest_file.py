@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxtap import __version__
+from ctxtap.capture.private import FILE_MODE
 
 MANIFEST_NAME = "manifest.json"
 FORMAT_VERSION = 2  # 2: bodies may be `zstd-tail` deltas; a reader refuses a newer format than its own
@@ -33,7 +34,9 @@ def write_manifest(data: dict[str, Any], directory: Path) -> None:
     data["started_at_iso"] = iso(data.get("started_at"))
     data["ended_at_iso"] = iso(data.get("ended_at"))
     tmp = directory / (MANIFEST_NAME + ".tmp")
-    with open(tmp, "w") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    os.fchmod(fd, FILE_MODE)  # a leftover .tmp keeps its mode through O_CREAT
+    with os.fdopen(fd, "w") as fh:
         json.dump(data, fh, indent=2, sort_keys=True)
         fh.flush()
         os.fsync(fh.fileno())

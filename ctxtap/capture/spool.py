@@ -18,6 +18,8 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from ctxtap.capture.private import private_dir
+
 MAGIC = b"CTXS"
 _HEAD = struct.Struct(">4sIQI")  # magic, header length, payload length, crc32
 SPOOL_NAME = "spool.ctxs"
@@ -59,7 +61,7 @@ class SpoolFile:
     """Appends frames to `<dir>/spool.ctxs`."""
 
     def __init__(self, directory: Path) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        private_dir(directory)
         self.path = directory / SPOOL_NAME
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 

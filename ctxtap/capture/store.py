@@ -29,6 +29,7 @@ from ctxtap.capture.finalize import (
     finalize,
 )
 from ctxtap.capture.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
+from ctxtap.capture.private import tighten
 from ctxtap.capture.schema import FLOWS_SCHEMA, TELEMETRY_RECORDS_SCHEMA, TELEMETRY_SCHEMA, WS_SCHEMA
 from ctxtap.capture.spool import SPOOL_NAME, iter_frames, writer_alive
 
@@ -71,10 +72,11 @@ def _rows(table: pa.Table) -> list[dict]:
 class Capture:
     """A finalized (or live, read-only) capture directory."""
 
-    def __init__(self, directory: Path, manifest: Manifest, live: bool = False) -> None:
+    def __init__(self, directory: Path, manifest: Manifest, live: bool = False, tightened: int = 0) -> None:
         self.directory = directory
         self.manifest = manifest
         self.live = live
+        self.tightened = tightened  # files and folders made private when opened (a capture of an earlier version)
         self._bodies: dict[int, tuple[str, int | None, bytes]] | None = None
         self._flows: pa.Table | None = None
         self._ws: pa.Table | None = None
@@ -87,6 +89,9 @@ class Capture:
         directory = Path(path)
         if not (directory / MANIFEST_NAME).exists():
             raise CaptureError(f"{directory} is not a ctxtap capture (no {MANIFEST_NAME})")
+        # Every command reads a capture through here, so one made before captures were private
+        # (0644/0755) is tightened by whichever command opens it next.
+        tightened = tighten(directory)
         try:
             manifest = Manifest.load(directory)
         except (OSError, ValueError) as exc:  # bad JSON, or JSON that is not a manifest (pydantic)
@@ -97,15 +102,15 @@ class Capture:
             raise CaptureError(f"{directory} is in capture format {manifest.format_version}, newer than this "
                                f"ctxtap ({__version__}) reads ({FORMAT_VERSION}): upgrade ctxtap to open it.")
         if manifest.status == "finalized":
-            return cls(directory, manifest)
+            return cls(directory, manifest, tightened=tightened)
         if writer_alive(directory) and not _wait_for_orphaned_writer(directory, manifest):
-            capture = cls(directory, manifest, live=True)
+            capture = cls(directory, manifest, live=True, tightened=tightened)
             capture._load_spool()
             return capture
         if not recover:
             raise CaptureError(f"{directory} was interrupted; open it with recover=True to finalize it")
         manifest = finalize(directory, recovered=True)
-        return cls(directory, manifest)
+        return cls(directory, manifest, tightened=tightened)
 
     # --- tables -------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from ctxtap.capture.events import (
     is_terminal_ws_message,
     ws_message_type,
 )
+from ctxtap.capture.private import private_dir
 from ctxtap.capture.spool import LOCK_NAME, SpoolFile
 from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
 from redaction.eventstream import EventStreamRedactor, looks_like_eventstream
@@ -246,16 +247,14 @@ class CaptureWriter:
         manifest: Manifest | ManifestRecord,
     ) -> None:
         self.directory = directory
-        directory.mkdir(parents=True, exist_ok=True)
-        os.chmod(directory, 0o700)
+        private_dir(directory)
         self.manifest = manifest
         redact = tuple((manifest.options or {}).get("redact") or ())
         self.redactor = capture_redactor(redaction_key, manifest.capture_id, redact)
         self.manifest.redaction_ruleset = ruleset_version(redact)
         self._redact_manifest()
         self.manifest.save(directory)
-        spool_dir = directory / "spool"
-        spool_dir.mkdir(exist_ok=True)
+        spool_dir = private_dir(directory / "spool")
         self._lock_fd = os.open(spool_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.write(self._lock_fd, str(os.getpid()).encode())

@@ -422,8 +422,12 @@ def main() -> int:
     imported for the finalisation at the end.
     """
     from ctxtap.capture.manifest_file import ManifestRecord
+    from ctxtap.capture.private import restrict_umask
     from ctxtap.capture.writer import CaptureWriter
 
+    # Everything this process writes is the capture (pyarrow's Parquet too): private from the start,
+    # whatever umask the process that spawned it (a test, an embedding program) had.
+    restrict_umask()
     # Ctrl-C and SIGTERM reach the whole process group; the writer must outlive them long
     # enough to write what it was given. It stops on the proxy's close frame or end-of-file.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -14,6 +14,7 @@ import click
 from ctxtap import __version__
 from ctxtap.capture.ids import new_capture_id
 from ctxtap.capture.paths import default_captures_dir, redaction_key
+from ctxtap.capture.private import private_umask, user_umask
 
 # Heavy modules (pyarrow, pydantic models, mitmproxy) are imported inside the
 # commands that need them: the proxy process should carry as little as possible.
@@ -135,9 +136,11 @@ class _Commands(click.Group):
 
     def invoke(self, ctx: click.Context):
         """Any error a command did not anticipate still ends in one line that names its cause
-        (a traceback only with CTXTAP_DEBUG=1)."""
+        (a traceback only with CTXTAP_DEBUG=1). Commands run with umask 077: what they write (captures,
+        datasets by pyarrow and DuckDB, reports, attachments) is the user's only (ctxtap.capture.private)."""
         try:
-            return super().invoke(ctx)
+            with private_umask():
+                return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
@@ -212,7 +215,8 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     child = None
     try:
         child = _start_live(out, live, ui_port, open_browser)
-        code = subprocess.call(tel.argv or list(command), env=env)
+        # the user's command creates its own files with the user's umask, not ctxtap's private one
+        code = subprocess.call(tel.argv or list(command), env=env, umask=user_umask())
     except FileNotFoundError:
         click.echo(f"ctxtap: command not found: {command[0]}. Check the spelling or give its full path.", err=True)
     except PermissionError:
@@ -346,12 +350,16 @@ def info(capture, as_json) -> None:
         "incomplete_flows": counts.get("incomplete_flows", 0),
         "error_flows": counts.get("error_flows", 0),
         "spool_bytes_dropped": cap.manifest.spool_bytes_dropped,
+        "tightened_permissions": cap.tightened,
     }
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
     if cap.manifest.recovered:
         click.echo("recovered: this capture was interrupted and has been finalized from its spool")
+    if cap.tightened:
+        click.echo(f"tightened permissions of {cap.tightened} files and folders to private (0600/0700): "
+                   "the capture was readable by other users")
     for line in _summary_lines(cap, counts):
         click.echo(line)
 

@@ -41,6 +41,7 @@ from analysis.experiment import (
 )
 from ctxtap import __version__
 from ctxtap.capture.paths import redaction_key
+from ctxtap.capture.private import private_dir, tighten, user_umask
 from ctxtap.experiment.proxy import SharedProxy, start_proxy
 from ctxtap.experiment.spec import Spec, fill, fixture_digest
 from redaction.redactor import Redactor
@@ -48,6 +49,7 @@ from redaction.redactor import Redactor
 LOG_TAIL = 20_000  # bytes of the command's stdout/stderr kept per run (redacted)
 KILL_GRACE_S = 5.0
 DONE = ("completed", "timed_out", "failed_to_start")  # statuses a resume keeps
+WORK_DIR = "work"  # a run's copy of the fixture, the command's working directory
 
 
 class ExperimentError(RuntimeError):
@@ -120,7 +122,7 @@ class Runner:
                                       "resume it with that spec, or choose another --out for the changed one")
             manifest.status, manifest.updated_at = "running", now
         else:
-            self.out.mkdir(parents=True, exist_ok=True)
+            private_dir(self.out)
             manifest = ExperimentManifest(
                 name=self.spec.name or (self.spec.path.stem if self.spec.path else "experiment"),
                 spec_file=str(self.spec.path), spec_digest=self.spec.digest, spec_text=self.redact(self.spec.text),
@@ -151,6 +153,15 @@ class Runner:
     # -- running --
 
     def run(self) -> ExperimentManifest:
+        try:
+            return self._run()
+        finally:
+            # captures, datasets, logs and run records: the user's only. The workspaces are the
+            # command's own files and keep the modes it gave them.
+            if self.out.exists():
+                tighten(self.out, skip=(WORK_DIR,))
+
+    def _run(self) -> ExperimentManifest:
         manifest, todo = self.prepare()
         total, done_before = len(manifest.plan), len(manifest.plan) - len(todo)
         if done_before:
@@ -298,12 +309,13 @@ class Runner:
         spec = self.spec
         variant = next(v for v in spec.variants if v.name == item.variant)
         run_dir = self.out / RUNS_DIR / item.run_id
-        work = run_dir / "work"
+        work = run_dir / WORK_DIR
         fixture = spec.fixture_dir()
         if fixture is not None:
             shutil.copytree(fixture, work, symlinks=True)
-        else:
+        else:  # the command's workspace: the user's modes (a fixture's copy keeps the fixture's)
             work.mkdir(parents=True, exist_ok=True)
+            os.chmod(work, 0o777 & ~user_umask())
         values: dict[str, Any] = {**variant.vars, "variant": variant.name, "repeat": item.repeat,
                                   "run_id": item.run_id, "work_dir": str(work), "run_dir": str(run_dir),
                                   "server_url": self.server_url or "", "python": sys.executable}
@@ -352,8 +364,9 @@ class Runner:
         """(status, exit code, seconds, error in words) of one command, its output kept redacted."""
         t0 = time.perf_counter()
         try:
+            # the user's command (and check) in its workspace: the user's umask, not ctxtap's private one
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    start_new_session=True)
+                                    start_new_session=True, umask=user_umask())
         except OSError as exc:
             return "failed_to_start", None, None, f"{what} {argv[0]!r} could not start: {exc.strerror or exc}"
         with self._lock:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxtap.capture.private import user_umask
 from ctxtap.replay.cassette import Cassette
 from ctxtap.replay.compare import ReplayReport, compare
 from ctxtap.replay.server import ReplayServer
@@ -73,7 +74,7 @@ def run_readonly(cassette: Cassette, command: list[str], out: Path, *, speed: fl
 
 def _call(command: list[str], env: dict[str, str], echo: Callable[[str], None]) -> int:
     try:
-        return subprocess.call(list(command), env=env)
+        return subprocess.call(list(command), env=env, umask=user_umask())  # its files: the user's modes
     except FileNotFoundError:
         echo(f"command not found: {command[0]}. Check the spelling or give its full path.")
         return 127

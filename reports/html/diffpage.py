@@ -16,6 +16,7 @@ from analysis.diff import BlockChange
 from analysis.rundiff import RunDiff, fmt_delta, fmt_value, verdict
 from ctxtap import __version__
 from reports.html import palette
+from reports.html.output import write_private
 from reports.html.render import _static, environment
 
 OP_LABELS = {"same": "same", "changed": "changed", "moved": "moved", "only_a": "only in A", "only_b": "only in B"}
@@ -168,5 +169,5 @@ def render_diff_page(d: RunDiff) -> str:
 
 
 def write_diff_page(d: RunDiff, out: Path) -> Path:
-    out.write_text(render_diff_page(d), encoding="utf-8")
+    write_private(out, render_diff_page(d).encode("utf-8"))
     return out

@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 from analysis.experiment import ExperimentReport
 from ctxtap import __version__
 from reports.html import palette
+from reports.html.output import write_private
 from reports.html.render import _static, environment
 
 SERIES = (palette.BLUE, palette.ORANGE, palette.GREEN, palette.PURPLE, palette.VERMILLION, palette.SKY)
@@ -143,5 +144,5 @@ def experiment_page(rep: ExperimentReport) -> ExperimentPage:
 def write_experiment_page(rep: ExperimentReport, out: Path) -> Path:
     html = environment().get_template("experiment.html.j2").render(page=experiment_page(rep),
                                                                      css=Markup(_static("report.css")))
-    out.write_text(html, encoding="utf-8")
+    write_private(out, html.encode("utf-8"))
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -13,3 +14,12 @@ def default_output(captures: Sequence[Path]) -> Path:
     if len(captures) == 1:
         return Path(captures[0]) / "report.html"
     return Path.cwd() / COMPARISON_DEFAULT
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a page readable by the user only (0600, whatever the umask): it shows the captures' prompts,
+    code and tool output. (The capture layer's `tighten` is out of this package's reach by contract.)"""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)

@@ -31,7 +31,7 @@ from reports.html import palette
 from reports.html.budget import PAGE_SHARE, Detail, first_detail
 from reports.html.context import LARGE_TABLE, Connections, ReportContext, build_context, plan_inputs
 from reports.html.formatting import FILTERS, num, size
-from reports.html.output import default_output
+from reports.html.output import default_output, write_private
 
 DEFAULT_MAX_BYTES = 5_000_000
 MIN_TEXT_BUDGET = 50_000
@@ -160,7 +160,7 @@ def render_report(captures: Sequence[Path], out: Path, *, title: str | None = No
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
+    write_private(tmp, data)
     tmp.replace(out)
     return RenderResult(path=out, bytes=len(data), sessions=len(ctx.sessions),
                         requests=sum(len(s.requests) for s in ctx.sessions), texts=len(ctx.blocks.text_sizes),

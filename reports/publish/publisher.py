@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxtap import __version__
+from ctxtap.capture.private import private_dir, tighten
 from redaction import PLACEHOLDER_RE, RULESET_VERSION, Redactor
 from redaction.identity import Identity
 from redaction.pii import PII_RULESET_VERSION, PiiRedactor
@@ -240,7 +241,8 @@ def publish(capture_dir: Path, out_dir: Path | None = None, options: PublishOpti
     if out_dir.exists() and any(out_dir.iterdir()) and not options.force:
         raise PublishError(f"{out_dir} exists and is not empty (use --force to replace it)")
     prepared = prepare(capture_dir, options)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    if not out_dir.parent.exists():
+        private_dir(out_dir.parent)
     tmp = Path(tempfile.mkdtemp(prefix=".ctxtap-publish-", dir=out_dir.parent))
     try:
         files = write_all(prepared, tmp)
@@ -251,7 +253,9 @@ def publish(capture_dir: Path, out_dir: Path | None = None, options: PublishOpti
                 "(file:line: detector: kind). Nothing was written.",
                 findings,
             )
-        os.chmod(tmp, 0o755)
+        # Private like the capture (mkdtemp made the directory 0700): the attachments still hold the
+        # user's prompts and code; sharing them is a deliberate copy, not a readable folder.
+        tighten(tmp)
         _move_into_place(tmp, out_dir, force=options.force)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
