@@ -7,6 +7,7 @@ detect-secrets, the independent final scan).
 
     python benchmarks/bench_publish.py                # MB/s per body, overall; publish seconds per real run
     python benchmarks/bench_publish.py --min-mbps 3   # exit 1 below 3 MB/s (PII pass alone)
+    python benchmarks/bench_publish.py --turns 20 --no-publish   # publish vs analyze, 489 requests
 """
 
 from __future__ import annotations
@@ -64,12 +65,50 @@ def publish_times() -> list[tuple[str, float]]:
     return out
 
 
+def publish_against_analyze(turns: int, repeat: int) -> None:
+    """`ctxtap analyze --force` and `ctxtap publish` as whole processes on one demo capture of
+    `turns` turns per client (20: 489 requests), medians side by side, and the output's size
+    against the capture's Parquet plus the Markdown attachments' text."""
+    import statistics
+    import subprocess
+
+    cli = [sys.executable, "-m", "ctxtap.cli"]
+    env = {**os.environ, "CTXTAP_CONFIG_DIR": os.environ.get("CTXTAP_CONFIG_DIR")
+           or tempfile.mkdtemp(prefix="ctxtap-bench-")}
+    with tempfile.TemporaryDirectory() as tmp:
+        capture = Path(tmp) / "demo"
+        subprocess.run([*cli, "demo", "--turns", str(turns), "-o", str(capture)], env=env, check=True,
+                       capture_output=True)
+        times: dict[str, list[float]] = {"analyze": [], "publish": []}
+        for i in range(repeat):  # interleaved, so drift on a shared machine hits both alike
+            for name, args in (("analyze", ["analyze", "--force", str(capture)]),
+                               ("publish", ["publish", str(capture), "-o", str(Path(tmp) / f"pub{i}")])):
+                start = time.perf_counter()
+                subprocess.run([*cli, *args], env=env, check=True, capture_output=True)
+                times[name].append(time.perf_counter() - start)
+        requests = subprocess.run([*cli, "sql", str(capture), "SELECT count(*) AS n FROM requests", "--format",
+                                   "csv"], env=env, check=True, capture_output=True, text=True).stdout.split()[-1]
+        parquet = sum(p.stat().st_size for p in capture.glob("*.parquet"))
+        out = Path(tmp) / "pub0"
+        md = sum(p.stat().st_size for p in out.glob("*.md"))
+        total = sum(p.stat().st_size for p in out.iterdir())
+    a, p = statistics.median(times["analyze"]), statistics.median(times["publish"])
+    print(f"demo capture, {turns} turns per client: {requests} requests; medians of {repeat} (2 cores, CPU-bound)")
+    print(f"  analyze --force {a:6.2f} s   publish {p:6.2f} s   ratio {p / a:4.2f} (target <= 2)")
+    print(f"  published {total / 1e6:5.2f} MB   capture Parquet {parquet / 1e6:5.2f} MB + Markdown text "
+          f"{md / 1e6:5.2f} MB = {(parquet + md) / 1e6:5.2f} MB")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--min-mbps", type=float, default=0.0, help="exit 1 if the PII figure is lower")
     parser.add_argument("--no-publish", action="store_true", help="skip timing publish on the real corpus")
+    parser.add_argument("--turns", type=int, default=20,
+                        help="publish against analyze on a demo capture of this many turns (0: skip)")
     args = parser.parse_args()
+    if args.turns:
+        publish_against_analyze(args.turns, args.repeat)
 
     cases = [
         ("agent 100 KB", agent_body(100_000, 1)),

@@ -96,6 +96,7 @@ class PiiRedactor:
         self._by_value: dict[str, str] = {}
         self._next: collections.Counter[str] = collections.Counter()
         self._matcher = LearnedMatcher()
+        self._learned: set[bytes] = set()  # digests of texts already learned from (history is resent)
 
     # --- placeholders ---------------------------------------------------------------------
 
@@ -142,6 +143,11 @@ class PiiRedactor:
     # --- learning -------------------------------------------------------------------------
 
     def learn_text(self, text: str) -> None:
+        """Learning from a text twice adds nothing: an agent resends its history with every call."""
+        digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if digest in self._learned:
+            return
+        self._learned.add(digest)
         self.identity.learn_text(text)
         self.identity.refresh_accounts()
 

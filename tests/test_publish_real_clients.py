@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from analysis.db import connect
+from reports.publish.build import full_blocks
 from tests.proxyharness import run_ctxtap
 
 RUNS = ("basic/claude", "basic/codex", "basic/codex-sse", "basic/grok", "basic/kimi-code",
@@ -72,11 +73,11 @@ def test_block_order_matches_the_capture(published, run) -> None:
         for thread in att["threads"] + att["side_requests"]:
             seqs = [r["seq_in_thread"] for r in thread["requests"]]
             assert seqs == sorted(seqs)
-            for request in thread["requests"]:
-                positions = [b["position"] for b in request["blocks"]]
-                assert positions == list(range(len(positions)))
-                got.append(tuple((b["path"], b["kind"]) for b in request["blocks"]))
-                for block in request["blocks"]:
+            for request, blocks in zip(thread["requests"], full_blocks(thread), strict=True):
+                positions = [b["position"] for b in blocks]
+                assert positions == list(range(len(positions))) and len(blocks) == request["n_blocks"]
+                got.append(tuple((b["path"], b["kind"]) for b in blocks))
+                for block in blocks:
                     assert block["content"] in att["contents"]
     assert sorted(got) == expected
 
