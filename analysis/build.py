@@ -77,6 +77,7 @@ def fingerprint(capture: Capture, prices: PriceTable, rules_path: Path | None) -
 
 
 Progress = Callable[[Iterable, int], Iterable]
+Phase = Callable[[str], None]
 
 
 def _code_digest() -> str:
@@ -92,8 +93,9 @@ def _code_digest() -> str:
 
 
 def ensure_analysis(capture_dir: Path, options: AnalyzeOptions | None = None,
-                    progress: Progress | None = None) -> tuple[Path, bool]:
-    """Build the dataset if missing or stale. Returns (dataset dir, whether it was built now)."""
+                    progress: Progress | None = None, phase: Phase | None = None) -> tuple[Path, bool]:
+    """Build the dataset if missing or stale. Returns (dataset dir, whether it was built now).
+    `progress` counts the parsed requests, `phase` names each later step (a command shows both)."""
     options = options or AnalyzeOptions()
     capture = Capture.open(capture_dir)
     prices = PriceTable.load(options.prices)
@@ -114,11 +116,13 @@ def ensure_analysis(capture_dir: Path, options: AnalyzeOptions | None = None,
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        tables, stats = build(capture, prices, rules, progress)
+        tables, stats = build(capture, prices, rules, progress, phase=phase)
     finally:
         if gc_was_enabled:
             gc.enable()
     stats.seconds = time.perf_counter() - start
+    if phase is not None:
+        phase("writing the dataset")
     write_dataset(out, capture.manifest.capture_id, tables, {
         "fingerprint": key, "built_at": time.time(), "prices_as_of": prices.as_of,
         "cache_rules_as_of": rules.as_of, "estimate_encoding": tokens.encoding_label(),
@@ -175,7 +179,8 @@ def add_call(store: BlockStore, assigner: SessionAssigner, call) -> CallRec:
 
 
 def build(capture: Capture, prices: PriceTable, rules: CacheRules,
-          progress: Progress | None = None, reuse: bool = True) -> tuple[dict[str, list[dict]], BuildStats]:
+          progress: Progress | None = None, reuse: bool = True,
+          phase: Phase | None = None) -> tuple[dict[str, list[dict]], BuildStats]:
     """The tables of a capture. `reuse=False` parses every request from scratch and lets the
     block store take over nothing from the previous request: the reference the fast paths
     (which make a long session cost what it adds) must match exactly."""
@@ -201,6 +206,8 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
         call.request.blocks = []  # the store holds what is needed, once
         recs.append(rec)
     stats.body_bytes_scanned, stats.body_bytes_seen = memo.bytes_scanned, memo.bytes_seen
+    if phase is not None:
+        phase(f"counting tokens of {len(store.content):,} distinct blocks")
     store.tokenise()
     stats.requests = len(recs)
     stats.distinct_contents = len(store.content)
@@ -210,5 +217,7 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
     ctx = BuildContext(capture=capture, recs=recs, store=store, content_tokens=store.content_tokens(),
                        prices=prices, rules=rules, redact_text=redactor.redact_text)
     for table in TABLES:
+        if phase is not None:
+            phase(f"building {table.name}")
         ctx.tables[table.name] = table.build(ctx)
     return ctx.tables, stats

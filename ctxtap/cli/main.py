@@ -309,7 +309,11 @@ def import_(files, out, model_hosts, record_all, redact) -> None:
     _fail_if(capture_dir_problem(out))
     existed = out.exists()
     try:
-        import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all, redact)
+        from ctxtap.cli.progress import steps
+
+        with steps() as shown:
+            import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all, redact,
+                         track=shown.track)
     except BaseException as exc:
         if not existed:  # a half-made capture would only block the next attempt
             shutil.rmtree(out, ignore_errors=True)
@@ -433,25 +437,26 @@ def _ensure(captures, prices=None, cache_rules=None, force=False, quiet=False) -
     """Analyse captures whose dataset is missing or stale, with a progress bar on long ones."""
     from analysis.build import AnalyzeOptions, ensure_analysis
     from ctxtap.capture.store import CaptureError
+    from ctxtap.cli.progress import steps
 
     _check_tables(prices, cache_rules)
     options = AnalyzeOptions(prices=prices, cache_rules=cache_rules, force=force)
     dirs = []
-    for capture in captures:
-        path = Path(capture)
+    with steps(quiet) as shown:
+        for capture in captures:
+            path = Path(capture)
 
-        def progress(items, total, label=f"analysing {path.name}"):
-            if quiet or total < 20:
-                yield from items
-                return
-            with click.progressbar(items, length=total, label=label, file=sys.stderr) as bar:
-                yield from bar
+            def progress(items, total, label=f"analysing {path.name}: parsing requests"):
+                return shown.track(items, total, label)
 
-        try:
-            ensure_analysis(path, options, progress=progress)
-        except CaptureError as exc:
-            raise click.ClickException(str(exc)) from exc
-        dirs.append(path)
+            def phase(what, name=path.name):
+                shown.phase(f"analysing {name}: {what}")
+
+            try:
+                ensure_analysis(path, options, progress=progress, phase=phase)
+            except CaptureError as exc:
+                raise click.ClickException(str(exc)) from exc
+            dirs.append(path)
     return dirs
 
 

@@ -30,8 +30,8 @@ def publish(capture: Path, clients: tuple[str, ...], out_dir: Path | None, elide
     requests. Every thread (main loop, subagents) is shown in order: its first
     request in full (system/developer blocks, the tool catalogue with names and
     descriptions, environment blocks, the task, the tool loop), each later
-    request with only the blocks new at their position (the JSON lists every
-    block of every request in order and marks the new ones). Side requests
+    request with only the blocks new at their position (the JSON lists a later
+    request's changed blocks and the positions it carried over). Side requests
     (titles, warmups, probes, compaction) are listed separately, in full.
     Request headers and other body fields: in full for a thread's first request,
     as changes after. Opaque blobs are reduced to their size.
@@ -64,8 +64,11 @@ def publish(capture: Path, clients: tuple[str, ...], out_dir: Path | None, elide
         clients=tuple(clients), force=force, elide_tool_results=elide_tool_results or structure_only,
         structure_only=structure_only, schemas=schemas,
     )
+    from ctxtap.cli.progress import steps
+
     try:
-        result = run(capture, out_dir, options)
+        with steps() as shown:
+            result = run(capture, out_dir, options, phase=shown.phase)
     except PublishError as exc:
         raise click.ClickException(str(exc)) from exc
     for path in result.files:

@@ -46,8 +46,14 @@ def report(captures: tuple[Path, ...], output: Path | None, title: str | None, m
     problem = writable_dir_problem(out.parent, "-o")
     if problem:
         raise click.ClickException(problem)
+    from ctxtap.cli.main import _ensure
+    from ctxtap.cli.progress import steps
+
+    _ensure(paths)  # analysis first, with its own progress
     try:
-        result = render_report(paths, out, title=title, max_bytes=int(max_mb * 1_000_000))
+        with steps() as shown:
+            shown.phase(f"rendering the report of {len(paths)} capture(s)")
+            result = render_report(paths, out, title=title, max_bytes=int(max_mb * 1_000_000))
     except CaptureError as exc:
         raise click.ClickException(str(exc)) from exc
     note = f", {result.truncated_texts} long texts truncated" if result.truncated_texts else ""

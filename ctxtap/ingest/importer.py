@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -161,6 +161,8 @@ def read_har(path: Path) -> list[dict]:
 
 # --- driver ---------------------------------------------------------------------------------------
 
+Track = Callable[[Iterable, "int | None", str], Iterable]
+
 
 def detect_format(path: Path) -> str:
     head = path.read_bytes()[:64].lstrip()
@@ -169,9 +171,11 @@ def detect_format(path: Path) -> str:
 
 def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
                  model_hosts: dict[str, str] | None = None, record_all: bool = False,
-                 redact: Iterable[str] = ()) -> Manifest:
-    """Import every flow of every file into a new capture at `out` and finalize it."""
+                 redact: Iterable[str] = (), track: Track | None = None) -> Manifest:
+    """Import every flow of every file into a new capture at `out` and finalize it.
+    `track(items, total, description)` wraps each file's entries (a command counts them)."""
     paths = list(paths)
+    track = track or (lambda items, total, description: items)
     model_hosts = model_hosts or {}
     manifest = Manifest(capture_id=new_capture_id(), source="import",
                         options={"files": [p.name for p in paths], "record_all": record_all,
@@ -182,13 +186,14 @@ def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
     try:
         for path in paths:
             if detect_format(path) == "har":
-                for i, entry in enumerate(read_har(path)):
+                entries = read_har(path)
+                for i, entry in enumerate(track(entries, len(entries), f"importing {path.name}")):
                     for event in har_events(entry, seq, f"har-{seq}-{i}", model_hosts, record_all):
                         writer.submit(event)
                     seq += 1
             else:
                 try:
-                    for flow in read_mitm(path):
+                    for flow in track(read_mitm(path), None, f"importing {path.name}"):
                         for event in mitm_events(flow, seq, model_hosts, record_all):
                             writer.submit(event)
                         first = min(first or flow.timestamp_start, flow.timestamp_start)

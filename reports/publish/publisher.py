@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -234,9 +235,12 @@ def write_all(prepared: Prepared, directory: Path) -> list[Path]:
     return files
 
 
-def publish(capture_dir: Path, out_dir: Path | None = None, options: PublishOptions | None = None) -> PublishResult:
-    """Write scanned attachments for a capture's clients into `out_dir`, or raise `PublishError`."""
+def publish(capture_dir: Path, out_dir: Path | None = None, options: PublishOptions | None = None,
+            phase: Callable[[str], None] = lambda _: None) -> PublishResult:
+    """Write scanned attachments for a capture's clients into `out_dir`, or raise `PublishError`.
+    `phase` is told each step's name (a command shows it)."""
     options = options or PublishOptions()
+    phase("publishing: reading the capture, redacting and pseudonymising")
     out_dir = Path(out_dir) if out_dir is not None else default_out_dir(Path(capture_dir))
     if out_dir.exists() and any(out_dir.iterdir()) and not options.force:
         raise PublishError(f"{out_dir} exists and is not empty (use --force to replace it)")
@@ -245,7 +249,9 @@ def publish(capture_dir: Path, out_dir: Path | None = None, options: PublishOpti
         private_dir(out_dir.parent)
     tmp = Path(tempfile.mkdtemp(prefix=".ctxtap-publish-", dir=out_dir.parent))
     try:
+        phase("publishing: writing the attachments")
         files = write_all(prepared, tmp)
+        phase("publishing: the final scan of every file")
         findings = scan_tree(tmp, prepared.identity, use_detect_secrets=options.use_detect_secrets)
         if findings:
             raise PublishError(
