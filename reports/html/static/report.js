@@ -1,4 +1,4 @@
-/* ctxtap report: context-layout ribbons (canvas) and the lazy block viewer.
+/* ctxtap report: context-layout ribbons (canvas, all drawn on load) and the lazy block viewer.
  * Data lives in two <script type="application/json"> elements, parsed on first use.
  * Block texts are untrusted: they are only ever assigned with textContent.
  * An aggregated report's ribbons have merged rows (n: requests drawn as the last of them) and
@@ -73,12 +73,13 @@
   }
   var MARK_COLOURS = { E: "#D55E00", M: "#E69F00", D: "#0072B2" };
 
+  /* true once drawn; false while it has no width (in a closed <details>: drawn when opened) */
   function draw(el) {
     var rib = data().ribbons[el.getAttribute("data-ribbon")];
     var wrap = el.querySelector(".ribbon-wrap"), canvas = wrap && wrap.querySelector("canvas");
-    if (!rib || !canvas) { return; }
+    if (!rib || !canvas) { return false; }
     var cssW = wrap.clientWidth;
-    if (!cssW) { return; }
+    if (!cssW) { return false; }
     var n = rib.rows.length;
     var rh = n <= 30 ? 18 : Math.max(2, Math.min(10, Math.floor(720 / n)));
     var labels = rh >= 12;
@@ -142,6 +143,7 @@
       }
     }
     el._geom = { lw: lw, rh: rh, scale: scale, n: n, ys: ys };
+    return true;
   }
 
   var GAP_H = 14;
@@ -403,18 +405,12 @@
     });
   }
 
-  function drawVisible() {
-    var ribbons = document.querySelectorAll(".ribbon[data-ribbon]");
-    if (!("IntersectionObserver" in window)) {
-      Array.prototype.forEach.call(ribbons, draw);
-      return;
-    }
-    var seen = new IntersectionObserver(function (entries) {
-      entries.forEach(function (e) {
-        if (e.isIntersecting && !e.target._drawn) { e.target._drawn = true; draw(e.target); }
-      });
-    }, { rootMargin: "400px" });
-    Array.prototype.forEach.call(ribbons, function (el) { seen.observe(el); });
+  /* Every ribbon is drawn once the page has loaded, not as it scrolls into view: a full-page
+   * capture, a printout and a reader jumping to a section must all find them drawn. */
+  function drawAll() {
+    Array.prototype.forEach.call(document.querySelectorAll(".ribbon[data-ribbon]"), function (el) {
+      if (!el._drawn) { el._drawn = draw(el); }
+    });
   }
 
   function init() {
@@ -430,7 +426,7 @@
     document.addEventListener("toggle", function (ev) {
       if (ev.target.open) {
         Array.prototype.forEach.call(ev.target.querySelectorAll(".ribbon[data-ribbon]"), function (el) {
-          el._drawn = true; draw(el);
+          el._drawn = draw(el);
         });
       }
     }, true);
@@ -443,7 +439,15 @@
         });
       }, 150);
     });
-    window.requestAnimationFrame(drawVisible);
+    /* the first frame draws them all; a page opened in a background tab gets no frames, so the
+     * load event and printing draw whatever is still blank */
+    window.requestAnimationFrame(drawAll);
+    window.addEventListener("load", function () { window.setTimeout(drawAll, 0); });
+    window.addEventListener("beforeprint", drawAll);
+    if (window.matchMedia) {
+      var print = window.matchMedia("print");
+      if (print.addEventListener) { print.addEventListener("change", drawAll); }
+    }
   }
 
   window.ctxtapReport = { openViewer: openViewer, draw: draw };
