@@ -53,7 +53,7 @@ def test_sql_commands_survive_a_posix_shell(tmp_path: Path) -> None:
     assert command.startswith("ctxtap sql ")
     out = subprocess.run(["sh", "-c", "printf '%s\\0' " + command.removeprefix("ctxtap sql ")],
                          capture_output=True, check=True).stdout.decode()
-    assert out.split("\0")[:2] == [str(capture), sql]
+    assert out.split("\0")[:2] == [capture.name, sql]  # the folder's name: a shared report names no local path
 
 
 def _blocks_with(rows: dict[str, list[int]]) -> BlockData:
@@ -151,12 +151,13 @@ def _left_out_rows(html: str) -> list[tuple[int, str]]:
     return out
 
 
-def _run(command: str) -> list:
+def _run(command: str, capture: Path) -> list:
+    """The command's query over the capture it names by folder, run from the folder that holds it."""
     from analysis.db import connect
 
     args = shlex.split(command)
-    assert args[:2] == ["ctxtap", "sql"], args
-    return connect([Path(args[2])]).execute(args[3]).fetchall()
+    assert args[:2] == ["ctxtap", "sql"] and args[2] == capture.name, args
+    return connect([capture.parent / args[2]]).execute(args[3]).fetchall()
 
 
 def test_10000_requests_render_within_the_default_bound(huge_report: RenderResult, huge_html: str,
@@ -187,7 +188,7 @@ def test_every_request_is_drawn_once_merged_or_said_to_be_left_out(huge_html: st
         for r in rows:
             if r.get("gap"):  # the query lists exactly the left-out requests' blocks
                 first, last = map(int, re.findall(r"#(\d+)", r["l"]))
-                listed = _run(r["q"])
+                listed = _run(r["q"], synth10k)
                 assert {row[0] for row in listed} <= set(range(first, last + 1))
                 (blocks,) = con.execute(
                     f"SELECT count(*) FROM blocks JOIN requests USING (request_id) WHERE thread_kind {kind} 'side' "
@@ -205,14 +206,16 @@ def test_every_request_is_drawn_once_merged_or_said_to_be_left_out(huge_html: st
 
 
 def test_long_tables_show_first_and_last_rows_and_the_query_for_the_rest(huge_report: RenderResult,
-                                                                         huge_html: str) -> None:
+                                                                         huge_html: str, synth10k: Path,
+                                                                         monkeypatch) -> None:
     left_out = _left_out_rows(huge_html)
     assert len(left_out) >= 2  # the requests and tool-call tables at least
     for count, command in left_out:
-        assert len(_run(command)) == count
-    # The CLI runs the command as written.
+        assert len(_run(command, synth10k)) == count
+    # The CLI runs the command as written, from the folder that holds the capture.
     from ctxtap.cli.main import main
 
+    monkeypatch.chdir(synth10k.parent)
     count, command = left_out[0]
     result = CliRunner().invoke(main, [*shlex.split(command)[1:], "--format", "json"])
     assert result.exit_code == 0, result.output
@@ -221,7 +224,7 @@ def test_long_tables_show_first_and_last_rows_and_the_query_for_the_rest(huge_re
     shown = len(re.findall(r'<td class="n">#\d+</td>', requests))
     [(gone, command)] = _left_out_rows(requests)
     assert shown + gone == huge_report.requests
-    listed = {row[0] for row in _run(command.replace("SELECT *", "SELECT seq_in_session + 1"))}
+    listed = {row[0] for row in _run(command.replace("SELECT *", "SELECT seq_in_session + 1"), synth10k)}
     assert not listed & {int(n) for n in re.findall(r'<td class="n">#(\d+)</td>', requests)}
 
 
@@ -271,5 +274,5 @@ def test_a_smaller_bound_aggregates_more(huge_report: RenderResult, small_report
     assert len(small["ribbons"]["s1-main"]["rows"]) < len(big["ribbons"]["s1-main"]["rows"])
     assert len(small["occ"]["src"]) < len(big["occ"]["src"])
     for count, command in _left_out_rows(html):
-        assert len(_run(command)) == count
+        assert len(_run(command, synth10k)) == count
     assert "more than a report of 2.00 MB shows one by one" in " ".join(small_report.notes)

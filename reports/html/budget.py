@@ -104,8 +104,9 @@ _SAFE_DQ = re.compile(r'([\\"$`])')
 
 
 def ctxtap_sql(capture: Path) -> str:
-    """`ctxtap sql CAPTURE`, the capture quoted for a POSIX shell."""
-    return f"ctxtap sql {shlex.quote(str(capture))}"
+    """`ctxtap sql CAPTURE`, the capture named by its folder and quoted for a POSIX shell: a report is
+    shared, so it names no local path (a home directory, a user name); run it beside the capture."""
+    return f"ctxtap sql {shlex.quote(Path(capture).name)}"
 
 
 def sql_command(capture: Path, sql: str) -> str:
