@@ -13,7 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports.html import charts
+from reports.html import charts, palette
 from reports.html.sessions import _binned_thread, thread_label
 from reports.live.sources import CaptureSource
 
@@ -85,8 +85,10 @@ def requests_page(src: CaptureSource, session_id: str, offset: int, limit: int,
     calls: dict[str, list] = defaultdict(list)
     if ids:
         for r in src.rows("SELECT request_id, source, tokens_estimated FROM tokens_by_source "
-                          f"WHERE request_id IN ({in_list(ids)}) ORDER BY tokens_estimated DESC"):
+                          f"WHERE request_id IN ({in_list(ids)})"):
             by_source[r["request_id"]].append([r["source"], int(r["tokens_estimated"] or 0)])
+        for parts in by_source.values():  # the palette's order: a source's colour sits at the same place in every bar
+            parts.sort(key=lambda part: (palette.source_index(part[0]), part[0]))
         for c in src.rows("SELECT request_id, name, result_status FROM tool_calls "
                           f"WHERE request_id IN ({in_list(ids)}) ORDER BY request_id, call_index"):
             calls[c["request_id"]].append([c["name"] or "?", c["result_status"]])
