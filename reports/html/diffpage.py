@@ -13,7 +13,7 @@ from pathlib import Path
 from markupsafe import Markup
 
 from analysis.diff import BlockChange
-from analysis.rundiff import RunDiff, fmt_delta, fmt_value, verdict
+from analysis.rundiff import Run, RunDiff, fmt_delta, fmt_value, verdict
 from ctxtap import __version__
 from reports.html import palette
 from reports.html.output import write_private
@@ -82,6 +82,7 @@ class DiffPage:
     b_kind: str
     a_request: str
     b_request: str
+    layout_heading: str  # which two requests the layout compares, in words
     first_divergence: str
     block_summary: str
     cache_line: str
@@ -115,6 +116,29 @@ def _misses(causes: dict[str, int]) -> str:
 def _short(label: str) -> str:
     """The last two parts of a run's path (`runs/a/capture` -> `a/capture`)."""
     return "/".join(Path(label).parts[-2:])
+
+
+def _shown(run: Run) -> str:
+    """A run's name as typed, its capture by folder name when given as an absolute path: the page is
+    shared, so it names no local path (a home directory, a user name)."""
+    capture = Path(run.capture)
+    if capture.is_absolute() and run.label.startswith(run.capture):
+        return capture.name + run.label[len(run.capture):]
+    return run.label
+
+
+def _compared(run: Run, side: str) -> str:
+    """The request of one side whose layout is compared: the one given, or the run's first main request."""
+    if run.kind == "request":
+        return f"request {run.first_main_request_id} ({side})"
+    return f"the first main request of {side}, {run.first_main_request_id}"
+
+
+def _layout_heading(a: Run, b: Run) -> str:
+    """Says which requests are compared: "first main request" only when neither side named one."""
+    if (a.kind != "request" and b.kind != "request") or not (a.first_main_request_id and b.first_main_request_id):
+        return "Context layout of the first main request"
+    return f"Context layout of {_compared(a, 'A')} vs {_compared(b, 'B')}"
 
 
 def diff_page(d: RunDiff) -> DiffPage:
@@ -155,10 +179,12 @@ def diff_page(d: RunDiff) -> DiffPage:
             groups.append(DiffMetricGroup(m.group, []))
         groups[-1].rows.append(DiffMetricRow(m.name, fmt_value(m.a, m.unit), fmt_value(m.b, m.unit), fmt_delta(m),
                                              verdict(m)))
+    a_label, b_label = _shown(d.a), _shown(d.b)
     return DiffPage(
-        title=f"ctxtap diff: {_short(d.a.label)} vs {_short(d.b.label)}",
-        a_label=d.a.label, b_label=d.b.label, a_kind=d.a.kind, b_kind=d.b.kind, a_request=a_req, b_request=b_req,
-        first_divergence=first_words, block_summary=summary, cache_line=cache, layout_note=note, block_rows=rows,
+        title=f"ctxtap diff: {_short(a_label)} vs {_short(b_label)}",
+        a_label=a_label, b_label=b_label, a_kind=d.a.kind, b_kind=d.b.kind, a_request=a_req, b_request=b_req,
+        layout_heading=_layout_heading(d.a, d.b), first_divergence=first_words, block_summary=summary,
+        cache_line=cache, layout_note=note, block_rows=rows,
         hidden_same=hidden, source_rows=sources, metric_groups=groups, miss_a=_misses(d.a_miss_causes),
         miss_b=_misses(d.b_miss_causes), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), version=__version__)
 

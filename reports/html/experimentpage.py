@@ -56,7 +56,7 @@ class ExpHeadline:
 @dataclass
 class ExperimentPage:
     title: str
-    directory: str
+    directory: str  # the experiment's folder name: the page is shared, so it names no local path
     status: str
     variant_rows: list[ExpVariantRow]
     charts: list[ExpChart]
@@ -82,13 +82,21 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
 
 
+def _axis(values: list[float]) -> tuple[float, float]:
+    """The axis fitted to the runs with 5 % room each side: from 0, runs that differ by a few percent
+    would all sit at the right edge. One value (or all equal) gets 5 % of itself each side."""
+    if not values:
+        return 0.0, 1.0
+    lo, hi = min(values), max(values)
+    pad = (hi - lo) * 0.05 or abs(hi) * 0.05 or 1.0
+    return lo - pad, hi + pad
+
+
 def _strip(rep: ExperimentReport, name: str) -> tuple[Markup, str]:
     """A strip chart of one measure: a row per variant, a dot per run, ticks at p50 and p95."""
     dists = [(v.name, next(d for d in v.distributions if d.name == name)) for v in rep.variants]
-    values = [x for _, d in dists for x in d.values]
-    hi = max(values) if values else 1.0
-    lo = min(0.0, min(values)) if values else 0.0
-    span = (hi - lo) or 1.0
+    lo, hi = _axis([x for _, d in dists for x in d.values])
+    span = hi - lo
     height = ROW * len(dists) + 24
     parts = [f'<svg role="img" width="{WIDTH + PAD + 12}" height="{height}" viewBox="0 0 {WIDTH + PAD + 12} {height}">']
     summary = []
@@ -135,8 +143,8 @@ def experiment_page(rep: ExperimentReport) -> ExperimentPage:
         layout_words = rep.layout.first_divergence_words
         words = {"only_a": f"only in {a}", "only_b": f"only in {b}"}
         layout_counts = ", ".join(f"{words.get(op, op)} {n}" for op, n in rep.layout.counts().items())
-    return ExperimentPage(title=f"ctxtap experiment: {rep.name}", directory=rep.directory, status=rep.status,
-                          variant_rows=rows, charts=charts, headline=headline, headline_pair=pair,
+    return ExperimentPage(title=f"ctxtap experiment: {rep.name}", directory=Path(rep.directory).name,
+                          status=rep.status, variant_rows=rows, charts=charts, headline=headline, headline_pair=pair,
                           layout_pair=layout_pair, layout_words=layout_words, layout_counts=layout_counts,
                           notes=list(rep.notes), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), version=__version__)
 
