@@ -9,6 +9,7 @@ STAMP := $(VENV)/.ctxtap-installed
 .PHONY: demo test test-realcli test-mitm12 lint bench clean screenshot-live
 
 $(STAMP): pyproject.toml
+	@echo "installing ctxtap into $(VENV) (first run only, about 2 minutes)…"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test]"
