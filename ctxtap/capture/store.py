@@ -38,6 +38,25 @@ class CaptureError(Exception):
     """A path that is not a readable ctxtap capture."""
 
 
+REQUIRED_FILES = (FLOWS_FILE, WS_FILE, BODIES_FILE)  # what a finalized capture always holds
+SHOWN_CAPTURES = 3  # captures named when a command is pointed at the folder that holds them
+
+
+def not_a_capture(directory: Path) -> str:
+    """Why `directory` is no capture, naming the captures inside it when it is a folder of captures
+    (`captures/`): pointing a command at the store instead of one capture is a first-hour mistake."""
+    try:
+        inside = [p for p in directory.iterdir() if (p / MANIFEST_NAME).is_file()]
+    except OSError:
+        inside = []
+    if not inside:
+        return f"{directory} is not a ctxtap capture (no {MANIFEST_NAME})"
+    inside.sort(key=lambda p: (p.stat().st_mtime, p.name), reverse=True)  # the newest first
+    shown = ", ".join(str(p) for p in inside[:SHOWN_CAPTURES])
+    more = f" ({len(inside)} in all)" if len(inside) > SHOWN_CAPTURES else ""
+    return f"{directory} holds captures, not a capture: e.g. {shown}{more}. Give one of them."
+
+
 def _pid_alive(pid: int | None) -> bool:
     if not pid:
         return False
@@ -88,7 +107,7 @@ class Capture:
     def open(cls, path: str | Path, recover: bool = True) -> Capture:
         directory = Path(path)
         if not (directory / MANIFEST_NAME).exists():
-            raise CaptureError(f"{directory} is not a ctxtap capture (no {MANIFEST_NAME})")
+            raise CaptureError(not_a_capture(directory))
         # Every command reads a capture through here, so one made before captures were private
         # (0644/0755) is tightened by whichever command opens it next.
         tightened = tighten(directory)
@@ -129,7 +148,18 @@ class Capture:
         self._telemetry_records = _table(telemetry.records, TELEMETRY_RECORDS_SCHEMA)
         self._bodies = bodies
 
+    def missing_files(self) -> list[str]:
+        """Files a finalized capture always holds that are not there (deleted, or not copied)."""
+        if self.live:
+            return []
+        return [name for name in REQUIRED_FILES if not (self.directory / name).exists()]
+
     def _read(self, name: str, **kwargs) -> pa.Table:
+        if not self.live and not (self.directory / name).exists():
+            raise CaptureError(
+                f"{self.directory / name} is missing: the capture is incomplete (the file was deleted or not "
+                f"copied). Restore it from a copy, or record or import the traffic again (`ctxtap info` still "
+                f"shows its manifest).")
         try:
             return pq.read_table(self.directory / name, **kwargs)
         except (OSError, pa.ArrowException) as exc:

@@ -115,6 +115,25 @@ def _summary_lines(capture, counts: dict | None = None) -> list[str]:
     return lines
 
 
+def _no_model_request_lines(capture, client: str = "the client") -> list[str]:
+    """Why a recording holds no model request and what to check: it used to end in a summary of
+    zeros, as if nothing had gone wrong."""
+    if capture.manifest.counts.get("model_requests"):
+        return []
+    from collections import Counter
+
+    hosts = Counter(h for h in capture.flows().column("host").to_pylist() if h)
+    if not hosts:
+        return [f"ctxtap: no model request was seen, and no request went through the proxy at all: check that "
+                f"{client} honours HTTPS_PROXY (some clients need their own proxy setting, Node needs "
+                f"NODE_USE_ENV_PROXY=1, which ctxtap sets) and that it sent a request. A model API ctxtap "
+                f"does not know is recorded in full with --model-host HOST."]
+    seen = ", ".join(f"{h} ({n})" for h, n in hosts.most_common(3)) + (", ..." if len(hosts) > 3 else "")
+    return [f"ctxtap: no model request was seen; requests went to {seen}. If one of them is the model API, "
+            f"record it in full with --model-host {hosts.most_common(1)[0][0]}; otherwise check that {client} "
+            f"sends its model traffic through HTTPS_PROXY."]
+
+
 class _Commands(click.Group):
     """Commands that live with their feature (reports/, ctxtap/demo/) are imported only when used,
     so `ctxtap proxy` does not carry the report or publish machinery in its process."""
@@ -229,7 +248,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
         if child is not None:
             child.stop()
     capture = _open(str(out))
-    for line in _summary_lines(capture):
+    for line in _summary_lines(capture) + _no_model_request_lines(capture, command[0]):
         click.echo(line, err=True)
     sys.exit(code)
 
@@ -284,13 +303,14 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
         for child in children:
             child.stop()
     if capture_dir is not None:
-        for line in _summary_lines(_open(str(capture_dir))):
+        capture = _open(str(capture_dir))
+        for line in _summary_lines(capture) + _no_model_request_lines(capture):
             click.echo(line, err=True)
 
 
 @main.command(name="import")
 @click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
               help="Capture directory (default: captures/<capture-id>).")
 @click.option("--model-host", "model_hosts", multiple=True, metavar="HOST[=PROVIDER]",
               help="Treat HOST as a model API (repeatable).")
@@ -312,14 +332,18 @@ def import_(files, out, model_hosts, record_all, redact) -> None:
         from ctxtap.cli.progress import steps
 
         with steps() as shown:
-            import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all, redact,
-                         track=shown.track)
+            manifest = import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all, redact,
+                                    track=shown.track, require_entries=True)
     except BaseException as exc:
         if not existed:  # a half-made capture would only block the next attempt
             shutil.rmtree(out, ignore_errors=True)
         if isinstance(exc, ImportError_):
             raise click.ClickException(f"{exc}. Nothing was imported.") from exc
         raise
+    for skip in manifest.options.get("skipped_entries", []):
+        where = ", ".join(map(str, skip["entries"])) + (", ..." if skip["count"] > len(skip["entries"]) else "")
+        click.echo(f"ctxtap: skipped {skip['count']} of {skip['of']} entries of {skip['file']}: {skip['reason']} "
+                   f"(entries {where})", err=True)
     for line in _summary_lines(_open(str(out))):
         click.echo(line)
 
@@ -355,9 +379,16 @@ def info(capture, as_json) -> None:
         "error_flows": counts.get("error_flows", 0),
         "spool_bytes_dropped": cap.manifest.spool_bytes_dropped,
         "tightened_permissions": cap.tightened,
+        "missing_files": cap.missing_files(),
     }
+    missing = "" if not data["missing_files"] else (
+        f"{', '.join(data['missing_files'])} {'is' if len(data['missing_files']) == 1 else 'are'} missing from "
+        f"{cap.directory}: the capture is incomplete and other commands cannot read it. Restore the files from "
+        f"a copy, or record or import the traffic again.")
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
+        if missing:
+            raise click.ClickException(missing)
         return
     if cap.manifest.recovered:
         click.echo("recovered: this capture was interrupted and has been finalized from its spool")
@@ -366,6 +397,8 @@ def info(capture, as_json) -> None:
                    "the capture was readable by other users")
     for line in _summary_lines(cap, counts):
         click.echo(line)
+    if missing:
+        raise click.ClickException(missing)
 
 
 @main.command()

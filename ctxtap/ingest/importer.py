@@ -169,11 +169,25 @@ def detect_format(path: Path) -> str:
     return "har" if head.startswith(b"{") else "mitm"
 
 
+SHOWN_SKIPPED = 10  # entry indexes kept in the manifest per file and reason
+
+
+def _skip_reason(entry: object) -> str | None:
+    """Why a HAR entry cannot be imported (a flow needs at least its request's URL), or None."""
+    request = entry.get("request") if isinstance(entry, dict) else None
+    if not isinstance(request, dict) or not request.get("url"):
+        return "no request URL"
+    return None
+
+
 def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
                  model_hosts: dict[str, str] | None = None, record_all: bool = False,
-                 redact: Iterable[str] = (), track: Track | None = None) -> Manifest:
+                 redact: Iterable[str] = (), track: Track | None = None, require_entries: bool = False) -> Manifest:
     """Import every flow of every file into a new capture at `out` and finalize it.
-    `track(items, total, description)` wraps each file's entries (a command counts them)."""
+    `track(items, total, description)` wraps each file's entries (a command counts them).
+    `require_entries`: a file with nothing to import is an error (the command line), not an empty
+    capture. HAR entries that cannot be imported are skipped and listed in the manifest's options
+    (`skipped_entries`: file, reason, count, the first indexes)."""
     paths = list(paths)
     track = track or (lambda items, total, description: items)
     model_hosts = model_hosts or {}
@@ -183,15 +197,30 @@ def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
     writer = CaptureWriter(out, redaction_key, manifest)
     seq = 0
     first = last = None
+    skipped: list[dict] = []
     try:
         for path in paths:
             if detect_format(path) == "har":
                 entries = read_har(path)
+                if require_entries and not entries:
+                    raise ImportError_(f"{path}: the HAR has no entries (log.entries is empty): export it "
+                                       f"again after the requests ran")
+                dropped: dict[str, list[int]] = {}
                 for i, entry in enumerate(track(entries, len(entries), f"importing {path.name}")):
+                    reason = _skip_reason(entry)
+                    if reason:
+                        dropped.setdefault(reason, []).append(i)
+                        continue
                     for event in har_events(entry, seq, f"har-{seq}-{i}", model_hosts, record_all):
                         writer.submit(event)
                     seq += 1
+                skipped += [{"file": path.name, "reason": reason, "count": len(where), "of": len(entries),
+                             "entries": where[:SHOWN_SKIPPED]} for reason, where in dropped.items()]
+                if require_entries and entries and sum(len(w) for w in dropped.values()) == len(entries):
+                    raise ImportError_(f"{path}: none of its {len(entries)} entries can be imported "
+                                       f"({', '.join(dropped)})")
             else:
+                before = seq
                 try:
                     for flow in track(read_mitm(path), None, f"importing {path.name}"):
                         for event in mitm_events(flow, seq, model_hosts, record_all):
@@ -204,11 +233,17 @@ def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
                         raise ImportError_(f"{path}: not a mitmproxy flow file or HAR ({exc})") from exc
                     raise ImportError_(f"{path}: unreadable after {seq} flows ({exc}); the file is truncated "
                                        f"or damaged") from exc
+                if require_entries and seq == before:
+                    raise ImportError_(f"{path}: the file holds no flows (empty, or a flow file without HTTP "
+                                       f"flows)")
     finally:
         writer.flush()
         writer.close()
-    if first is not None:
+    if first is not None or skipped:
         manifest = Manifest.load(out)
-        manifest.started_at, manifest.ended_at = first, last
+        if first is not None:
+            manifest.started_at, manifest.ended_at = first, last
+        if skipped:
+            manifest.options["skipped_entries"] = skipped
         manifest.save(out)
     return finalize(out)

@@ -1,0 +1,126 @@
+"""Issue 34, the first hour of a new user: what used to fail silently, or take options one command
+had and the next did not. Every check goes through the real command line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.proxyharness import ROOT, run_ctxtap
+from tests.test_cli_failures import HAR
+
+
+@pytest.fixture(scope="module")
+def capture(tmp_path_factory, ctxtap_config) -> Path:
+    """A small real capture, made by `ctxtap import` (one Anthropic request), analysed."""
+    base = tmp_path_factory.mktemp("first-hour")
+    har = base / "one.har"
+    har.write_text(json.dumps(HAR))
+    run_ctxtap(["import", str(har), "--out", str(base / "cap")], ctxtap_config)
+    run_ctxtap(["analyze", str(base / "cap")], ctxtap_config)
+    return base / "cap"
+
+
+def failed(args: list[str], config: Path, code: int = 1) -> str:
+    """Run `ctxtap ARGS`, expect exit `code` and no traceback, return stderr."""
+    result = run_ctxtap(args, config, check=False)
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stdout + result.stderr
+    return result.stderr
+
+
+# --- set-up ---------------------------------------------------------------------------------------
+
+
+def test_make_says_what_the_first_run_installs(tmp_path) -> None:
+    """pip is quiet for a minute or two on the first `make demo`: one line says what is going on."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", f"VENV={tmp_path / 'venv'}", "demo"], cwd=ROOT,
+                         capture_output=True, text=True, check=True).stdout
+    line = next((x for x in out.splitlines() if "installing ctxtap into" in x), "")
+    assert "first run only" in line and "minutes" in line, out
+
+
+# --- silent "nothing happened" --------------------------------------------------------------------
+
+
+def test_record_without_any_model_request_says_what_to_check(tmp_path, ctxtap_config) -> None:
+    result = run_ctxtap(["record", "--offline", "--out", str(tmp_path / "cap"), "--", sys.executable, "-c", "pass"],
+                        ctxtap_config)
+    assert "no model request was seen" in result.stderr
+    assert "HTTPS_PROXY" in result.stderr and "--model-host" in result.stderr
+
+
+def test_record_of_an_unknown_api_host_names_it_for_model_host(tmp_path, ctxtap_config) -> None:
+    """A request that went through the proxy to a host ctxtap does not know as a model API: the hint
+    names that host, ready for --model-host."""
+    client = ("import urllib.request; urllib.request.urlopen(urllib.request.Request("
+              "'http://llm.internal.test/v1/generate', data=b'{}'), timeout=30).read()")
+    result = run_ctxtap(["record", "--offline", "--out", str(tmp_path / "cap"), "--", sys.executable, "-c", client],
+                        ctxtap_config)
+    assert "no model request was seen" in result.stderr
+    assert "--model-host llm.internal.test" in result.stderr
+
+
+def test_info_and_stats_name_a_missing_flows_file(capture, tmp_path, ctxtap_config) -> None:
+    copy = tmp_path / "cap"
+    shutil.copytree(capture, copy)
+    (copy / "flows.parquet").unlink()
+    err = failed(["info", str(copy)], ctxtap_config)
+    assert "flows.parquet is missing" in err
+    info = run_ctxtap(["info", str(copy), "--json"], ctxtap_config, check=False)
+    assert info.returncode == 1 and json.loads(info.stdout)["missing_files"] == ["flows.parquet"]
+    err = failed(["stats", str(copy)], ctxtap_config)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and "flows.parquet is missing" in lines[0], err
+    assert lines[0].count(str(copy / "flows.parquet")) == 1, err
+
+
+def test_import_a_har_without_entries_is_refused(tmp_path, ctxtap_config) -> None:
+    har = tmp_path / "empty.har"
+    har.write_text('{"log": {"version": "1.2", "entries": []}}')
+    err = failed(["import", str(har), "--out", str(tmp_path / "out")], ctxtap_config)
+    assert "no entries" in err and "Nothing was imported" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_import_a_flow_file_without_flows_is_refused(tmp_path, ctxtap_config) -> None:
+    empty = tmp_path / "empty.mitm"
+    empty.write_bytes(b"")
+    err = failed(["import", str(empty), "--out", str(tmp_path / "out")], ctxtap_config)
+    assert "holds no flows" in err and "Nothing was imported" in err
+
+
+def test_import_skips_an_entry_without_url_and_says_so(tmp_path, ctxtap_config) -> None:
+    entry = HAR["log"]["entries"][0]
+    broken = json.loads(json.dumps(entry))
+    del broken["request"]["url"]
+    har = tmp_path / "two.har"
+    har.write_text(json.dumps({"log": {**HAR["log"], "entries": [broken, entry, broken]}}))
+    result = run_ctxtap(["import", str(har), "--out", str(tmp_path / "cap")], ctxtap_config)
+    assert "skipped 2 of 3 entries of two.har: no request URL (entries 0, 2)" in result.stderr
+    assert "model requests 1" in result.stdout
+    manifest = json.loads((tmp_path / "cap" / "manifest.json").read_text())
+    assert manifest["options"]["skipped_entries"] == [
+        {"file": "two.har", "reason": "no request URL", "count": 2, "of": 3, "entries": [0, 2]}]
+
+
+@pytest.mark.parametrize("command", [["info"], ["stats"], ["report"], ["publish"], ["analyze"],
+                                     ["sql", "SELECT 1"], ["export", "--har", "x.har"], ["diff", "@other"]])
+def test_a_folder_of_captures_suggests_the_captures_in_it(capture, tmp_path, ctxtap_config, command) -> None:
+    store = tmp_path / "captures"
+    store.mkdir()
+    for name in ("demo-20261201-100000", "demo-20261202-100000"):
+        shutil.copytree(capture, store / name)
+    args = [command[0], str(store), *command[1:]]
+    if command[0] == "diff":
+        args[-1] = str(store)
+    if command[0] == "export":
+        args[-1] = str(tmp_path / "x.har")
+    err = failed(args, ctxtap_config)
+    assert f"{store} holds captures, not a capture: e.g. {store / 'demo-20261202-100000'}" in err, err
+    assert str(store / "demo-20261201-100000") in err
