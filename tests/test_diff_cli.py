@@ -64,11 +64,17 @@ def test_the_changed_variable_is_the_first_divergence_and_the_deltas_match_sql(p
     assert env["a_first"] == env_a and env["b_first"] < env["a_first"]
 
 
-def test_without_ignore_ids_the_billing_hash_comes_first(pair, ctxtap_config) -> None:
+def test_with_strict_ids_the_billing_hash_comes_first(pair, ctxtap_config) -> None:
     a, b = pair
-    d = diff_json([str(a), str(b)], ctxtap_config)
+    d = diff_json([str(a), str(b), "--strict-ids"], ctxtap_config)
     first = d["layout"]["changes"][d["layout"]["first_divergence"]]
     assert first["b"]["path"] == "system[0]" and "a per-request hash" in d["layout"]["first_divergence_words"]
+
+
+def test_ids_are_ignored_by_default(pair, ctxtap_config) -> None:
+    """As in `experiment report`: every run has its own ids, so a diff that stops at them says nothing."""
+    a, b = pair
+    assert diff_json([str(a), str(b)], ctxtap_config) == diff_json([str(a), str(b), "--ignore-ids"], ctxtap_config)
 
 
 def test_terminal_table_names_the_divergence_and_signs_deltas(pair, ctxtap_config) -> None:

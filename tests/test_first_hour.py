@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 
 from tests.proxyharness import ROOT, run_ctxtap
@@ -124,3 +125,61 @@ def test_a_folder_of_captures_suggests_the_captures_in_it(capture, tmp_path, ctx
     err = failed(args, ctxtap_config)
     assert f"{store} holds captures, not a capture: e.g. {store / 'demo-20261202-100000'}" in err, err
     assert str(store / "demo-20261201-100000") in err
+
+
+# --- options --------------------------------------------------------------------------------------
+
+
+def _commands(group: click.Group, prefix: str = "") -> list[tuple[str, click.Command]]:
+    ctx = click.Context(group)
+    found = []
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        if isinstance(command, click.Group):
+            found += _commands(command, f"{prefix}{name} ")
+        elif command is not None:
+            found.append((f"{prefix}{name}", command))
+    return found
+
+
+def test_every_output_option_is_o_and_out() -> None:
+    """Where a command writes a file or directory of its own choosing, `-o/--out` names it, whatever
+    longer name it had before."""
+    from ctxtap.cli.main import main
+
+    outputs = {}
+    for name, command in _commands(main):
+        for param in command.params:
+            if isinstance(param, click.Option) and {"--out", "--output", "--html"} & set(param.opts):
+                outputs[name] = param.opts
+    assert {"demo", "record", "proxy", "import", "report", "publish", "replay", "diff", "experiment run",
+            "experiment report"} <= set(outputs)
+    assert all("-o" in opts and "--out" in opts for opts in outputs.values()), outputs
+    assert "--output" in outputs["report"] and "--html" in outputs["diff"]  # the old names still work
+
+
+def test_diff_and_experiment_ignore_ids_by_default_and_both_flags_work() -> None:
+    from ctxtap.cli.diff import diff
+    from ctxtap.cli.experiment import report
+
+    for command in (diff, report):
+        option = next(p for p in command.params if p.name == "ignore_ids")
+        assert option.default is True and set(option.opts + option.secondary_opts) == {"--ignore-ids",
+                                                                                         "--strict-ids"}
+
+
+def test_help_examples_stay_on_their_lines() -> None:
+    """click rewraps paragraphs: an example command must come out of --help as written."""
+    from ctxtap.cli.main import main
+
+    for name, command in _commands(main):
+        rendered = run_help(command, name)
+        for line in (command.help or "").splitlines():
+            example = line.strip()
+            if example.startswith(("ctxtap ", "Example: ctxtap ")):
+                assert any(x.strip() == example for x in rendered.splitlines()), (name, example, rendered)
+
+
+def run_help(command: click.Command, name: str) -> str:
+    with click.Context(command, info_name=f"ctxtap {name}", terminal_width=80, max_content_width=80) as ctx:
+        return command.get_help(ctx)

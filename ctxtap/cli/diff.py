@@ -12,11 +12,12 @@ import click
 @click.argument("a")
 @click.argument("b")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the whole diff) instead of text.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--out", "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write a self-contained HTML page of the diff to this file.")
-@click.option("--ignore-ids", is_flag=True,
-              help="Count a block that differs only in UUIDs and hex ids/hashes (per-request billing hashes, "
-                   "session ids) as the same (volatile), so the first divergence is a real change.")
+@click.option("--ignore-ids/--strict-ids", "ignore_ids", default=True, show_default=True,
+              help="--ignore-ids (the default): a block that differs only in UUIDs and hex ids/hashes "
+                   "(per-request billing hashes, session ids) counts as the same (volatile), so the first "
+                   "divergence is a real change. --strict-ids counts it as changed.")
 def diff(a: str, b: str, as_json: bool, html_path: Path | None, ignore_ids: bool) -> None:
     """Compare two runs: context layout, tokens, cache, growth, tool loop, turns, latency, cost.
 
@@ -27,8 +28,10 @@ def diff(a: str, b: str, as_json: bool, html_path: Path | None, ignore_ids: bool
     moved, only in A, only in B) and the first divergence is named; every other
     number is B - A with its sign. Captures are analysed first if needed.
 
-        ctxtap diff captures/run-a captures/run-b
-        ctxtap diff 'captures/run-a#5f1c' 'captures/run-a#5f1c#4' --html diff.html
+    \b
+    Examples:
+      ctxtap diff captures/run-a captures/run-b
+      ctxtap diff 'captures/run-a#5f1c' 'captures/run-a#5f1c#4' -o diff.html
     """
     from analysis.db import connect
     from analysis.rundiff import TargetError, mask_ids, parse_target, resolve, run_diff, text_lines
@@ -40,7 +43,7 @@ def diff(a: str, b: str, as_json: bool, html_path: Path | None, ignore_ids: bool
     except TargetError as exc:
         raise click.ClickException(str(exc)) from None
     if html_path is not None:
-        problem = writable_dir_problem(html_path.parent, "--html")
+        problem = writable_dir_problem(html_path.parent, "-o")
         if problem:
             raise click.ClickException(problem)
     captures = list(dict.fromkeys(str(Path(t.capture).resolve()) for t in targets))

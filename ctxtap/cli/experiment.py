@@ -60,14 +60,15 @@ def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool) -
 @experiment.command(name="report")
 @click.argument("directory", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--out", "--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write a self-contained HTML page (distributions per variant, layout diff).")
 @click.option("-k", "ks", type=click.IntRange(1), multiple=True,
               help="k for pass@k and pass^k (repeatable; default: the spec's pass_k). k > n is left out, said so.")
-@click.option("--strict-ids", is_flag=True,
-              help="In the layout diff, count blocks that differ only in UUIDs and hex ids as changed (by default "
-                   "they are volatile: every run has its own).")
-def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int, ...], strict_ids: bool) -> None:
+@click.option("--ignore-ids/--strict-ids", "ignore_ids", default=True, show_default=True,
+              help="In the layout diff, --ignore-ids (the default) counts blocks that differ only in UUIDs and hex "
+                   "ids as the same (volatile: every run has its own), as `ctxtap diff` does; --strict-ids counts "
+                   "them as changed.")
+def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int, ...], ignore_ids: bool) -> None:
     """Per variant: runs, passes, pass@k / pass^k, not-executed runs apart, p50/p95/max of turns,
     model and tool calls, tokens, cost, TTFT and end-to-end time; the layout diff between the first
     two variants; bootstrap intervals of the median differences. Reads partial experiments too."""
@@ -76,11 +77,11 @@ def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int
     from ctxtap.cli.failures import writable_dir_problem
 
     if html_path is not None:
-        problem = writable_dir_problem(html_path.parent, "--html")
+        problem = writable_dir_problem(html_path.parent, "-o")
         if problem:
             raise click.ClickException(problem)
     try:
-        rep = experiment_report(directory, k=ks or None, normalise=None if strict_ids else mask_ids)
+        rep = experiment_report(directory, k=ks or None, normalise=mask_ids if ignore_ids else None)
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
     if html_path is not None:

@@ -59,7 +59,7 @@ def _proxy_options(f):
                      help="Never reach the network: answer unrouted requests locally (GET 404, else 200 {}).")(f)
     f = click.option("--listen-host", default="127.0.0.1", show_default=True,
                      help="Address to listen on. Anything but loopback exposes the proxy to the network.")(f)
-    f = click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+    f = click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
                      help="Capture directory (default: captures/<capture-id>).")(f)
     f = click.option("--live", is_flag=True,
                      help="Watch the recording in a local web UI (a separate process; it never slows the proxy).")(f)

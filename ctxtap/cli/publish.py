@@ -50,7 +50,9 @@ def publish(capture: Path, clients: tuple[str, ...], out_dir: Path | None, elide
         and by detect-secrets. Any finding aborts: nothing is written, and the
         error names file and line.
 
-    Example: ctxtap publish captures/20261129-101500-ab12cd --client codex -o codex-attachment
+    \b
+    Example:
+      ctxtap publish captures/20261129-101500-ab12cd --client codex -o codex-attachment
     """
     from ctxtap.cli.failures import writable_dir_problem
     from reports.publish.publisher import PublishError, PublishOptions, default_out_dir

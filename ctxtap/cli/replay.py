@@ -22,7 +22,7 @@ DIVERGED_EXIT = 3  # --strict: the replayed run diverged beyond volatile fields
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.argument("capture", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+@click.option("-o", "--out", type=click.Path(file_okay=False, path_type=Path),
               help="Capture directory of the replayed run (default: captures/replay-<time>).")
 @click.option("--speed", type=float, default=1.0, show_default=True,
               help="Read-only: pace streams this many times faster than recorded (0: no pacing).")

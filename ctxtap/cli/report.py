@@ -12,7 +12,7 @@ from reports.html.output import COMPARISON_DEFAULT, default_output
 @click.command(name="report")
 @click.argument("captures", nargs=-1, required=True,
                 type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--out", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write (default: CAPTURE/report.html for one capture, "
                    f"./{COMPARISON_DEFAULT} for several).")
 @click.option("--title", help="Title of the report (default: the clients it covers).")
