@@ -183,3 +183,38 @@ def test_help_examples_stay_on_their_lines() -> None:
 def run_help(command: click.Command, name: str) -> str:
     with click.Context(command, info_name=f"ctxtap {name}", terminal_width=80, max_content_width=80) as ctx:
         return command.get_help(ctx)
+
+
+def test_sql_help_lists_every_view_and_macro(capture) -> None:
+    from analysis.db import connect
+    from analysis.views import view_names
+    from ctxtap.cli.main import sql
+
+    con = connect([capture])
+    created = {r[0] for r in con.execute(
+        "SELECT view_name FROM duckdb_views() WHERE NOT internal AND view_name NOT LIKE 't\\_%' ESCAPE '\\' "
+        "UNION SELECT function_name FROM duckdb_functions() WHERE function_type = 'table_macro' "
+        "AND NOT internal").fetchall()}
+    names = view_names()
+    assert {n.split("(")[0] for n in names} == created and "request_bins(k)" in names, names
+    words = {w.strip(",.") for w in run_help(sql, "sql").split()}
+    assert set(names) <= words, set(names) - words
+
+
+def test_sql_table_shows_times_and_rounded_floats(capture, ctxtap_config) -> None:
+    query = "SELECT ts_start, 0.1::DOUBLE + 0.2::DOUBLE AS noisy, cost_usd, 12345.678::DOUBLE AS big FROM requests"
+    table = run_ctxtap(["sql", str(capture), query], ctxtap_config).stdout
+    row = table.splitlines()[2].split()
+    assert row[0] == "2026-11-29T10:00:00.000Z" and row[1] == "0.3" and row[3] == "12345.7", table
+    data = json.loads(run_ctxtap(["sql", str(capture), query, "--format", "json"], ctxtap_config).stdout)
+    assert data[0]["ts_start"] == pytest.approx(1795946400.0) and data[0]["noisy"] == 0.30000000000000004
+
+
+def test_request_bins_has_what_the_readme_promises(capture, ctxtap_config) -> None:
+    """README: 'a thread's requests in bins of k (means, cumulative input, misses)'."""
+    data = json.loads(run_ctxtap(["sql", str(capture), "SELECT * FROM request_bins(5)", "--format", "json"],
+                                 ctxtap_config).stdout)
+    row = data[0]
+    assert {"bin", "n_requests", "mean_input_tokens_estimated", "mean_input_tokens_reported",
+            "cumulative_input_tokens", "n_misses"} <= set(row), row
+    assert row["n_requests"] == 1 and row["bin"] == 0

@@ -6,13 +6,26 @@ Base tables are registered as `t_<table>` by `analysis.db.connect`.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 VIEW_DIR = Path(__file__).parent
+_CREATED = re.compile(r"^CREATE\s+(?:OR\s+REPLACE\s+)?(VIEW|MACRO)\s+(\w+)\s*(\([^)]*\))?", re.I | re.M)
 
 
 def view_files() -> list[Path]:
     return sorted(VIEW_DIR.glob("*.sql"))
+
+
+def view_names() -> list[str]:
+    """Every view and table macro the files create, in file order, a macro with its parameters
+    (`request_bins(k)`): read from the SQL itself, so a help text listing them never falls behind."""
+    names = []
+    for path in view_files():
+        for kind, name, params in _CREATED.findall(path.read_text()):
+            if not name.startswith("t_"):
+                names.append(name + ("".join(params.split()) if kind.upper() == "MACRO" else ""))
+    return names
 
 
 def views_doc() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -514,7 +515,22 @@ def analyze(captures, prices, cache_rules, force) -> None:
                    f"({st.get('distinct_contents', 0)} distinct), analysis in {dataset_dir(path)}")
 
 
-@main.command(context_settings={"ignore_unknown_options": False})
+class _SqlCommand(click.Command):
+    """`sql --help` lists the views the SQL files create, read when the help is shown: a list written
+    by hand fell behind (16 of 27)."""
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from analysis.views import view_names
+
+        template = self.help or ""
+        self.help = template.replace("{views}", ", ".join(view_names()))
+        try:
+            super().format_help_text(ctx, formatter)
+        finally:
+            self.help = template
+
+
+@main.command(cls=_SqlCommand, context_settings={"ignore_unknown_options": False})
 @click.argument("args", nargs=-1, required=True)
 @click.option("--format", "fmt", type=click.Choice(["table", "csv", "json"]), default="table", show_default=True)
 @click.option("--max-rows", default=200, show_default=True, help="Rows to print in table format (0: all).")
@@ -524,10 +540,10 @@ def analyze(captures, prices, cache_rules, force) -> None:
 def sql(args, fmt, max_rows, allow_external) -> None:
     """Run SQL over captures: ctxtap sql CAPTURE... "SELECT ...".
 
-    Views: requests, blocks, segments, tool_calls, sessions, prefix, growth,
-    growth_points, layout, client_summary, tool_loop, captures, totals,
-    tokens_by_source, client_tokens_by_source, errors (see docs/analysis-schema.md).
-    Captures are analysed first if needed. Queries read the captures' datasets
+    Views and table macros: {views} (columns: docs/analysis-schema.md).
+    Captures are analysed first if needed. The table format shows Unix times
+    (ts_start, started_at, ...) as UTC ISO times and rounds floats; csv and json
+    keep the values as stored. Queries read the captures' datasets
     only and run reading statements only (SELECT, WITH, VALUES, DESCRIBE, SHOW,
     SUMMARIZE, EXPLAIN), unless --allow-external.
     """
@@ -561,6 +577,28 @@ def sql(args, fmt, max_rows, allow_external) -> None:
     _print_relation(rel, fmt, max_rows)
 
 
+_TIME_COLUMN = re.compile(r"ts|ts_\w+|\w+_ts|\w+_at")
+_EPOCH_RANGE = (1e8, 1e10)  # 1973 to 2286: a number in a time column outside it is no Unix time
+
+
+def _cell(column: str, value: object) -> str:
+    """A value as the table format shows it: a Unix time as a UTC ISO time, a float without its
+    binary noise (0.30000000000000004 is 0.3, a cost keeps four significant digits)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if _TIME_COLUMN.fullmatch(column) and _EPOCH_RANGE[0] < value < _EPOCH_RANGE[1]:
+        from datetime import UTC, datetime
+
+        return datetime.fromtimestamp(value, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    if isinstance(value, int) or value != value or value in (float("inf"), float("-inf")):
+        return str(value)
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.1f}" if 1e3 <= abs(value) < 1e15 else f"{value:.4g}"
+
+
 def _print_relation(rel, fmt: str, max_rows: int) -> None:
     import csv
     import json as _json
@@ -575,7 +613,7 @@ def _print_relation(rel, fmt: str, max_rows: int) -> None:
         writer.writerows(rows)
     else:
         shown = rows if not max_rows else rows[:max_rows]
-        cells = [[("" if v is None else str(v)).replace("\n", " ") for v in r] for r in shown]
+        cells = [[_cell(c, v).replace("\n", " ") for c, v in zip(columns, r, strict=True)] for r in shown]
         widths = [min(60, max([len(c)] + [len(r[i]) for r in cells])) for i, c in enumerate(columns)]
         click.echo("  ".join(c.ljust(w)[:w] for c, w in zip(columns, widths, strict=True)))
         click.echo("  ".join("-" * w for w in widths))
