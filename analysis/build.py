@@ -28,7 +28,7 @@ from analysis.db import dataset_dir
 from analysis.memo import ParseMemo
 from analysis.parse import parse_exchanges
 from analysis.prices import PriceTable
-from analysis.sessions import SessionAssigner
+from analysis.sessions import SessionAssigner, TurnFacts
 from analysis.tables import TABLES, BuildContext, CallRec
 from ctxtap import __version__
 from ctxtap.capture.private import tighten
@@ -174,7 +174,8 @@ def add_call(store: BlockStore, assigner: SessionAssigner, call) -> CallRec:
     scan, blocks = store.scan, call.request.blocks
     compacted = scan.any(_is_summary)
     tasks = {blocks[p].content_hash for p in scan.all(_is_user_task)}
-    placement = assigner.place(call, rb.conversation, continues_after_compaction=compacted, tasks=tasks)
+    placement = assigner.place(call, rb.conversation, continues_after_compaction=compacted, tasks=tasks,
+                               turn=TurnFacts.from_scan(scan, blocks))
     return CallRec(call, placement, rb, rb.content_ids, call.call_key, scan.all(_outside_cache_key))
 
 

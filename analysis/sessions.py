@@ -13,6 +13,14 @@ hold the child's first user text: `Task`, `spawn_agent`, `delegate`...) or the c
 says so (a parent-thread header); a chain that repeats a task already seen without its
 history is a `retry`; one that carries another thread's history flattened into its text
 is `flattened`; a chain with a task not seen before is a new `main` chain.
+
+User turns are counted by position, never by text: a main-thread request starts a turn
+when a user-typed message (a `user_task` block) comes after its last assistant message,
+i.e. the user typed after the model's final or interrupted answer, or at the start of a
+chain. Tool results, reminders and compaction summaries are no typed text, so they start
+none; a retry that resends its predecessor's answers and typed text unchanged starts none
+either. Requests before the first turn (start-up probes, warm-ups) have turn 0.
+"Continue" typed four times is four turns.
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from analysis.models import ModelCall
+from analysis.blockscan import BlockKey, BlockScan
+from analysis.models import Block, ModelCall
 from analysis.sequences import align
 
 SIDE_PURPOSES = {"title", "compaction", "probe", "count_tokens", "structured_side", "warmup", "other"}
@@ -48,6 +57,61 @@ class Placement:
     thread_rule: str = ""  # why the thread has its kind
 
 
+@dataclass(frozen=True)
+class TurnFacts:
+    """Where a request's conversation stands, for turn counting: what the user typed after the
+    last assistant message (content hashes, in order), and how many assistant blocks it carries."""
+
+    typed_tail: tuple[str, ...]  # user-typed blocks after the last assistant block (empty: none)
+    n_assistant: int  # assistant blocks (answers, tool calls, reasoning) in the request
+
+    @classmethod
+    def of(cls, blocks: Sequence[Block]) -> TurnFacts:
+        """From the blocks themselves (the build uses the block store's scan instead: `from_scan`)."""
+        last = max((i for i, b in enumerate(blocks) if b.role == "assistant"), default=-1)
+        typed = tuple(b.content_hash for b in blocks[last + 1:] if is_typed(b))
+        return cls(typed, sum(1 for b in blocks if b.role == "assistant"))
+
+    @classmethod
+    def from_scan(cls, scan: BlockScan, blocks: Sequence[Block]) -> TurnFacts:
+        """The same from the block store's scan of the request: a few keys and the tail's blocks,
+        not the whole history, so a long session's requests cost what they add."""
+        last = scan.last(_is_assistant)
+        floor = -1 if last is None else last
+        typed = []
+        for p in scan.backwards(_maybe_typed):
+            if p <= floor:
+                break
+            if is_typed(blocks[p]):
+                typed.append(blocks[p].content_hash)
+        n_assistant = sum(len(ps) for key, ps in scan.positions.items() if key.role == "assistant")
+        return cls(tuple(reversed(typed)), n_assistant)
+
+    def starts_turn(self, previous: TurnFacts | None) -> bool:
+        """The user typed after an answer this thread's previous request did not yet carry (or at the
+        start of the thread, or after its history was rewritten: a compaction, a rewind). A request
+        that resends its predecessor's answers and typed text unchanged is a retry, not a turn."""
+        if not self.typed_tail:
+            return False
+        return previous is None or self != previous
+
+
+def _is_assistant(key: BlockKey) -> bool:
+    return key.role == "assistant"
+
+
+def _maybe_typed(key: BlockKey) -> bool:
+    return key.role == "user" and key.kind == "message_text" and key.source in ("user_task", "mixed")
+
+
+def is_typed(block: Block) -> bool:
+    """A block the user typed: a user task, or a user message whose sections include one."""
+    if block.role != "user" or block.kind != "message_text":
+        return False
+    return block.source == "user_task" or (block.source == "mixed"
+                                           and any(s.source == "user_task" for s in block.segments))
+
+
 @dataclass
 class _Thread:
     thread_id: str
@@ -59,6 +123,7 @@ class _Thread:
     parent_call_id: str | None = None
     rule: str = ""
     last_blocks: list = field(default_factory=list)  # the last request's blocks (read only to spot flattening)
+    turn_facts: TurnFacts | None = None  # the last main request's (a retry resends them unchanged)
 
 
 @dataclass
@@ -171,13 +236,14 @@ class SessionAssigner:
         self.containment = Containment()
 
     def place(self, call: ModelCall, hashes: Sequence[int], continues_after_compaction: bool = False,
-              tasks: set[str] | None = None) -> Placement:
+              tasks: set[str] | None = None, turn: TurnFacts | None = None) -> Placement:
         """`hashes`: content keys of the request's conversation blocks (tool definitions left out).
 
         `continues_after_compaction`: the request starts from a summary of earlier history,
         so it continues the main thread even though it no longer carries that history.
-        `tasks`: content hashes of its user-task blocks, when the caller already knows them
-        (the block store's scan), so the request's blocks are not walked again.
+        `tasks`: content hashes of its user-task blocks, and `turn` its `TurnFacts`, when the
+        caller already knows them (the block store's scan), so the request's blocks are not
+        walked again.
         """
         sessions, auto_counter, index = self.sessions, self.auto_counter, self.index
         self.index += 1
@@ -199,9 +265,14 @@ class SessionAssigner:
             tasks = {b.content_hash for b in call.request.blocks if b.source == "user_task"}
         thread = _thread_for(session, call, hashes, side, continues_after_compaction, tasks, self.containment)
         previous = thread.last if thread.count else None
-        if thread.kind == "main" and tasks - session.tasks_seen:
-            session.turns += 1  # a subagent's task packet or a retry is not a new user turn
         if thread.kind == "main":
+            # only the main loop takes typed input: a subagent's task packet, a side call's prompt
+            # and a restarted chain (`retry`) are not the user typing
+            if turn is None:
+                turn = TurnFacts.of(call.request.blocks)
+            if turn.starts_turn(thread.turn_facts):
+                session.turns += 1
+            thread.turn_facts = turn
             session.tasks_seen |= tasks
         if not side:
             thread.last_blocks = call.request.blocks  # kept as is: texts are normalised only if ever needed

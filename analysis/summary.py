@@ -17,17 +17,28 @@ def _fmt(value, digits: int = 0) -> str:
     return str(value)
 
 
+def input_words(total, reported, n_estimated: int, estimate) -> str:
+    """A session's input in one figure, with how it is made up: the same figure everywhere (the
+    sessions view's input_tokens), its parts named so nobody has to guess why another differs."""
+    parts = [f"{_fmt(reported)} reported by the provider"]
+    if n_estimated:
+        parts.append(f"{_fmt((total or 0) - (reported or 0))} estimated for {n_estimated} request"
+                     f"{'s' if n_estimated != 1 else ''} without usage")
+    return (f"input {_fmt(total)} incl. cache reads ({' + '.join(parts)}; "
+            f"ctxtap's estimate of the content alone {_fmt(estimate)})")
+
+
 def summary_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
     yield "sessions"
     rows = con.execute("""
-        SELECT session_id, client, n_requests, n_main, n_side, n_turns, input_tokens_reported,
-               input_tokens_estimated, cache_hit_rate, output_tokens, cost_usd, n_errors
+        SELECT session_id, client, n_requests, n_main, n_side, n_turns, input_tokens, input_tokens_reported,
+               n_input_estimated, input_tokens_estimated, cache_hit_rate, output_tokens, cost_usd, n_errors
         FROM sessions ORDER BY first_ts""").fetchall()
-    for (sid, client, n, main, side, turns, inp, est, hit, out, cost, errors) in rows:
+    for (sid, client, n, main, side, turns, total, inp, n_est, est, hit, out, cost, errors) in rows:
         hit_s = "n/a" if hit is None else f"{hit:.0%}"
         cost_s = "n/a" if cost is None else f"${cost:,.4f}"
         yield (f"  {sid[:48]:<48} {client:<12} requests {n} (main {main}, side {side}), turns {turns}, "
-               f"input {_fmt(inp)} reported / {_fmt(est)} estimated, cache hit {hit_s}, output {_fmt(out)}, "
+               f"{input_words(total, inp, n_est, est)}, cache hit {hit_s}, output {_fmt(out)}, "
                f"cost {cost_s}, errors {errors}")
     yield "requests by purpose"
     for purpose, n in con.execute("SELECT purpose, count(*) FROM requests GROUP BY 1 ORDER BY 2 DESC").fetchall():
@@ -38,14 +49,15 @@ def summary_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
         for layer, n in errors:
             yield f"  {layer:<16} {n}"
     growth = con.execute("""
-        SELECT thread_id, n_requests, input_basis, total_input_tokens, fit_p, fit_m, accel_seq
-        FROM growth WHERE thread_kind != 'side' AND n_requests > 1 ORDER BY total_input_tokens DESC LIMIT 10
+        SELECT g.thread_id, g.n_requests, g.input_basis, g.total_input_tokens, g.fit_p, g.fit_m, r.request_number
+        FROM growth g LEFT JOIN requests r ON r.capture_id = g.capture_id AND r.request_id = g.accel_request_id
+        WHERE g.thread_kind != 'side' AND g.n_requests > 1 ORDER BY g.total_input_tokens DESC LIMIT 10
     """).fetchall()
     if growth:
-        yield "token growth (main threads): total(n) = n*p + m*n(n+1)/2"
+        yield "token growth (main threads): total(n) = n*p + m*n(n+1)/2, over each thread's successful requests"
         for tid, n, basis, total, p, m, accel in growth:
-            accel_s = f", accelerated at request {accel}" if accel is not None else ""
-            yield (f"  {tid[-40:]:<40} {n} requests, {_fmt(total)} input tokens ({basis}), "
+            accel_s = f", accelerated at request #{accel}" if accel is not None else ""
+            yield (f"  {tid[-40:]:<40} {n} requests, thread input {_fmt(total)} ({basis}, failed requests left out), "
                    f"p={_fmt(p)} m={_fmt(m)}{accel_s}")
     misses = con.execute("""
         SELECT miss_cause, count(*), any_value(coalesce(miss_explanation, divergence_summary))
@@ -96,7 +108,8 @@ def efficiency_lines(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
     for (sid, turns, calls, inp, out, t50, t95, tmax, approx, d50, d95, dmax,
          timed, from_tel, from_gap, x50, x95, xmax) in rows:
         approx_s = f" ({approx} approximate: response-header time)" if approx else ""
-        yield f"  {sid[:48]:<48} turns {turns}, model calls {calls}, tokens in {_fmt(inp)} / out {_fmt(out)}"
+        yield (f"  {sid[:48]:<48} turns {turns}, model calls {calls}, input {_fmt(inp)} incl. cache reads "
+               f"(as in sessions) / output {_fmt(out)}")
         yield f"    model TTFT (first byte)   {_ms(t50, t95, tmax)}{approx_s}"
         yield f"    model call total          {_ms(d50, d95, dmax)}"
         if timed:

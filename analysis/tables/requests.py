@@ -22,9 +22,14 @@ COLUMNS: Columns = [
     ("thread_rule", S, "Why the thread has its kind: `first-chain`, `new-task`, `delegation-call`, `client:<rule>`, `task-already-seen`, `carries-thread-history`, `purpose:<purpose>`."),
     ("parent_thread_id", S, "Subagents: the thread that delegated (flattened threads: the thread whose history they carry)."),
     ("parent_call_id", S, "Subagents: the delegation tool call whose arguments carry the child's task."),
-    ("seq_in_session", I64, "0-based order of the request in its session."),
+    ("seq_in_session", I64, "0-based order of the request in its session, by start time (the requests view's "
+                            "`request_number`, the #N every page and command shows, is this + 1)."),
     ("seq_in_thread", I64, "0-based order of the request in its thread."),
-    ("turn_index", I64, "1-based user turn within the session (a new user task starts a turn); side requests take the turn they fall in."),
+    ("turn_index", I64, "1-based user turn within the session: a main-thread request whose user-typed text comes "
+                        "after its last assistant message (the model's final or interrupted answer, or the "
+                        "chain's start) starts a turn, whatever the text; tool results, reminders, compaction "
+                        "summaries and a retry of the same conversation do not. Other requests take the turn "
+                        "they fall in; 0 before the first turn (start-up probes, warm-ups)."),
     ("ts_start", F64, "Unix time the request started."),
     ("ts_end", F64, "Unix time the response ended."),
     ("ttfb_ms", F64, "Time to the first response byte, ms: exact for recorded streams and WebSocket frames; the "

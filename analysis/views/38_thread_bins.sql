@@ -1,7 +1,8 @@
 -- thread_bins(k): a table macro, one row per bin of k consecutive requests of a thread (see
--- request_bins): its requests, means per request of the estimated and reported input and of the
--- cache fields (over the requests that reported them), the cumulative input and the growth fit at
--- its last request, and how many of its requests changed the prefix, missed the cache or failed.
+-- request_bins): its requests (the first and last also by request_number), means per request of the
+-- estimated and reported input and of the cache fields (over the requests that reported them), the
+-- cumulative input and the growth fit at its last request, and how many of its requests changed the
+-- prefix, missed the cache or failed.
 CREATE OR REPLACE MACRO thread_bins(k) AS TABLE
 WITH members AS (
     SELECT b.bin, r.*, p.prefix_changed, p.miss_cause, g.fitted_cumulative_tokens
@@ -14,6 +15,7 @@ SELECT capture_id, any_value(session_id) AS session_id, thread_id, bin,
        count(*) AS n_requests,
        min(seq_in_thread) AS first_seq_in_thread, max(seq_in_thread) AS last_seq_in_thread,
        min(seq_in_session) AS first_seq_in_session, max(seq_in_session) AS last_seq_in_session,
+       min(request_number) AS first_request_number, max(request_number) AS last_request_number,
        avg(input_tokens_estimated) AS mean_input_tokens_estimated,
        max(input_tokens_estimated) AS max_input_tokens_estimated,
        avg(input_tokens_reported) AS mean_input_tokens_reported,

@@ -14,8 +14,9 @@ req AS (
            count(*) FILTER (WHERE r.thread_kind = 'side') AS n_side,
            count(*) FILTER (WHERE r.error_layer IS NOT NULL) AS n_failed,
            min(r.seq_in_session) AS first_seq_in_session, max(r.seq_in_session) AS last_seq_in_session,
+           min(r.request_number) AS first_request_number, max(r.request_number) AS last_request_number,
            sum(coalesce(r.ts_end, r.ts_start) - r.ts_start) AS busy_s
-    FROM t_requests r JOIN starts s ON s.capture_id = r.capture_id AND s.session_id = r.session_id
+    FROM requests r JOIN starts s ON s.capture_id = r.capture_id AND s.session_id = r.session_id
     WHERE r.ts_start IS NOT NULL
     GROUP BY ALL
 ),
@@ -38,6 +39,7 @@ SELECT capture_id, session_id, bin, bin * width::DOUBLE AS start_s, (bin + 1) * 
        coalesce(req.n_requests, 0) AS n_requests, coalesce(req.n_main, 0) AS n_main,
        coalesce(req.n_subagent, 0) AS n_subagent, coalesce(req.n_side, 0) AS n_side,
        coalesce(req.n_failed, 0) AS n_failed, req.first_seq_in_session, req.last_seq_in_session,
+       req.first_request_number, req.last_request_number,
        coalesce(req.busy_s, 0) AS busy_s,
        coalesce(calls.n_calls, 0) AS n_calls, coalesce(calls.n_calls_ok, 0) AS n_calls_ok,
        coalesce(calls.n_calls_error, 0) AS n_calls_error, coalesce(calls.n_calls_denied, 0) AS n_calls_denied,

@@ -1,4 +1,5 @@
--- process_efficiency: one row per session: turns, model calls, tokens, latency of model calls
+-- process_efficiency: one row per session: turns, model calls, tokens (n_turns, input_tokens and
+-- output_tokens are the sessions view's own figures), latency of model calls
 -- (time to first byte and total: p50/p95/max, with how many TTFB figures are approximate, i.e.
 -- response-header times of imported captures) and of tools (p50/p95/max of tool_finished
 -- durations, with how many rest on client telemetry rather than the call->result gap).
@@ -6,9 +7,6 @@ CREATE OR REPLACE VIEW process_efficiency AS
 WITH calls AS (
     SELECT capture_id, session_id,
            count(*) AS n_calls,
-           count(DISTINCT turn_index) AS n_turns,
-           sum(coalesce(input_tokens_reported, input_tokens_estimated)) AS input_tokens,
-           sum(output_tokens) AS output_tokens,
            quantile_cont(ttfb_ms, 0.5) AS ttfb_p50_ms,
            quantile_cont(ttfb_ms, 0.95) AS ttfb_p95_ms,
            max(ttfb_ms) AS ttfb_max_ms,
@@ -30,8 +28,10 @@ WITH calls AS (
     WHERE event = 'tool_finished' AND duration_ms IS NOT NULL
     GROUP BY capture_id, session_id
 )
-SELECT c.*, coalesce(t.n_tools_timed, 0) AS n_tools_timed,
+SELECT c.capture_id, c.session_id, c.n_calls, s.n_turns, s.input_tokens, s.output_tokens,
+       c.* EXCLUDE (capture_id, session_id, n_calls), coalesce(t.n_tools_timed, 0) AS n_tools_timed,
        coalesce(t.n_tools_from_telemetry, 0) AS n_tools_from_telemetry,
        coalesce(t.n_tools_from_gap, 0) AS n_tools_from_gap,
        t.tool_p50_ms, t.tool_p95_ms, t.tool_max_ms
-FROM calls c LEFT JOIN tools t USING (capture_id, session_id);
+FROM calls c JOIN sessions s USING (capture_id, session_id)
+LEFT JOIN tools t USING (capture_id, session_id);

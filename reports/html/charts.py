@@ -65,9 +65,10 @@ def _binned_title(title: str, bin_size: int, n_requests: int) -> str:
 
 
 def _bin_span(b: Row) -> str:
-    """'requests #1–#21 (session #1–#22)' for a thread_bins row."""
-    return (f"requests #{b['first_seq_in_thread'] + 1}–#{b['last_seq_in_thread'] + 1} ({b['n_requests']}; session "
-            f"#{b['first_seq_in_session'] + 1}–#{b['last_seq_in_session'] + 1})")
+    """'requests #1–#22 (the thread's 1st to 21st)' for a thread_bins row: #N is the request's number
+    in its session, as every page and command gives it."""
+    return (f"requests #{b['first_request_number']}–#{b['last_request_number']} ({b['n_requests']}; the thread's "
+            f"{b['first_seq_in_thread'] + 1}–{b['last_seq_in_thread'] + 1})")
 
 
 def growth_chart(rows: Sequence[Row], by_source: Mapping[str, Mapping[str, float]], fit: Row | None,
@@ -409,7 +410,7 @@ def _timeline_bin_title(b: Row) -> str:
         kinds = ", ".join(f"{b[k]} {name}" for k, name in (("n_main", "main"), ("n_subagent", "subagent"),
                                                            ("n_side", "side")) if b[k])
         failed = f"; {b['n_failed']} failed" if b["n_failed"] else ""
-        words.append(f"{b['n_requests']} requests #{b['first_seq_in_session'] + 1}–#{b['last_seq_in_session'] + 1} "
+        words.append(f"{b['n_requests']} requests #{b['first_request_number']}–#{b['last_request_number']} "
                      f"({kinds}{failed}), model busy {seconds(b['busy_s'])}")
     if b["n_calls"]:
         statuses = ", ".join(f"{b['n_calls_' + s]} {s}" for s in ("ok", "error", "denied", "missing")

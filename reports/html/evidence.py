@@ -62,8 +62,8 @@ def build_evidence(per_capture: Sequence[tuple[CaptureInfo, duckdb.DuckDBPyConne
                                "kind, placeholder")
         truncated = fetch(con, "SELECT * FROM tool_calls WHERE truncated ORDER BY session_id, request_id, call_index")
         retries = fetch(con, "SELECT * FROM retries ORDER BY session_id, failed_request_id")
-        nums = {r["request_id"]: (r["seq_in_session"] or 0) + 1
-                for r in fetch(con, "SELECT request_id, seq_in_session FROM requests")}
+        nums = {r["request_id"]: r["request_number"]
+                for r in fetch(con, "SELECT request_id, request_number FROM requests")}
         rows = fetch(con, "SELECT * FROM network ORDER BY first_ts, host, path")
         totals["destinations"] += len({r["host"] for r in rows})
         network.append(CaptureNetwork(cap, rows[:MAX_ROWS], max(0, len(rows) - MAX_ROWS),

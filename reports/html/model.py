@@ -21,7 +21,8 @@ Row = dict[str, Any]
 
 # The only fields a section adds to view rows: what the views cannot know about the page.
 ROW_EXTRAS = {
-    "num": "a request's 1-based number in its session (also set on tool calls: the proposing request's)",
+    "num": "a request's 1-based number in its session, the view's request_number (also set on tool calls: the "
+           "proposing request's)",
     "result_num": "on tool calls: the number of the request that carried the result",
     "ribbon": "id of the ribbon that draws the request",
     "row": "the request's row in that ribbon (None: the ribbon leaves it out)",
@@ -34,7 +35,8 @@ fetch = fetch_rows
 
 
 REQUESTS_SQL = """
-SELECT r.request_id, r.session_id, r.session_source, r.thread_id, r.thread_kind, r.seq_in_session, r.seq_in_thread,
+SELECT r.request_id, r.request_number, r.session_id, r.session_source, r.thread_id, r.thread_kind, r.seq_in_session,
+       r.seq_in_thread,
        r.turn_index, r.ts_start, r.ts_end, r.ttfb_ms, r.duration_ms, r.client, r.client_version, r.provider, r.api,
        r.transport, r.endpoint, r.model, r.purpose, r.purpose_rule, r.purpose_evidence, r.status, r.error_layer,
        r.error_code, r.error_message, r.retryable, r.retry_after_s, r.parse_status, r.parse_error,

@@ -103,10 +103,10 @@ def shown_requests(rows: list[Row], keep: int | None, cap: CaptureInfo, session_
     head, gone, tail = head_and_tail(rows, keep)
     if not gone:
         return Shown(rows, [])
-    first, last = gone[0].get("seq_in_session") or 0, gone[-1].get("seq_in_session") or 0
+    first, last = gone[0]["num"], gone[-1]["num"]
     sql = (f"SELECT * FROM requests WHERE session_id = {sql_str(session_id)}{where} "
-           f"AND seq_in_session BETWEEN {first} AND {last} ORDER BY seq_in_session")
-    return Shown(head, tail, LeftOut(len(gone), f"#{first + 1}", f"#{last + 1}", sql_command(cap.path, sql)))
+           f"AND request_number BETWEEN {first} AND {last} ORDER BY request_number")
+    return Shown(head, tail, LeftOut(len(gone), f"#{first}", f"#{last}", sql_command(cap.path, sql)))
 
 
 def _marks(r: Row) -> str:
@@ -127,9 +127,9 @@ def _ribbon_row(r: Row, capture_id: str) -> RibbonRow:
 def _gap_command(cap: CaptureInfo, session_id: str, side: bool) -> str:
     """The query listing the blocks of a ribbon's left-out requests ({first} and {last}: their numbers)."""
     kind = "=" if side else "<>"
-    sql = ("SELECT r.seq_in_session + 1 AS num, b.* FROM blocks b JOIN requests r USING (capture_id, request_id) "
+    sql = ("SELECT r.request_number AS num, b.* FROM blocks b JOIN requests r USING (capture_id, request_id) "
            f"WHERE r.session_id = {sql_str(session_id)} AND r.thread_kind {kind} 'side' "
-           "AND r.seq_in_session + 1 BETWEEN {first} AND {last} ORDER BY r.seq_in_session, b.position")
+           "AND r.request_number BETWEEN {first} AND {last} ORDER BY r.request_number, b.position")
     return sql_command(cap.path, sql.replace("{", "{{").replace("}", "}}").replace("{{first}}", "{first}")
                        .replace("{{last}}", "{last}"))
 
@@ -185,7 +185,7 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
     requests = fetch(con, REQUESTS_SQL)
     by_session: dict[str, list[Row]] = defaultdict(list)
     for r in requests:
-        r["num"] = (r.get("seq_in_session") or 0) + 1
+        r["num"] = r["request_number"]
         by_session[r["session_id"]].append(r)
     totals = {r["session_id"]: r for r in fetch(con, "SELECT * FROM sessions")}
     growth = {g["thread_id"]: g for g in fetch(con, "SELECT * FROM growth")}

@@ -60,7 +60,7 @@ def session(src: CaptureSource, session_id: str) -> Row | None:
 
 
 REQUESTS_SQL = """
-SELECT r.request_id, r.seq_in_session, r.seq_in_thread, r.thread_id, r.thread_kind, r.purpose, r.status,
+SELECT r.request_id, r.request_number, r.seq_in_session, r.seq_in_thread, r.thread_id, r.thread_kind, r.purpose, r.status,
        r.error_layer, r.error_message, r.model, r.input_tokens_estimated, r.input_tokens_reported,
        r.cache_read_tokens, r.cache_write_tokens, r.output_tokens, r.ttfb_ms, r.duration_ms, r.ts_start, r.ts_end,
        r.cost_usd, r.parse_status, p.cache_status, p.miss_cause, p.miss_explanation, p.divergence_summary,
@@ -93,7 +93,7 @@ def requests_page(src: CaptureSource, session_id: str, offset: int, limit: int,
                           f"WHERE request_id IN ({in_list(ids)}) ORDER BY request_id, call_index"):
             calls[c["request_id"]].append([c["name"] or "?", c["result_status"]])
     for r in rows:
-        r["num"] = (r["seq_in_session"] or 0) + 1
+        r["num"] = r["request_number"]
         r["thread"] = thread_label(r["thread_id"] or "", r["thread_kind"] or "main", session_id)
         r["sources"] = by_source.get(r["request_id"], [])
         r["calls"] = calls.get(r["request_id"], [])
@@ -154,7 +154,7 @@ def session_charts(src: CaptureSource, session_id: str) -> Markup:
             SELECT r.request_id, r.seq_in_thread, r.input_tokens_reported, r.input_uncached_tokens,
                    r.cache_read_tokens, r.cache_write_tokens, r.cumulative_input_tokens, p.prefix_changed,
                    p.miss_cause, p.cache_status, p.divergence_summary, p.miss_explanation, p.gap_s,
-                   g.fitted_cumulative_tokens, r.seq_in_session + 1 AS num, r.purpose, r.error_layer, r.status
+                   g.fitted_cumulative_tokens, r.request_number AS num, r.purpose, r.error_layer, r.status
             FROM requests r LEFT JOIN prefix p USING (request_id) LEFT JOIN growth_points g USING (request_id)
             WHERE r.thread_id = ? ORDER BY r.seq_in_thread""", [tid])
         by_source: dict[str, dict[str, int]] = defaultdict(dict)
@@ -180,7 +180,7 @@ def request(src: CaptureSource, request_id: str) -> Row | None:
     if not rows:
         return None
     r = rows[0]
-    r["num"] = (r.get("seq_in_session") or 0) + 1
+    r["num"] = r["request_number"]
     r["thread"] = thread_label(r.get("thread_id") or "", r.get("thread_kind") or "main", r.get("session_id") or "")
     r["cache"] = cache_words(r)
     r["sources"] = src.rows("SELECT source, tokens_estimated, bytes FROM tokens_by_source WHERE request_id = ? "
