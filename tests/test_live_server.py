@@ -305,3 +305,60 @@ def test_serve_stops_at_once_on_a_signal_with_a_long_poll_open(synth30: Path, ct
     assert took < 8, f"{sig} took {took:.1f} s to stop the server"
     poller.join(5)
     assert answered == [200]  # the held poll was answered, not cut
+
+
+@pytest.fixture
+def bare_ui() -> Iterator[LiveUI]:
+    """A live view over no capture: what the token, the redirect and the HTTP layer do needs none."""
+    server = LiveUI([])
+    server.bind(0)
+    server.start_thread()
+    yield server
+    server.stop()
+
+
+def _raw(ui: LiveUI, head: str, timeout: float = 5) -> tuple[str, dict[str, str]]:
+    """Send one request as written (no client tidying its path) and read the status line and headers."""
+    with socket.create_connection(("127.0.0.1", ui.port), timeout=timeout) as sock:
+        sock.sendall(head.encode("latin-1"))
+        data = b""
+        while b"\r\n\r\n" not in data:
+            piece = sock.recv(65536)
+            if not piece:
+                break
+            data += piece
+    status, *lines = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    return status, {k.lower(): v.strip() for k, _, v in (line.partition(":") for line in lines)}
+
+
+@pytest.mark.parametrize("path", ["//evil.example/", "///evil.example/x", "/\\evil.example/", "/\\/evil.example/",
+                                  "/\\\\evil.example", "//\\evil.example", "/\t/evil.example/", "/%09/evil.example/"])
+def test_the_token_redirect_stays_on_this_origin(bare_ui: LiveUI, path: str) -> None:
+    from urllib.parse import urljoin, urlsplit
+
+    status, headers = _raw(bare_ui, f"GET {path}?token={bare_ui.token}&x=1 HTTP/1.1\r\n"
+                                    f"Host: 127.0.0.1:{bare_ui.port}\r\n\r\n")
+    assert status.split()[1] == "302", status
+    location = headers["location"]
+    assert location.startswith("/") and location[1:2] not in ("/", "\\") and location.endswith("?x=1"), location
+    assert not any(c in location for c in "\t\r\n\\ "), location  # a browser drops tabs: "/\t/x" is "//x"
+    assert urlsplit(urljoin(f"http://127.0.0.1:{bare_ui.port}/", location)).netloc == f"127.0.0.1:{bare_ui.port}"
+
+
+def test_the_token_redirect_keeps_an_ordinary_path(bare_ui: LiveUI) -> None:
+    status, headers = _raw(bare_ui, f"GET /c/0/session?token={bare_ui.token}&id=a%20b HTTP/1.1\r\n"
+                                    f"Host: 127.0.0.1:{bare_ui.port}\r\n\r\n")
+    assert status.split()[1] == "302" and headers["location"] == "/c/0/session?id=a+b", headers
+
+
+def test_a_request_body_over_the_live_views_limit_is_refused_before_it_is_read(bare_ui: LiveUI) -> None:
+    from reports.live.server import MAX_BODY_BYTES
+
+    assert MAX_BODY_BYTES == 64 << 10  # the view only serves GETs; Tornado's default would buffer 100 MB
+    for declared in (MAX_BODY_BYTES + 1, 107_374_182_400):
+        start = time.monotonic()
+        status, _ = _raw(bare_ui, f"POST /api/state HTTP/1.1\r\nHost: 127.0.0.1:{bare_ui.port}\r\n"
+                                  f"Content-Length: {declared}\r\n\r\n")
+        assert status.split()[1] in ("400", "413") and time.monotonic() - start < 2, status
+    status, _ = _raw(bare_ui, f"GET /?token={bare_ui.token} HTTP/1.1\r\nHost: 127.0.0.1:{bare_ui.port}\r\n\r\n")
+    assert status.split()[1] == "302"  # and the view goes on

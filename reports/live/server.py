@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import tornado.httpserver
 import tornado.netutil
@@ -37,6 +37,10 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline';
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 QUERY_THREADS = 4
 SHUTDOWN_S = 5  # open connections get this long to close when the server stops
+# The view answers GETs only: a body over 64 KiB is refused (400, connection closed) from its
+# Content-Length or chunk sizes, before it is read; Tornado's defaults would buffer 100 MB.
+MAX_BODY_BYTES = 64 << 10
+MAX_BUFFER_BYTES = 1 << 20
 STATIC_TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
 
 
@@ -46,6 +50,18 @@ class PortInUse(Exception):
 
 def new_token() -> str:
     return secrets.token_urlsafe(24)
+
+
+def same_origin(path: str) -> str:
+    """The request's path as a redirect target on this origin.
+
+    A path such as `//evil.example/` or `/\\evil.example/` taken as it came would send the browser
+    to another host (a protocol-relative URL; browsers read `\\` as `/` and drop tabs and line ends).
+    Everything outside the path characters is percent-encoded (the path is the request line's bytes
+    read as latin-1), and the result starts with exactly one `/`.
+    """
+    quoted = quote(path.encode("latin-1", "replace"), safe="/%:@!$&'()*+,;=-._~")
+    return "/" + quoted.lstrip("/")
 
 
 def _clean(value: Any) -> Any:
@@ -88,7 +104,7 @@ class Base(tornado.web.RequestHandler):
             self.set_cookie(ui.cookie, ui.token, httponly=True, samesite="Strict", path="/")
             rest = [(k, v) for k, vs in self.request.query_arguments.items() if k != "token"
                     for v in (x.decode("utf-8", "replace") for x in vs)]
-            self.redirect(self.request.path + (f"?{urlencode(rest)}" if rest else ""))
+            self.redirect(same_origin(self.request.path) + (f"?{urlencode(rest)}" if rest else ""))
             return
         cookie = self.get_cookie(ui.cookie) or self.request.headers.get("X-Ctxtap-Token") or ""
         if not hmac.compare_digest(cookie.encode(), ui.token.encode()):
@@ -360,7 +376,8 @@ class LiveUI:
 
     async def _run(self, started: threading.Event | None = None, signals: Sequence[int] = ()) -> None:
         self._loop = asyncio.get_running_loop()
-        self._server = tornado.httpserver.HTTPServer(self._app(), xheaders=False)
+        self._server = tornado.httpserver.HTTPServer(self._app(), xheaders=False, max_body_size=MAX_BODY_BYTES,
+                                                     max_buffer_size=MAX_BUFFER_BYTES)
         self._server.add_sockets(self._sockets)
         self._stopped = asyncio.Event()
         for sig in signals:
