@@ -21,8 +21,9 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ctxtap.capture.events import TelemetryEvent
+from ctxtap.httpbody import BodyError, BodyTooLarge, read_body, refuse
 
-MAX_PAYLOAD_BYTES = 8 << 20  # larger payloads keep their first 8 MiB, marked `oversized`
+MAX_PAYLOAD_BYTES = 8 << 20  # larger payloads keep their first 8 MiB, marked `oversized`, answered 413
 _READ = 64 * 1024
 SIGNALS = {"v1/logs": "logs", "v1/metrics": "metrics", "v1/traces": "traces"}
 
@@ -92,6 +93,7 @@ class TelemetryReceiver:
                     self._drain_and_refuse()
                     return
                 ts = time.time()
+                self._refusal: BodyError | None = None
                 body, status, declared = self._read_body()
                 ctype = self.headers.get("content-type", "")
                 event = TelemetryEvent(
@@ -107,11 +109,8 @@ class TelemetryReceiver:
                         receiver.received += 1
                 except Exception:  # the writer is gone: still answer, the client must not hang
                     pass
-                if status == "truncated":
-                    self.close_connection = True
-                    return
-                if status == "oversized":
-                    self._reply(413, b"", "text/plain")
+                if self._refusal is not None:  # 413 or 400 (none when cut short), the connection closed
+                    refuse(self, self._refusal)
                     return
                 if "json" in ctype:
                     self._reply(200, b"{}", "application/json")
@@ -119,59 +118,25 @@ class TelemetryReceiver:
                     self._reply(200, b"", "application/x-protobuf")
 
             def _read_body(self) -> tuple[bytes, str, int | None]:
-                """(bytes kept, `complete` | `truncated` | `oversized`, declared length)."""
-                if "chunked" in (self.headers.get("transfer-encoding") or "").lower():
-                    return self._read_chunked()
+                """(bytes kept, `complete` | `truncated` | `oversized`, declared length), never more than
+                `max_bytes` in memory: an over-limit body keeps its first `max_bytes`, the rest is not read."""
                 try:
-                    declared = int(self.headers.get("content-length") or 0)
-                except ValueError:
-                    declared = 0
-                kept = bytearray()
-                remaining = declared
-                while remaining > 0:
-                    try:
-                        piece = self.rfile.read(min(_READ, remaining))
-                    except OSError:
-                        piece = b""
-                    if not piece:
-                        return bytes(kept), "truncated", declared
-                    remaining -= len(piece)
-                    room = receiver.max_bytes - len(kept)
-                    if room > 0:
-                        kept += piece[:room]
-                status = "oversized" if declared > receiver.max_bytes else "complete"
-                return bytes(kept), status, declared
-
-            def _read_chunked(self) -> tuple[bytes, str, int | None]:
-                kept = bytearray()
-                total = 0
-                try:
-                    while True:
-                        line = self.rfile.readline(1024)
-                        if not line:
-                            return bytes(kept), "truncated", None
-                        size = int(line.split(b";", 1)[0].strip() or b"0", 16)
-                        if size == 0:
-                            self.rfile.readline(1024)
-                            break
-                        piece = self.rfile.read(size)
-                        self.rfile.readline(1024)
-                        if len(piece) < size:
-                            kept += piece[: max(0, receiver.max_bytes - len(kept))]
-                            return bytes(kept), "truncated", None
-                        total += size
-                        kept += piece[: max(0, receiver.max_bytes - len(kept))]
-                except (OSError, ValueError):
-                    return bytes(kept), "truncated", None
-                return bytes(kept), "oversized" if total > receiver.max_bytes else "complete", total
+                    body = read_body(self.rfile, self.headers, receiver.max_bytes, keep_prefix=True)
+                except BodyTooLarge as exc:
+                    self._refusal = exc
+                    return exc.kept, "oversized", exc.declared
+                except BodyError as exc:  # cut short, or framing that is not HTTP's
+                    self._refusal = exc
+                    return exc.kept, "truncated", exc.declared
+                return body, "complete", len(body)
 
             def _drain_and_refuse(self) -> None:
                 try:
                     left = int(self.headers.get("content-length") or 0)
                 except ValueError:
                     left = 0
-                if left > receiver.max_bytes:
-                    self.close_connection = True
+                if left > receiver.max_bytes or left < 0 or self.headers.get("transfer-encoding"):
+                    self.close_connection = True  # not read: the connection cannot carry another request
                 else:
                     while left > 0:
                         piece = self.rfile.read(min(_READ, left))

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from ctxtap.capture.paths import default_captures_dir
+from ctxtap.httpbody import MAX_BODY_BYTES
 
 DIVERGED_EXIT = 3  # --strict: the replayed run diverged beyond volatile fields
 
@@ -43,10 +44,12 @@ DIVERGED_EXIT = 3  # --strict: the replayed run diverged beyond volatile fields
 @click.option("--allow-placeholders", is_flag=True,
               help="Execution replay: send requests that hold redaction placeholders (as placeholders).")
 @click.option("--yes", is_flag=True, help="Execution replay: send without asking.")
+@click.option("--max-body-bytes", type=click.IntRange(min=1), default=MAX_BODY_BYTES, show_default="64 MiB",
+              help="Read-only: the replay server answers a larger request body with 413, unread.")
 def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: float, strict: bool, send: bool,
            upstream: str | None, thread_id: str | None, session_id: str | None, strip_timestamps: bool,
            move_dynamic_after_breakpoint: bool, sort_tools: bool, drop_blocks: tuple[str, ...],
-           breakpoints: tuple[int, ...], allow_placeholders: bool, yes: bool) -> None:
+           breakpoints: tuple[int, ...], allow_placeholders: bool, yes: bool, max_body_bytes: int) -> None:
     """Replay CAPTURE: answer COMMAND's model requests with the recorded responses, or re-send them.
 
     Read-only (`-- CMD`): ctxtap acts as the model API for CMD through the recording proxy and its
@@ -91,10 +94,10 @@ def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: flo
     if not command:
         raise click.UsageError("give the command to replay after --, e.g. `ctxtap replay CAPTURE -- claude -p "
                                "\"...\"`, or --send --upstream URL to re-send the recorded requests")
-    _readonly(cassette, list(command), out, speed, strict)
+    _readonly(cassette, list(command), out, speed, strict, max_body_bytes)
 
 
-def _readonly(cassette, command: list[str], out: Path, speed: float, strict: bool) -> None:
+def _readonly(cassette, command: list[str], out: Path, speed: float, strict: bool, max_body_bytes: int) -> None:
     from ctxtap.replay.readonly import preamble, run_readonly
     from proxy_addons.runner import ProxyStartError
 
@@ -105,7 +108,8 @@ def _readonly(cassette, command: list[str], out: Path, speed: float, strict: boo
         echo(line)
     model_hosts = list((_source_options(cassette).get("model_hosts")) or [])
     try:
-        run = run_readonly(cassette, command, out, speed=speed, model_hosts=model_hosts, echo=echo)
+        run = run_readonly(cassette, command, out, speed=speed, model_hosts=model_hosts, echo=echo,
+                           max_body_bytes=max_body_bytes)
     except ProxyStartError as exc:
         raise click.ClickException(f"cannot start the replay proxy: {exc}") from None
     for line in run.report.lines():

@@ -13,6 +13,8 @@ import sys
 import threading
 from types import FrameType
 
+from ctxtap.httpbody import MAX_BODY_BYTES
+
 from .script import Script
 from .server import ModelServer
 
@@ -26,15 +28,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache-ttl", type=float, default=300.0, help="prompt-cache TTL in seconds")
     parser.add_argument("--min-cache-tokens", type=int, default=1024, help="shortest cacheable prefix")
     parser.add_argument("--chat-usage-style", choices=("auto", "openai", "moonshot"), default="auto")
+    parser.add_argument("--max-body-bytes", type=int, default=MAX_BODY_BYTES,
+                        help="refuse a request body over this many bytes with 413 (default: 64 MiB)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every request to stderr")
     args = parser.parse_args(argv)
+    if args.max_body_bytes < 1:
+        parser.error("--max-body-bytes must be 1 or more")
     if args.verbose:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
 
     server = ModelServer(Script.load(args.script), port=args.port, chunk_delay_s=args.chunk_delay,
                          websocket=not args.no_websocket, cache_ttl_s=args.cache_ttl,
                          min_cache_tokens=args.min_cache_tokens, chat_usage_style=args.chat_usage_style,
-                         verbose=args.verbose)
+                         verbose=args.verbose, max_body_bytes=args.max_body_bytes)
     stop = threading.Event()
 
     def _on_signal(signum: int, frame: FrameType | None) -> None:

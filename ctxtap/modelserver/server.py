@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from ctxtap.httpbody import MAX_BODY_BYTES, BodyError, read_body, refuse
+
 from .codec import CodecError, decode_body, eventstream_frame, sse_frame
 from .engine import Engine
 from .faults import INJECT_HEADER, Fault, parse_inject
@@ -62,20 +64,6 @@ class _Handler(BaseHTTPRequestHandler):
 
     # -- HTTP -------------------------------------------------------------------------------
 
-    def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass  # trailers
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
     def _record(self, raw: bytes, body: bytes) -> Received:
         return self.server.owner.recorder.add_received(
             method=self.command, path=self.path, headers=list(self.headers.items()), raw_body=raw, body=body,
@@ -85,9 +73,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _http(self) -> None:
         owner = self.server.owner
         try:
-            raw = self._read_body()
-        except (ValueError, OSError):
-            self.close_connection = True
+            raw = read_body(self.rfile, self.headers, owner.max_body_bytes)
+        except BodyError as exc:
+            error = owner.engine.error_reply(guess_family(self.path), exc.status, exc.message)
+            refuse(self, exc, error.body, error.headers)
             return
         problem = None
         try:
@@ -259,6 +248,7 @@ class ModelServer:
         retry_after_s: float = 1.0,
         faults: Iterable[Fault] = (),
         verbose: bool = False,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         if host not in (LOOPBACK, "localhost"):
             raise ValueError("the model server binds 127.0.0.1 only")
@@ -270,6 +260,7 @@ class ModelServer:
         self.chunk_delay_s = chunk_delay_s
         self.websocket = websocket
         self.verbose = verbose
+        self.max_body_bytes = max_body_bytes  # a larger request body is answered 413, never read
         self._requested_port = port
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None

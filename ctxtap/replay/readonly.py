@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxtap.capture.private import user_umask
+from ctxtap.httpbody import MAX_BODY_BYTES
 from ctxtap.replay.cassette import Cassette
 from ctxtap.replay.compare import ReplayReport, compare
 from ctxtap.replay.server import ReplayServer
@@ -52,12 +53,13 @@ def replay_link(cassette: Cassette, mode: str, **extra: object) -> dict:
 
 
 def run_readonly(cassette: Cassette, command: list[str], out: Path, *, speed: float = 1.0,
-                 model_hosts: list[str] | None = None, echo: Callable[[str], None] = print) -> ReplayRun:
+                 model_hosts: list[str] | None = None, echo: Callable[[str], None] = print,
+                 max_body_bytes: int = MAX_BODY_BYTES) -> ReplayRun:
     """Run `command` against the cassette; raises ProxyStartError / OSError before the command starts."""
     from proxy_addons.runner import BackgroundProxy, ProxyConfig, client_env
 
     link = replay_link(cassette, "cassette", speed=speed)
-    with ReplayServer(cassette, speed=speed) as server:
+    with ReplayServer(cassette, speed=speed, max_body_bytes=max_body_bytes) as server:
         config = ProxyConfig(out=out, routes=[server.route(h) for h in cassette.hosts()],
                              model_hosts=list(model_hosts or []), offline=True, command=list(command), replay=link)
         proxy = BackgroundProxy(config).start()

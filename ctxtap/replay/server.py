@@ -29,6 +29,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 from wsproto.extensions import PerMessageDeflate
 
+from ctxtap.httpbody import MAX_BODY_BYTES, BodyError, read_body, refuse
 from ctxtap.modelserver.websocket import text_messages
 from ctxtap.replay.cassette import Block, Cassette, Recorded, parse_blocks
 
@@ -145,20 +146,6 @@ class _Handler(BaseHTTPRequestHandler):
         host, _, path = rest.partition("/")
         return host, "/" + path
 
-    def _read_body(self) -> bytes:
-        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            parts = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return b"".join(parts)
-                parts.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
     def _handle(self) -> None:
         target = self._target()
         if target is None:
@@ -169,9 +156,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._websocket(host, path)
             return
         try:
-            raw = self._read_body()
-        except (ValueError, OSError):
-            self.close_connection = True
+            raw = read_body(self.rfile, self.headers, self.server.owner.max_body_bytes)
+        except BodyError as exc:
+            refuse(self, exc)
             return
         self._answer_http(host, path, raw)
 
@@ -340,6 +327,7 @@ class ReplayServer:
 
     cassette: Cassette
     speed: float = 1.0  # 2: twice as fast as recorded; 0: no pacing at all
+    max_body_bytes: int = MAX_BODY_BYTES  # a larger request body is answered 413, never read
     token: str = field(default_factory=lambda: secrets.token_urlsafe(18))
     served: list[Served] = field(default_factory=list)
     side_requests: int = 0  # requests to a model host that are no model call (answered, not compared)
