@@ -168,6 +168,18 @@ def test_diff_and_experiment_ignore_ids_by_default_and_both_flags_work() -> None
                                                                                          "--strict-ids"}
 
 
+def test_stats_json_has_the_figures_of_the_text(capture, ctxtap_config) -> None:
+    text = run_ctxtap(["stats", str(capture)], ctxtap_config).stdout
+    data = json.loads(run_ctxtap(["stats", str(capture), "--json"], ctxtap_config).stdout)
+    session = data["sessions"][0]
+    assert f"requests {session['n_requests']} (main {session['n_main']}, side {session['n_side']})" in text
+    assert sum(data["requests_by_purpose"].values()) == 1
+    assert all(f"  {p:<16} {n}" in text for p, n in data["requests_by_purpose"].items())
+    assert set(data) >= {"sessions", "requests_by_purpose", "errors_by_layer", "growth", "cache_misses",
+                         "prefix_changes", "tool_calls", "process_efficiency"}
+    assert data["process_efficiency"][0]["session_id"] == session["session_id"]
+
+
 def test_help_examples_stay_on_their_lines() -> None:
     """click rewraps paragraphs: an example command must come out of --help as written."""
     from ctxtap.cli.main import main

@@ -625,13 +625,17 @@ def _print_relation(rel, fmt: str, max_rows: int) -> None:
 
 @main.command()
 @click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
-def stats(captures) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the same figures as one JSON object instead of text.")
+def stats(captures, as_json) -> None:
     """A terminal summary: sessions, tokens, cache, cost, errors and the tool loop."""
     from analysis.db import connect
-    from analysis.summary import summary_lines
+    from analysis.summary import data_lines, summary_data
 
-    con = connect(_ensure(captures, quiet=True))
-    for line in summary_lines(con):
+    data = summary_data(connect(_ensure(captures, quiet=True)))
+    if as_json:
+        click.echo(json.dumps(data, indent=2, default=str))
+        return
+    for line in data_lines(data):
         click.echo(line)
 
 
