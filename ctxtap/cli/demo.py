@@ -7,6 +7,7 @@ the capture is then analysed and rendered, and the paths are printed.
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from pathlib import Path
 import click
 
 from ctxtap.capture.paths import default_captures_dir
+from ctxtap.cli.invocation import invoked_as
 
 DEMO_HOSTS = ("api.anthropic.com", "api.openai.com", "api.kimi.com", "generativelanguage.googleapis.com")
 
@@ -86,7 +88,8 @@ def demo(out: Path | None, turns: int) -> None:
             f"(the capture at {out} holds what reached the proxy). Rerun with CTXTAP_DEBUG=1 for details.")
     report = analyse_and_render(out)
     click.echo(f"\ncapture:  {out}")
-    click.echo(f"analysis: {out / 'analysis'}  (try: ctxtap sql {out} \"SELECT * FROM prefix\")")
+    query = shlex.quote("SELECT request_id, miss_cause, divergence_summary FROM prefix WHERE miss_cause IS NOT NULL")
+    click.echo(f"analysis: {out / 'analysis'}  (try: {invoked_as()} sql {shlex.quote(str(out))} {query})")
     if report is not None:
         click.echo(f"report:   {report}")
     if failed:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 import time
 from pathlib import Path
 
 import click
+
+from ctxtap.cli.invocation import invoked_as
 
 
 @click.group(name="experiment")
@@ -51,9 +54,11 @@ def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool) -
     except ExperimentError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"\nexperiment: {out} ({manifest.status})")
-    click.echo(f"report:     ctxtap experiment report {out}")
+    again = invoked_as()
+    click.echo(f"report:     {again} experiment report {shlex.quote(str(out))}")
     if manifest.status != "complete":
-        click.echo(f"resume:     ctxtap experiment run {spec_path} --out {out} --resume", err=True)
+        click.echo(f"resume:     {again} experiment run {shlex.join([str(spec_path), '--out', str(out)])} --resume",
+                   err=True)
         sys.exit(130)
 
 

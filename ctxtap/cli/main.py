@@ -16,6 +16,7 @@ from ctxtap import __version__
 from ctxtap.capture.ids import new_capture_id
 from ctxtap.capture.paths import default_captures_dir, redaction_key
 from ctxtap.capture.private import private_umask, user_umask
+from ctxtap.cli.invocation import invoked_as
 
 # Heavy modules (pyarrow, pydantic models, mitmproxy) are imported inside the
 # commands that need them: the proxy process should carry as little as possible.
@@ -86,7 +87,7 @@ def _start_live(out: Path, live: bool, ui_port: int, open_browser: bool):
 
             reason = port_in_use(ui_port)
         click.echo(f"ctxtap: the live view did not start: {reason}. Recording goes on without it; "
-                   f"browse it afterwards with: ctxtap serve {out}", err=True)
+                   f"browse it afterwards with: {invoked_as()} serve {shlex.quote(str(out))}", err=True)
         return None
     from ctxtap.cli.live import announce
 
@@ -110,7 +111,7 @@ def _summary_lines(capture, counts: dict | None = None) -> list[str]:
     lines.append(f"redacted  {red or 'nothing'}")
     if c.get("telemetry_payloads"):
         lines.append(f"telemetry {c['telemetry_payloads']} payloads from the client, {c.get('telemetry_records', 0)} "
-                     f"records (ctxtap sql CAPTURE \"SELECT * FROM events\")")
+                     f"records ({invoked_as()} sql {shlex.quote(str(capture.directory))} 'SELECT * FROM events')")
     if c.get("integrity_mismatches"):
         lines.append(f"WARNING   {c['integrity_mismatches']} flows where forwarded bytes differ from received")
     return lines
