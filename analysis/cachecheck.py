@@ -133,9 +133,12 @@ def _ttl(view: ReqView, pos: int, rule: CacheRule) -> float:
 
 
 def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: float | None) -> tuple[int, dict]:
-    """Estimated cache reads the provider's rules allow, and the facts behind the number."""
-    facts: dict = {"common_blocks": 0, "common_tokens": 0, "cacheable_tokens": 0, "ttl_s": rule.ttl_s,
-                   "prev_cached_tokens": 0}
+    """Estimated cache reads the provider's rules allow, and the facts behind the number.
+
+    The provider's minimum is in its own tokens, so the cacheable prefix is compared with it after
+    calibration (`cacheable_reported`): the figure the explanation shows is the figure compared."""
+    facts: dict = {"common_blocks": 0, "common_tokens": 0, "cacheable_tokens": 0, "cacheable_reported": 0,
+                   "ttl_s": rule.ttl_s, "prev_cached_tokens": 0}
     if prev is None:
         return 0, facts
     common = common_prefix(prev.cache_keys, cur.cache_keys)
@@ -160,8 +163,9 @@ def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: f
         ttl = rule.ttl_s
     facts["ttl_s"] = ttl
     facts["cacheable_tokens"] = cacheable
+    facts["cacheable_reported"] = round(cacheable * (cur.calibration or 1.0))
     facts["ttl_expired"] = gap_s is not None and gap_s > ttl
-    facts["below_minimum"] = cacheable < rule.min_tokens
+    facts["below_minimum"] = facts["cacheable_reported"] < rule.min_tokens
     if facts["ttl_expired"] or facts["below_minimum"]:
         return 0, facts
     return cacheable, facts
@@ -169,12 +173,20 @@ def expected_reads(prev: ReqView | None, cur: ReqView, rule: CacheRule, gap_s: f
 
 def cache_verdict(prev: ReqView | None, cur: ReqView, rule: CacheRule, expected_est: int, facts: dict,
                   gap_s: float | None) -> tuple[int | None, str, str | None, str | None]:
-    """(expected in reported units, status, miss cause, explanation)."""
+    """(expected in reported units, status, miss cause, explanation).
+
+    A read where the rules expected none is `unexpected_read`, not a hit: the prefix was cached by
+    a request this one is not compared with (another thread, a parallel request, before the capture)."""
     scale = cur.calibration or 1.0
     expected = round(expected_est * scale)
     read = cur.cache_read
     if read is None:
         return expected, "n/a", None, None
+    if read > 0 and expected == 0:
+        where = "on the first request of its thread" if prev is None else "where the rules expected none"
+        return expected, "unexpected_read", None, (
+            f"{read:,} tokens read {where}: cached by another request (another thread, a parallel "
+            "request, or before the capture)")
     if read > 0 and read >= HIT_FRACTION * expected:
         return expected, "hit", None, None
     status = "partial" if read > 0 else "miss"
@@ -189,7 +201,7 @@ def cache_verdict(prev: ReqView | None, cur: ReqView, rule: CacheRule, expected_
             f"TTL expired after a {_minutes(gap_s)} gap ({_minutes(facts['ttl_s'])} TTL)")
     if facts.get("below_minimum"):
         return expected, status, "below_minimum", (
-            f"shared prefix ~{round(facts['cacheable_tokens'] * scale)} tokens, below the {rule.min_tokens}-token minimum")
+            f"shared prefix ~{facts['cacheable_reported']:,} tokens, below the {rule.min_tokens:,}-token minimum")
     return expected, status, "unexplained", "prefix, TTL and minimum all allowed a read"
 
 

@@ -154,6 +154,10 @@ class ParsedRequest(BaseModel):
     previous_response_id: str | None = None  # Responses continuation
     effective_input_complete: bool = True  # False when a continuation could not be resolved
     top_level_cache_control: str | None = None  # Anthropic automatic caching
+    # the request asked the provider for cache diagnostics (Anthropic `diagnostics`, Responses
+    # `prompt_cache_options.comparison_response_id`), comparing with this response id (None: first turn)
+    diagnostics_requested: bool = False
+    diagnostics_baseline: str | None = None
     parse_status: ParseStatus = "ok"
     parse_error: str | None = None
     warnings: list[str] = Field(default_factory=list)
@@ -203,6 +207,20 @@ class ErrorInfo(BaseModel):
     rule_id: str = ""
 
 
+class CacheDiagnostics(BaseModel):
+    """The provider's own verdict on this request's prompt-cache reuse, as it answered a request that
+    asked for one (`analysis.cachediag`): one of the three witnesses of a miss, beside the bytes and
+    the client's claim."""
+
+    # miss | hit | no_divergence (asked with a baseline, nothing diverged) | pending (still comparing)
+    # | baseline_not_found | unavailable | other (a type this build does not know)
+    outcome: str
+    reason: str | None = None  # the provider's own word: `tools_changed`, `input_changed`, ...
+    missed_tokens: int | None = None  # tokens the provider says missed after the divergence
+    reusable_tokens: int | None = None  # OpenAI: the compared response's reusable prefix
+    raw: str = ""  # the provider's object as JSON text
+
+
 class ParsedResponse(BaseModel):
     response_id: str | None = None
     model: str | None = None
@@ -216,6 +234,7 @@ class ParsedResponse(BaseModel):
     parse_status: ParseStatus = "ok"
     parse_error: str | None = None
     counted_input_tokens: int | None = None  # count_tokens endpoints: the count (not a usage)
+    cache_diagnostics: CacheDiagnostics | None = None  # where the response carries the provider's verdict
 
 
 class ModelCall(BaseModel):

@@ -243,6 +243,8 @@ def _request(r: ProtocolMatch, draft: RequestDraft, identity: CallIdentity, memo
         previous_response_id=draft.previous_response_id,
         effective_input_complete=draft.complete,
         top_level_cache_control=draft.top_level_cache_control,
+        diagnostics_requested=bool(draft.facts.get("diagnostics_requested")),
+        diagnostics_baseline=draft.facts.get("diagnostics_baseline"),
         parse_status=draft.status,
         parse_error=draft.error or ("; ".join(draft.warnings[:3]) if draft.warnings else None),
         warnings=draft.warnings,

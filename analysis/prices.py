@@ -63,8 +63,11 @@ class PriceTable:
                 return price
         return None
 
-    def cost(self, model: str | None, usage: Usage) -> float | None:
-        """USD for one request, or None when usage or the model's price is unknown."""
+    def cost(self, model: str | None, usage: Usage, write_ttl: str | None = None) -> float | None:
+        """USD for one request, or None when usage or the model's price is unknown.
+
+        Writes are priced by the TTL split the provider reports; without one, at `write_ttl` (the
+        request's own breakpoints: "1h" when all were 1-hour), else as 5-minute writes."""
         price = self.find(model)
         if price is None or usage.output.value is None:
             return None
@@ -79,7 +82,7 @@ class PriceTable:
         else:
             return None
         if w5 is None and w1 is None:
-            w5, w1 = write, 0
+            w5, w1 = (0, write) if write_ttl == "1h" else (write, 0)
         w5 = w5 or 0
         w1 = w1 or 0
         return (

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from analysis import cachediag
 from analysis.blocks import BlockDraft, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
@@ -52,6 +53,7 @@ def parse_request(body: Any, memo: Any = None) -> RequestDraft:
         d.top_level_cache_control = cc.get("ttl") if cc.get("ttl") in ("5m", "1h") else "ephemeral"
     d.facts["metadata_user_id"] = as_str(as_dict(body.get("metadata")).get("user_id"))
     d.facts["has_thinking"] = isinstance(body.get("thinking"), dict)
+    d.facts["diagnostics_requested"], d.facts["diagnostics_baseline"] = cachediag.anthropic_request(body)
 
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
@@ -182,8 +184,11 @@ class _Builder:
         self.error = None
         self.finished = False
         self.bad_events = 0
+        self.diagnostics = None
 
     def start_message(self, msg: dict) -> None:
+        # cache diagnostics ride on the message: the JSON body, or `message_start` when streaming
+        self.diagnostics = cachediag.from_anthropic(msg) or self.diagnostics
         self.response_id = as_str(msg.get("id")) or self.response_id
         self.model = as_str(msg.get("model")) or self.model
         usage = msg.get("usage")
@@ -255,6 +260,7 @@ class _Builder:
             error=error,
             parse_status=status,
             parse_error=parse_error,
+            cache_diagnostics=self.diagnostics,
         )
 
 

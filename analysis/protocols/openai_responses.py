@@ -18,6 +18,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from analysis import cachediag
 from analysis.blocks import BlockDraft, json_text, structured_draft
 from analysis.canonical import canonical_json, loads
 from analysis.errors import classify_error
@@ -90,6 +91,7 @@ def parse_request(
     d.previous_response_id = as_str(body.get("previous_response_id"))
     d.facts["generate"] = as_bool(body.get("generate"))
     d.facts["prompt_cache_key"] = as_str(body.get("prompt_cache_key"))
+    d.facts["diagnostics_requested"], d.facts["diagnostics_baseline"] = cachediag.responses_request(body)
     d.facts["client_metadata"] = as_dict(body.get("client_metadata"))
     d.facts["metadata"] = as_dict(body.get("metadata"))
     d.facts["user"] = as_str(body.get("user")) or as_str(body.get("safety_identifier"))
@@ -298,6 +300,7 @@ class ResponsesStream:
         self.error = None
         self.bad_events = 0
         self.events = 0
+        self.diagnostics = None
 
     def feed(self, obj: Any, headers: dict | None = None) -> None:
         if not isinstance(obj, dict):
@@ -309,6 +312,7 @@ class ResponsesStream:
         if response:
             self.response_id = as_str(response.get("id")) or self.response_id
             self.model = as_str(response.get("model")) or self.model
+            self.diagnostics = cachediag.from_responses(response) or self.diagnostics
         out_index = as_int(obj.get("output_index"))
         if etype == "response.output_item.added" and out_index is not None:
             item = dict(as_dict(obj.get("item")))
@@ -393,6 +397,7 @@ class ResponsesStream:
             error=error,
             parse_status=parse_status,
             parse_error=parse_error,
+            cache_diagnostics=cachediag.from_responses(final) or self.diagnostics,
         )
 
 

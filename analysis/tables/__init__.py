@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from analysis.tables import (
     blocks,
+    cache,
     captures,
     events,
     exposures,
@@ -31,6 +32,7 @@ TABLES: list[Table] = [
     network.TABLE,
     retries.TABLE,
     prefix.TABLE,
+    *cache.TABLES,
     threads.TABLE,
     layout.TABLE,
     events.TABLE,

@@ -28,9 +28,12 @@ COLUMNS: Columns = [
     ("cache_read_tokens", I64, "Reported cache reads."),
     ("cache_write_tokens", I64, "Reported cache writes."),
     ("expected_cached_tokens", I64, "Tokens the provider's caching rules let us expect to be read (breakpoints, minimum lengths, granularity, TTL)."),
-    ("cache_status", S, "`hit` (reads >= 90% of expected), `partial`, `miss`, `n/a` (not reported)."),
-    ("miss_cause", S, "`cold_start`, `prefix_change`, `ttl_expired`, `below_minimum`, `unexplained` (null on a hit)."),
-    ("miss_explanation", S, "The cause in words (e.g. `TTL expired after a 6 min gap (5 min TTL)`)."),
+    ("cache_status", S, "`hit` (reads >= 90% of expected), `partial`, `miss`, `unexpected_read` (reads where the "
+                        "rules expected none: cached by another request), `n/a` (not reported)."),
+    ("miss_cause", S, "`cold_start`, `prefix_change`, `ttl_expired`, `below_minimum`, `unexplained` (null on a hit "
+                      "and an unexpected read)."),
+    ("miss_explanation", S, "The cause in words (e.g. `TTL expired after a 6 min gap (5 min TTL)`; a minimum is "
+                            "compared in the provider's tokens, the figure shown); an unexpected read says so."),
 ]
 
 def build(ctx: BuildContext) -> list[Row]:

@@ -128,7 +128,7 @@ def _request_rows(recs: list[CallRec], store: BlockStore, prices: PriceTable,
             common = common_prefix(recs[prev].content_ids, rec.content_ids)
         error = call.response.error
         price = prices.find(call.request.model or call.response.model)
-        cost = prices.cost(call.request.model or call.response.model, usage)
+        cost = prices.cost(call.request.model or call.response.model, usage, write_ttl=_write_ttl(rec))
         basis = reported if reported is not None else est
         cumulative[pl.thread_id] = cumulative.get(pl.thread_id, 0) + basis
         ts_end = call.ts_end
@@ -182,6 +182,14 @@ def _request_rows(recs: list[CallRec], store: BlockStore, prices: PriceTable,
         by_index[i] = row
     rows = [by_index[i] for i in range(len(recs))]
     return rows
+
+
+def _write_ttl(rec: CallRec) -> str | None:
+    """"1h" when every cache breakpoint of the request asks for an hour: a write the provider reports
+    without its TTL split is then priced as 1-hour, not as 5-minute."""
+    ttls = {ttl for _, ttl in rec.blocks.breakpoints} | (
+        {rec.call.request.top_level_cache_control} if rec.call.request.top_level_cache_control else set())
+    return "1h" if ttls == {"1h"} else None
 
 
 def _combined_status(call: ModelCall) -> str:
