@@ -139,8 +139,7 @@ def test_a_response_without_diagnostics_has_none() -> None:
 # --- three witnesses ----------------------------------------------------------------------------------
 
 
-def test_provider_says_tools_changed_where_the_bytes_saw_the_system_change_is_a_disagreement(
-        tmp_path, ctxtap_config) -> None:
+def _witness_entries() -> list[dict]:
     task = [{"role": "user", "content": "Look around this repository and tell me what it contains."}]
     turn2 = [*task, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "Go on, please."}]
     turn3 = [*turn2, {"role": "assistant", "content": "The tool list changed, so the prefix was written again."},
@@ -158,7 +157,12 @@ def test_provider_says_tools_changed_where_the_bytes_saw_the_system_change_is_a_
                                           diagnostics="msg_01DiagToolsChanged0000000"),
              (FIXTURES / "anthropic_stream_system_changed.sse").read_bytes(), START + 4, sse=True),
     ]
-    rows = _by_order(_analyse(tmp_path / "witness", entries), "cache_verdicts")
+    return entries
+
+
+def test_provider_says_tools_changed_where_the_bytes_saw_the_system_change_is_a_disagreement(
+        tmp_path, ctxtap_config) -> None:
+    rows = _by_order(_analyse(tmp_path / "witness", _witness_entries()), "cache_verdicts")
     first, second, third = rows
     assert first["provider_outcome"] == "not_compared" and first["agreement"] == "unknown"
     assert (second["bytes_change"], second["provider_reason"], second["provider_change"]) == (
@@ -167,6 +171,35 @@ def test_provider_says_tools_changed_where_the_bytes_saw_the_system_change_is_a_
     assert second["agreement"] == "disagree" and "bytes and provider differ" in second["agreement_detail"]
     assert "system[0] changed" in second["bytes_detail"]
     assert (third["bytes_change"], third["provider_change"], third["agreement"]) == ("system", "system", "agree")
+
+
+def test_the_report_and_the_live_request_page_show_the_three_witnesses(tmp_path, ctxtap_config) -> None:
+    import http.client
+
+    from reports.html.render import render_report
+    from reports.live.server import LiveUI
+    from reports.live.sources import CaptureSource
+
+    cap = tmp_path / "shown"
+    _analyse(cap, _witness_entries())
+    html = render_report([cap], tmp_path / "report.html").path.read_text()
+    section = html[html.index("Cache: three witnesses of each miss"):]
+    section = section[:section.index("</details>")]
+    assert section.index(">disagree<") < section.index(">agree<")  # disagreements first
+    assert "tools_changed, 4,821 tokens missed" in section and "system[0] changed" in section
+    ui = LiveUI([CaptureSource(cap)])
+    ui.bind(0)
+    ui.start_thread()
+    try:
+        second = fetch_rows(connect([cap]), "SELECT request_id FROM requests ORDER BY ts_start")[1]["request_id"]
+        con = http.client.HTTPConnection("127.0.0.1", ui.port, timeout=30)
+        con.request("GET", f"/c/0/request?id={second}", headers={"Host": f"127.0.0.1:{ui.port}",
+                                                                 "Cookie": f"{ui.cookie}={ui.token}"})
+        page = con.getresponse().read().decode()
+    finally:
+        ui.stop()
+    assert "Cache: three witnesses" in page and ">disagree<" in page
+    assert "tools_changed" in page and "bytes and provider differ" in page
 
 
 def test_openai_renamed_tool_agrees_with_the_bytes(tmp_path, ctxtap_config) -> None:

@@ -224,7 +224,7 @@ def cache_chart(rows: Sequence[Row], label: str, bin_size: int = 1) -> Markup:
                  f"write {num(r.get('cache_write_tokens'))}, uncached {num(r.get('input_uncached_tokens'))}; "
                  f"{r.get('cache_status') or 'n/a'}"]
         if r.get("miss_explanation"):
-            words.append(f"miss: {r['miss_explanation']}")
+            words.append(f"{'miss: ' if r.get('miss_cause') else ''}{r['miss_explanation']}")
         if r.get("divergence_summary"):
             words.append(f"prefix: {r['divergence_summary']}")
         if r.get("gap_s") is not None:

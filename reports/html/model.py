@@ -27,6 +27,7 @@ ROW_EXTRAS = {
     "ribbon": "id of the ribbon that draws the request",
     "row": "the request's row in that ribbon (None: the ribbon leaves it out)",
     "merged": "the request shares its ribbon row with neighbours that only appended blocks (the row draws the last)",
+    "parent_num": "on subagent_prefix rows: the number of the parent's request at the delegation",
 }
 LARGE_TABLE = 60  # tables longer than this start collapsed
 
@@ -98,6 +99,25 @@ class CacheEvent:
 
 
 @dataclass
+class CacheViews:
+    """A session's cache beyond its charts (`reports.html.cacheviews`): each miss's three witnesses
+    (cache_verdicts rows, disagreements first), subagents against their parent, cold batches in
+    flight, and the session's cache-key variants."""
+
+    verdicts: list[Row]
+    left_out: LeftOut | None
+    n_disagree: int
+    n_agree: int
+    n_provider: int  # rows with the provider's diagnostics
+    n_client: int  # rows with the client's claim
+    subagents: list[Row]
+    cold: list[Row]
+    n_cold_batches: int
+    cold_extra_usd: float | None
+    variants: list[Row]
+
+
+@dataclass
 class ThreadView:
     thread_id: str
     label: str
@@ -161,6 +181,7 @@ class SessionView:
     side_table: Shown
     errors_table: Shown
     timeline: EventsView | None = None  # the events timeline, where the dataset has the events view
+    cache: CacheViews | None = None  # the three witnesses, subagents, cold batches, key variants
 
 
 @dataclass

@@ -18,6 +18,7 @@ from markupsafe import Markup
 from reports.html import charts
 from reports.html.blockdata import BlockData, Ribbon, RibbonRow
 from reports.html.budget import Detail, head_and_tail, sql_command, sql_str
+from reports.html.cacheviews import build_cache_views
 from reports.html.formatting import num, short_id
 from reports.html.model import (
     REQUESTS_SQL,
@@ -207,6 +208,7 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
             "FROM tool_calls GROUP BY ALL ORDER BY 3 DESC, 2").fetchall():
         by_name[sid].append((name, n, errors))
     blocks.load_positions(cap.capture_id, [r["request_id"] for r in requests])
+    cache_views = build_cache_views(con, cap, requests)
 
     order = sorted(by_session, key=lambda s: min(r["ts_start"] or 0 for r in by_session[s]))
     out: list[SessionView] = []
@@ -277,7 +279,7 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
             ribbon=main_ribbon, side_ribbon=side_ribbon,
             purposes=Counter(r.get("purpose") or "other" for r in rows).most_common(),
             requests_table=view_tables["requests"], side_table=view_tables["side"],
-            errors_table=view_tables["errors"],
+            errors_table=view_tables["errors"], cache=cache_views.get(sid),
         ))
     return out
 

@@ -187,6 +187,8 @@ def request(src: CaptureSource, request_id: str) -> Row | None:
                             "ORDER BY tokens_estimated DESC", [request_id])
     r["calls"] = src.rows("SELECT name, call_id, arguments, result_status, result_request_id FROM tool_calls "
                           "WHERE request_id = ? ORDER BY call_index", [request_id])
+    # the cache's three witnesses (bytes, provider diagnostics, client claim) for this request
+    r["witnesses"] = (src.rows("SELECT * FROM cache_verdicts WHERE request_id = ?", [request_id]) or [None])[0]
     flow = src.flow(r["flow_id"]) if r.get("flow_id") else None
     r["request_headers"] = _headers(flow, "request_headers")
     r["response_headers"] = _headers(flow, "response_headers")

@@ -153,6 +153,8 @@ def _chat_attributes(r: dict, by_source: dict[str, int]) -> dict[str, Any]:
         "gen_ai.response.finish_reasons": [r["stop_reason"]] if r["stop_reason"] else None,
         "gen_ai.usage.input_tokens": input_tokens(r), "gen_ai.usage.output_tokens": r["output_tokens"],
         "gen_ai.usage.cache_read.input_tokens": r["cache_read_tokens"],
+        # the conventions renamed cache_creation to cache_write; consumers still reading the old name get both
+        "gen_ai.usage.cache_write.input_tokens": r["cache_write_tokens"],
         "gen_ai.usage.cache_creation.input_tokens": r["cache_write_tokens"],
         "error.type": r["error_code"] or r["error_layer"] if r["error_layer"] else None,
         "http.response.status_code": r["status"],
