@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import signal
+import socket
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,30 +268,98 @@ class BackgroundProxy:
         self.stop()
 
 
+def _reserve_port(host: str, port: int) -> socket.socket:
+    """A socket bound (not listening) to the port mitmproxy is to listen on, `port` 0 choosing one.
+
+    It holds the port while the writer starts and the announcement goes out, so nothing else
+    takes it meanwhile (mitmproxy's own pick for port 0 binds, closes and binds again); being
+    bound and not listening, it refuses connections instead of accepting them."""
+    try:
+        family, kind, proto, _, addr = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                                          flags=socket.AI_PASSIVE)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ProxyStartError(f"cannot listen on {host or '*'}:{port}: {exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio's server socket does
+        sock.bind(addr)
+    except OSError as exc:
+        sock.close()
+        raise ProxyStartError(f"cannot listen on {host or '*'}:{port}: {exc}") from None
+    return sock
+
+
+def _just_before_listening(master: Master, action, failed: list[BaseException]) -> None:
+    """Run `action()` right before mitmproxy binds and listens; if it raises, stop instead.
+
+    Master.run() (mitmproxy 11 and 12) looks up the proxyserver addon and awaits its
+    setup_servers(), which binds and listens: wrapping it on the instance puts `action`
+    immediately ahead of that, after every option and certificate is in place."""
+    server = master.addons.get("proxyserver")
+    setup = server.setup_servers
+
+    async def setup_servers() -> bool:
+        try:
+            action()
+        except BaseException as exc:  # reported by run_foreground; mitmproxy would drop it
+            failed.append(exc)
+            master.shutdown()
+            return False
+        return await setup()
+
+    server.setup_servers = setup_servers
+
+
 def run_foreground(config: ProxyConfig, on_ready) -> Path | None:
-    """Run until SIGINT/SIGTERM; `on_ready(host, port, capture_dir)` is called once listening."""
+    """Run until SIGINT/SIGTERM; `on_ready(host, port, capture_dir)` is called just before listening.
+
+    The writer child is started and `on_ready` has returned (its announcement flushed) before
+    the port accepts a connection: a script that waits for the port then finds the announcement,
+    and the first burst of clients finds the writer ready rather than waiting out its start-up.
+    A client that connects in the moment between the two is refused, not accepted: wait for the
+    port, not for the announcement alone."""
 
     async def main() -> Path | None:
         master, recorder = _master(config)
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(_quiet_cancelled)
+        reserved = _reserve_port(config.listen_host, config.port)
+        host = config.listen_host or "0.0.0.0"
+        port = reserved.getsockname()[1]
+        try:
+            master.options.update(listen_port=port)
+            _start_writer(recorder)
+        except BaseException:
+            reserved.close()
+            recorder.done()
+            raise
+        _secure_ca(config.confdir or ca_dir())
+
+        def announce() -> None:
+            try:
+                on_ready(host, port, recorder.capture_dir)
+            finally:
+                reserved.close()  # mitmproxy binds the port next, in the same callback
+
+        failed: list[BaseException] = []
+        _just_before_listening(master, announce, failed)
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, master.shutdown)
         task = asyncio.create_task(_run_master(master))
         try:
-            host, port = await _wait_listening(master, task)
-            _start_writer(recorder)
+            await _wait_listening(master, task)
         except BaseException:
+            reserved.close()
             master.shutdown()
             try:
                 await task
             except BaseException:  # the first error is the one to report
                 pass
+            recorder.done()  # mitmproxy stopped before its `running`, so never called `done`
+            if failed:
+                raise failed[0] from None
             raise
-        _secure_ca(config.confdir or ca_dir())
-        on_ready(host, port, recorder.capture_dir)
         await task
         return recorder.capture_dir
 
     return asyncio.run(main())
-

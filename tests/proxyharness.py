@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -87,10 +88,59 @@ def start_proxy(out: Path, config_dir: Path, routes: Sequence[str] = (), extra: 
     if port is None or "SSL_CERT_FILE" not in env:
         proc.kill()
         raise RuntimeError("proxy did not start:\n" + "".join(lines) + (proc.stdout.read() or ""))
+    # The announcement comes just before the port accepts (so a script that waits for the port
+    # finds it): wait for the port too, or the first connection could be refused.
+    wait_accepting(port, proc, max(deadline - time.monotonic(), 1))
     pp = ProxyProc(proc, port, out, env, lines)
     # Keep draining output so the proxy can never block on a full pipe.
     threading.Thread(target=lambda: [pp.stdout_lines.append(x) for x in proc.stdout], daemon=True).start()
     return pp
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_accepting(port: int, proc: subprocess.Popen, timeout: float = 60, poll: float = 0.001) -> None:
+    """Return the moment 127.0.0.1:port accepts a connection (`poll` seconds apart)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the proxy exited ({proc.returncode}) before its port accepted")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(poll)
+    raise RuntimeError(f"port {port} did not accept within {timeout:.0f} s")
+
+
+def start_fresh_proxy(out: Path, config_dir: Path, routes: Sequence[str] = (), timeout: float = 60) -> ProxyProc:
+    """Start `ctxtap proxy` on a free port with stdout to a file, and return the moment the port
+    accepts, not later: what a script that waits for the port sees. The export lines are read
+    from the file then (they are flushed before the port accepts)."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "ctxtap.cli.main", "proxy", "--port", str(port), "--out", str(out)]
+    for route in routes:
+        cmd += ["--route", route]
+    log = out.parent / f"{out.name}.stdout"
+    with log.open("w") as stdout:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.STDOUT, env=ctxtap_env(config_dir), cwd=ROOT)
+    try:
+        wait_accepting(port, proc, timeout)
+    except RuntimeError as exc:
+        proc.kill()
+        proc.wait(10)
+        raise RuntimeError(f"{exc}:\n{log.read_text()}") from None
+    lines = log.read_text().splitlines(keepends=True)
+    env = {}
+    for line in lines:
+        if line.startswith("export "):
+            key, _, value = line[7:].strip().partition("=")
+            env[key] = value.strip("'")
+    return ProxyProc(proc, port, out, env, lines)
 
 
 def run_ctxtap(args: Sequence[str], config_dir: Path, timeout: float = 300, check: bool = True,

@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -162,4 +163,12 @@ def start_proxy(out: Path, routes: list[str], extra_env: dict[str, str] | None =
         raise ProxyError("the recording proxy did not start: " + "".join(lines[-10:]).strip())
     pp = ProxyProc(proc, client, out, lines)
     threading.Thread(target=lambda: [pp.lines.append(x) for x in proc.stdout], daemon=True).start()  # type: ignore[union-attr]
+    # The announcement comes just before the port accepts: the first run's client must not be refused.
+    host, _, port = client["HTTPS_PROXY"].rpartition("/")[2].rpartition(":")
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.002)
     return pp
