@@ -29,7 +29,9 @@ def experiment() -> None:
               help="Experiment directory (default: experiments/<spec name>-<time>).")
 @click.option("--parallel", type=click.IntRange(1, 64), help="Runs at once (default: the spec's `parallel`, 1).")
 @click.option("--resume", is_flag=True, help="Continue the experiment in --out: keep its recorded runs, run the rest.")
-def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool) -> None:
+@click.option("--diagnostics", is_flag=True,
+              help="Ask providers why their cache missed where ctxtap is the sender (the spec's `diagnostics`).")
+def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool, diagnostics: bool) -> None:
     """Run every variant x repeat of SPEC through the recording proxy (interleaved A B A B ...).
 
     Each run: a fresh copy of the fixture as working directory, the command with
@@ -45,6 +47,7 @@ def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool) -
         spec = load_spec(spec_path)
     except SpecError as exc:
         raise click.ClickException(f"the spec is refused, nothing ran: {exc}") from None
+    spec.diagnostics = spec.diagnostics or diagnostics
     out = out or Path("experiments") / f"{spec.name or spec_path.stem}-{time.strftime('%Y%m%d-%H%M%S')}"
     problem = loopback_problem() or writable_dir_problem(out.parent, "--out")
     if problem:

@@ -44,12 +44,17 @@ DIVERGED_EXIT = 3  # --strict: the replayed run diverged beyond volatile fields
 @click.option("--allow-placeholders", is_flag=True,
               help="Execution replay: send requests that hold redaction placeholders (as placeholders).")
 @click.option("--yes", is_flag=True, help="Execution replay: send without asking.")
+@click.option("--diagnostics", is_flag=True, envvar="CTXTAP_CACHE_DIAGNOSTICS",
+              help="Execution replay: ask the provider why its cache missed (Anthropic `diagnostics`, OpenAI "
+                   "`prompt_cache_options.comparison_response_id`) against the thread's previous answer; the "
+                   "report sets its verdict beside the bytes' and the client's.")
 @click.option("--max-body-bytes", type=click.IntRange(min=1), default=MAX_BODY_BYTES, show_default="64 MiB",
               help="Read-only: the replay server answers a larger request body with 413, unread.")
 def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: float, strict: bool, send: bool,
            upstream: str | None, thread_id: str | None, session_id: str | None, strip_timestamps: bool,
            move_dynamic_after_breakpoint: bool, sort_tools: bool, drop_blocks: tuple[str, ...],
-           breakpoints: tuple[int, ...], allow_placeholders: bool, yes: bool, max_body_bytes: int) -> None:
+           breakpoints: tuple[int, ...], allow_placeholders: bool, yes: bool, diagnostics: bool,
+           max_body_bytes: int) -> None:
     """Replay CAPTURE: answer COMMAND's model requests with the recorded responses, or re-send them.
 
     Read-only (`-- CMD`): ctxtap acts as the model API for CMD through the recording proxy and its
@@ -89,7 +94,7 @@ def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: flo
                            strip_timestamps=strip_timestamps,
                            move_dynamic_after_breakpoint=move_dynamic_after_breakpoint, sort_tools=sort_tools,
                            drop_blocks=list(drop_blocks), breakpoints=list(breakpoints),
-                           allow_placeholders=allow_placeholders, yes=yes)
+                           allow_placeholders=allow_placeholders, yes=yes, diagnostics=diagnostics)
         sys.exit(code)
     if not command:
         raise click.UsageError("give the command to replay after --, e.g. `ctxtap replay CAPTURE -- claude -p "

@@ -33,7 +33,8 @@ def _cost(planned) -> float | None:
 
 def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | None, session_id: str | None,
                 strip_timestamps: bool, move_dynamic_after_breakpoint: bool, sort_tools: bool,
-                drop_blocks: list[str], breakpoints: list[int], allow_placeholders: bool, yes: bool) -> int:
+                drop_blocks: list[str], breakpoints: list[int], allow_placeholders: bool, yes: bool,
+                diagnostics: bool = False) -> int:
     from ctxtap.replay.readonly import replay_link
     from ctxtap.replay.send import SendError, Transforms, credentials, plan, request_headers, select, send_all
     from proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
@@ -63,6 +64,10 @@ def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | N
           f"(~{tokens:,} input tokens, est. {priced} before "
           f"cache discounts); transforms: {', '.join(transforms.names()) or 'none'}")
     _echo("tool results are the recorded ones: nothing is executed")
+    if diagnostics:
+        _echo("each request asks the provider why its cache missed against its thread's previous answer "
+              "(Anthropic: diagnostics.previous_message_id; OpenAI Responses: prompt_cache_options."
+              "comparison_response_id); other APIs have no such field and are sent as recorded")
     for item in planned:
         notes = "; ".join(item.notes)
         _echo(f"  {item.describe()}: ~{item.tokens_estimated:,} tokens, {len(item.edits)} edits"
@@ -82,7 +87,8 @@ def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | N
     try:
         env = client_env(proxy.port)
         results = send_all(planned, proxy_url=f"http://127.0.0.1:{proxy.port}", ca_file=env["SSL_CERT_FILE"],
-                           headers_of=lambda c: request_headers(c.request_headers), auth=auth, echo=_echo)
+                           headers_of=lambda c: request_headers(c.request_headers), auth=auth, echo=_echo,
+                           diagnostics=diagnostics, thread_of=_threads(cassette.directory) if diagnostics else None)
     finally:
         proxy.stop()
     keys = [r.planned.call.key for r in results]
@@ -91,6 +97,16 @@ def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | N
     click.echo(f"re-sent run: {out} (trace {link['trace_id']}); compare with `ctxtap diff` or `ctxtap report`",
                err=True)
     return 0 if all(r.status == 200 for r in results) else 1
+
+
+def _threads(source: Path):
+    """A recorded call's thread, from the source capture's analysis (the diagnostics baseline is the
+    thread's previous answer)."""
+    from analysis.db import connect, fetch_rows
+
+    rows = fetch_rows(connect([source]), "SELECT flow_id, ws_index, thread_id FROM requests")
+    threads = {_key(r): r["thread_id"] for r in rows}
+    return lambda call: threads.get(call.key, "")
 
 
 def _key(row: dict) -> str:

@@ -332,6 +332,8 @@ class Runner:
             return self._save(rec, run_dir)
         rec.proxy_wait_s = time.perf_counter() - t_wait
         env = {**os.environ, **proxy_env, **variant.env, "CTXTAP_EXPERIMENT_RUN": item.run_id}
+        if spec.diagnostics:  # ctxtap's own senders in the command ask for the provider's cache verdict
+            env["CTXTAP_CACHE_DIAGNOSTICS"] = "1"
         rec.started_at = time.time()
         status, code, seconds, error = self._execute(argv, work, env, run_dir, "command")
         rec.status, rec.exit_code, rec.command_s, rec.error = status, code, seconds, error

@@ -9,6 +9,7 @@
     parallel = 1                   # runs at once (--parallel overrides)
     pass_k = [1, 3]                # k for pass@k and pass^k
     routes = []                    # --route HOST=URL for the recording proxy
+    diagnostics = false            # ask providers why their cache missed, where ctxtap sends (replay --send)
 
     [server]                       # optional: ctxtap's scripted model server on loopback,
     script = "default"             # with the provider hosts routed to it ({server_url})
@@ -23,6 +24,10 @@ argument, so a value with spaces stays one argument (and an argument that is a l
 with an empty value is left out). Built-in placeholders: {variant}, {repeat},
 {run_id}, {work_dir}, {run_dir}, {server_url} (with [server]) and {python}
 (the interpreter ctxtap runs on).
+
+With `diagnostics` (or `ctxtap experiment run --diagnostics`) every run's environment has
+CTXTAP_CACHE_DIAGNOSTICS=1: a command that is ctxtap's own sender (`ctxtap replay CAPTURE --send`)
+then asks the provider for its cache diagnostics. A client's own traffic is never changed.
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ class Spec(BaseModel):
     parallel: int = Field(default=1, ge=1, le=64)
     pass_k: list[int] = Field(default_factory=lambda: [1])
     routes: list[str] = Field(default_factory=list)
+    diagnostics: bool = False
     server: ServerSpec | None = None
     # set by load_spec, not by the file
     path: Path | None = None

@@ -21,6 +21,7 @@ from typing import Any
 from . import converse, render
 from .cache import OPENAI_CACHE_STEP_TOKENS, CacheResult, PromptCache
 from .conversation import Conversation, read_conversation, session_key, shape_problem
+from .diagnostics import Diagnoser, fingerprint
 from .faults import INJECT_HEADER, Fault, error_body, error_headers, parse_inject, stream_error_event
 from .prefix import build_prefix
 from .reply import Answer, Event, RenderContext, Reply, ServedExchange, new_id, split_text
@@ -119,6 +120,12 @@ class Engine:
         self._responses: OrderedDict[str, list[Any]] = OrderedDict()
         self.cache = PromptCache(ttl_s=cache_ttl_s, min_tokens=min_cache_tokens, bytes_per_token=bytes_per_token,
                                  block_tokens=cache_block_tokens, clock=self.now)
+        self.diagnoser = Diagnoser(bytes_per_token)
+
+    @property
+    def forced_diagnostics(self) -> list[dict[str, Any] | None]:
+        """Provider diagnostics objects to answer the next requests that ask with, verbatim (a fixture)."""
+        return self.diagnoser.forced
 
     def _cache_step(self, family: str) -> int | None:
         """OpenAI families read their implicit cache in 128-token steps unless the server was given a step."""
@@ -280,8 +287,10 @@ class Engine:
                                  block_tokens=self._cache_step(family))
         conv = read_conversation(family, inner)
         ctx = RenderContext(model=model, stream=stream, usage=usage, output_tokens=0, delta_chars=self.delta_chars,
-                            wrapped=route.wrapped, request=inner, response_id=new_id("resp_"),
+                            wrapped=route.wrapped, request=inner,
+                            response_id=new_id("msg_" if family == "anthropic" else "resp_"),
                             previous_response_id=str(previous) if previous else None)
+        fp = self._diagnose(route, family, inner, model, usage, ctx)
         if route.api == "compact":
             ctx.output_tokens = 64
             exchange.kind = "compact"
@@ -306,10 +315,26 @@ class Engine:
             items = inner.get("input")
             full = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) else list(items or [])
             self._store_response(ctx.response_id, full + (reply.output or []))
+        self.diagnoser.remember(ctx.response_id, fp)
         self._log_usage(exchange, usage, ctx, self._provider_usage(family, ctx))
         if fault is not None:
             self._apply_stream_fault(reply, fault, family, ctx, exchange)
         return self._finish(reply, family, exchange, hdrs)
+
+    def _diagnose(self, route: Route, family: str, body: dict[str, Any], model: str, usage: CacheResult,
+                  ctx: RenderContext) -> Any:
+        """The request's fingerprint; where it asks for cache diagnostics, the verdict goes on `ctx`.
+        Anthropic answers on its own API only (the docs: not on Bedrock or Vertex AI)."""
+        fp = fingerprint(family, body, model)
+        if family == "anthropic" and route.model is None:
+            asked, value = self.diagnoser.anthropic(body, fp)
+            if asked:
+                ctx.diagnostics = ("diagnostics", value)
+        elif family == "responses":
+            asked, value = self.diagnoser.responses(body, fp, usage)
+            if asked:
+                ctx.diagnostics = ("prompt_cache_diagnostics", value)
+        return fp
 
     def _decide(self, family: str, conv: Conversation, body: dict[str, Any], hdrs: dict[str, str]) -> Answer:
         if family == "responses" and body.get("generate") is False:

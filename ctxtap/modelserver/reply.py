@@ -58,6 +58,8 @@ class RenderContext:
     response_id: str = ""
     previous_response_id: str | None = None
     request: dict[str, Any] = field(default_factory=dict)
+    # (field, value) where the request asked for cache diagnostics: the value may be None (`null`)
+    diagnostics: tuple[str, Any] | None = None
 
 
 @dataclass

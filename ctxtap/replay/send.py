@@ -17,8 +17,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from analysis import cachediag
+from analysis.canonical import loads
 from analysis.protocols import registry
-from analysis.protocols.editing import DropBlock, Edit, EditError, MoveBlock, ReplaceText, SetCacheBreakpoint
+from analysis.protocols.editing import (
+    DropBlock,
+    Edit,
+    EditError,
+    MoveBlock,
+    ReplaceText,
+    SetCacheBreakpoint,
+    rebuild,
+)
 from analysis.volatile import PATTERNS
 from ctxtap.replay.cassette import Block, Cassette, Recorded
 from redaction.placeholder import PLACEHOLDER_RE
@@ -210,6 +220,37 @@ def request_headers(recorded: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(k, v) for k, v in recorded if k.lower() not in DROP_HEADERS and "REDACTED:" not in v]
 
 
+def ask_diagnostics(call: Recorded, body: bytes, headers: list[tuple[str, str]],
+                    baseline: str | None) -> tuple[bytes, list[tuple[str, str]]]:
+    """The body (and headers) asking the provider why its cache missed against `baseline`, the new
+    response id of the thread's previous request (`--diagnostics`); every other byte as recorded.
+    Anthropic's beta header goes along where its docs still ask for it."""
+    try:
+        asked = cachediag.asking(call.api, loads(body), baseline)
+    except ValueError:
+        return body, headers
+    if asked is None:
+        return body, headers
+    try:
+        body = rebuild(body, asked)
+    except EditError:
+        return body, headers
+    return body, cachediag.beta_header(headers) if call.api == "messages" else headers
+
+
+def _response_id(call: Recorded, content_type: str | None, raw: bytes) -> str | None:
+    """The id the provider gave its answer (the next request's diagnostics baseline)."""
+    from ctxtap.capture.wire import looks_like_sse
+
+    protocol = registry.get(call.api)
+    if protocol is None or not raw:
+        return None
+    try:
+        return protocol.parse_response(raw, looks_like_sse(content_type, raw), call.endpoint).response_id
+    except Exception:  # a body the parser cannot read leaves the next request without a baseline
+        return None
+
+
 @dataclass
 class SendResult:
     planned: Planned
@@ -218,7 +259,7 @@ class SendResult:
 
 
 def _send_ws_turns(items: list[Planned], *, proxy_url: str, ca_file: str, headers: list[tuple[str, str]],
-                   echo: Callable[[str], None]) -> list[SendResult]:
+                   echo: Callable[[str], None], diagnostics: bool = False) -> list[SendResult]:
     """One recorded WebSocket's turns on one new socket, each continuation re-pointed at the new answer it
     continues (the provider never saw the recorded response ids)."""
     import json
@@ -236,6 +277,9 @@ def _send_ws_turns(items: list[Planned], *, proxy_url: str, ca_file: str, header
             previous = item.call.previous_response_id
             if previous and previous in new_ids:
                 body = body.replace(previous.encode(), new_ids[previous].encode())
+            if diagnostics:
+                body, _ = ask_diagnostics(item.call, body, [], new_ids.get(results[-1].planned.call.response_id or "")
+                                          if results else None)
             ws.send_text(body.decode("utf-8"))
             while True:
                 event = json.loads(ws.recv_text())
@@ -258,13 +302,17 @@ def _send_ws_turns(items: list[Planned], *, proxy_url: str, ca_file: str, header
 
 
 def send_all(planned: list[Planned], *, proxy_url: str, ca_file: str, headers_of: Callable[[Recorded], list],
-             auth: list[tuple[str, str]], echo: Callable[[str], None]) -> list[SendResult]:
-    """Send the planned requests in order through the recording proxy; read each answer to its end."""
+             auth: list[tuple[str, str]], echo: Callable[[str], None], diagnostics: bool = False,
+             thread_of: Callable[[Recorded], str] | None = None) -> list[SendResult]:
+    """Send the planned requests in order through the recording proxy; read each answer to its end.
+    With `diagnostics`, each request asks the provider to compare it with its thread's previous
+    answer (`thread_of` names a request's thread; default: all one thread)."""
     from ctxtap.modelserver.client import HttpClient
 
     results: list[SendResult] = []
     clients: dict[str, HttpClient] = {}
     sockets_done: set[str] = set()
+    answered: dict[str, str] = {}  # thread -> the new response id of its last answered request
     try:
         for item in planned:
             call = item.call
@@ -273,13 +321,21 @@ def send_all(planned: list[Planned], *, proxy_url: str, ca_file: str, headers_of
                     sockets_done.add(call.flow_id)
                     turns = [p for p in planned if p.call.flow_id == call.flow_id]
                     results += _send_ws_turns(turns, proxy_url=proxy_url, ca_file=ca_file,
-                                              headers=headers_of(call) + auth, echo=echo)
+                                              headers=headers_of(call) + auth, echo=echo, diagnostics=diagnostics)
                 continue
             client = clients.setdefault(call.host, HttpClient(f"https://{call.host}", proxy=proxy_url,
                                                                ca_file=ca_file, timeout=300))
+            thread = thread_of(call) if thread_of else ""
+            body, headers = item.body, headers_of(call)
+            if diagnostics:
+                body, headers = ask_diagnostics(call, body, headers, answered.get(thread))
             try:
-                resp = client.request(call.method, call.path, item.body, headers_of(call) + auth)
-                resp.body()
+                resp = client.request(call.method, call.path, body, headers + auth)
+                raw = resp.body()
+                if diagnostics and resp.status == 200:
+                    new_id = _response_id(call, resp.header("content-type"), raw)
+                    if new_id:
+                        answered[thread] = new_id
                 results.append(SendResult(item, resp.status))
                 echo(f"sent {item.describe()}: HTTP {resp.status}")
             except OSError as exc:

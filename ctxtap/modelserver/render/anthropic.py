@@ -29,16 +29,18 @@ def _content(answer: Answer) -> list[dict[str, Any]]:
 
 
 def render(answer: Answer, ctx: RenderContext) -> Reply:
-    msg_id = new_id("msg_")
+    msg_id = ctx.response_id if ctx.response_id.startswith("msg_") else new_id("msg_")
     stop = "tool_use" if answer.calls else "end_turn"
     content = _content(answer)
+    # cache diagnostics ride on the message (on `message_start` when streaming), where asked for
+    extra = dict([ctx.diagnostics]) if ctx.diagnostics else {}
     if not ctx.stream:
         return Reply(body={
             "id": msg_id, "type": "message", "role": "assistant", "model": ctx.model, "content": content,
-            "stop_reason": stop, "stop_sequence": None, "usage": usage(ctx, ctx.output_tokens),
+            "stop_reason": stop, "stop_sequence": None, **extra, "usage": usage(ctx, ctx.output_tokens),
         })
     start = {"id": msg_id, "type": "message", "role": "assistant", "model": ctx.model, "content": [],
-             "stop_reason": None, "stop_sequence": None, "usage": usage(ctx, 1)}
+             "stop_reason": None, "stop_sequence": None, **extra, "usage": usage(ctx, 1)}
     events = [Event({"type": "message_start", "message": start}, "message_start"), Event({"type": "ping"}, "ping")]
 
     def add(data: dict[str, Any]) -> None:

@@ -33,6 +33,8 @@ def response_object(ctx: RenderContext, status: str, output: list[dict[str, Any]
         "store": bool(req.get("store", False)), "temperature": 1.0, "text": {"format": {"type": "text"}},
         "tool_choice": req.get("tool_choice", "auto"), "tools": [], "top_p": 1.0, "truncation": "disabled",
         "usage": usage(ctx) if with_usage else None, "user": None,
+        # the final response object carries the cache diagnostics a request asked for
+        **(dict([ctx.diagnostics]) if ctx.diagnostics and with_usage else {}),
     }
 
 
