@@ -230,3 +230,25 @@ def test_request_bins_has_what_the_readme_promises(capture, ctxtap_config) -> No
     assert {"bin", "n_requests", "mean_input_tokens_estimated", "mean_input_tokens_reported",
             "cumulative_input_tokens", "n_misses"} <= set(row), row
     assert row["n_requests"] == 1 and row["bin"] == 0
+
+
+def test_hints_spell_ctxtap_as_it_was_run(tmp_path, monkeypatch) -> None:
+    """`ctxtap` only where the PATH finds this very script; else its path, relative inside the working folder."""
+    from ctxtap.cli.invocation import invoked_as
+
+    script = tmp_path / "repo" / ".venv" / "bin" / "ctxtap"
+    script.parent.mkdir(parents=True)
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    monkeypatch.chdir(tmp_path / "repo")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert invoked_as(str(script)) == ".venv/bin/ctxtap"
+    assert invoked_as(".venv/bin/ctxtap") == ".venv/bin/ctxtap"
+    python = script.parent / "python"
+    assert invoked_as(str(tmp_path / "ctxtap" / "cli" / "main.py"), str(python)) == ".venv/bin/python -m ctxtap.cli"
+    assert invoked_as(str(script.parent.parent)) == "ctxtap"  # not a script: the plain name
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert invoked_as(str(script)) == str(script)
+    monkeypatch.setenv("PATH", str(script.parent))
+    assert invoked_as(str(script)) == "ctxtap"
