@@ -19,7 +19,8 @@ Two providers explain a miss themselves when the request asks:
   `text_format_changed`, `reasoning_effort_changed`, `verbosity_changed`, `context_compacted`,
   `input_changed`, `service_tier_changed`. Sources: openai-node
   `src/resources/responses/responses.ts` (`Response.prompt_cache_diagnostics`, `Response.CacheMiss`,
-  `PromptCacheOptions`); https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics.
+  `PromptCacheOptions`, read through a copy of the file at commit 7423ac3e: the newest openai-node and
+  openai-python snapshots we could fetch predate the field); https://developers.openai.com/api/docs/guides/prompt-caching/diagnostics.
 
 Reasons are kept verbatim (a future type is `other`, never dropped); `CHANGE` maps them onto the parts
 of a request the bytes can name, so the three witnesses can be set side by side.
@@ -59,7 +60,10 @@ def from_anthropic(message: dict[str, Any]) -> CacheDiagnostics | None:
     if "diagnostics" not in message:
         return None
     diag = message["diagnostics"]
-    if diag is None:  # a first turn, or a comparison that found nothing diverged
+    if diag is None:
+        # a first turn, or a comparison that found nothing diverged: Anthropic's SDK says only "present
+        # (possibly null)"; that null means no divergence is langchain4j's reading (AnthropicCacheDiagnostics),
+        # not confirmed by Anthropic's own pages. `cache_verdicts` calls it not_compared without a baseline.
         return CacheDiagnostics(outcome="no_divergence", raw="null")
     if not isinstance(diag, dict):
         return CacheDiagnostics(outcome="other", raw=_raw(diag))

@@ -269,25 +269,34 @@ def test_the_clients_claim_is_read_from_its_telemetry(tmp_path, ctxtap_config) -
 
 def test_a_subagent_whose_prefix_parts_from_its_parents_at_the_tool_list_is_named(tmp_path, ctxtap_config) -> None:
     task = [{"role": "user", "content": "Count the TODO comments in this repository, per file."}]
+    other = "Read every module under lib/ and list the public functions each one defines, with a line each."
     spawn = {"type": "tool_use", "id": "toolu_spawn", "name": "Task",
              "input": {"description": "count TODOs", "prompt": PACKET}}
-    after = [*task, {"role": "assistant", "content": [spawn]},
-             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_spawn",
-                                           "content": "src/app.py: 3"}]}]
+    spawn2 = {"type": "tool_use", "id": "toolu_spawn2", "name": "Task",
+              "input": {"description": "list functions", "prompt": other}}
+    after = [*task, {"role": "assistant", "content": [spawn, spawn2]},
+             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_spawn", "content": "3"},
+                                          {"type": "tool_result", "tool_use_id": "toolu_spawn2", "content": "f"}]}]
     entries = [
-        _har(MESSAGES_URL, _messages_body(task), _message("msg_parent_1", calls=[spawn], write=2400), START),
-        # the child keeps Bash, offers Glob where the parent has Read and Task
+        _har(MESSAGES_URL, _messages_body(task), _message("msg_parent_1", calls=[spawn, spawn2], write=2400), START),
+        # one child keeps Bash and offers Glob where the parent has Read and Task
         _har(MESSAGES_URL, _messages_body([{"role": "user", "content": PACKET}], tools=[TOOLS[0], _tool("Glob")]),
              _message("msg_child_1", write=300, read=0), START + 1.5),
+        # the other keeps Bash and Read and drops Task: its system prompt comes where the parent's Task is
+        _har(MESSAGES_URL, _messages_body([{"role": "user", "content": other}], tools=TOOLS[:2]),
+             _message("msg_child_2", write=300, read=0), START + 1.6),
         _har(MESSAGES_URL, _messages_body(after), _message("msg_parent_2", read=2400, write=40), START + 4),
     ]
     con = _analyse(tmp_path / "subagent", entries)
-    [row] = fetch_rows(con, "SELECT * FROM subagent_prefix")
-    assert row["parent_match"] == "delegation-call" and row["parent_call_id"] == "toolu_spawn"
-    assert (row["divergent_change"], row["child_divergent_path"], row["parent_divergent_path"]) == (
+    first, second = fetch_rows(con, "SELECT * FROM subagent_prefix ORDER BY shared_prefix_blocks")
+    assert first["parent_match"] == "delegation-call" and first["parent_call_id"] == "toolu_spawn"
+    assert (first["divergent_change"], first["child_divergent_path"], first["parent_divergent_path"]) == (
         "tools", "tools[1]", "tools[1]")
-    assert row["shared_prefix_blocks"] == 1 and row["shared_prefix_tokens"] > 0 and row["same_model"]
-    assert row["divergence_summary"].startswith("tools[1] changed")
+    assert first["shared_prefix_blocks"] == 1 and first["shared_prefix_tokens"] > 0 and first["same_model"]
+    assert first["divergence_summary"].startswith("tools[1] changed")
+    assert second["parent_call_id"] == "toolu_spawn2" and second["shared_prefix_blocks"] == 2
+    assert (second["divergent_change"], second["child_divergent_path"], second["parent_divergent_path"]) == (
+        "tools", "system[0]", "tools[2]")
 
 
 def test_a_cold_batch_of_three_parallel_requests_and_its_extra_cost(tmp_path, ctxtap_config) -> None:

@@ -34,6 +34,7 @@ from analysis.models import TokenCount, Usage
 from analysis.sequences import common_prefix
 from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
 
+_PARTS = ["tools", "system", "messages"]  # a Messages-style cache prefix, in order
 RECENT = 8  # finished requests looked back at for a prefix already written (besides in-flight ones)
 LOOK_BACK = 64  # requests before a claim searched for the miss it speaks of
 
@@ -167,7 +168,10 @@ def _compare(ctx: BuildContext, base: CallRec, cur: CallRec) -> tuple[str, str, 
         return "none", "one request is a prefix of the other", common, None, None
     mine, theirs = _block(ctx, cur, common), _block(ctx, base, common)
     assert mine is not None and theirs is not None
-    change = change_of_block(mine["kind"], mine["role"])
+    # the part that comes first in cache order: a tool list one side ends early (the other's next
+    # block is its system prompt) differs in its tools
+    change = min(change_of_block(mine["kind"], mine["role"]), change_of_block(theirs["kind"], theirs["role"]),
+                 key=_PARTS.index)
     if mine["path"] == theirs["path"]:
         words = describe_change(mine["path"], ctx.store.text_of(base.content_ids[common]),
                                 ctx.store.text_of(cur.content_ids[common]))
