@@ -8,6 +8,7 @@ from collections.abc import Callable
 from analysis.blockstore import BlockStore
 from analysis.protocols.registry import replayed_call
 from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
+from analysis.toolcheck import check_call, offered_schemas
 from analysis.toolloop import ResultReading, canonical_arguments, read_result, shell_command, split_compound
 
 COLUMNS: Columns = [
@@ -26,6 +27,8 @@ COLUMNS: Columns = [
     ("result_request_id", S, "First later request that carried the result."),
     ("result_status", S, "`ok`, `error`, `denied`, `truncated` (ok but cut), `unknown` (empty, no signal) or `missing` (no result ever sent)."),
     ("status_rule", S, "Rule that decided result_status (`result.exit-code-line`, `result.json-success`, `result.client-error-flag`, ...)."),
+    ("check_status", S, "The call checked against the tools its own request offered, then by its result: `unknown_tool` (a tool that request never offered), `invalid_arguments` (the arguments fail the offered tool's JSON Schema), `denied`, `timed_out` (the result says so), `error`, `ok`, `no_result` (none sent, or empty without a signal), `unchecked` (the request's input could not be resolved); null for an orphan result."),
+    ("check_detail", S, "Why, for `unknown_tool` (the tools offered), `invalid_arguments` (the failing argument path and the validator's message), `timed_out` and `no_result`."),
     ("exit_code", I64, "Exit code the result states (JSON field or `Exit Code: N` line), if any."),
     ("truncated", B, "The result says it was cut (a marker such as `[... N bytes omitted]`, `output truncated`); also set on errors."),
     ("truncation_rule", S, "Marker rule that found the cut (`truncation.omitted-of`, `truncation.n-omitted`, `truncation.n-truncated`, `truncation.too-large`, `truncation.marker`)."),
@@ -119,6 +122,7 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
         turn = requests[i].get("turn_index")
         call, pl = rec.call, rec.placement
         calls = call.response.tool_calls
+        offered = offered_schemas(call, rec.blocks, store) if calls else {}
         for tc in calls:
             key = (pl.session_id, tc.call_id)
             seen_calls.add(key)
@@ -149,6 +153,9 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
                 "n_subcommands": len(parts) if command else None,
                 "result_request_id": recs[result["first"]].request_id if result else None,
                 **_reading_columns(reading),
+                **dict(zip(("check_status", "check_detail"), check_call(
+                    tc, call, offered, store, reading.status if reading else "missing",
+                    result["text"] if result else None), strict=True)),
                 "result_bytes": result["bytes"] if result else None,
                 "result_tokens": result["tokens"] if result else None,
                 "gap_ms": gap_ms,
@@ -177,6 +184,7 @@ def _tool_call_rows(recs: list[CallRec], store: BlockStore, content_tokens: list
             "command": None, "is_compound": None, "n_subcommands": None,
             "result_request_id": recs[result["first"]].request_id,
             **_reading_columns(_reading(result)),
+            "check_status": None, "check_detail": None,
             "turn_index": requests[result["first"]].get("turn_index"), "concurrent": None,
             "attempt_of": None, "attempt": 1,
             "result_bytes": result["bytes"], "result_tokens": result["tokens"], "gap_ms": None,

@@ -155,6 +155,40 @@ TELEMETRY_RECORD_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 
+EFFECT_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("capture_id", S, "Capture id."),
+    ("root", S, "The snapshotted place the path is in, as an absolute path (personal data: publish and export "
+                "leave it out)."),
+    ("root_kind", S, "`workspace` (the working directory `record` ran the command in) or `watched` (a place "
+                     "given with `record --watch`)."),
+    ("rel_path", S, "Path relative to the root, `/`-separated (the new path for a rename)."),
+    ("change", S, "`created`, `modified`, `deleted` or `renamed`."),
+    ("renamed_from", S, "For a rename: the old relative path (same inode, or same size and content hash)."),
+    ("entry_type", S, "`file` or `symlink` (directories are not reported; the files in them are)."),
+    ("size_before", I64, "Size in bytes before the run (null when created)."),
+    ("size_after", I64, "Size in bytes after the run (null when deleted)."),
+    ("sha256_before", S, "SHA-256 of the content before the run, where it was hashed then (small files, within "
+                         "the snapshot's hash budget); never the content itself."),
+    ("sha256_after", S, "SHA-256 of the content after the run (hashed only for paths whose size, mtime or inode "
+                        "changed); a symlink's hash is of its target text."),
+    ("mtime_after", F64, "Modification time after the run (Unix seconds)."),
+]
+
+EFFECT_ROOT_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("capture_id", S, "Capture id."),
+    ("root", S, "Absolute path of the place snapshotted (personal data: publish and export leave it out)."),
+    ("root_kind", S, "`workspace` or `watched`."),
+    ("files_before", I64, "Entries seen before the run (`.git/` internals left out)."),
+    ("files_after", I64, "Entries seen after the run."),
+    ("hashed_bytes", I64, "Bytes read to hash contents, both snapshots together."),
+    ("seconds_before", F64, "Time the snapshot before the run took."),
+    ("seconds_after", F64, "Time the snapshot after the run took (comparison included)."),
+    ("complete", B, "Both snapshots walked the whole place; false when a bound stopped one early (changes are "
+                    "then reported only in the directories both walked in full)."),
+    ("stopped", S, "Why a snapshot stopped early (`max files 200000`, `max seconds 20`, `unreadable`), else null."),
+]
+
+
 def arrow_schema(columns: list[tuple[str, pa.DataType, str]]) -> pa.Schema:
     return pa.schema([pa.field(name, dtype, metadata={"doc": doc}) for name, dtype, doc in columns])
 
@@ -164,3 +198,5 @@ WS_SCHEMA = arrow_schema(WS_COLUMNS)
 BODIES_SCHEMA = arrow_schema(BODY_COLUMNS)
 TELEMETRY_SCHEMA = arrow_schema(TELEMETRY_COLUMNS)
 TELEMETRY_RECORDS_SCHEMA = arrow_schema(TELEMETRY_RECORD_COLUMNS)
+EFFECTS_SCHEMA = arrow_schema(EFFECT_COLUMNS)
+EFFECT_ROOTS_SCHEMA = arrow_schema(EFFECT_ROOT_COLUMNS)

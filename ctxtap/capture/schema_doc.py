@@ -6,6 +6,8 @@ from pathlib import Path
 
 from ctxtap.capture.schema import (
     BODY_COLUMNS,
+    EFFECT_COLUMNS,
+    EFFECT_ROOT_COLUMNS,
     FLOW_COLUMNS,
     TELEMETRY_COLUMNS,
     TELEMETRY_RECORD_COLUMNS,
@@ -43,6 +45,13 @@ endpoint, the per-run token shown as `<token>`, and the payload size it keeps), 
 telemetry was switched on and why not, `injected_env` and `injected_args` exactly as given to
 the client, and `user_settings_seen`: the names, never the values, of the user's own telemetry
 variables).
+
+`ctxtap record` also leaves an effect receipt: `effects.parquet` and `effect_roots.parquet`
+(only in captures `record` made since receipts exist; readers treat them as empty when absent). The
+working directory (ignored files included, `.git/` internals left out) and every `--watch` place are
+snapshotted before and after the run, stat first, contents hashed only where needed and never kept;
+what changed is one row each. Places not snapshotted are not seen. The root paths are personal data:
+`publish` and `export` leave both files out.
 """
 
 
@@ -63,6 +72,9 @@ def render() -> str:
                "ctxtap's receiver, or a known vendor telemetry endpoint through the proxy)", TELEMETRY_COLUMNS),
         _table("telemetry_records.parquet — one row per decoded log record, metric data point, span "
                "or vendor event", TELEMETRY_RECORD_COLUMNS),
+        _table("effects.parquet — one row per path the run created, modified, deleted or renamed "
+               "(`record`'s effect receipt)", EFFECT_COLUMNS),
+        _table("effect_roots.parquet — one row per place the receipt snapshotted", EFFECT_ROOT_COLUMNS),
     ])
 
 

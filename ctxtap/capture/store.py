@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from ctxtap import __version__
 from ctxtap.capture.bodies import BodyDecoder, BodyView
+from ctxtap.capture.effects import EFFECT_ROOTS_FILE, EFFECTS_FILE
 from ctxtap.capture.exchange import Exchange, WsMessage
 from ctxtap.capture.finalize import (
     BODIES_FILE,
@@ -30,7 +31,14 @@ from ctxtap.capture.finalize import (
 )
 from ctxtap.capture.manifest import FORMAT_VERSION, MANIFEST_NAME, Manifest
 from ctxtap.capture.private import tighten
-from ctxtap.capture.schema import FLOWS_SCHEMA, TELEMETRY_RECORDS_SCHEMA, TELEMETRY_SCHEMA, WS_SCHEMA
+from ctxtap.capture.schema import (
+    EFFECT_ROOTS_SCHEMA,
+    EFFECTS_SCHEMA,
+    FLOWS_SCHEMA,
+    TELEMETRY_RECORDS_SCHEMA,
+    TELEMETRY_SCHEMA,
+    WS_SCHEMA,
+)
 from ctxtap.capture.spool import SPOOL_NAME, iter_frames, writer_alive
 
 
@@ -201,6 +209,17 @@ class Capture:
             self._telemetry_records = self._read(TELEMETRY_RECORDS_FILE) if path.exists() \
                 else TELEMETRY_RECORDS_SCHEMA.empty_table()
         return self._telemetry_records
+
+    def effects(self) -> pa.Table:
+        """The run's effect receipt (`record`'s snapshots): empty when the capture has none."""
+        path = self.directory / EFFECTS_FILE
+        return pq.read_table(path, schema=EFFECTS_SCHEMA) if path.exists() else EFFECTS_SCHEMA.empty_table()
+
+    def effect_roots(self) -> pa.Table:
+        """The places the receipt snapshotted (none: the capture was not made by `record`, or before receipts)."""
+        path = self.directory / EFFECT_ROOTS_FILE
+        return pq.read_table(path, schema=EFFECT_ROOTS_SCHEMA) if path.exists() \
+            else EFFECT_ROOTS_SCHEMA.empty_table()
 
     def _lookup(self, body_id: int) -> tuple[str, int | None, bytes]:
         if self._bodies is None:

@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -17,6 +18,9 @@ from ctxtap.capture.ids import new_capture_id
 from ctxtap.capture.paths import default_captures_dir, redaction_key
 from ctxtap.capture.private import private_umask, user_umask
 from ctxtap.cli.invocation import invoked_as
+
+if TYPE_CHECKING:
+    from ctxtap.capture.effects import Receipt
 
 # Heavy modules (pyarrow, pydantic models, mitmproxy) are imported inside the
 # commands that need them: the proxy process should carry as little as possible.
@@ -142,7 +146,7 @@ class _Commands(click.Group):
 
     PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo",
                "replay": "ctxtap.cli.replay", "diff": "ctxtap.cli.diff", "experiment": "ctxtap.cli.experiment",
-               "serve": "ctxtap.cli.live"}
+               "serve": "ctxtap.cli.live", "check": "ctxtap.cli.check"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})
@@ -188,9 +192,22 @@ def main() -> None:
               help="Have the client export its own OpenTelemetry (tool timings, decisions, API events) to a "
                    "loopback receiver and store it in the capture, redacted. Claude Code, Gemini CLI and Codex; "
                    "your own OTEL_*/telemetry settings win.")
+@click.option("--watch", "watch", multiple=True, type=click.Path(file_okay=False, exists=True),
+              help="Also snapshot this place before and after the run (repeatable; e.g. the client's home "
+                   "folder): the effect receipt covers the working directory and these, nothing else.")
+@click.option("--effects/--no-effects", default=True, show_default=True,
+              help="Snapshot the working directory (ignored files included, .git/ internals left out) before "
+                   "and after the run and store what changed: paths, sizes, content hashes, never contents.")
+@click.option("--snapshot-max-files", default=200_000, show_default=True,
+              help="Entries a snapshot walks per place before it stops (and says so).")
+@click.option("--snapshot-max-seconds", default=20.0, show_default=True,
+              help="Seconds a snapshot walks per place before it stops (and says so).")
+@click.option("--check", "check_gates", metavar="GATES",
+              help="Judge the run when it ends, as `ctxtap check` does (e.g. \"--no-writes --no-network\"); "
+                   "a violation makes the exit code 3 when the command itself succeeded.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host, telemetry, live, ui_port,
-           open_browser) -> None:
+           open_browser, watch, effects, snapshot_max_files, snapshot_max_seconds, check_gates) -> None:
     """Run COMMAND through the recording proxy and capture its model traffic.
 
     Starts a proxy on a free port with ctxtap's own CA (created on first use,
@@ -211,6 +228,11 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     _check_routes(routes)
     out = out or default_captures_dir() / new_capture_id()
     _fail_if(loopback_problem() or listen_problem(listen_host, 0) or capture_dir_problem(out))
+    gates = None
+    if check_gates:
+        from ctxtap.cli.check import parse_gates
+
+        gates = parse_gates(check_gates)
     tel = telemetry_env.plan(command, os.environ, telemetry)
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
                          record_all=record_all, offline=offline, redact=list(redact), command=list(command),
@@ -234,6 +256,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
         click.echo(f"ctxtap: client telemetry not injected: {tel.reason}", err=True)
     code = 127
     child = None
+    receipt = _start_receipt(out, watch, snapshot_max_files, snapshot_max_seconds) if effects else None
     try:
         child = _start_live(out, live, ui_port, open_browser)
         # the user's command creates its own files with the user's umask, not ctxtap's private one
@@ -250,9 +273,35 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
         if child is not None:
             child.stop()
     capture = _open(str(out))
+    if receipt is not None:
+        receipt.finish(out, capture.manifest.capture_id)
     for line in _summary_lines(capture) + _no_model_request_lines(capture, command[0]):
         click.echo(line, err=True)
+    if gates is not None:
+        from ctxtap.cli.check import EXIT_VIOLATION, report_lines, run_check
+
+        report = run_check(out, gates)
+        for line in report_lines(report):
+            click.echo(f"ctxtap: {line}", err=True)
+        if not report.ok and code == 0:
+            code = EXIT_VIOLATION
     sys.exit(code)
+
+
+def _start_receipt(out: Path, watch: tuple[str, ...], max_files: int, max_seconds: float) -> Receipt:
+    """The effect receipt's before-snapshots (ctxtap.capture.effects), taken before the command starts."""
+    from ctxtap.capture.effects import Receipt
+    from ctxtap.capture.paths import config_dir
+    from ctxtap.capture.workspace import SnapshotLimits
+
+    places = [(Path.cwd().resolve(), "workspace")] + [(Path(w).resolve(), "watched") for w in watch]
+    limits = SnapshotLimits(max_files=max_files, max_seconds=max_seconds)
+    receipt = Receipt(places, limits, exclude=(out.resolve(), config_dir().resolve())).start()
+    for snap in receipt.before:
+        if snap.stopped:
+            click.echo(f"ctxtap: the snapshot of {snap.root} stopped early ({snap.stopped}): changes are "
+                       f"reported only where it walked in full", err=True)
+    return receipt
 
 
 @main.command()
