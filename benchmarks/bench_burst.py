@@ -13,7 +13,14 @@ On a 2-core machine the clients, the model server, the proxy and ctxtap's writer
 the cores: when the run is CPU-bound (the CPU columns tell), the writer's redaction
 competes with forwarding and the ratio reflects that, not a stall in the proxy.
 
+With `--fresh N` it measures a fresh proxy's first seconds instead: N times per side, a new
+proxy is started and the burst begins the moment its port accepts a connection (polled every
+millisecond; `ctxtap proxy` on a port chosen beforehand, its announcement read from its stdout
+file then), for `--seconds` (default 5). Each error is printed with its kind and when it came
+after the port accepted (target: 0 errors in 10 fresh bursts).
+
 Run: .venv/bin/python benchmarks/bench_burst.py [--clients 50] [--seconds 30] [--rounds 2] [--quick]
+                                                [--fresh N]
 Everything talks to 127.0.0.1 only.
 """
 
@@ -38,6 +45,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_proxy import Bare, Ctx, cpu_seconds, start_model_server  # noqa: E402
 
 from tests.burst import run_burst  # noqa: E402
+from tests.proxyharness import start_fresh_proxy  # noqa: E402
 
 
 def machine_busy() -> tuple[float, float]:
@@ -85,12 +93,54 @@ def one_round(name: str, tmp: Path, confdir: Path, clients: int, seconds: float)
             "busy": (after[4] - before[4]) / max(after[5] - before[5], 1)}
 
 
+def fresh_round(name: str, tmp: Path, confdir: Path, clients: int, seconds: float) -> tuple[object, float]:
+    """One burst that starts the moment a new proxy's port accepts: (result, seconds to accept)."""
+    server, url = start_model_server({"steps": [{"text": "hello from the burst"}]})
+    t0 = time.monotonic()
+    try:
+        if name == "bare":
+            proxy = Bare(confdir / "ca", url)  # polls the port, returns at its first accept
+        else:
+            proxy = start_fresh_proxy(tmp / f"fresh-{time.monotonic_ns()}", confdir, [f"api.anthropic.com={url}"])
+        started = time.monotonic() - t0
+        try:
+            result = run_burst(proxy.port, str(confdir / "ca" / "ctxtap-ca-bundle.pem"), clients=clients,
+                               seconds=seconds)
+        finally:
+            proxy.stop()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)
+    return result, started
+
+
+def main_fresh(tmp: Path, confdir: Path, n: int, clients: int, seconds: float) -> None:
+    print(f"ctxtap fresh-proxy bursts: {n} per side, {clients} keep-alive SSE clients starting the moment the "
+          f"port accepts, {seconds:.0f} s each, Python {sys.version.split()[0]}, {os.cpu_count()} cores")
+    totals: dict[str, Counter] = {"bare": Counter(), "ctxtap": Counter()}
+    oks: dict[str, int] = {"bare": 0, "ctxtap": 0}
+    for i in range(n):
+        for name in (("bare", "ctxtap"), ("ctxtap", "bare"))[i % 2]:
+            result, started = fresh_round(name, tmp, confdir, clients, seconds)
+            totals[name] += result.errors
+            oks[name] += result.ok
+            when = ", ".join(f"{t:.2f}" for t in sorted(result.first_error_at)[:10])
+            print(f"  burst {i + 1:2d} {name:<7} port accepted after {started:4.1f} s; {result.summary()}"
+                  + (f"; errors at {when} s" if when else ""), flush=True)
+    print()
+    for name in ("bare", "ctxtap"):
+        errs = "; ".join(f"{k}x {m[:100]}" for m, k in totals[name].most_common()) or "none"
+        print(f"  {name:<7} {sum(totals[name].values())} errors in {n} fresh bursts, {oks[name]} requests ok: {errs}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--rounds", type=int, default=2, help="rounds per side (alternating)")
     parser.add_argument("--quick", action="store_true", help="20 clients, 8 s, 1 round: a smoke run")
+    parser.add_argument("--fresh", type=int, default=0, metavar="N",
+                        help="N bursts per side, each starting the moment a new proxy's port accepts")
     args = parser.parse_args()
     if args.quick:
         args.clients, args.seconds, args.rounds = 20, 8.0, 1
@@ -100,6 +150,9 @@ def main() -> None:
     os.environ["CTXTAP_CONFIG_DIR"] = str(confdir)
     try:
         Ctx(confdir, "http://127.0.0.1:9", tmp / "warmup").stop()  # create the CA outside the measurement
+        if args.fresh:
+            main_fresh(tmp, confdir, args.fresh, args.clients, args.seconds if args.seconds != 30.0 else 5.0)
+            return
         print(f"ctxtap burst benchmark: {args.clients} keep-alive SSE clients, {args.seconds:.0f} s per round, "
               f"{args.rounds} round(s) per side, Python {sys.version.split()[0]}, {os.cpu_count()} cores")
         order = [("bare", "ctxtap"), ("ctxtap", "bare")]
