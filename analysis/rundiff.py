@@ -1,7 +1,9 @@
 """Compare two runs side by side: captures, sessions or single requests (`ctxtap diff A B`).
 
-A run is named `CAPTURE`, `CAPTURE#SESSION`, `CAPTURE#SESSION#N` (N: the request's position
-in the session's main thread, 0-based as `seq_in_thread`) or `CAPTURE@REQUEST_ID`. Every number
+A run is named `CAPTURE`, `CAPTURE#SESSION` (an id or a unique start of one), `CAPTURE#N` or
+`CAPTURE#SESSION#N` (N: the request's number in its session, `request_number`, the `#N` the report
+and the live view show; the first form where the capture holds one session) or `CAPTURE@REQUEST`
+(a request id or a unique start of one, or any request reference of `analysis.requestref`). Every number
 is read from the views over both captures, so the comparison says what `ctxtap sql` would;
 each delta is B - A with its sign. The context layout of the two runs' first main requests is
 diffed block by block by `analysis.diff`.
@@ -18,6 +20,7 @@ from pydantic import BaseModel, computed_field
 
 from analysis.db import dataset_dir, fetch_rows
 from analysis.diff import RequestDiff, request_diff
+from analysis.requestref import RefError, resolve_request, resolve_session
 
 _IDS = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
                   r"|(?<![0-9A-Za-z])(?=[0-9a-f]*[0-9])[0-9a-f]{5,}(?![0-9A-Za-z])"
@@ -43,8 +46,8 @@ class Target(BaseModel):
     text: str
     capture: str
     session: str | None = None
-    seq: int | None = None
-    request_id: str | None = None
+    number: int | None = None  # the request's number in its session (requests.request_number)
+    request_id: str | None = None  # a request reference: an id or the start of one, `#N`, `SESSION#N`
 
 
 class Run(BaseModel):
@@ -55,8 +58,10 @@ class Run(BaseModel):
     capture_id: str
     session_id: str | None = None
     request_id: str | None = None
+    request_number: int | None = None  # the request's #N in its session (kind "request")
     kind: Literal["capture", "session", "request"]
     first_main_request_id: str | None = None
+    first_main_request_number: int | None = None  # the #N of the request whose layout is compared
 
 
 class Metric(BaseModel):
@@ -103,15 +108,18 @@ def parse_target(text: str, is_dir: Callable[[str], bool] | None = None) -> Targ
             return Target(text=text, capture=capture, request_id=request_id)
     if "#" in text:
         capture, _, rest = text.partition("#")
-        session, sep, seq = rest.rpartition("#")
+        session, sep, number = rest.rpartition("#")
         if not sep:
-            session, seq = rest, ""
-        if seq and not seq.isdigit():
-            session, seq = rest, ""
-        if capture and session and is_dir(capture):
-            return Target(text=text, capture=capture, session=session, seq=int(seq) if seq else None)
+            session, number = rest, ""
+        if number and not number.isdigit():
+            session, number = rest, ""
+        if session.isdigit() and not number:  # CAPTURE#N: a request of the capture's only session
+            session, number = "", session
+        if capture and (session or number) and is_dir(capture):
+            return Target(text=text, capture=capture, session=session or None,
+                          number=int(number) if number else None)
     raise TargetError(f"{text!r} names no capture directory; a run is CAPTURE, CAPTURE#SESSION, "
-                      "CAPTURE#SESSION#N or CAPTURE@REQUEST_ID")
+                      "CAPTURE#N, CAPTURE#SESSION#N or CAPTURE@REQUEST")
 
 
 def capture_id_of(capture: str | Path) -> str:
@@ -131,45 +139,27 @@ def resolve(con: Any, target: Target) -> Run:
     cid = capture_id_of(target.capture)
     if not _one(con, "SELECT 1 FROM requests WHERE capture_id = ? LIMIT 1", [cid]):
         raise TargetError(f"{target.capture} holds no model requests")
-    if target.request_id is not None:
-        row = _one(con, "SELECT request_id, session_id FROM requests WHERE capture_id = ? AND request_id = ?",
-                   [cid, target.request_id])
-        if row is None:
-            raise TargetError(f"{target.text}: no request {target.request_id!r} in {target.capture} "
-                              f"(list them: ctxtap sql {target.capture} \"SELECT request_id FROM requests\")")
-        return Run(label=target.text, capture=target.capture, capture_id=cid, session_id=row[1],
-                   request_id=row[0], kind="request", first_main_request_id=row[0])
-    session = None
-    if target.session is not None:
-        ids = [r[0] for r in con.execute(
-            "SELECT DISTINCT session_id FROM requests WHERE capture_id = ? AND (session_id = ? OR "
-            "starts_with(session_id, ?)) ORDER BY 1", [cid, target.session, target.session]).fetchall()]
-        exact = [s for s in ids if s == target.session]
-        if not ids:
-            raise TargetError(f"{target.text}: no session {target.session!r} in {target.capture} "
-                              f"(list them: ctxtap sql {target.capture} \"SELECT session_id FROM sessions\")")
-        if not exact and len(ids) > 1:
-            raise TargetError(f"{target.text}: {target.session!r} starts {len(ids)} sessions ({', '.join(ids[:4])}); "
-                              "give more of the id")
-        session = exact[0] if exact else ids[0]
-    if target.seq is not None:
-        row = _one(con, """
-            SELECT r.request_id FROM requests r
-            WHERE r.capture_id = ? AND r.session_id = ? AND r.thread_kind = 'main' AND r.seq_in_thread = ?
-            ORDER BY r.ts_start LIMIT 1""", [cid, session, target.seq])
-        if row is None:
-            n = _one(con, "SELECT max(seq_in_thread) FROM requests WHERE capture_id = ? AND session_id = ? "
-                          "AND thread_kind = 'main'", [cid, session])
-            raise TargetError(f"{target.text}: the session's main thread has no request {target.seq} "
-                              f"(positions 0..{n[0] if n and n[0] is not None else '?'})")
-        return Run(label=target.text, capture=target.capture, capture_id=cid, session_id=session,
-                   request_id=row[0], kind="request", first_main_request_id=row[0])
+    try:
+        if target.request_id is not None:
+            ref = resolve_request(con, cid, target.request_id)
+        elif target.number is not None:
+            ref = resolve_request(con, cid, str(target.number), target.session)
+        else:
+            ref = None
+        session = resolve_session(con, cid, target.session) if target.session is not None and ref is None else None
+    except RefError as exc:
+        raise TargetError(f"{target.text}: {exc} in {target.capture}") from None
+    if ref is not None:
+        return Run(label=target.text, capture=target.capture, capture_id=cid, session_id=ref.session_id,
+                   request_id=ref.request_id, request_number=ref.request_number, kind="request",
+                   first_main_request_id=ref.request_id, first_main_request_number=ref.request_number)
     first = _one(con, """
-        SELECT request_id FROM requests
+        SELECT request_id, request_number FROM requests
         WHERE capture_id = ? AND (? IS NULL OR session_id = ?) AND thread_kind = 'main' AND n_blocks > 0
         ORDER BY error_layer IS NOT NULL, ts_start LIMIT 1""", [cid, session, session])
     return Run(label=target.text, capture=target.capture, capture_id=cid, session_id=session,
-               kind="session" if session else "capture", first_main_request_id=first[0] if first else None)
+               kind="session" if session else "capture", first_main_request_id=first[0] if first else None,
+               first_main_request_number=first[1] if first else None)
 
 
 _SCOPE = """scope AS (
@@ -196,6 +186,7 @@ SELECT
     (SELECT count(*) FROM scope WHERE thread_kind = 'subagent') AS subagent_requests,
     (SELECT sum(turns) FROM sess) AS turns,
     (SELECT count(*) FROM scope WHERE error_layer IS NOT NULL) AS errors,
+    (SELECT sum(input_tokens) FROM scope) AS input_tokens,
     (SELECT sum(input_tokens_reported) FROM scope) AS input_tokens_reported,
     (SELECT sum(input_tokens_estimated) FROM scope) AS input_tokens_estimated,
     (SELECT sum(cache_read_tokens) FROM scope) AS cache_read_tokens,
@@ -230,6 +221,7 @@ METRICS: tuple[tuple[str, str, str, str, bool | None], ...] = (
     ("subagent_requests", "turns", "subagent requests", "", None),
     ("turns", "turns", "user turns", "", None),
     ("errors", "turns", "failed requests", "", True),
+    ("input_tokens", "tokens", "input incl. cache reads (reported, else estimated)", "tokens", True),
     ("input_tokens_reported", "tokens", "input tokens (reported)", "tokens", True),
     ("input_tokens_estimated", "tokens", "input tokens (estimated)", "tokens", True),
     ("cache_read_tokens", "tokens", "cache reads", "tokens", None),
@@ -363,14 +355,16 @@ def _op_words(layout: RequestDiff) -> str:
 def text_lines(d: RunDiff, *, max_blocks: int = 40, max_diff_lines: int = 12) -> Iterator[str]:
     """The terminal form of a run diff."""
     for tag, run in (("A", d.a), ("B", d.b)):
-        what = run.kind + (f" {run.session_id}" if run.session_id and run.kind != "capture" else "")
+        what = run.kind + (f" #{run.request_number} of session" if run.request_number is not None else "")
+        what += f" {run.session_id}" if run.session_id and run.kind != "capture" else ""
         yield f"{tag}  {run.label}  ({what})"
     yield ""
     if d.layout is None:
         yield f"layout: {d.layout_note}"
     else:
         lay = d.layout
-        yield f"layout of the first main request  (A {lay.a_request_id}  vs  B {lay.b_request_id})"
+        yield (f"layout of the first main request  (A #{d.a.first_main_request_number} {lay.a_request_id}  vs  "
+               f"B #{d.b.first_main_request_number} {lay.b_request_id})")
         yield f"  first divergence: {lay.first_divergence_words}"
         yield f"  blocks: {_op_words(lay)}"
         cache_a = "n/a" if lay.a_cache_read_tokens is None else f"{lay.a_cache_read_tokens:,}"

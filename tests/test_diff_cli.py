@@ -89,11 +89,12 @@ def test_sessions_and_requests_as_runs(pair, ctxtap_config) -> None:
     a, _ = pair
     con = connect([a])
     sid = con.execute("SELECT session_id FROM requests WHERE thread_kind = 'main' LIMIT 1").fetchone()[0]
-    rows = con.execute("SELECT request_id, seq_in_thread FROM requests WHERE thread_kind = 'main' "
+    rows = con.execute("SELECT request_id, request_number FROM requests WHERE thread_kind = 'main' "
                        "AND session_id = ? ORDER BY seq_in_thread", [sid]).fetchall()
-    r0, r3 = rows[0][0], rows[3][0]
-    d = diff_json([f"{a}#{sid[:8]}#0", f"{a}@{r3}"], ctxtap_config)
+    (r0, n0), r3 = rows[0], rows[3][0]
+    d = diff_json([f"{a}#{sid[:16]}#{n0}", f"{a}@{r3[:12]}"], ctxtap_config)  # the report's #N, an id's start
     assert (d["a"]["kind"], d["a"]["request_id"], d["b"]["request_id"]) == ("request", r0, r3)
+    assert d["a"]["request_number"] == n0
     assert d["layout"]["a_request_id"] == r0 and d["layout"]["b_request_id"] == r3
     by_name = {m["name"]: m for m in d["metrics"]}
     assert by_name["model requests"]["a"] == by_name["model requests"]["b"] == 1
@@ -118,7 +119,9 @@ def test_unknown_runs_are_refused_in_words(pair, ctxtap_config, run, words) -> N
 def test_parse_target() -> None:
     dirs = {"cap", "with#hash"}
     t = parse_target("cap#s1#4", dirs.__contains__)
-    assert (t.capture, t.session, t.seq, t.request_id) == ("cap", "s1", 4, None)
+    assert (t.capture, t.session, t.number, t.request_id) == ("cap", "s1", 4, None)
+    t = parse_target("cap#13", dirs.__contains__)  # the capture's only session
+    assert (t.capture, t.session, t.number) == ("cap", None, 13)
     assert parse_target("cap#claude-code:auto:1", dirs.__contains__).session == "claude-code:auto:1"
     t = parse_target("cap@flow#3", dirs.__contains__)
     assert (t.capture, t.request_id) == ("cap", "flow#3")

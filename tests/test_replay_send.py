@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.db import connect
 from analysis.protocols import registry
 from ctxtap.capture.store import Capture
 from ctxtap.modelserver import ModelServer
@@ -61,7 +62,10 @@ def test_strip_timestamps_raises_the_cache_hit_rate(stamped, tmp_path, ctxtap_co
     lines = stripped.stderr.splitlines()
     head = next(line for line in lines if line.startswith("cache hit rate"))
     assert "recorded ->" in head and "re-sent" in head
-    first_stamped = next(line for line in lines if line.startswith("  request 3:"))
+    third = connect([stamped]).execute(  # the third request re-sent, by the #N the report gives it
+        "SELECT request_number FROM requests WHERE thread_kind = 'main' AND status = 200 ORDER BY ts_start "
+        "LIMIT 1 OFFSET 2").fetchone()[0]
+    first_stamped = next(line for line in lines if line.startswith(f"  request #{third}:"))
     assert "cache read 0 -> " in first_stamped and "cache read 0 -> 0 " not in first_stamped
     assert "a timestamp removed" in first_stamped and "system[2]" in first_stamped
     # recorded as a new capture linked to its source

@@ -8,6 +8,7 @@ typed), and a second, short session, so request numbers need a session selector.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,119 @@ def test_continue_typed_four_times_is_four_turns(capture):
     assert session["input_tokens"] == efficiency["input_tokens"]
     other = _rows(capture, "SELECT n_turns FROM sessions WHERE session_id = ?", [f"claude-code:{SESSION_B}"])[0]
     assert other["n_turns"] == 2
+
+
+def _sessions(cap: Path) -> dict[str, dict]:
+    return {r["session_id"]: r for r in _rows(cap, "SELECT * FROM sessions")}
+
+
+def _numbers(cap: Path) -> dict[str, int]:
+    return {r["request_id"]: r["request_number"] for r in _rows(cap, "SELECT request_id, request_number FROM requests")}
+
+
+def _diff(args: list[str], config: Path) -> dict:
+    return json.loads(run_ctxtap(["diff", *args, "--json"], config).stdout)
+
+
+def _replay_plan(cap: Path, config: Path, tmp: Path, *args: str):
+    """`replay --send`'s plan (without --yes and a terminal it stops before sending anything)."""
+    return run_ctxtap(["replay", str(cap), "--send", "--upstream", "http://127.0.0.1:9", "--out", str(tmp / "out"),
+                       *args], config, check=False)
+
+
+def test_every_view_and_command_gives_the_same_turns_inputs_and_request_numbers(capture, ctxtap_config, tmp_path):
+    from reports.html.context import build_context
+    from reports.live import queries
+    from reports.live.sources import CaptureSource
+
+    truth, numbers = _sessions(capture), _numbers(capture)
+    a_id = f"claude-code:{SESSION_A}"
+    # the views
+    for p in _rows(capture, "SELECT * FROM process_efficiency"):
+        assert (p["n_turns"], p["input_tokens"]) == (truth[p["session_id"]]["n_turns"],
+                                                     truth[p["session_id"]]["input_tokens"])
+    # stats: one input figure per session, the same in its process-efficiency line
+    stats = run_ctxtap(["stats", str(capture)], ctxtap_config).stdout
+    for sid, s in truth.items():
+        lines = [line for line in stats.splitlines() if line.strip().startswith(sid)]
+        assert len(lines) == 2, lines  # the sessions line and the process-efficiency line
+        for line in lines:
+            assert f"turns {s['n_turns']}," in line
+            assert f"input {s['input_tokens']:,} incl. cache reads" in line
+        assert f"{s['input_tokens_reported']:,} reported by the provider" in lines[0]
+    # the report: its sessions' cards and every request's #N and turn
+    ctx = build_context([capture])
+    assert {v.session_id for v in ctx.sessions} == set(truth)
+    for view in ctx.sessions:
+        s = truth[view.session_id]
+        assert (view.totals["n_turns"], view.totals["input_tokens"], view.totals["input_tokens_reported"]) == (
+            s["n_turns"], s["input_tokens"], s["input_tokens_reported"])
+        assert {r["request_id"]: r["num"] for r in view.requests} == {
+            rid: n for rid, n in numbers.items() if rid in {r["request_id"] for r in view.requests}}
+    # the live view: its sessions list, each session's timeline and a request's page
+    src = CaptureSource(capture)
+    listed = {r["session_id"]: r for r in queries.sessions_page(src, 0, 100)["rows"]}
+    for sid, s in truth.items():
+        assert (listed[sid]["n_turns"], listed[sid]["input_tokens_reported"]) == (s["n_turns"],
+                                                                                  s["input_tokens_reported"])
+        page = queries.requests_page(src, sid, 0, 100)["rows"]
+        assert {r["request_id"]: r["num"] for r in page} == {r["request_id"]: numbers[r["request_id"]] for r in page}
+    assert queries.request(src, "har-5-5")["num"] == numbers["har-5-5"] == 6
+    # diff: a session's turns and inputs, and a request by its number
+    d = _diff([f"{capture}#{a_id}", f"{capture}#{SESSION_B[:8]}"], ctxtap_config)
+    metrics = {m["name"]: m for m in d["metrics"]}
+    b_id = f"claude-code:{SESSION_B}"
+    assert (metrics["user turns"]["a"], metrics["user turns"]["b"]) == (truth[a_id]["n_turns"], truth[b_id]["n_turns"])
+    name = "input incl. cache reads (reported, else estimated)"
+    assert (metrics[name]["a"], metrics[name]["b"]) == (truth[a_id]["input_tokens"], truth[b_id]["input_tokens"])
+    assert (metrics["input tokens (reported)"]["a"]) == truth[a_id]["input_tokens_reported"]
+    d = _diff([f"{capture}#aaaa1111#6", f"{capture}@har-6"], ctxtap_config)
+    assert (d["a"]["request_id"], d["a"]["request_number"]) == ("har-5-5", 6)
+    assert (d["b"]["request_id"], d["b"]["request_number"]) == ("har-6-6", numbers["har-6-6"])
+    text = run_ctxtap(["diff", f"{capture}#aaaa1111#6", f"{capture}@har-6"], ctxtap_config).stdout
+    assert "(A #6 har-5-5  vs  B #7 har-6-6)" in text
+    # replay --send: the plan names each request by the same #N
+    plan = _replay_plan(capture, ctxtap_config, tmp_path, "--session", "aaaa1111")
+    assert "not sending without confirmation" in plan.stderr, plan.stderr
+    named = [int(n) for n in re.findall(r"recorded request #(\d+) of session aaaa1111", plan.stderr)]
+    answered = _rows(capture, "SELECT request_number FROM requests WHERE session_id = ? AND status = 200 "
+                              "ORDER BY request_number", [a_id])
+    assert named == [r["request_number"] for r in answered] == [1, 2, 3, 5, 6, 7]  # #4 was the 429
+
+
+def test_diff_and_replay_take_a_request_number_or_an_id_prefix(capture, ctxtap_config, tmp_path):
+    from analysis.requestref import RefError, resolve_request
+    from analysis.rundiff import capture_id_of
+
+    con, cid = connect([capture]), capture_id_of(capture)
+    assert resolve_request(con, cid, "#3", f"claude-code:{SESSION_A}").request_id == "har-2-2"
+    assert resolve_request(con, cid, "bbbb1111#2").request_id == "har-8-8"  # the id without its client prefix
+    assert resolve_request(con, cid, "har-4").request_number == 5
+    with pytest.raises(RefError, match="2 sessions"):
+        resolve_request(con, cid, "3")  # which session's #3?
+    with pytest.raises(RefError, match="starts 9 request ids: har-0-0 .*give more of the id"):
+        resolve_request(con, cid, "har-")
+    # diff
+    d = _diff([f"{capture}#claude-code:{SESSION_A}#3", f"{capture}@har-2"], ctxtap_config)
+    assert d["a"]["request_id"] == d["b"]["request_id"] == "har-2-2" and d["a"]["request_number"] == 3
+    for run, words in (("#3", "say which as SESSION#3"), ("@har-", "starts 9 request ids"),
+                       ("#aaaa1111#99", "has no request 99 (its requests are #1..#7)")):
+        result = run_ctxtap(["diff", f"{capture}{run}", str(capture)], ctxtap_config, check=False)
+        assert result.returncode == 1 and words in result.stderr and "Traceback" not in result.stderr, result.stderr
+    # the live view's request diff reads what it is asked for alike
+    from reports.live import queries
+    from reports.live.sources import CaptureSource
+
+    src = CaptureSource(capture)
+    assert [queries.resolve_request(src, ref) for ref in ("aaaa1111#6", "har-5", "har-", "6")] == [
+        "har-5-5", "har-5-5", None, None]  # an ambiguous start, a number without its session: none
+    assert queries.resolve_request(src, "#6", f"claude-code:{SESSION_A}") == "har-5-5"
+    # replay --send --request
+    for ref in ("aaaa1111#6", "#6 --session aaaa1111", "har-5"):
+        plan = _replay_plan(capture, ctxtap_config, tmp_path, "--request", *ref.split())
+        assert "will send 1 requests of request #6 of session" in plan.stderr, plan.stderr
+        assert "recorded request #6 of session aaaa1111" in plan.stderr
+    refused = _replay_plan(capture, ctxtap_config, tmp_path, "--request", "har-")
+    assert refused.returncode == 1 and "cannot re-send" in refused.stderr and "har-0-0 (#1 of" in refused.stderr
+    refused = _replay_plan(capture, ctxtap_config, tmp_path, "--request", "aaaa1111#4")
+    assert "was not answered (HTTP 429)" in refused.stderr

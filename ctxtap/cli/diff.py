@@ -22,16 +22,21 @@ def diff(a: str, b: str, as_json: bool, html_path: Path | None, ignore_ids: bool
     """Compare two runs: context layout, tokens, cache, growth, tool loop, turns, latency, cost.
 
     A and B are each a capture directory, CAPTURE#SESSION (a session id or a
-    unique prefix of one), CAPTURE#SESSION#N (the request at position N, from 0,
-    of the session's main thread) or CAPTURE@REQUEST_ID. The first main request
-    of each run is diffed block by block (same, changed with its text diff,
-    moved, only in A, only in B) and the first divergence is named; every other
-    number is B - A with its sign. Captures are analysed first if needed.
+    unique start of one, with or without its client prefix), CAPTURE#SESSION#N
+    (request #N of the session, numbered from 1 over all its requests as the
+    report, the live view and replay number them), CAPTURE#N (request #N where
+    the capture holds one session) or CAPTURE@REQUEST (a request id or a unique
+    start of one; a start several ids share is refused, listing them). The
+    first main request of each run (or the request named) is diffed block by
+    block (same, changed with its text diff, moved, only in A, only in B) and
+    the first divergence is named; every other number is B - A with its sign.
+    Captures are analysed first if needed.
 
     \b
     Examples:
       ctxtap diff captures/run-a captures/run-b
       ctxtap diff 'captures/run-a#5f1c' 'captures/run-a#5f1c#4' -o diff.html
+      ctxtap diff 'captures/run-a#13' 'captures/run-a@7e0b9'
     """
     from analysis.db import connect
     from analysis.rundiff import TargetError, mask_ids, parse_target, resolve, run_diff, text_lines

@@ -33,7 +33,12 @@ DIVERGED_EXIT = 3  # --strict: the replayed run diverged beyond volatile fields
 @click.option("--upstream", metavar="URL", help="Execution replay: the provider endpoint (base URL).")
 @click.option("--thread", "thread_id", metavar="ID", help="Execution replay: the thread to re-send "
                                                           "(default: the longest main thread).")
-@click.option("--session", "session_id", metavar="ID", help="Execution replay: every thread of this session.")
+@click.option("--session", "session_id", metavar="ID", help="Execution replay: every thread of this session (its id "
+                                                            "or a unique start of one).")
+@click.option("--request", "request", metavar="REQUEST",
+              help="Execution replay: this one request: its number as the report, the live view and diff give it "
+                   "(13 or #13; SESSION#13 where the capture holds several sessions, or with --session), or its id "
+                   "or a unique start of one.")
 @click.option("--strip-timestamps", is_flag=True, help="Transform: mask dates and times in every block.")
 @click.option("--move-dynamic-after-breakpoint", is_flag=True,
               help="Transform: move blocks that change between requests after the last cache breakpoint.")
@@ -51,7 +56,8 @@ DIVERGED_EXIT = 3  # --strict: the replayed run diverged beyond volatile fields
 @click.option("--max-body-bytes", type=click.IntRange(min=1), default=MAX_BODY_BYTES, show_default="64 MiB",
               help="Read-only: the replay server answers a larger request body with 413, unread.")
 def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: float, strict: bool, send: bool,
-           upstream: str | None, thread_id: str | None, session_id: str | None, strip_timestamps: bool,
+           upstream: str | None, thread_id: str | None, session_id: str | None, request: str | None,
+           strip_timestamps: bool,
            move_dynamic_after_breakpoint: bool, sort_tools: bool, drop_blocks: tuple[str, ...],
            breakpoints: tuple[int, ...], allow_placeholders: bool, yes: bool, diagnostics: bool,
            max_body_bytes: int) -> None:
@@ -77,9 +83,10 @@ def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: flo
     if speed < 0:
         raise click.BadParameter("must be 0 (no pacing) or more", param_hint="--speed")
     try:
-        from ctxtap.replay.cassette import load
+        from ctxtap.replay.cassette import load, number_calls
 
         cassette = load(capture)
+        number_calls(cassette)  # requests named by their #N, as the report and diff name them
     except CaptureError as exc:
         raise click.ClickException(f"cannot replay {capture}: {exc}") from None
     if not cassette.calls:
@@ -91,6 +98,7 @@ def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: flo
         from ctxtap.cli.replay_send import send_replay
 
         code = send_replay(cassette, out, upstream=upstream, thread_id=thread_id, session_id=session_id,
+                           request=request,
                            strip_timestamps=strip_timestamps,
                            move_dynamic_after_breakpoint=move_dynamic_after_breakpoint, sort_tools=sort_tools,
                            drop_blocks=list(drop_blocks), breakpoints=list(breakpoints),

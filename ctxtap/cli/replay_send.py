@@ -32,6 +32,7 @@ def _cost(planned) -> float | None:
 
 
 def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | None, session_id: str | None,
+                request: str | None = None,
                 strip_timestamps: bool, move_dynamic_after_breakpoint: bool, sort_tools: bool,
                 drop_blocks: list[str], breakpoints: list[int], allow_placeholders: bool, yes: bool,
                 diagnostics: bool = False) -> int:
@@ -46,7 +47,7 @@ def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | N
         raise click.BadParameter(f"{upstream!r} is not an http(s) URL", param_hint="--upstream")
     transforms = Transforms(strip_timestamps, move_dynamic_after_breakpoint, sort_tools, drop_blocks, breakpoints)
     try:
-        calls, label = select(cassette, cassette.directory, thread_id, session_id)
+        calls, label = select(cassette, cassette.directory, thread_id, session_id, request)
         planned = plan(cassette, calls, transforms)
         auth = credentials(calls[0].provider, upstream)
     except SendError as exc:
@@ -123,18 +124,20 @@ def compare_lines(source: Path, new: Path, src_id: str, source_keys: list[str]) 
     ensure_analysis(source)
     ensure_analysis(new)
     con = connect([source, new])
-    cols = "request_id, capture_id, flow_id, ws_index, cache_read_tokens, input_tokens_reported, cost_usd, duration_ms"
+    cols = ("request_id, request_number, capture_id, flow_id, ws_index, cache_read_tokens, input_tokens_reported, "
+            "cost_usd, duration_ms")
     old = {_key(r): r for r in fetch_rows(con, f"SELECT {cols} FROM requests WHERE capture_id = ?", [src_id])}
     sent = fetch_rows(con, f"SELECT {cols} FROM requests WHERE capture_id <> ? ORDER BY ts_start", [src_id])
     lines = []
     totals = {"a_read": 0, "a_in": 0, "b_read": 0, "b_in": 0, "a_cost": 0.0, "b_cost": 0.0, "a_ms": 0, "b_ms": 0}
-    for k, (key, b) in enumerate(zip(source_keys, sent, strict=False)):
+    for key, b in zip(source_keys, sent, strict=False):
         a = old.get(key)
         if a is None:
             continue
         diff = request_diff(con, a["request_id"], b["request_id"], normalise=normalise,
                             a_capture_id=a["capture_id"], b_capture_id=b["capture_id"])
-        lines.append(f"  request {k + 1}: cache read {a['cache_read_tokens'] or 0:,} -> {b['cache_read_tokens'] or 0:,} "
+        lines.append(f"  request #{a['request_number']}: cache read {a['cache_read_tokens'] or 0:,} -> "
+                     f"{b['cache_read_tokens'] or 0:,} "
                      f"tokens; layout vs recorded: {diff.first_divergence_words}")
         for side, row in (("a", a), ("b", b)):
             totals[f"{side}_read"] += row["cache_read_tokens"] or 0

@@ -90,11 +90,18 @@ class Recorded:
     body_duration_s: float = 0.0  # first byte -> last byte
     frames: list[Frame] = field(default_factory=list)
     problem: str | None = None  # why it cannot be played back (answered with an error naming it)
+    request_number: int | None = None  # its #N in its session (requests.request_number), once numbered
+    session_label: str | None = None  # its session (the id without its client prefix, cut), when there are several
 
     def describe(self) -> str:
+        """The call in words, by the #N the report, the live view and diff give it (by its place in the
+        capture only where the capture could not be analysed)."""
         where = f"{self.method} {self.host}{self.path.split('?', 1)[0]}"
         turn = f", WebSocket message {self.key.split('#', 1)[1]}" if "#" in self.key else ""
-        return f"recorded request {self.order + 1} ({where}{turn}, flow {self.flow_id[:8]})"
+        if self.request_number is None:
+            return f"recorded request {self.order + 1} ({where}{turn}, flow {self.flow_id[:8]})"
+        session = f" of session {self.session_label}" if self.session_label else ""
+        return f"recorded request #{self.request_number}{session} ({where}{turn}, flow {self.flow_id[:8]})"
 
 
 @dataclass
@@ -198,6 +205,34 @@ def _response_id(api: str, body: bytes | None) -> str | None:
             if isinstance(rid, str):
                 return rid
     return None
+
+
+def number_calls(cassette: Cassette) -> None:
+    """Give each call its request number in its session from the capture's analysis (made if needed), so
+    replay names requests as every other page and command does; a capture that cannot be analysed keeps
+    its calls numbered by their place in it."""
+    from analysis.build import ensure_analysis
+    from analysis.db import connect, fetch_rows
+
+    try:
+        ensure_analysis(cassette.directory)
+        rows = fetch_rows(connect([cassette.directory]),
+                          "SELECT flow_id, ws_index, session_id, request_number FROM requests")
+    except Exception:  # noqa: BLE001 - numbering is a courtesy; replay works without it
+        return
+    several = len({r["session_id"] for r in rows}) > 1
+    by_key = {r["flow_id"] if r["ws_index"] is None else f"{r['flow_id']}#{r['ws_index']}": r for r in rows}
+    for call in cassette.calls:
+        row = by_key.get(call.key)
+        if row is not None:
+            call.request_number = row["request_number"]
+            call.session_label = session_label(row["session_id"]) if several else None
+
+
+def session_label(session_id: str) -> str:
+    """A session's id without its client prefix, cut to 8 characters: enough to tell a capture's sessions
+    apart and to name one (`SESSION#N`), as `analysis.requestref` reads it."""
+    return session_id.split(":", 1)[-1][:8]
 
 
 def load(path: str | Path) -> Cassette:

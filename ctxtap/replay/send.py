@@ -353,16 +353,34 @@ def _answered(row: dict) -> bool:
     return row["status"] == 200 or (row["status"] == 101 and row["error_code"] is None)
 
 
-def select(cassette: Cassette, source: Path, thread_id: str | None, session_id: str | None) -> tuple[list[Recorded], str]:
-    """The recorded calls of one thread (default: the main thread with most requests), or of a session,
-    in order; only answered requests (a 429 and its retry are one request)."""
+def select(cassette: Cassette, source: Path, thread_id: str | None, session_id: str | None,
+           request: str | None = None) -> tuple[list[Recorded], str]:
+    """The recorded calls of one thread (default: the main thread with most requests), of a session (its id
+    or a unique start of one), or one request (`request`: its number, `#N` or `SESSION#N`, or its id or a
+    unique start of one, as `analysis.requestref` reads them), in order; only answered requests (a 429
+    and its retry are one request)."""
     from analysis.build import ensure_analysis
     from analysis.db import connect, fetch_rows
+    from analysis.requestref import RefError, resolve_request, resolve_session
 
     ensure_analysis(source)
-    rows = fetch_rows(connect([source]), "SELECT flow_id, ws_index, thread_id, thread_kind, session_id, seq_in_session, "
-                                         "seq_in_thread, status, error_code FROM requests ORDER BY seq_in_session, ts_start")
-    if session_id:
+    con = connect([source])
+    rows = fetch_rows(con, "SELECT request_id, flow_id, ws_index, thread_id, thread_kind, session_id, seq_in_session, "
+                           "seq_in_thread, request_number, status, error_code FROM requests "
+                           "ORDER BY seq_in_session, ts_start")
+    try:
+        if request:
+            ref = resolve_request(con, cassette.capture_id, request, session_id)
+        elif session_id:
+            session_id = resolve_session(con, cassette.capture_id, session_id)
+    except RefError as exc:
+        raise SendError(str(exc)) from None
+    if request:
+        chosen = [r for r in rows if r["request_id"] == ref.request_id]
+        label = f"request #{ref.request_number} of session {ref.session_id}"
+        if chosen and not _answered(chosen[0]):
+            raise SendError(f"{label} was not answered (HTTP {chosen[0]['status']}): nothing to re-send")
+    elif session_id:
         chosen = [r for r in rows if r["session_id"] == session_id]
         label = f"session {session_id}"
     else:

@@ -215,16 +215,20 @@ def clip(text: str | None, limit: int = MAX_TEXT_CHARS) -> str:
     return f"{head}\n… {len(text) - len(head) - len(tail):,} characters left out …\n{tail}"
 
 
-def resolve_request(src: CaptureSource, ref: str) -> str | None:
-    """A request id from what a user typed: a full id, or the start of one."""
-    ref = ref.strip()
-    if not ref:
+def resolve_request(src: CaptureSource, ref: str, session_id: str | None = None) -> str | None:
+    """A request id from what a user typed, read as `ctxtap diff` and `replay` read it (`analysis.requestref`):
+    a full id or the start of one, or the request's number (`#13`; `SESSION#13`, or in `session_id`, where
+    the capture holds several sessions). None when it names no request or more than one."""
+    from analysis.requestref import RefError
+    from analysis.requestref import resolve_request as resolve
+
+    ids = src.rows("SELECT capture_id FROM captures LIMIT 1")
+    if not ids:
         return None
-    rows = src.rows("SELECT request_id FROM requests WHERE request_id = ? OR starts_with(request_id, ?) "
-                    "ORDER BY request_id = ? DESC LIMIT 2", [ref, ref, ref])
-    if len(rows) == 1 or (rows and rows[0]["request_id"] == ref):
-        return rows[0]["request_id"]
-    return None
+    try:
+        return resolve(src.cursor(), ids[0]["capture_id"], ref, session_id).request_id
+    except RefError:
+        return None
 
 
 def request_pair_diff(src: CaptureSource, b: str, a: str | None = None) -> dict[str, Any]:
