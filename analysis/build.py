@@ -61,7 +61,7 @@ class BuildStats:
 def fingerprint(capture: Capture, prices: PriceTable, rules_path: Path | None) -> dict:
     files = {}
     for name in ("flows.parquet", "ws_messages.parquet", "bodies.parquet", "telemetry.parquet",
-                 "telemetry_records.parquet", "effects.parquet", "effect_roots.parquet"):
+                 "telemetry_records.parquet", "effects.parquet", "effect_roots.parquet", "gates.json"):
         path = capture.directory / name
         if path.exists():
             st = path.stat()

@@ -183,3 +183,33 @@ def test_a_bounded_snapshot_says_it_stopped_and_reports_only_what_it_walked(tmp_
     (ws / "zz-new").write_text("y")
     rows, _ = compare(before, _snap(ws, hash_small=False, max_files=10), 1 << 20)
     assert rows == []  # the root was not walked in full: no created/deleted guesses
+
+
+def test_the_report_says_what_was_written_and_which_gate_it_breaks(writing_run, tmp_path) -> None:
+    from reports.html.render import render_report
+
+    out, _ = writing_run
+    html = tmp_path / "report.html"
+    render_report([out], html)
+    text = html.read_text()
+    assert "Effects and constraints" in text
+    assert ("2 files written in the working directory: .aider.chat.history.md (created), .gitignore (modified)."
+            in text)
+    assert "Breaks --no-writes: .aider.chat.history.md (created); .gitignore (modified)." in text
+    assert "Deploy — called a tool never offered" in text
+    assert str(out.parent) not in text  # the snapshotted places' paths stay out of a shareable report
+
+
+def test_publish_and_export_leave_the_receipts_paths_out(writing_run, tmp_path, ctxtap_config) -> None:
+    out, _ = writing_run
+    workspace = str(out.parent / "rw-ws")
+    assert _sql(out, "SELECT root FROM effect_roots")[0]["root"] == workspace
+    published = _ctxtap(["publish", str(out), "-o", str(tmp_path / "pub")], ctxtap_config)
+    assert published.returncode == 0, published.stderr
+    exported = _ctxtap(["export", str(out), "--otlp-json", str(tmp_path / "spans.jsonl"),
+                        "--har", str(tmp_path / "run.har")], ctxtap_config)
+    assert exported.returncode == 0, exported.stderr
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) >= 3
+    for path in files:
+        assert workspace not in path.read_text(errors="replace"), path

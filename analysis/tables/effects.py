@@ -7,6 +7,7 @@ were not snapshotted are not seen; `effect_roots` says which were, and whether i
 
 from __future__ import annotations
 
+from analysis.constraints import Gates
 from analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
 
 COLUMNS: Columns = [
@@ -44,6 +45,20 @@ def build(ctx: BuildContext) -> list[Row]:
     return rows
 
 
+GATE_COLUMNS: Columns = [
+    ("flags", S, "The gates as `ctxtap check` spells them (`--no-writes --allow-write *.log --no-network`)."),
+    ("gates_json", S, "The same as JSON (`analysis.constraints.Gates`), for the report to judge the run by."),
+]
+
+
+def build_gates(ctx: BuildContext) -> list[Row]:
+    stored = ctx.capture.gates()
+    if stored is None:
+        return []
+    gates = Gates.model_validate(stored)
+    return [{"flags": " ".join(gates.flags()), "gates_json": gates.model_dump_json()}]
+
+
 def build_roots(ctx: BuildContext) -> list[Row]:
     return ctx.capture.effect_roots().drop_columns(["capture_id"]).to_pylist()
 
@@ -53,4 +68,6 @@ TABLES = [
           "sizes and hashes, never contents)", COLUMNS, build),
     Table("effect_roots", "one row per place the effect receipt snapshotted, with its bounds; places not listed "
           "were not seen", ROOT_COLUMNS, build_roots),
+    Table("run_gates", "the conditions `record --check` (or `check --save`) judged the run by, one row per "
+          "capture that has them", GATE_COLUMNS, build_gates),
 ]

@@ -5,3 +5,6 @@ CREATE OR REPLACE VIEW effects AS SELECT * FROM t_effects;
 
 -- effect_roots: one row per place snapshotted before and after the run, with its bounds.
 CREATE OR REPLACE VIEW effect_roots AS SELECT * FROM t_effect_roots;
+
+-- run_gates: the conditions `record --check` (or `check --save`) judged the run by.
+CREATE OR REPLACE VIEW run_gates AS SELECT * FROM t_run_gates;

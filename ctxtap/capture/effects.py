@@ -8,6 +8,7 @@ contents. Places neither the working directory nor `--watch`ed are not seen at a
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from ctxtap.capture.schema import EFFECT_ROOTS_SCHEMA, EFFECTS_SCHEMA
 from ctxtap.capture.workspace import Entry, Snapshot, SnapshotLimits, hash_file, hash_link, take
 
 EFFECTS_FILE, EFFECT_ROOTS_FILE = "effects.parquet", "effect_roots.parquet"
+GATES_FILE = "gates.json"  # the conditions `record --check` judged the run by, for reports
 
 
 @dataclass
@@ -64,6 +66,13 @@ def write(capture_dir: Path, changes: list[dict], roots: list[dict]) -> None:
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, capture_dir / name)
+
+
+def write_gates(capture_dir: Path, gates: dict) -> None:
+    """Keep the gates a run was judged by beside its receipt, so a report can say which it breaks."""
+    tmp = capture_dir / f"{GATES_FILE}.tmp"
+    tmp.write_text(json.dumps(gates, indent=2, sort_keys=True))
+    os.replace(tmp, capture_dir / GATES_FILE)
 
 
 def _parent(rel: str) -> str:

@@ -51,7 +51,9 @@ variables).
 working directory (ignored files included, `.git/` internals left out) and every `--watch` place are
 snapshotted before and after the run, stat first, contents hashed only where needed and never kept;
 what changed is one row each. Places not snapshotted are not seen. The root paths are personal data:
-`publish` and `export` leave both files out.
+`publish` and `export` leave both files out. `record --check "..."` and `ctxtap check --save` also write
+`gates.json`: the conditions the run was judged by (`no_writes`, `allow_write`, `no_network`, `allow_host`,
+`no_secrets_sent`, `no_outside_workspace`, `workspace`), so a report can say which of them it breaks.
 """
 
 

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from ctxtap import __version__
 from ctxtap.capture.bodies import BodyDecoder, BodyView
-from ctxtap.capture.effects import EFFECT_ROOTS_FILE, EFFECTS_FILE
+from ctxtap.capture.effects import EFFECT_ROOTS_FILE, EFFECTS_FILE, GATES_FILE
 from ctxtap.capture.exchange import Exchange, WsMessage
 from ctxtap.capture.finalize import (
     BODIES_FILE,
@@ -220,6 +220,11 @@ class Capture:
         path = self.directory / EFFECT_ROOTS_FILE
         return pq.read_table(path, schema=EFFECT_ROOTS_SCHEMA) if path.exists() \
             else EFFECT_ROOTS_SCHEMA.empty_table()
+
+    def gates(self) -> dict | None:
+        """The conditions `record --check` (or `check --save`) judged the run by, as stored; None if none."""
+        path = self.directory / GATES_FILE
+        return json.loads(path.read_text()) if path.exists() else None
 
     def _lookup(self, body_id: int) -> tuple[str, int | None, bytes]:
         if self._bodies is None:

@@ -28,8 +28,8 @@ class SnapshotLimits:
 
     max_files: int = 200_000
     max_seconds: float = 20.0
-    hash_file_bytes: int = 64 * 1024  # before the run, files up to this size are hashed...
-    hash_budget_bytes: int = 16 * 1024 * 1024  # ...while the bytes hashed stay within this
+    hash_file_bytes: int = 256 * 1024  # before the run, files up to this size are hashed...
+    hash_budget_bytes: int = 64 * 1024 * 1024  # ...while the bytes hashed stay within this
 
 
 @dataclass(frozen=True)

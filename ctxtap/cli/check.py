@@ -86,9 +86,11 @@ def report_lines(report: CheckReport) -> list[str]:
 @click.argument("capture", type=click.Path(file_okay=False))
 @_gate_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of text.")
+@click.option("--save", is_flag=True,
+              help="Keep these gates in the capture (gates.json), so its report says which the run breaks.")
 def check(capture: str, no_writes: bool, allow_write: tuple[str, ...], no_network: bool,
           allow_host: tuple[str, ...], no_secrets_sent: bool, no_outside_workspace: bool, workspace: str | None,
-          as_json: bool) -> None:
+          as_json: bool, save: bool) -> None:
     """Judge a recorded run against the conditions its task set; exit 3 on any violation (for CI).
 
     Each violation is printed with its evidence: the effect receipt's row, the tool call and its
@@ -104,6 +106,10 @@ def check(capture: str, no_writes: bool, allow_write: tuple[str, ...], no_networ
     if not gates.flags():
         raise click.UsageError("give at least one gate (--no-writes, --no-network, --no-secrets-sent, "
                                "--no-outside-workspace)")
+    if save:
+        from ctxtap.capture.effects import write_gates
+
+        write_gates(Path(capture), gates.model_dump())
     report = run_check(Path(capture), gates)
     if as_json:
         import json

@@ -202,12 +202,15 @@ def main() -> None:
               help="Entries a snapshot walks per place before it stops (and says so).")
 @click.option("--snapshot-max-seconds", default=20.0, show_default=True,
               help="Seconds a snapshot walks per place before it stops (and says so).")
+@click.option("--snapshot-hash-mib", default=64, show_default=True,
+              help="MiB of small files a snapshot hashes before the run, so a later change has a before hash.")
 @click.option("--check", "check_gates", metavar="GATES",
               help="Judge the run when it ends, as `ctxtap check` does (e.g. \"--no-writes --no-network\"); "
                    "a violation makes the exit code 3 when the command itself succeeded.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host, telemetry, live, ui_port,
-           open_browser, watch, effects, snapshot_max_files, snapshot_max_seconds, check_gates) -> None:
+           open_browser, watch, effects, snapshot_max_files, snapshot_max_seconds, snapshot_hash_mib,
+           check_gates) -> None:
     """Run COMMAND through the recording proxy and capture its model traffic.
 
     Starts a proxy on a free port with ctxtap's own CA (created on first use,
@@ -256,7 +259,8 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
         click.echo(f"ctxtap: client telemetry not injected: {tel.reason}", err=True)
     code = 127
     child = None
-    receipt = _start_receipt(out, watch, snapshot_max_files, snapshot_max_seconds) if effects else None
+    receipt = (_start_receipt(out, watch, (snapshot_max_files, snapshot_max_seconds, snapshot_hash_mib))
+               if effects else None)
     try:
         child = _start_live(out, live, ui_port, open_browser)
         # the user's command creates its own files with the user's umask, not ctxtap's private one
@@ -278,8 +282,10 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     for line in _summary_lines(capture) + _no_model_request_lines(capture, command[0]):
         click.echo(line, err=True)
     if gates is not None:
+        from ctxtap.capture.effects import write_gates
         from ctxtap.cli.check import EXIT_VIOLATION, report_lines, run_check
 
+        write_gates(out, gates.model_dump())
         report = run_check(out, gates)
         for line in report_lines(report):
             click.echo(f"ctxtap: {line}", err=True)
@@ -288,14 +294,15 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     sys.exit(code)
 
 
-def _start_receipt(out: Path, watch: tuple[str, ...], max_files: int, max_seconds: float) -> Receipt:
+def _start_receipt(out: Path, watch: tuple[str, ...], bounds: tuple[int, float, int]) -> Receipt:
     """The effect receipt's before-snapshots (ctxtap.capture.effects), taken before the command starts."""
     from ctxtap.capture.effects import Receipt
     from ctxtap.capture.paths import config_dir
     from ctxtap.capture.workspace import SnapshotLimits
 
     places = [(Path.cwd().resolve(), "workspace")] + [(Path(w).resolve(), "watched") for w in watch]
-    limits = SnapshotLimits(max_files=max_files, max_seconds=max_seconds)
+    max_files, max_seconds, hash_mib = bounds
+    limits = SnapshotLimits(max_files=max_files, max_seconds=max_seconds, hash_budget_bytes=hash_mib << 20)
     receipt = Receipt(places, limits, exclude=(out.resolve(), config_dir().resolve())).start()
     for snap in receipt.before:
         if snap.stopped:

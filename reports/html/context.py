@@ -17,6 +17,7 @@ import duckdb
 from reports.html.blockdata import MIN_CAP_BYTES, TEXT_ENTRY_MIN_BYTES, BlockData
 from reports.html.budget import Detail, ctxtap_sql
 from reports.html.comparison import build_comparison
+from reports.html.effects import build_effects
 from reports.html.events import MAX_DRAWN, MAX_DRAWN_BUDGETED, build_events
 from reports.html.evidence import build_evidence
 from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
@@ -91,10 +92,12 @@ def build_context(captures: Sequence[Path], title: str | None = None, detail: De
         per_capture.append((cap, con, mine))
     comparison = build_comparison(per_capture, blocks)
     evidence = build_evidence(per_capture)
+    effects = build_effects(per_capture)
     infos = [cap for cap, _, _ in per_capture]
     if title is None:
         clients = sorted({s.client for s in sessions})
         title = f"ctxtap report — {', '.join(clients) or 'no model traffic'}"
     overview = build_overview(cons.get(captures))
     return ReportContext(title=title, captures=infos, overview=overview, sessions=sessions,
-                         comparison=comparison, blocks=blocks, notes=notes, detail=detail, evidence=evidence)
+                         comparison=comparison, blocks=blocks, notes=notes, detail=detail, evidence=evidence,
+                         effects=effects)

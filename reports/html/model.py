@@ -276,6 +276,34 @@ class Evidence:
 
 
 @dataclass
+class GateLine:
+    """One gate the run was judged by, in a sentence: `Breaks --no-writes: .gitignore (modified)`."""
+
+    text: str
+    broken: bool  # broken, or not judgeable (which fails it too)
+
+
+@dataclass
+class CaptureEffects:
+    """One capture's effects and constraints, in sentences (reports/html/effects.py)."""
+
+    capture: CaptureInfo
+    has_receipt: bool
+    changes: list[str]  # "2 files written in the working directory: .gitignore (modified), ..."
+    coverage: str  # which places were snapshotted, and that others are not seen
+    gates: list[GateLine]  # "Breaks --no-writes: ...", "Keeps --no-network": the gates the run was judged by
+    tool_checks: list[str]  # calls to tools never offered, arguments their schema refused
+    command: str  # the `ctxtap sql` that lists every changed path
+
+
+@dataclass
+class Effects:
+    captures: list[CaptureEffects]
+    n_changed: int  # paths changed, all captures
+    n_broken: int  # gates broken, all captures
+
+
+@dataclass
 class ReportContext:
     title: str
     captures: list[CaptureInfo]
@@ -286,6 +314,7 @@ class ReportContext:
     notes: list[str] = field(default_factory=list)  # what the report aggregated or left out, in words
     detail: Detail = field(default_factory=Detail.full)
     evidence: Evidence | None = None
+    effects: Effects | None = None
 
 
 # --- per capture ------------------------------------------------------------------------------------

@@ -1,0 +1,112 @@
+"""The Effects and constraints section: what the run changed on disk, the gates it was judged by, and
+the tool calls its requests did not allow.
+
+Reads the `effects`, `effect_roots`, `run_gates` and `tool_calls` views and judges the stored gates
+with `analysis.constraints`; sentences are made here so the template only reads them. Watched places
+are named by number, never by path: a report is meant to be shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+
+from analysis.constraints import Gates, check
+from reports.html.budget import ctxtap_sql
+from reports.html.model import CaptureEffects, CaptureInfo, Effects, GateLine, SessionView, fetch
+
+MAX_NAMED = 12  # paths named in one sentence; the rest are counted
+
+
+def _files(n: int) -> str:
+    return "1 file" if n == 1 else f"{n} files"
+
+
+def _names(rows: list[dict[str, Any]]) -> str:
+    named = ", ".join(f"{r['rel_path']} ({r['change']}{' from ' + r['renamed_from'] if r['renamed_from'] else ''})"
+                      for r in rows[:MAX_NAMED])
+    return named + (f" and {len(rows) - MAX_NAMED} more" if len(rows) > MAX_NAMED else "")
+
+
+def change_sentences(effects: list[dict[str, Any]], roots: list[dict[str, Any]]) -> list[str]:
+    """`2 files written in the working directory: .gitignore (modified), .aider.chat.history.md (created).`"""
+    out = []
+    watched = [r["root"] for r in roots if r["root_kind"] == "watched"]
+    places = [("workspace", None, "the working directory")] + [
+        ("watched", root, f"watched place {i}") for i, root in enumerate(watched, 1)]
+    for kind, root, label in places:
+        mine = [e for e in effects if e["root_kind"] == kind and (root is None or e["root"] == root)]
+        if mine:
+            out.append(f"{_files(len(mine))} written in {label}: {_names(mine)}.")
+        elif kind == "workspace" or root is not None:
+            out.append(f"Nothing was written in {label}.")
+    return out
+
+
+def coverage_sentence(roots: list[dict[str, Any]]) -> str:
+    parts = []
+    for i, r in enumerate([r for r in roots if r["root_kind"] == "workspace"]
+                          + [r for r in roots if r["root_kind"] == "watched"]):
+        label = "the working directory" if r["root_kind"] == "workspace" else f"watched place {i}"
+        walked = "in full" if r["complete"] else f"stopped early ({r['stopped']}): only what it walked is compared"
+        parts.append(f"{label} ({r['files_after']} entries, {walked})")
+    return (f"Snapshotted before and after the run: {', '.join(parts)}; git-ignored files included, .git/ "
+            f"internals left out. Places that were not snapshotted (the client's home folder unless given with "
+            f"--watch, temporary and system folders) are not seen.")
+
+
+def gate_sentences(con: duckdb.DuckDBPyConnection) -> list[GateLine]:
+    rows = fetch(con, "SELECT * FROM run_gates")
+    if not rows:
+        return []
+    report = check(con, Gates.model_validate_json(rows[0]["gates_json"]))
+    out = []
+    for r in report.results:
+        if not r.judged:
+            out.append(GateLine(f"Cannot judge {r.gate}: {r.how}.", True))
+        elif r.violations:
+            named = "; ".join(v.what for v in r.violations[:MAX_NAMED])
+            more = f" and {len(r.violations) - MAX_NAMED} more" if len(r.violations) > MAX_NAMED else ""
+            out.append(GateLine(f"Breaks {r.gate}: {named}{more}.", True))
+        else:
+            out.append(GateLine(f"Keeps {r.gate}.", False))
+    return out
+
+
+def tool_check_sentences(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = fetch(con, "SELECT t.name, t.check_status, t.check_detail, q.request_number FROM tool_calls t "
+                      "LEFT JOIN requests q ON q.capture_id = t.capture_id AND q.request_id = t.request_id "
+                      "WHERE t.check_status IN ('unknown_tool', 'invalid_arguments') "
+                      "ORDER BY q.request_number, t.call_index")
+    out = []
+    for r in rows[:MAX_NAMED]:
+        what = "called a tool never offered" if r["check_status"] == "unknown_tool" else "arguments refused by " \
+            "the tool's schema"
+        out.append(f"Request #{r['request_number']}: {r['name']} — {what} ({r['check_detail']}).")
+    if len(rows) > MAX_NAMED:
+        out.append(f"… and {len(rows) - MAX_NAMED} more (tool_calls.check_status).")
+    return out
+
+
+def build_effects(per_capture: Sequence[tuple[CaptureInfo, duckdb.DuckDBPyConnection, list[SessionView]]]
+                  ) -> Effects:
+    captures = []
+    n_changed = n_broken = 0
+    for cap, con, _views in per_capture:
+        roots = fetch(con, "SELECT * FROM effect_roots ORDER BY root_kind DESC, root")
+        effects = fetch(con, "SELECT * FROM effects ORDER BY root_kind DESC, root, rel_path")
+        gates = gate_sentences(con)
+        n_changed += len(effects)
+        n_broken += sum(g.broken for g in gates)
+        captures.append(CaptureEffects(
+            capture=cap, has_receipt=bool(roots),
+            changes=change_sentences(effects, roots) if roots else [],
+            coverage=coverage_sentence(roots) if roots else (
+                "No effect receipt: the capture was not made by `ctxtap record` (or before receipts existed), so "
+                "what the run changed on disk is not known."),
+            gates=gates, tool_checks=tool_check_sentences(con),
+            command=f'{ctxtap_sql(cap.path)} "SELECT root_kind, rel_path, change, size_before, size_after '
+                    f'FROM effects"'))
+    return Effects(captures, n_changed, n_broken)
