@@ -298,10 +298,15 @@ def _auto_session(sessions: dict[str, _Session], call: ModelCall, hashes: list[s
     """The session a call without identifiers continues, if any."""
     candidates = [s for s in sessions.values() if s.source == "prefix-continuity" and s.client == call.identity.client
                   and call.ts_start - s.last_ts <= AUTO_SESSION_GAP_S]
+    if side:
+        # a side request (a title, a summary) sent without the session id its main loop carries, or
+        # through another SDK that names no client, belongs to the session just active
+        lone = call.identity.client.startswith("unknown")
+        near = [s for s in sessions.values() if (s.client == call.identity.client or lone)
+                and call.ts_start - s.last_ts <= SIDE_LEAD_S]
+        return max(candidates or near, key=lambda s: s.last_ts) if candidates or near else None
     if not candidates:
         return None
-    if side:
-        return max(candidates, key=lambda s: s.last_ts)
     best, best_score = None, 0.0
     for s in candidates:
         score = share(s.auto_hashes, hashes)

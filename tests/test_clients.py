@@ -101,7 +101,7 @@ def test_a_client_can_be_switched_off():
 def toy_client():
     client = registry.register(Client(
         name="toyagent",
-        ids=frozenset({"unknown (toyagent)"}),
+        ids=frozenset({"toyagent"}),
         order=70,
         rules=(Rule("toyagent.system-prompt", "ToyAgent's system prompt", starts("You are ToyAgent"), PLATFORM,
                     stage=TEXT_CLIENT),),

@@ -41,7 +41,7 @@ def test_anthropic_client_with_one_plain_system_string():
         ("messages[1].content", "assistant", "assistant_output", "data", "generic.assistant-text"),
         ("messages[2].content", "user", "user_task", "user", "generic.user-text-task"),
     ]
-    assert call.identity.client == "unknown (tinyagent)"
+    assert (call.identity.client, call.identity.client_version) == ("tinyagent", "0.3")
     assert call.identity.session_id == "tiny-1"
     assert call.purpose.purpose == "main" and call.purpose.rule_id == "generic.user-task-no-tools"
     assert call.response.usage.input_total.status == "reported"

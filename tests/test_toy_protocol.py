@@ -127,7 +127,7 @@ def test_toy_exchange_parses_end_to_end(toy):
         120, 100, 20, 7)
     assert usage.cache_semantics == "inclusive" and usage.input_total.status == "reported"
     assert call.response.text == "It prints hello." and call.response.parse_status == "ok"
-    assert call.identity.client == "unknown (toyagent)" and call.identity.session_id == "toy-s1"
+    assert call.identity.client == "toyagent" and call.identity.session_id == "toy-s1"
     assert call.purpose.purpose == "main"
 
     (failed,) = parse_exchange(http_exchange("/v1/toy/generate", BODY, LIMITED, host="api.mistral.ai", status=429))

@@ -248,8 +248,24 @@ def recorded_client(c: IdentityContext) -> None:
         ident.client, ident.client_version, ident.client_rule = recorded, c.recorded_version, "recorded"
 
 
+_SESSION_NAME = re.compile(r"^(?:x-)?(?:[a-z0-9]+[-_])*(?:session|conversation|chat)[-_]?id$")
+_PER_REQUEST = re.compile(r"request|trace|span|message|turn|prompt|idempotency|correlation|call")
+
+
 def session_header(c: IdentityContext) -> None:
+    """A session id an unseen client sends: `x-session-id` first, then any header named for a
+    session or conversation id (`session_id`, `x-conversation-id`, `x-acme-session-id`), then the
+    body's `metadata.session_id` / `conversation_id`. Names of per-request ids (request, trace,
+    message, turn, prompt) never qualify: the session must stay constant over the run."""
     c.put("session_id", c.headers.get("x-session-id"), "header.x-session-id")
+    for name in sorted(c.headers):
+        if _SESSION_NAME.match(name) and not _PER_REQUEST.search(name):
+            c.put("session_id", c.headers[name], f"header.{name}")
+    for field in ("metadata", "client_metadata"):
+        meta = c.facts.get(field) or {}
+        if isinstance(meta, dict):
+            for key in ("session_id", "sessionId", "conversation_id", "conversationId"):
+                c.put("session_id", meta.get(key), f"body.{field}.{key}")
 
 
 def thread_headers(c: IdentityContext) -> None:

@@ -10,6 +10,7 @@ from analysis.cachecheck import common_prefix
 from analysis.models import ModelCall
 from analysis.prices import PriceTable
 from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
+from ctxtap.capture.classify import client_evidence
 
 COLUMNS: Columns = [
     ("request_id", S, "Unique id of the model call: the flow id, or `<flow id>#<message index>` for a WebSocket request."),
@@ -38,8 +39,13 @@ COLUMNS: Columns = [
     ("ttfb_kind", S, "`exact` (first body byte seen by the proxy) or `approximate` (response headers: HAR "
                      "`wait`, mitmproxy flow files, unstreamed responses); null when neither is known."),
     ("duration_ms", F64, "Request start to response end, ms."),
-    ("client", S, "Client (`claude-code`, `codex`, `kimi-code`, `grok-cli`, `gemini-cli`, ...)."),
+    ("client", S, "Client (`claude-code`, `codex`, `kimi-code`, `grok-cli`, `gemini-cli`, ...; a client without "
+                  "rules by what the wire says: `qwen-code` from `QwenCode/0.24.4`, see client_evidence)."),
     ("client_version", S, "Client version when known."),
+    ("client_evidence", S, "What the client's name rests on: `rule` (a client rule of ctxtap's), `user-agent` "
+                           "(the user agent's first product token that is no library or runtime), `x-title` or "
+                           "`referer` (OpenRouter's app attribution headers), `unattributed` (nothing names it: "
+                           "the name is `unknown` or `unknown (SDK)`)."),
     ("provider", S, "Provider of the API host."),
     ("api", S, "`messages`, `bedrock-messages` and `vertex-messages` (Messages on Amazon Bedrock and Google "
               "Vertex AI), `bedrock-converse`, `responses`, `responses-websocket`, `chat-completions`, `gemini`, "
@@ -145,6 +151,7 @@ def _request_rows(recs: list[CallRec], store: BlockStore, prices: PriceTable,
             **_ttfb(call),
             "duration_ms": (ts_end - call.ts_start) * 1000 if ts_end else None,
             "client": call.identity.client, "client_version": call.identity.client_version,
+            "client_evidence": client_evidence(call.identity.client_rule),
             "provider": call.provider, "api": call.api, "transport": call.transport,
             "endpoint": call.request.endpoint, "model": call.request.model or call.response.model,
             "purpose": call.purpose.purpose, "purpose_rule": call.purpose.rule_id,

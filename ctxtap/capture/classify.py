@@ -258,8 +258,94 @@ def classify_client(headers: Iterable[tuple[str, str]], body_head: bytes | BodyV
         for name, marker in _BODY_RULES:
             if marker in body_head:
                 return ClientClass(name, None, f"body:{name}")
-    if ua:
-        sdk = re.match(r"([A-Za-z][\w.\-]*)/(\d[\w.\-+]*)", ua)
-        if sdk:
-            return ClientClass(f"unknown ({sdk.group(1)})", None, "ua:generic")
+    return _named_by_wire(h, ua)
+
+
+# Product tokens that name a library, SDK or runtime, not the program using it (compared lower-case,
+# up to the first `/`); a client's own token is the first product token not in this list.
+_GENERIC_PRODUCTS = frozenset({
+    "mozilla", "applewebkit", "chrome", "safari", "gecko", "firefox", "edge", "electron", "khtml",
+    "node", "nodejs", "node.js", "bun", "deno", "python", "cpython", "pypy", "java", "dart", "go", "ruby",
+    "rust", "dotnet", ".net", "php", "perl", "darwin", "cfnetwork", "dalvik", "linux", "windows",
+    "curl", "wget", "httpie", "axios", "undici", "node-fetch", "got", "superagent", "ky", "fetch",
+    "python-requests", "requests", "python-urllib", "urllib", "httpx", "python-httpx", "aiohttp",
+    "go-http-client", "okhttp", "reqwest", "hyper", "ureq", "isahc", "apache-httpclient", "faraday",
+    "ktor-client", "dio", "restsharp", "guzzle", "libcurl", "urllib3", "httpclient",
+    "openai", "openai-python", "openai-node", "openai-go", "openai-java", "asyncopenai", "azureopenai",
+    "anthropic", "anthropic-sdk", "anthropic-typescript", "anthropic-python", "asyncanthropic",
+    "stainless", "ai-sdk", "ai", "vercel", "langchain", "langchainjs", "langchain-core", "litellm",
+    "google-genai-sdk", "genai-js", "google-api-nodejs-client", "google-api-python-client", "gl-node",
+    "gl-python", "gccl", "gapic", "grpc-node-js", "grpc-python", "grpc-c", "grpc-java", "mistralai",
+    "groq", "cohere", "ollama-python", "ollama-js", "together", "fireworks", "openrouter", "boto3",
+    "botocore", "aws-sdk-js", "aws-sdk-go", "aws-sdk-rust", "aws-sdk-java", "md", "os", "lang", "ua",
+    "exec-env", "api", "cfg", "sdk", "runtime", "google", "x",
+})
+_PRODUCT = re.compile(r"(?<![\w.\-/])([A-Za-z@][\w.\-@]*(?:/[A-Za-z][\w.\-]*)?)/(v?\d[\w.\-+]*)")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_URL_HOST = re.compile(r"^[a-z][a-z0-9+.\-]*://([^/:?#@]+)", re.I)
+
+
+def _comment_free(ua: str) -> str:
+    """A user agent without its `( ... )` comments (they hold platforms, not products)."""
+    out, depth = [], 0
+    for ch in ua:
+        depth += ch == "("
+        if not depth:
+            out.append(ch)
+        depth -= ch == ")" and depth > 0
+    return "".join(out)
+
+
+def client_name(product: str) -> str:
+    """`QwenCode` -> `qwen-code`, `KimiCLI` -> `kimi-cli`: the form ctxtap's own client names take."""
+    base = product.rsplit("/", 1)[-1].lstrip("@")
+    name = re.sub(r"[^a-z0-9]+", "-", _CAMEL.sub("-", base).lower()).strip("-")
+    return name or product.lower()
+
+
+def ua_product(ua: str) -> tuple[str, str] | None:
+    """The first product token of a user agent that is not a library or runtime, with its version."""
+    for m in _PRODUCT.finditer(_comment_free(ua)):
+        token = m.group(1)
+        parts = [part.lstrip("@").lower() for part in token.split("/")]
+        if any(part in _GENERIC_PRODUCTS or part.startswith(("openai", "anthropic")) for part in parts):
+            continue
+        return client_name(token), m.group(2).removeprefix("v")
+    return None
+
+
+def _named_by_wire(h: dict[str, str], ua: str) -> ClientClass:
+    """A client no rule knows, named by what its requests say of it: its own user-agent product
+    token, then OpenRouter's app attribution (`X-Title`, then `HTTP-Referer`'s host). An SDK's
+    token (`OpenAI/Python`, `x-stainless-*`) names the SDK, never the client: `unknown (SDK)`."""
+    found = ua_product(ua) if ua else None
+    if found:
+        return ClientClass(found[0], found[1], "ua:product")
+    title = h.get("x-title", "").strip()
+    if title and client_name(title):
+        return ClientClass(client_name(title), None, "header:x-title")
+    referer = _URL_HOST.match(h.get("http-referer", "") or h.get("referer", ""))
+    if referer:
+        host = referer.group(1).lower().removeprefix("www.")
+        if host not in ("localhost", "127.0.0.1"):
+            return ClientClass(host, None, "header:referer")
+    sdk = re.match(r"([A-Za-z][\w.\-]*)/(?:\d|([A-Za-z]\w*))", ua) if ua else None
+    if sdk:
+        return ClientClass(f"unknown ({sdk.group(1)}{'/' + sdk.group(2) if sdk.group(2) else ''})", None, "ua:generic")
+    if h.get("x-stainless-lang"):
+        return ClientClass(f"unknown (stainless-{h['x-stainless-lang']})", None, "header:x-stainless")
     return ClientClass("unknown", None, "none")
+
+
+def client_evidence(rule: str) -> str:
+    """The kind of evidence a client name rests on: a rule ctxtap has for that client, the user
+    agent's product token, OpenRouter's `X-Title` or `HTTP-Referer`, or nothing (`unattributed`)."""
+    if rule == "ua:product":
+        return "user-agent"
+    if rule == "header:x-title":
+        return "x-title"
+    if rule == "header:referer":
+        return "referer"
+    if rule in ("none", "ua:generic", "header:x-stainless") or not rule:
+        return "unattributed"
+    return "rule"
