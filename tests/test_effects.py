@@ -213,3 +213,71 @@ def test_publish_and_export_leave_the_receipts_paths_out(writing_run, tmp_path, 
     assert len(files) >= 3
     for path in files:
         assert workspace not in path.read_text(errors="replace"), path
+
+
+def _tool_result_log(call_id: str, ts_ns: int, **attrs: str) -> bytes:
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    from tests.test_telemetry_receiver import claude_tool_result_logs
+
+    req = ExportLogsServiceRequest()
+    req.ParseFromString(claude_tool_result_logs(ts_ns))
+    record = req.resource_logs[0].scope_logs[0].log_records[0]
+    for kv in record.attributes:
+        if kv.key == "tool_use_id":
+            kv.value.string_value = call_id
+        if kv.key in attrs:
+            kv.value.string_value = attrs.pop(kv.key)
+    record.attributes.extend(KeyValue(key=k, value=AnyValue(string_value=v)) for k, v in attrs.items())
+    return req.SerializeToString()
+
+
+def test_client_telemetry_refines_check_status_to_denied_and_error(tmp_path, ctxtap_config) -> None:
+    """The committed Claude Code recording with its OTLP tool_result events: one call the client reports
+    failed, one whose permission was rejected."""
+    from analysis.db import connect, fetch_rows
+    from ctxtap.capture.events import TelemetryEvent
+    from ctxtap.capture.finalize import finalize
+    from ctxtap.capture.manifest import Manifest
+    from ctxtap.capture.paths import redaction_key
+    from ctxtap.capture.writer import CaptureWriter
+    from ctxtap.ingest.importer import har_events
+    from tests.test_events import _import_fixture
+
+    entries = _import_fixture("claude", tmp_path)
+    out = tmp_path / "cap"
+    writer = CaptureWriter(out, redaction_key(), Manifest(capture_id="tc1", source="import"))
+    for seq, entry in enumerate(entries):
+        for event in har_events(entry, seq, f"har-{seq}", {}, False):
+            writer.submit(event)
+    writer.flush()
+    writer.close()
+    finalize(out)
+    calls = _sql(out, "SELECT call_id, check_status, request_id FROM tool_calls WHERE request_id IS NOT NULL "
+                      "ORDER BY call_id")
+    assert len(calls) >= 2 and {c["check_status"] for c in calls} == {"ok"}
+    t0 = _sql(out, "SELECT min(ts_start) AS t FROM requests")[0]["t"]
+    told = [{"success": "false"}, {"decision": "reject"}]
+    out2 = tmp_path / "cap2"
+    writer = CaptureWriter(out2, redaction_key(), Manifest(capture_id="tc2", source="import"))
+    for seq, entry in enumerate(entries):
+        for event in har_events(entry, seq, f"har-{seq}", {}, False):
+            writer.submit(event)
+    for i, (call, attrs) in enumerate(zip(calls, told, strict=False)):
+        body = _tool_result_log(call["call_id"], int((t0 + 1 + i) * 1e9), **attrs)
+        writer.submit(TelemetryEvent(seq=i, ts=t0 + 5, source="otlp-receiver", flow_id=None, path="/v1/logs",
+                                     signal="logs", content_type="application/x-protobuf", content_encoding=None,
+                                     user_agent="OTel-OTLP-Exporter-JavaScript", body=body))
+    writer.flush()
+    writer.close()
+    finalize(out2)
+    from analysis.build import ensure_analysis
+
+    ensure_analysis(out2)
+    con = connect([out2])
+    rows = {r["call_id"]: r for r in fetch_rows(con, "SELECT call_id, check_status, check_detail FROM tool_calls")}
+    con.close()
+    first, second = rows[calls[0]["call_id"]], rows[calls[1]["call_id"]]
+    assert first["check_status"] == "error" and "reported failure" in first["check_detail"]
+    assert second["check_status"] == "denied" and "permission rejected" in second["check_detail"]
