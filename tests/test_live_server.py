@@ -179,6 +179,10 @@ def test_serve_port_in_use_and_corrupt_analysis_are_said_in_words(synth30: Path,
     assert "analysis dataset" in result.stderr and f"ctxtap analyze --force {broken}" in result.stderr
 
     result = run_ctxtap(["serve", str(tmp_path)], ctxtap_config, check=False, timeout=60)
+    assert result.returncode == 1 and "holds captures, not a capture" in result.stderr and "broken" in result.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_ctxtap(["serve", str(empty)], ctxtap_config, check=False, timeout=60)
     assert result.returncode == 1 and "not a ctxtap capture" in result.stderr and "Traceback" not in result.stderr
 
 
