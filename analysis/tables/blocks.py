@@ -9,6 +9,7 @@ view expands the runs.
 
 from __future__ import annotations
 
+from analysis.evidence import evidence_kind
 from analysis.tables.base import I64, B, BuildContext, Columns, Row, S, Table
 
 BLOCK_CONTENT: Columns = [
@@ -59,6 +60,9 @@ BLOCK_SEGMENTS: Columns = [
     ("content_type", S, "instruction or data."),
     ("rule_id", S, "Rule or detector that read the segment (`detect.environment-section`, `kimi.system-prompt`...)."),
     ("label", S, "The heading or tag that starts the segment, if any (`Environment`, `system-reminder`)."),
+    ("evidence", S, "What the label rests on, from rule_id: `client-rule` (a client's own rule), `pattern` (a "
+                    "detector or a client-independent text pattern), `structure` (the block's kind on the wire), "
+                    "`position` (where the text sits: system text, a user's plain text), `unattributed`."),
 ]
 
 REQUEST_BREAKPOINTS: Columns = [
@@ -79,7 +83,8 @@ def _occurrences(ctx: BuildContext) -> list[Row]:
 def _segments(ctx: BuildContext) -> list[Row]:
     rows = []
     for row, tokens in zip(ctx.store.segments, ctx.store.segment_tokens(), strict=True):
-        rows.append({**row, "bytes": row["byte_end"] - row["byte_start"], "tokens_estimated": tokens})
+        rows.append({**row, "bytes": row["byte_end"] - row["byte_start"], "tokens_estimated": tokens,
+                     "evidence": evidence_kind(row["rule_id"])})
     return rows
 
 

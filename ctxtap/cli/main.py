@@ -146,7 +146,7 @@ class _Commands(click.Group):
 
     PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo",
                "replay": "ctxtap.cli.replay", "diff": "ctxtap.cli.diff", "experiment": "ctxtap.cli.experiment",
-               "serve": "ctxtap.cli.live", "check": "ctxtap.cli.check"}
+               "serve": "ctxtap.cli.live", "check": "ctxtap.cli.check", "layout": "ctxtap.cli.layout"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})
