@@ -8,6 +8,7 @@ import logging
 import signal
 import socket
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from mitmproxy.master import Master
 from mitmproxy.options import Options
 
 from ctxtap.capture.paths import ca_dir
+from proxy_addons.base_urls import reverse_modes
 from proxy_addons.recorder import Recorder, make_addons
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,7 @@ class ProxyConfig:
     confdir: Path | None = None  # where the CA lives (default: the user's config dir)
     replay: dict | None = None  # the run replays a capture: {source_capture_id, source, mode, trace_id}
     telemetry: bool = False  # run the loopback OTLP receiver for the client's own telemetry
+    reverse: dict[str, int] = field(default_factory=dict)  # provider URL -> loopback port (record --base-url)
 
 
 def proxy_core_addons() -> list:
@@ -98,6 +101,8 @@ def _configure(opts: Options, config: ProxyConfig, confdir: Path) -> None:
         ctxtap_replay=json.dumps(config.replay) if config.replay else "",
         ctxtap_telemetry=config.telemetry,
     )
+    if config.reverse:  # a reverse listener per provider beside the forward proxy (proxy_addons.base_urls)
+        opts.update(mode=["regular", *reverse_modes(config.reverse)])
 
 
 def ca_files(confdir: Path | None = None) -> tuple[Path, Path]:
@@ -157,12 +162,15 @@ async def _run_master(master: Master) -> None:
             from None
 
 
-async def _wait_listening(master: Master, task: asyncio.Task) -> tuple[str, int]:
+async def _wait_listening(master: Master, task: asyncio.Task, reverse_ports: Iterable[int] = ()) -> tuple[str, int]:
+    """The forward proxy's address once it listens (and every reverse listener of `reverse_ports` too)."""
     server = master.addons.get("proxyserver")
+    wanted = set(reverse_ports)
     for _ in range(3000):
-        addrs = server.listen_addrs()
-        if addrs:
-            return addrs[0][0], addrs[0][1]
+        addrs = [a for a in server.listen_addrs() if len(a) >= 2]
+        forward = [a for a in addrs if a[1] not in wanted]
+        if forward and wanted <= {a[1] for a in addrs}:
+            return forward[0][0], forward[0][1]
         if task.done():
             task.result()  # raises why it stopped
             raise ProxyStartError("mitmproxy stopped before it listened")
@@ -217,7 +225,7 @@ class BackgroundProxy:
             self._master = master
             task = asyncio.create_task(_run_master(master))
             try:
-                self.host, self.port = await _wait_listening(master, task)
+                self.host, self.port = await _wait_listening(master, task, self.config.reverse.values())
                 _start_writer(recorder)
             except BaseException as exc:
                 self._error = exc

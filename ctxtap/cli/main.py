@@ -133,7 +133,10 @@ def _no_model_request_lines(capture, client: str = "the client") -> list[str]:
         return [f"ctxtap: no model request was seen, and no request went through the proxy at all: check that "
                 f"{client} honours HTTPS_PROXY (some clients need their own proxy setting, Node needs "
                 f"NODE_USE_ENV_PROXY=1, which ctxtap sets) and that it sent a request. A model API ctxtap "
-                f"does not know is recorded in full with --model-host HOST."]
+                f"does not know is recorded in full with --model-host HOST. A client that ignores proxy "
+                f"variables but reads a base URL (OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL) "
+                f"is recorded with ctxtap record --base-url; one configured through its own file is pointed at "
+                f"the address --base-url prints."]
     seen = ", ".join(f"{h} ({n})" for h, n in hosts.most_common(3)) + (", ..." if len(hosts) > 3 else "")
     return [f"ctxtap: no model request was seen; requests went to {seen}. If one of them is the model API, "
             f"record it in full with --model-host {hosts.most_common(1)[0][0]}; otherwise check that {client} "
@@ -204,13 +207,17 @@ def main() -> None:
               help="Seconds a snapshot walks per place before it stops (and says so).")
 @click.option("--snapshot-hash-mib", default=64, show_default=True,
               help="MiB of small files a snapshot hashes before the run, so a later change has a before hash.")
+@click.option("--base-url", "base_url", is_flag=True,
+              help="For a client that ignores HTTPS_PROXY: also listen on a loopback port per provider (OpenAI, "
+                   "Anthropic, Gemini) and set the base-URL variables their SDKs read (OPENAI_BASE_URL, "
+                   "ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL); requests are recorded under the provider's URL.")
 @click.option("--check", "check_gates", metavar="GATES",
               help="Judge the run when it ends, as `ctxtap check` does (e.g. \"--no-writes --no-network\"); "
                    "a violation makes the exit code 3 when the command itself succeeded.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host, telemetry, live, ui_port,
            open_browser, watch, effects, snapshot_max_files, snapshot_max_seconds, snapshot_hash_mib,
-           check_gates) -> None:
+           base_url, check_gates) -> None:
     """Run COMMAND through the recording proxy and capture its model traffic.
 
     Starts a proxy on a free port with ctxtap's own CA (created on first use,
@@ -239,13 +246,19 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     tel = telemetry_env.plan(command, os.environ, telemetry)
     config = ProxyConfig(listen_host=listen_host, out=out, routes=list(routes), model_hosts=list(model_hosts),
                          record_all=record_all, offline=offline, redact=list(redact), command=list(command),
-                         telemetry=tel.enabled)
+                         telemetry=tel.enabled, reverse=_reverse_ports() if base_url else {})
     try:
         proxy = BackgroundProxy(config).start()
     except ProxyStartError as exc:
         raise click.ClickException(str(exc)) from exc
     env = dict(os.environ)
     env.update(client_env(proxy.port, "127.0.0.1" if listen_host in ("0.0.0.0", "::") else listen_host))
+    if config.reverse:
+        from proxy_addons.base_urls import base_url_env
+
+        env.update(base_url_env(config.reverse))
+        click.echo("ctxtap: base URLs -> " + ", ".join(f"{u} at 127.0.0.1:{p}" for u, p in config.reverse.items()),
+                   err=True)
     if tel.enabled and proxy.telemetry_endpoint:
         telemetry_env.fill(tel, proxy.telemetry_endpoint)
         env.update(tel.env)
@@ -292,6 +305,13 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
         if not report.ok and code == 0:
             code = EXIT_VIOLATION
     sys.exit(code)
+
+
+def _reverse_ports() -> dict[str, int]:
+    """A free loopback port per provider for `record --base-url` (proxy_addons.base_urls)."""
+    from proxy_addons.base_urls import UPSTREAMS, free_port
+
+    return {upstream.url: free_port() for upstream in UPSTREAMS}
 
 
 def _start_receipt(out: Path, watch: tuple[str, ...], bounds: tuple[int, float, int]) -> Receipt:
