@@ -101,14 +101,33 @@ class CaptureData:
         yield from self.texts.values()
         for flow in self.flows.values():
             yield flow.get("url") or ""
+        previous = ""
         for request in self.requests:
             body = self.request_body(request)
             if body:
-                yield body.decode("utf-8", "replace")
+                text = body.decode("utf-8", "replace")
+                # An agent resends its history: what a body shares with the one before was read then
+                # (less a margin, so a value cut by the boundary is read whole).
+                shared = _common_prefix(previous, text)
+                yield text[max(0, shared - _LEARN_MARGIN):]
+                previous = text
             yield request.get("session_id") or ""
 
 
 _rows = fetch_rows
+_LEARN_MARGIN = 512  # longer than any value the identity rules learn (a home path, a prompt, a host)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """How many leading characters `a` and `b` share (halving, each step one comparison in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _columns(con: duckdb.DuckDBPyConnection, view: str, wanted: Iterable[str]) -> str:
