@@ -223,6 +223,21 @@ class Identity:
         if self._size() != before:
             self.version += 1
 
+    def learn_facts(self, user: str | None, host: str | None, texts: Iterable[str] = ()) -> None:
+        """What the recorder knew of the machine (a capture's private manifest): the user and host
+        names as the machine gave them, so they are found wherever the traffic names them, not only
+        where they look like a user or a host; paths and prompts are read as texts."""
+        before = self._size()
+        if user:
+            self._add_user(user)
+        if host:
+            self._add_host(host.split(".", 1)[0])
+            self._add_host(host)
+        for text in texts:
+            self.learn_text(text)
+        if self._size() != before:
+            self.version += 1
+
     def learn_headers(self, headers: Iterable[tuple[str, str]]) -> None:
         """Device-name headers (`X-Msh-Device-Name: alice-laptop`) name the host; values are texts too."""
         before = self._size()

@@ -36,6 +36,9 @@ class Manifest(BaseModel):
     # `ctxtap replay` runs: {"source_capture_id", "source" (directory name), "mode" ("cassette" or "send"),
     # "trace_id" (new for each run), ...}; None for an ordinary recording.
     replay: dict[str, Any] | None = None
+    # the machine the run was recorded on (`ctxtap.capture.environment.RunEnvironment`): personal data,
+    # never published or exported
+    environment: dict[str, Any] = Field(default_factory=dict)
 
     def save(self, directory: Path) -> None:
         """Atomic write: a crash leaves either the old or the new manifest."""

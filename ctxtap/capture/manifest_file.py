@@ -64,6 +64,7 @@ class ManifestRecord:
     telemetry: dict[str, Any] = dataclasses.field(default_factory=dict)
     spool_bytes_dropped: int = 0
     replay: dict[str, Any] | None = None
+    environment: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_fields(cls, fields: dict[str, Any]) -> ManifestRecord:

@@ -274,6 +274,9 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     child = None
     receipt = (_start_receipt(out, watch, (snapshot_max_files, snapshot_max_seconds, snapshot_hash_mib))
                if effects else None)
+    from ctxtap.capture import environment
+
+    facts = environment.collect()  # the machine's facts, for the private manifest
     try:
         child = _start_live(out, live, ui_port, open_browser)
         # the user's command creates its own files with the user's umask, not ctxtap's private one
@@ -290,6 +293,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
         if child is not None:
             child.stop()
     capture = _open(str(out))
+    environment.save(out, facts)
     if receipt is not None:
         receipt.finish(out, capture.manifest.capture_id)
     for line in _summary_lines(capture) + _no_model_request_lines(capture, command[0]):
@@ -395,10 +399,20 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
 @click.option("--record-all", is_flag=True, help="Keep headers and bodies of every flow.")
 @click.option("--redact", "redact", multiple=True, type=click.Choice(["pii"]),
               help="Also pseudonymise personal data before writing. Credentials are always redacted.")
-def import_(files, out, model_hosts, record_all, redact) -> None:
-    """Import mitmproxy flow files and HAR into a capture (redacted like live traffic)."""
+@click.option("--cwd", help="The recorded run's working directory (kept in the private manifest, as record does).")
+@click.option("--user", help="The recorded machine's user name.")
+@click.option("--host", help="The recorded machine's host name.")
+@click.option("--os", "os_name", help="The recorded machine's OS, as the client would print it.")
+@click.option("--date", help="The date the run was recorded (YYYY-MM-DD).")
+@click.option("--prompt", help="The shell prompt as the client showed it (e.g. 'alice@box:~/shop$').")
+def import_(files, out, model_hosts, record_all, redact, cwd, user, host, os_name, date, prompt) -> None:
+    """Import mitmproxy flow files and HAR into a capture (redacted like live traffic).
+
+    --cwd, --user, --host, --os, --date and --prompt give the facts of the machine the traffic came
+    from; like record's own, they are kept in the capture's private manifest and never published."""
     import shutil
 
+    from ctxtap.capture.environment import RunEnvironment
     from ctxtap.cli.failures import capture_dir_problem
     from ctxtap.ingest.importer import ImportError_, import_files
     from proxy_addons.recorder import parse_model_hosts
@@ -410,8 +424,9 @@ def import_(files, out, model_hosts, record_all, redact) -> None:
         from ctxtap.cli.progress import steps
 
         with steps() as shown:
+            facts = RunEnvironment(cwd=cwd, user=user, host=host, os=os_name, date=date, prompt=prompt)
             manifest = import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all, redact,
-                                    track=shown.track, require_entries=True)
+                                    track=shown.track, require_entries=True, environment=facts)
     except BaseException as exc:
         if not existed:  # a half-made capture would only block the next attempt
             shutil.rmtree(out, ignore_errors=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from mitmproxy import http, io
 
 from ctxtap.capture.classify import classify_flow, telemetry_endpoint
+from ctxtap.capture.environment import RunEnvironment
 from ctxtap.capture.events import (
     ErrorEvent,
     RequestEvent,
@@ -182,7 +183,8 @@ def _skip_reason(entry: object) -> str | None:
 
 def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
                  model_hosts: dict[str, str] | None = None, record_all: bool = False,
-                 redact: Iterable[str] = (), track: Track | None = None, require_entries: bool = False) -> Manifest:
+                 redact: Iterable[str] = (), track: Track | None = None, require_entries: bool = False,
+                 environment: RunEnvironment | None = None) -> Manifest:
     """Import every flow of every file into a new capture at `out` and finalize it.
     `track(items, total, description)` wraps each file's entries (a command counts them).
     `require_entries`: a file with nothing to import is an error (the command line), not an empty
@@ -193,7 +195,9 @@ def import_files(paths: Iterable[Path], out: Path, redaction_key: bytes,
     model_hosts = model_hosts or {}
     manifest = Manifest(capture_id=new_capture_id(), source="import",
                         options={"files": [p.name for p in paths], "record_all": record_all,
-                                 "model_hosts": sorted(model_hosts), "redact": list(redact)})
+                                 "model_hosts": sorted(model_hosts), "redact": list(redact)},
+                        environment=environment.model_dump(exclude_none=True, exclude_defaults=True) if environment
+                        else {})
     writer = CaptureWriter(out, redaction_key, manifest)
     seq = 0
     first = last = None

@@ -94,6 +94,9 @@ def _learn_identity(data: CaptureData) -> Identity:
         identity.learn_headers([(str(k), str(v)) for k, v in json.loads(flow.get("request_headers") or "[]")])
     for text in data.raw_strings():
         identity.learn_text(text)
+    env = data.capture.manifest.environment  # the recorded machine's facts (ctxtap.capture.environment)
+    identity.learn_facts(env.get("user"), env.get("host"),
+                         [str(env[k]) for k in ("cwd", "home", "prompt") if env.get(k)])
     identity.refresh_accounts()
     return identity
 

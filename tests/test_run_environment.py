@@ -1,0 +1,86 @@
+"""Record-time facts of the machine (issue 36, item 1): record keeps them in the capture's private
+manifest, import takes them as options, and publish and export never let them out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ctxtap.capture.environment import collect
+from ctxtap.modelserver import ModelServer
+from tests.proxyharness import ROOT, ctxtap_env
+from tests.scenarios import _entry
+
+CLIENT = ROOT / "tests" / "base_url_client.py"
+USER, HOST = "qzuser", "qzbox-7731"
+
+
+def _ctxtap(args: list[str], config: Path, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ctxtap.cli.main", *args], cwd=cwd, timeout=240,
+                          env=ctxtap_env(config) | {"PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+
+
+def test_collect_reads_the_working_directory(tmp_path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "README.md").write_text("x")
+    facts = collect(tmp_path)
+    assert facts.cwd == str(tmp_path.resolve()) and facts.entries == ["README.md", "src"]
+    assert facts.date and facts.os and facts.home and facts.git_branch is None
+
+
+def test_record_keeps_the_facts_in_the_private_manifest(tmp_path, ctxtap_config) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "notes.txt").write_text("hello")
+    out = tmp_path / "cap"
+    with ModelServer(script=json.dumps({"steps": [{"text": "hi"}]})) as srv:
+        done = _ctxtap(["record", "--out", str(out), "--no-telemetry", "--no-effects", "--base-url",
+                        "--route", f"api.openai.com={srv.url}", "--", sys.executable, str(CLIENT)], ctxtap_config, ws)
+    assert done.returncode == 0, done.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    env = manifest["environment"]
+    assert env["cwd"] == str(ws.resolve()) and env["entries"] == ["notes.txt"]
+    assert {"home", "user", "host", "os", "date"} <= set(env)
+    assert (out / "manifest.json").stat().st_mode & 0o077 == 0  # private, like the capture
+
+
+def _har(path: Path) -> Path:
+    body = {"model": "coder-1", "messages": [
+        {"role": "system", "content": f"You are Helper. The person you work for is {USER}; their machine is {HOST}."},
+        {"role": "user", "content": "Fix the failing test."}]}
+    reply = {"id": "c", "object": "chat.completion", "model": "coder-1", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": f"Sure, {USER}."}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 30, "completion_tokens": 3, "total_tokens": 33}}
+    entry = _entry("https://api.openai.com/v1/chat/completions", [("user-agent", "HelperAgent/1.0")],
+                   json.dumps(body).encode(), 200, [("content-type", "application/json")],
+                   json.dumps(reply).encode(), 1_700_000_000.0, 0.5)
+    path.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"},
+                                        "entries": [entry]}}))
+    return path
+
+
+def test_import_takes_the_facts_and_publish_and_export_strip_them(tmp_path, ctxtap_config) -> None:
+    cap = tmp_path / "cap"
+    cwd = "/srv/qz-project-4411"
+    done = _ctxtap(["import", str(_har(tmp_path / "run.har")), "--out", str(cap), "--cwd", cwd, "--user", USER,
+                    "--host", HOST, "--os", "Linux 6.8", "--date", "2026-11-30", "--prompt", f"{USER}@{HOST}:~$"],
+                   ctxtap_config)
+    assert done.returncode == 0, done.stderr
+    env = json.loads((cap / "manifest.json").read_text())["environment"]
+    assert env == {"cwd": cwd, "user": USER, "host": HOST, "os": "Linux 6.8", "date": "2026-11-30",
+                   "prompt": f"{USER}@{HOST}:~$"}
+    assert _ctxtap(["publish", str(cap), "-o", str(tmp_path / "pub")], ctxtap_config).returncode == 0
+    (tmp_path / "x").mkdir()
+    exported = _ctxtap(["export", str(cap), "--otlp-json", str(tmp_path / "x" / "spans.jsonl"),
+                        "--har", str(tmp_path / "x" / "run.har")], ctxtap_config)
+    assert exported.returncode == 0, exported.stderr
+    published = [p for p in (tmp_path / "pub").rglob("*") if p.is_file()]
+    assert published
+    for path in published:  # the user and host named in a sentence are pseudonymised, as the manifest knew them
+        text = path.read_text(errors="replace")
+        assert USER not in text and HOST not in text and cwd not in text, path
+    for path in (tmp_path / "x").rglob("*"):  # export carries the traffic as stored, never the manifest's facts
+        text = path.read_text(errors="replace")
+        assert cwd not in text and "2026-11-30" not in text, path
