@@ -17,13 +17,14 @@ from redaction.headers import HEADER_KINDS
 from redaction.placeholder import PLACEHOLDER_RE
 from redaction.redactor import Redactor
 from redaction.urls import URL_KINDS
+from redaction.vendor_tokens import KIND as VENDOR_TOKEN_KIND
 from redaction.version import RULESET_VERSION
 
 # Every placeholder kind the redactor can write ("unscannable": a value that
 # made the redactor fail internally, replaced whole rather than kept).
 KINDS: tuple[str, ...] = tuple(
     dict.fromkeys(
-        [*TOKEN_KINDS, *CONTEXT_KINDS, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, *rule_ids(), "unscannable"]
+        [*TOKEN_KINDS, *CONTEXT_KINDS, VENDOR_TOKEN_KIND, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, *rule_ids(), "unscannable"]
     )
 )
 

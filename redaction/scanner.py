@@ -11,7 +11,16 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from redaction import base64_runs, cli_flags, comparisons, config_fields, encodings, json_escapes, prose
+from redaction import (
+    base64_runs,
+    cli_flags,
+    comparisons,
+    config_fields,
+    encodings,
+    json_escapes,
+    prose,
+    vendor_tokens,
+)
 from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
 from redaction.detectors import (
     CONTEXT_TRIGGERS,
@@ -55,6 +64,7 @@ class Scanner:
             list(base64_runs.TRIGGERS),
             list(config_fields.TRIGGERS),
             list(prose.TRIGGERS),
+            list(vendor_tokens.TRIGGERS),
             rules,  # gitleaks' rules, last: its hits are numbered from its first trigger
         ]
         self._ranges: list[range] = []
@@ -101,7 +111,7 @@ class Scanner:
             )
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
         get = hits.by_trigger.get
-        tokens, context, assign, cli, enc, compared, carriers, config, sentences = (
+        tokens, context, assign, cli, enc, compared, carriers, config, sentences, vendor = (
             [get(i, _NO_HITS) for i in r] for r in self._ranges[:-1]
         )
         first_rule, end = self._ranges[-1].start, self._first_opener  # gitleaks' rules: those that matched
@@ -115,6 +125,8 @@ class Scanner:
         comparisons.find_comparison_spans(data, compared, spans)
         config_fields.find_config_spans(data, config, spans)
         prose.find_prose_spans(data, sentences, spans)
+        if vendor[0]:
+            vendor_tokens.find_vendor_token_spans(data, vendor, spans)
         if decode:
             encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
             near = None  # the fallback: every literal holding a hiding run

@@ -165,6 +165,71 @@ def thinking_signatures(rng: random.Random, n: int = 1500) -> list[str]:
     return ["\n".join(lines)]
 
 
+def go_sums(rng: random.Random, n: int = 3000) -> list[str]:
+    """go.sum lines: `h1:` and base64 SHA-256, module paths with versions and pseudo-versions."""
+    lines = []
+    for i in range(n):
+        mod = f"github.com/{_r(rng, string.ascii_lowercase, 6)}/{_r(rng, string.ascii_lowercase + '-', 9)}"
+        h1 = base64.b64encode(hashlib.sha256(rng.randbytes(8)).digest()).decode()
+        pseudo = f"v0.0.0-2024{rng.randint(10, 12)}{rng.randint(10, 28)}{rng.randint(100000, 999999)}-{hashlib.sha1(rng.randbytes(4)).hexdigest()[:12]}"
+        lines.append([f"{mod} v1.{i % 20}.{i % 7} h1:{h1}", f"{mod} v1.{i % 20}.{i % 7}/go.mod h1:{h1}",
+                      f"{mod} {pseudo} h1:{h1}", f"\t{mod} {pseudo} // indirect"][i % 4])
+    return ["\n".join(lines)]
+
+
+def css_and_markup(rng: random.Random, n: int = 3000) -> list[str]:
+    """Utility classes, CSS-module and CSS-in-JS hashed class names, BEM names, data attributes."""
+    lines = []
+    for i in range(n):
+        h = _r(rng, ALNUM, rng.randint(5, 8))
+        lines.append([
+            f'<div class="flex items-center justify-between px-{i % 9} py-2 hover:bg-blue-{(i % 9 + 1) * 100} md:w-1/{i % 5 + 2}">',
+            f'<button class="Button_primary__{h} Button_large__{_r(rng, ALNUM, 5)}">',
+            f".css-{_r(rng, string.ascii_lowercase + string.digits, 7)}{{display:flex;-webkit-box-align:center}}",
+            f'<span class="sc-{_r(rng, ALNUM, 6)} {_r(rng, ALNUM, 6)}" data-testid="card-header-{i}">',
+            f".search-results__item--highlighted-{i} .search-results__item-title{{color:#{_r(rng, '0123456789abcdef', 6)}}}",
+            f"  --chakra-colors-blackAlpha-{(i % 9 + 1) * 100}: rgba(0, 0, 0, 0.{i % 9});",
+        ][i % 6])
+    return ["\n".join(lines)]
+
+
+def minified_js(rng: random.Random, n: int = 1500) -> list[str]:
+    """Bundler output: mangled names, chunk file names with content hashes, source-map references."""
+    lines = []
+    for i in range(n):
+        a, b = _r(rng, string.ascii_letters, 1), _r(rng, string.ascii_letters, 2)
+        lines.append([
+            f'!function(e,t){{"use strict";var {a}=t.exports,{b}=e.createElement("div");{b}.className="{a}-{i}";return {a}.apply(this,arguments)}}(this,module);',
+            f'import{{a as {a},b as {b}}}from"./chunk-{_r(rng, string.ascii_uppercase + string.digits, 8)}.js";export const {b}{i}=()=>{a}({i});',
+            f'<script src="/_next/static/chunks/pages/_app-{hashlib.sha1(rng.randbytes(4)).hexdigest()[:16]}.js" defer></script>',
+            f"//# sourceMappingURL=main.{hashlib.md5(rng.randbytes(4)).hexdigest()[:20]}.bundle.js.map",
+            f'webpackJsonp([{i}],{{"./node_modules/lodash-es/_baseGetTag.js":function(e,t,n){{n.r(t)}}}});',
+        ][i % 5])
+    return ["\n".join(lines)]
+
+
+def paths_and_identifiers(rng: random.Random, n: int = 3000) -> list[str]:
+    """File paths, snake_case, camelCase and kebab-case names as code, logs and listings hold them."""
+    words = ["user", "account", "settings", "request", "handler", "config", "parser", "stream", "buffer", "token",
+             "session", "manager", "factory", "provider", "context", "response", "payload", "validator", "cache"]
+
+    def name(k: int) -> list[str]:
+        return [rng.choice(words) for _ in range(k)]
+
+    lines = []
+    for i in range(n):
+        w = name(rng.randint(3, 6))
+        lines.append([
+            f"src/{'_'.join(w[:2])}/{w[2].capitalize()}{''.join(x.capitalize() for x in w[3:])}Service.test.ts",
+            f"def test_{'_'.join(w)}_{i}(self) -> None:",
+            f"const {w[0]}{''.join(x.capitalize() for x in w[1:])}V{i % 4} = use{w[1].capitalize()}{w[2].capitalize()}();",
+            f"/home/dev/.cache/pip/wheels/{_r(rng, '0123456789abcdef', 2)}/{'-'.join(w)}-{i % 9}.{i % 5}.0-py3-none-any.whl",
+            f"node_modules/@{w[0]}/{'-'.join(w[1:])}/dist/{w[-1]}.esm-bundler.prod.js",
+            f"ERROR {'.'.join(w)}.{w[0].upper()}_{w[1].upper()}_TIMEOUT_MS exceeded in {'_'.join(w)}Handler",
+        ][i % 6])
+    return ["\n".join(lines)]
+
+
 CLASSES = {
     "source code": lambda rng: source_code(),
     "git SHAs": git_shas,
@@ -173,6 +238,10 @@ CLASSES = {
     "lockfile hashes": lockfile_hashes,
     "provider ids": provider_ids,
     "thinking signatures": thinking_signatures,
+    "Go module sums": go_sums,
+    "CSS and markup": css_and_markup,
+    "minified JS": minified_js,
+    "paths and identifiers": paths_and_identifiers,
 }
 
 

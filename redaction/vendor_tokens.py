@@ -1,0 +1,226 @@
+"""Self-identifying tokens no catalogue lists, recognised by the structure vendors issue keys in.
+
+Rule sets name vendors one by one (`ghp_`, `glpat-`, `sk_live_`), so a key from a vendor no
+list knows yet reaches disk. Nearly every such key has one structure: a short alphabetic head
+(`pnu`, `rdme`, `shippo`), a separator (`_`, `-`, `.`), optional short fields (a version `v1`,
+an environment `live`, a kind `pat`), then a long body of one alphabet drawn at random, with
+perhaps a short tail (a checksum or region, `_46702463`). Identifiers, paths, hashes, UUIDs and
+base64 have heads and bodies too, but not this combination: a body of 20+ letters and digits
+with both, high entropy and few words; a head that is no hash's name (`sha512-`), a value no
+`id` field or wire id (`msg_01...`, `call_...`) carries. Where the body ends in a GitHub/npm-style
+CRC32 checksum (six base62 characters) that checks, the format says enough on its own.
+
+The trigger is `_` or `-` followed by 12 letters or digits (one Hyperscan report per
+separator: standard base64 has no separator at all); the token's run is found around it and
+verified here. Scored on held-out families by `benchmarks/bench_token_detector.py`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+
+from redaction.detectors import escape_before
+from redaction.engine import Trigger
+from redaction.entropy import shannon_entropy
+from redaction.spans import PRIORITY_GENERIC, Span
+
+KIND = "vendor-token"
+BODY_MIN = 20
+SEGMENT_MIN = 12  # the body's longest segment (base64url and numbered bodies are cut by separators)
+# `.` is no trigger separator (it starts a match at every sentence and path: the pass cost twice as
+# much); keys whose body follows a `.` are found where a `_` or `-` segment of twelve follows.
+TRIGGERS: tuple[Trigger, ...] = (Trigger(rb"[_\-][A-Za-z0-9]{%d}" % SEGMENT_MIN, window=0),)
+
+_RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_SEPARATORS = b"_.-"
+_BASE64_ONLY = frozenset(b"+/=")
+_BASE64_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_MAX_BEFORE = 64  # a head and its fields before the body
+_MAX_RUN = 512  # longer runs are base64url blobs, not keys
+_MAX_SEGMENTS = 16
+_HEAD_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){1,13}")
+_REPEAT_RE = re.compile(rb"(.)\1\1")  # `gAAAAA`: a Fernet token's start, no vendor's mnemonic
+_SPLIT_RE = re.compile(rb"[_.\-]")
+_FILE_END_RE = re.compile(rb"\.[a-z]{1,4}$")  # a file's extension, a domain's last label
+_HEX_RE = re.compile(rb"[0-9a-fA-F]+")
+# camelCase or lowercase words of three letters or more holding a vowel: identifiers are made of them
+_WORD_RE = re.compile(rb"[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z])")
+_VOWELS = frozenset(b"aeiouyAEIOUY")
+_CLUSTER_RE = re.compile(rb"[^aeiouyAEIOUY]{4}")
+_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Heads that name a digest, not a key (`sha512-` integrity, `h1:` sums are cut at `:`), and heads of
+# the wire ids every model API returns (not secrets: replay and analysis match requests by them).
+_NOT_KEY_HEADS = frozenset(
+    h.encode()
+    for h in (
+        "sha", "sha1", "sha224", "sha256", "sha384", "sha512", "md5", "blake2b", "blake2s", "blake3", "crc32",
+        "xxh64", "xxh3", "hash", "digest", "commit", "tree", "blob", "uuid", "guid", "id", "ulid",
+        "msg", "toolu", "srvtoolu", "req", "resp", "call", "chatcmpl", "cmpl", "rs", "fc", "file", "gen",
+        "asst", "thread", "run", "step", "batch", "ws", "conv", "item", "sess", "session", "evt", "ft",
+        "ftjob", "vs", "modr", "org", "user", "proj", "ctc", "mcp", "cache", "trace", "span",
+    )
+)
+# `"id": "`, `tool_use_id=`, `request-id: `: the value of an identifier's field
+_ID_FIELD_RE = re.compile(rb"(?i)id(?:s)?\\*[\"']?\s*[:=]\s*\\*[\"']?$")
+_BASE62 = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def crc32_base62(data: bytes) -> bytes:
+    """GitHub's and npm's token checksum: CRC32 of the random part, six base62 digits."""
+    n = zlib.crc32(data)
+    out = bytearray()
+    for _ in range(6):
+        n, r = divmod(n, 62)
+        out.append(_BASE62[r])
+    return bytes(reversed(out))
+
+
+def _checksum_holds(body: bytes) -> bool:
+    return len(body) >= 26 and crc32_base62(body[:-6]) == body[-6:]
+
+
+def _expected_entropy(alphabet: int, n: int) -> float:
+    """About the Shannon entropy of `n` characters drawn at random from `alphabet` (Miller-Madow bias)."""
+    return max(math.log2(min(alphabet, n)) - (alphabet - 1) / (2 * n * math.log(2)), 1.0)
+
+
+def _wordy(parts: list[bytes]) -> int:
+    """How many characters are in pronounceable words (identifiers, names, paths), part by part:
+    four letters or more, a vowel in four, no four consonants in a row."""
+    total = 0
+    for part in parts:
+        for w in _WORD_RE.findall(part):
+            if len(w) >= 4 and sum(1 for c in w if c in _VOWELS) * 4 >= len(w) and not _CLUSTER_RE.search(w):
+                total += len(w)
+    return total
+
+
+def _class_changes(parts: list[bytes]) -> int:
+    """How often the class (upper, lower, digit, other) changes from one character to the next."""
+    changes = 0
+    for part in parts:
+        prev = -1
+        for c in part:
+            cls = 0 if 65 <= c <= 90 else 1 if 97 <= c <= 122 else 2 if 48 <= c <= 57 else 3
+            changes += prev not in (-1, cls)
+            prev = cls
+    return changes
+
+
+def _random_enough(parts: list[bytes]) -> bool:
+    """A body drawn at random: two classes of characters at least, entropy near its alphabet's, few words."""
+    body = b"".join(parts)
+    digits = sum(1 for c in body if 48 <= c <= 57)
+    upper = sum(1 for c in body if 65 <= c <= 90)
+    lower = len(body) - digits - upper
+    n = len(body)
+    if _HEX_RE.fullmatch(body) is not None and (upper == 0 or lower == 0):
+        if digits == 0 or digits == n:
+            return False
+        alphabet = 16
+    elif (digits > 0) + (upper > 0) + (lower > 0) < 2:
+        return False
+    else:
+        alphabet = 10 * (digits > 0) + 26 * (upper > 0) + 26 * (lower > 0)
+    if b"+" in body or b"/" in body:
+        alphabet = 64
+    if shannon_entropy(body) < 0.8 * _expected_entropy(alphabet, n):
+        return False
+    if sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= n:
+        return False  # `abcdef...`, `0123...`: an alphabet written out
+    if digits:
+        return _wordy(parts) * 2 < n
+    # letters only: camelCase names change case once a word, random letters every other character
+    return _class_changes(parts) * 100 >= 35 * n and _wordy(parts) * 10 < 7 * n
+
+
+def verify_run(run: bytes) -> bool:
+    """Is this run of token characters (bounded on both sides) a vendor key?
+
+    Head, then the rest: short fields (`v1`, `live`, `pat`) and the random body, which may
+    itself hold separators (base64url); judged as the rest's letters and digits joined."""
+    if len(run) > _MAX_RUN:
+        return False
+    segments = _SPLIT_RE.split(run)
+    if len(segments) < 2 or len(segments) > _MAX_SEGMENTS:
+        return False
+    head = segments[0]
+    if (not 2 <= len(head) <= 14 or _HEAD_RE.fullmatch(head) is None or head.lower() in _NOT_KEY_HEADS
+            or _REPEAT_RE.search(head)):
+        return False
+    rest = run[len(head) + 1 :]
+    if _UUID_RE.fullmatch(rest) or _UUID_RE.fullmatch(run):
+        return False
+    if _FILE_END_RE.search(run):
+        return False  # `main.a1af608a1019e2ff468d.bundle.js`, `host-3f2a...9c.example.com`: a name, hash and all
+    longest = max(segments[1:], key=len)
+    # the body: one long segment, or (base64url) the rest's segments together; numbers alone are
+    # versions and dates (`v0.0.0-20241124373141-893a276f18ec`), no key's random part
+    parts = [longest] if len(longest) >= BODY_MIN else [p for p in segments[1:] if not p.isdigit()]
+    if sum(len(p) for p in parts) < BODY_MIN or len(longest) < SEGMENT_MIN:
+        return False
+    return any(_checksum_holds(p) for p in parts) or _random_enough(parts)
+
+
+def _base64_tail(data: bytes, start: int, stop: int) -> int:
+    """Where a body of standard base64 (`fm2_lJPE...+...==`) ends, or -1 if this is no such body.
+
+    It must hold a `+` or end in `=` (a path holds `/` only), and end at a token boundary."""
+    end = stop
+    ceiling = min(len(data), start + _MAX_RUN)
+    while end < ceiling and data[end] in _BASE64_BYTES:
+        end += 1
+    pad = end
+    while pad < len(data) and pad - end < 2 and data[pad] == 0x3D:
+        pad += 1
+    after = pad + (pad < len(data) and data[pad] == 0x2E)  # a sentence's full stop
+    if after < len(data) and (data[after] in _RUN_BYTES or data[after] in _BASE64_ONLY):
+        return -1
+    tail = data[stop:pad]
+    if b"+" not in tail and pad == end:
+        return -1
+    return pad
+
+
+def find_vendor_token_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+    """Append spans of vendor keys around the trigger's hits (`hits[0]`: (start, end), end only)."""
+    (found,) = hits
+    done = -1
+    n = len(data)
+    for _, end in found:
+        sep = end - SEGMENT_MIN - 1
+        if sep < done:
+            continue  # inside a run already judged
+        start = sep
+        floor = max(0, sep - _MAX_BEFORE)
+        while start > floor and data[start - 1] in _RUN_BYTES:
+            start -= 1
+        stop = end
+        ceiling = min(n, start + _MAX_RUN + 1)
+        while stop < ceiling and data[stop] in _RUN_BYTES:
+            stop += 1
+        done = stop
+        for k in (start + 1, start + 2, start + 5):  # `\\n`, `%3D`, `\\u0022` end right before the token
+            if k < sep and escape_before(data, k):
+                start = k
+                break
+        if (start > 0 and data[start - 1] in _RUN_BYTES and not escape_before(data, start)) or (
+            stop < n and data[stop] in _RUN_BYTES
+        ):
+            continue  # longer than any key
+        while stop > start and data[stop - 1] in _SEPARATORS:
+            stop -= 1  # a sentence's full stop, a trailing dash
+        if start > 0 and data[start - 1] == 0x2B:
+            continue  # `+`: inside base64
+        if stop < n and data[stop] in _BASE64_ONLY:
+            stop = _base64_tail(data, start, stop)
+            if stop < 0:
+                continue
+        run = data[start:stop]
+        if not verify_run(run):
+            continue
+        if _ID_FIELD_RE.search(data, max(0, start - 40), start):
+            continue  # an identifier's field holds a wire id, not a key
+        out.append(Span(start, stop, KIND, PRIORITY_GENERIC))  # any named rule names it better

@@ -1,0 +1,67 @@
+"""The format-based vendor-token detector: invented vendors' keys found, ordinary shapes left alone.
+
+Heads here are made up (no rule set lists them), so only the structure can find them; recall on
+held-out example families and the false-positive rate are `benchmarks/bench_token_detector.py`'s.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+
+import pytest
+
+from redaction import Redactor
+from redaction.vendor_tokens import crc32_base62, verify_run
+
+ALNUM = string.ascii_letters + string.digits
+
+
+def _r(rng: random.Random, alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def _invented(rng: random.Random) -> list[str]:
+    return [
+        f"qzv_{_r(rng, ALNUM, 36)}",
+        f"kloppa-live-{_r(rng, ALNUM, 32)}",
+        f"WXT_v2_{_r(rng, string.ascii_lowercase + string.digits, 40)}",
+        f"brm-{_r(rng, string.hexdigits.lower()[:16], 48)}",  # `.` alone triggers nothing (see vendor_tokens)
+        f"tnx_{_r(rng, string.ascii_letters, 34)}",  # letters only, as Hugging Face's are
+        f"zorp_pat_{_r(rng, ALNUM + '_-', 60)}",  # a base64url body
+        f"fmq2_{_r(rng, ALNUM, 20)}+{_r(rng, ALNUM, 20)}/{_r(rng, ALNUM, 10)}==",  # a base64 body
+    ]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_keys_of_vendors_no_list_names_are_redacted(seed: int) -> None:
+    redactor = Redactor(b"\x03" * 32, "vendor")
+    for key in _invented(random.Random(seed)):
+        out = redactor.redact_text(f"export SOMETHING={key}\nsee {key}.")
+        assert key[6:18] not in out, key
+
+
+def test_a_valid_crc32_checksum_is_enough() -> None:
+    """GitHub's and npm's scheme: CRC32 of the random part as six base62 digits at the end."""
+    random_part = "abcdefghijklmnopqrstuvwxyzabcd"  # no entropy to speak of
+    assert not verify_run(b"qzv_" + random_part.encode() + b"000000")
+    assert verify_run(b"qzv_" + random_part.encode() + crc32_base62(random_part.encode()))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # wire ids: no secret, analysis needs them
+        '"tool_use_id": "toolu_01A09q90qw90lq917835lq9Hx"',
+        "integrity sha512-3kQ9GQ5mGF2l5Jk8q6Yy0Xq1s8wZ7u2Yv0m1rRk3o9x2Q==",
+        "self.cmp = bz2.BZ2Compressor()",
+        "github.com/foo/bar v0.0.0-20241124373141-893a276f18ec h1:NLUjzeczUJdHaI4gxBOMs8MJGDz9xZichD",
+        "//# sourceMappingURL=main.a1af608a1019e2ff468d.bundle.js.map",
+        "def test_user_account_settings_request_handler_3(self) -> None:",
+        "const userAccountSettingsRequestHandlerV2 = useAccountSettings();",
+        "req-550e8400-e29b-41d4-a716-446655440000",
+        '{"encrypted_content": "gAAAAABnX9c2-abcDEF123ghiJKL456mnoPQR789stuVWX0yz"}',
+    ],
+)
+def test_ordinary_shapes_stay(text: str) -> None:
+    assert Redactor(b"\x03" * 32, "vendor").redact_text(text) == text
