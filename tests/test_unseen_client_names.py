@@ -25,7 +25,9 @@ def test_the_first_product_token_that_is_no_library_names_the_client() -> None:
 
 def test_sdk_and_runtime_tokens_are_not_client_names() -> None:
     for ua in ("OpenAI/Python 1.40.0", "node", "python-requests/2.31", "axios/1.7.2", "undici", "Bun/1.1.0",
-               "Deno/1.40", "curl/8.5.0", "AsyncOpenAI/Python 1.40.0", "Anthropic/JS 0.30.1"):
+               "Deno/1.40", "curl/8.5.0", "AsyncOpenAI/Python 1.40.0", "Anthropic/JS 0.30.1", "litellm/1.110.2",
+               "ai-sdk/anthropic/4.0.42 ai-sdk/provider-utils/5.0.30 runtime/bun/1.3.1",
+               "OTel-OTLP-Exporter-JavaScript/0.214.0", "posthog-node/5.51.2"):
         client, version, evidence = _named([("user-agent", ua), ("x-stainless-lang", "js")])
         assert client.startswith("unknown") and version is None and evidence == "unattributed", ua
 

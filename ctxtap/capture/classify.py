@@ -280,6 +280,9 @@ _GENERIC_PRODUCTS = frozenset({
     "botocore", "aws-sdk-js", "aws-sdk-go", "aws-sdk-rust", "aws-sdk-java", "md", "os", "lang", "ua",
     "exec-env", "api", "cfg", "sdk", "runtime", "google", "x",
 })
+# SDK families and the telemetry libraries a client ships (their exporters send their own user agent)
+_LIBRARY_PREFIXES = ("openai", "anthropic", "google-", "gl-", "aws-sdk", "azure-", "otel", "opentelemetry",
+                     "posthog", "sentry", "statsig", "datadog", "dd-trace", "segment", "amplitude", "mixpanel")
 _PRODUCT = re.compile(r"(?<![\w.\-/])([A-Za-z@][\w.\-@]*(?:/[A-Za-z][\w.\-]*)?)/(v?\d[\w.\-+]*)")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _URL_HOST = re.compile(r"^[a-z][a-z0-9+.\-]*://([^/:?#@]+)", re.I)
@@ -308,7 +311,7 @@ def ua_product(ua: str) -> tuple[str, str] | None:
     for m in _PRODUCT.finditer(_comment_free(ua)):
         token = m.group(1)
         parts = [part.lstrip("@").lower() for part in token.split("/")]
-        if any(part in _GENERIC_PRODUCTS or part.startswith(("openai", "anthropic")) for part in parts):
+        if any(part in _GENERIC_PRODUCTS or part.startswith(_LIBRARY_PREFIXES) for part in parts):
             continue
         return client_name(token), m.group(2).removeprefix("v")
     return None
