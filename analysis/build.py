@@ -19,7 +19,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import tokens
+from analysis import runfacts, tokens
 from analysis.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
 from analysis.blockscan import BlockKey
 from analysis.blockstore import BlockStore
@@ -200,12 +200,13 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
                                       strict=True) if m and r == "full")
         exchanges = progress(exchanges, total)
     memo = ParseMemo()
-    for call in parse_exchanges(exchanges, memo if reuse else None):
-        rec = add_call(store, assigner, call)
-        stats.blocks_total += len(call.request.blocks)
-        stats.context_bytes_total += rec.blocks.context_bytes
-        call.request.blocks = []  # the store holds what is needed, once
-        recs.append(rec)
+    with runfacts.using(capture.manifest.environment):  # the recorded machine's facts, for the segment reader
+        for call in parse_exchanges(exchanges, memo if reuse else None):
+            rec = add_call(store, assigner, call)
+            stats.blocks_total += len(call.request.blocks)
+            stats.context_bytes_total += rec.blocks.context_bytes
+            call.request.blocks = []  # the store holds what is needed, once
+            recs.append(rec)
     stats.body_bytes_scanned, stats.body_bytes_seen = memo.bytes_scanned, memo.bytes_seen
     if phase is not None:
         phase(f"counting tokens of {len(store.content):,} distinct blocks")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-Evidence = Literal["client-rule", "pattern", "structure", "position", "unattributed"]
+Evidence = Literal["client-rule", "recorded-fact", "pattern", "structure", "position", "unattributed"]
 
 # generic rules that read the wire's structure (a block's kind), not its words
 _STRUCTURE = frozenset({
@@ -21,11 +21,13 @@ _UNATTRIBUTED = frozenset({"generic.unknown", "generic.user-context-part"})
 
 
 def evidence_kind(rule_id: str | None) -> Evidence:
-    """`client-rule`, `pattern` (a detector or a generic text pattern), `structure` (the block's
+    """`client-rule`, `recorded-fact` (a line states a fact `record` kept), `pattern` (a detector or a generic text pattern), `structure` (the block's
     kind on the wire), `position` (where the text sits: system text, the first user text) or
     `unattributed`."""
     if not rule_id or rule_id in _UNATTRIBUTED:
         return "unattributed"
+    if rule_id == "detect.recorded-fact":
+        return "recorded-fact"
     family = rule_id.split(".", 1)[0]
     if family == "detect":
         return "pattern"

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from analysis import tokens
+from analysis import runfacts, tokens
 from analysis.blockstore import BlockStore
 from analysis.build import ANALYSIS_VERSION, add_call, write_dataset
 from analysis.cachecheck import CacheRules
@@ -268,10 +268,11 @@ class LiveAnalysis:
             except Exception as exc:  # a damaged body: the flow is skipped, and said so
                 self.errors.append(f"flow {flow['flow_id']}: {type(exc).__name__}: {exc}")
                 continue
-            for call in parse_exchange(exchange, self._state, self._memo):
-                self._recs.append(add_call(self._store, self._assigner, call))
-                self._history.append((call.call_key, self._shared(call.request.blocks)))
-                call.request.blocks = []
+            with runfacts.using(self._capture.manifest.environment):
+                for call in parse_exchange(exchange, self._state, self._memo):
+                    self._recs.append(add_call(self._store, self._assigner, call))
+                    self._history.append((call.call_key, self._shared(call.request.blocks)))
+                    call.request.blocks = []
         return True
 
     def _shared(self, blocks: list) -> list:

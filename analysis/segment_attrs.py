@@ -10,6 +10,7 @@ fallback had labelled it — takes the detectors' reading.
 
 from __future__ import annotations
 
+from analysis import runfacts
 from analysis.models import Block, Segment
 from analysis.segments import byte_offsets, read_pieces
 
@@ -57,7 +58,7 @@ def with_segments(block: Block) -> Block:
     a text seen before (the same system prompt on every request) is reused."""
     if block.kind not in SEGMENTED_KINDS or block.bytes < MIN_BYTES:
         return block
-    key = (block.content_hash, block.role, block.rule_id, *(getattr(block, a) for a in ATTRS))
+    key = (block.content_hash, block.role, block.rule_id, *(getattr(block, a) for a in ATTRS), runfacts.current())
     if key in _CACHE:
         update = _CACHE[key]
     else:

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from analysis.detectors import Detection, catalogue_intro, detect, looks_like_list
+from analysis.runfacts import states_facts
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$")
 _OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z][\w.:-]*)(?:[ \t][^<>]*)?>")
@@ -168,7 +169,17 @@ def _reading(text: str, unit: Unit, before: str = "") -> Detection | None:
             found = detect(text[unit.start:unit.end], label=label)
         if found is not None:
             return found
-    return None
+    return _recorded_fact(text, unit)
+
+
+def _recorded_fact(text: str, unit: Unit) -> Detection | None:
+    """A unit of value lines stating a fact the recorder kept (analysis.runfacts): environment on
+    the recorder's evidence, whatever its keys are called."""
+    if unit.kind in ("heading", "fence"):
+        return None
+    whole = text[unit.start:unit.end]
+    fact = states_facts(whole) or (states_facts(inner_text(text, unit)) if unit.kind == "tag" else None)
+    return Detection("runtime_environment", "detect.recorded-fact", f"states the recorded {fact}") if fact else None
 
 
 def _environment_sections(units: list[Unit], readings: list) -> None:

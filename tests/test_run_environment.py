@@ -84,3 +84,37 @@ def test_import_takes_the_facts_and_publish_and_export_strip_them(tmp_path, ctxt
     for path in (tmp_path / "x").rglob("*"):  # export carries the traffic as stored, never the manifest's facts
         text = path.read_text(errors="replace")
         assert cwd not in text and "2026-11-30" not in text, path
+
+
+RULES_AND_FACTS = ("You are Helper, a careful coding agent.\n\nAlways run the tests in /srv/qz-project-4411 before you "
+                   "commit. Never touch files outside it.\n\nOpened folder: /srv/qz-project-4411\nChecked out: "
+                   "feature/qz-77\n\nKeep answers short and cite the files you change.")
+
+
+def _explained(tmp_path: Path, config: Path, name: str, facts: list[str]) -> list[dict]:
+    body = {"model": "coder-1", "tools": [{"type": "function", "function": {"name": "shell", "parameters": {}}}],
+            "messages": [{"role": "system", "content": RULES_AND_FACTS}, {"role": "user", "content": "Fix it."}]}
+    reply = {"id": "c", "object": "chat.completion", "model": "coder-1", "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31}}
+    har = tmp_path / f"{name}.har"
+    har.write_text(json.dumps({"log": {"version": "1.2", "creator": {"name": "t", "version": "1"}, "entries": [
+        _entry("https://api.openai.com/v1/chat/completions", [("user-agent", "HelperAgent/1.0")],
+               json.dumps(body).encode(), 200, [("content-type", "application/json")], json.dumps(reply).encode(),
+               1_700_000_000.0, 0.5)]}}))
+    cap = tmp_path / name
+    assert _ctxtap(["import", str(har), "--out", str(cap), *facts], config).returncode == 0
+    shown = _ctxtap(["layout", str(cap), "--explain", "--json"], config)
+    assert shown.returncode == 0, shown.stderr
+    return json.loads(shown.stdout)[0]["segments"]
+
+
+def test_a_line_stating_a_recorded_fact_is_environment_a_sentence_naming_it_is_not(tmp_path, ctxtap_config) -> None:
+    with_facts = _explained(tmp_path, ctxtap_config, "with", ["--cwd", "/srv/qz-project-4411", "--user", USER])
+    facts = [s for s in with_facts if s["evidence"] == "recorded-fact"]
+    assert len(facts) == 1 and facts[0]["source"] == "runtime_environment"
+    assert facts[0]["excerpt"].startswith("Opened folder: /srv/qz-project-4411")
+    rules = next(s for s in with_facts if "Always run the tests" in s["excerpt"])
+    assert rules["source"] == "platform_rules"  # the path inside a sentence of rules stays rules
+    without = _explained(tmp_path, ctxtap_config, "without", [])
+    assert not any(s["evidence"] == "recorded-fact" for s in without)

@@ -1,0 +1,97 @@
+"""The recorded machine's facts (the capture manifest's `environment`) while a capture is read.
+
+`ctxtap record` keeps the working directory, user and host names, OS, shell, date and git facts
+(`ctxtap.capture.environment`). A line that states one of them as a value (`Workspace:
+/home/alice/shop`, `<branch>main</branch>`) is the client's environment whatever its key is called,
+so the segment reader can label it on evidence the recorder holds rather than on a guessed keyword.
+A fact inside a path (`/home/alice/shop/src/app.py`) or in a sentence of rules is not such a line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+Facts = tuple[tuple[str, str], ...]  # (fact name, value), e.g. ("cwd", "/home/alice/shop")
+
+_FACTS: ContextVar[Facts] = ContextVar("ctxtap_run_facts", default=())
+FACT_NAMES = ("cwd", "home", "user", "host", "os", "kernel", "shell", "date", "git_branch", "git_head",
+              "git_remote", "prompt")
+MIN_VALUE_CHARS = 3  # a one- or two-letter user name says nothing on its own
+MAX_LINES = 40  # a unit of value lines longer than this is a listing, not the client's environment block
+_KEY_VALUE = re.compile(r"^\s*(?:[-*•]\s+)?\**(?P<key>[A-Za-z][\w .()/'-]{0,40}?)\**\s*(?::|=|\bis\b)\s*"
+                        r"(?P<value>\S.*?)\s*\.?\s*$")
+_TAG_VALUE = re.compile(r"^\s*<(?P<key>[\w-]{1,40})>\s*(?P<value>[^<]+?)\s*</(?P=key)>\s*$")
+
+
+def facts_of(environment: dict[str, Any] | None) -> Facts:
+    """The facts worth looking for, from a manifest's `environment`."""
+    env = environment or {}
+    out = []
+    for name in FACT_NAMES:
+        value = env.get(name)
+        if isinstance(value, str) and len(value.strip()) >= MIN_VALUE_CHARS:
+            out.append((name, value.strip()))
+    return tuple(out)
+
+
+@contextmanager
+def using(environment: dict[str, Any] | None) -> Iterator[Facts]:
+    """Read a capture with its recorded facts in force (the segment reader asks `current()`)."""
+    token = _FACTS.set(facts_of(environment))
+    try:
+        yield _FACTS.get()
+    finally:
+        _FACTS.reset(token)
+
+
+def current() -> Facts:
+    return _FACTS.get()
+
+
+def _clean(value: str) -> str:
+    return value.strip().strip("`'\"").rstrip("/") or value.strip()
+
+
+def _matches(name: str, fact: str, value: str) -> bool:
+    """The value is the fact itself (a path compared without its trailing slash, names without case)."""
+    value = _clean(value)
+    if name in ("cwd", "home", "git_remote", "prompt", "shell"):
+        return value == fact.rstrip("/") or (name == "shell" and value == fact.rsplit("/", 1)[-1])
+    if name in ("user", "host", "os", "kernel", "git_branch"):
+        return value.lower() == fact.lower()
+    if name == "git_head":
+        return len(value) >= 7 and fact.startswith(value.lower())
+    return value == fact
+
+
+def stated_fact(line: str, facts: Facts) -> str | None:
+    """The fact a line states as its value (`key: value`, `key = value`, `key is value`,
+    `<key>value</key>`), or None."""
+    m = _TAG_VALUE.match(line) or _KEY_VALUE.match(line)
+    if m is None:
+        return None
+    for name, fact in facts:
+        if _matches(name, fact, m.group("value")):
+            return name
+    return None
+
+
+def states_facts(text: str, facts: Facts | None = None) -> str | None:
+    """The first recorded fact a unit of value lines states, when every line of it is a value line
+    (a list of facts, not prose that happens to name one); None otherwise."""
+    facts = current() if facts is None else facts
+    if not facts:
+        return None
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    if not lines or len(lines) > MAX_LINES:
+        return None
+    found = None
+    for line in lines:
+        if not (_TAG_VALUE.match(line) or _KEY_VALUE.match(line)) or len(line) > 200:
+            return None
+        found = found or stated_fact(line, facts)
+    return found
