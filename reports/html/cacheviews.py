@@ -50,9 +50,12 @@ def build_cache_views(con: duckdb.DuckDBPyConnection, cap: CaptureInfo, requests
         left_out = None
         if len(rows) > MAX_ROWS:
             gone = rows[MAX_ROWS:]
-            sql = (f"SELECT * FROM cache_verdicts WHERE session_id = {sql_str(sid)} "
-                   "AND (provider_outcome IS NOT NULL OR client_claim IS NOT NULL "
-                   "OR cache_status IN ('miss', 'partial', 'unexpected_read')) ORDER BY agreement")
+            # the rows left out, in the table's own order (disagreements first, then by request number)
+            sql = (f"SELECT v.* FROM cache_verdicts v JOIN requests r USING (capture_id, request_id) "
+                   f"WHERE v.session_id = {sql_str(sid)} AND (v.provider_outcome IS NOT NULL "
+                   "OR v.client_claim IS NOT NULL OR v.cache_status IN ('miss', 'partial', 'unexpected_read')) "
+                   "ORDER BY CASE v.agreement WHEN 'disagree' THEN 0 WHEN 'agree' THEN 1 ELSE 2 END, "
+                   f"r.request_number LIMIT {len(gone)} OFFSET {MAX_ROWS}")
             left_out = LeftOut(len(gone), f"#{gone[0]['num']}", f"#{gone[-1]['num']}", sql_command(cap.path, sql))
         extra = [c["extra_cost_usd"] for c in cold.get(sid, []) if c.get("extra_cost_usd") is not None]
         out[sid] = CacheViews(
