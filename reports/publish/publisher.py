@@ -102,11 +102,27 @@ def _learn_identity(data: CaptureData) -> Identity:
 
 
 def _cleaner(cred: Redactor | None, pii: PiiRedactor) -> Cleaner:
+    """Credential redaction, then pseudonyms. A string is cleaned once and its result reused: requests
+    repeat their header values, tool names and body fields, and pseudonyms are stable per value (the
+    identity is learnt from the whole capture first)."""
+    done: dict[tuple[str, bool], tuple[str, collections.Counter[str], collections.Counter[str]]] = {}
+
+    def cleaned(value: str, escaped: bool) -> str:
+        hit = done.get((value, escaped))
+        if hit is not None:  # counted again, as if cleaned again: the manifest counts replacements made
+            pii.counts.update(hit[1])
+            pii.rule_counts.update(hit[2])
+            return hit[0]
+        counts, rules = pii.counts.copy(), pii.rule_counts.copy()
+        out = pii.redact_text(cred.redact_text(value) if cred else value, escaped=escaped)
+        done[(value, escaped)] = (out, pii.counts - counts, pii.rule_counts - rules)
+        return out
+
     def text(value: str) -> str:
-        return pii.redact_text(cred.redact_text(value) if cred else value)
+        return cleaned(value, False)
 
     def json_text(value: str) -> str:
-        return pii.redact_text(cred.redact_text(value) if cred else value, escaped=True)
+        return cleaned(value, True)
 
     def headers(value: list[tuple[str, str]]) -> list[tuple[str, str]]:
         return pii.redact_headers(cred.redact_headers(value) if cred else value)
