@@ -10,7 +10,7 @@ with both, high entropy and few words; a head that is no hash's name (`sha512-`)
 `id` field or wire id (`msg_01...`, `call_...`) carries. Where the body ends in a GitHub/npm-style
 CRC32 checksum (six base62 characters) that checks, the format says enough on its own.
 
-The trigger is `_` or `-` followed by 12 letters or digits (one Hyperscan report per
+The trigger is `_` or `-` followed by 13 letters or digits (one Hyperscan report per
 separator: standard base64 has no separator at all); the token's run is found around it and
 verified here. Scored on held-out families by `benchmarks/bench_token_detector.py`.
 """
@@ -28,15 +28,21 @@ from redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
 BODY_MIN = 20
-SEGMENT_MIN = 12  # the body's longest segment (base64url and numbered bodies are cut by separators)
+SEGMENT_MIN = 13  # the body's longest segment (13: a UUID's last group, twelve, never fires the trigger)
 # `.` is no trigger separator (it starts a match at every sentence and path: the pass cost twice as
-# much); keys whose body follows a `.` are found where a `_` or `-` segment of twelve follows.
-TRIGGERS: tuple[Trigger, ...] = (Trigger(rb"[_\-][A-Za-z0-9]{%d}" % SEGMENT_MIN, window=0),)
+# much); keys whose body follows a `.` are found where a `_` or `-` segment of thirteen follows.
+# `opens=False`: a key is found in the raw bytes of a JSON string (the verifier steps over an escape
+# before it); opening every string that holds an identifier cost a third of the scan.
+TRIGGERS: tuple[Trigger, ...] = (Trigger(rb"[_\-][A-Za-z0-9]{%d}" % SEGMENT_MIN, window=0, opens=False),)
 
 _RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _SEPARATORS = b"_.-"
+_NOT_RUN_TO_SPACE = bytes(c if c in _RUN_BYTES else 0x20 for c in range(256))
+_RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-]*")
+_ESCAPE_STARTS = frozenset(b"\\%")
+_HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){1,13}[_.\-]")
 _BASE64_ONLY = frozenset(b"+/=")
-_BASE64_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+_BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
 _MAX_BEFORE = 64  # a head and its fields before the body
 _MAX_RUN = 512  # longer runs are base64url blobs, not keys
 _MAX_SEGMENTS = 16
@@ -168,13 +174,9 @@ def _base64_tail(data: bytes, start: int, stop: int) -> int:
     """Where a body of standard base64 (`fm2_lJPE...+...==`) ends, or -1 if this is no such body.
 
     It must hold a `+` or end in `=` (a path holds `/` only), and end at a token boundary."""
-    end = stop
-    ceiling = min(len(data), start + _MAX_RUN)
-    while end < ceiling and data[end] in _BASE64_BYTES:
-        end += 1
-    pad = end
-    while pad < len(data) and pad - end < 2 and data[pad] == 0x3D:
-        pad += 1
+    m = _BASE64_TAIL_RE.match(data, stop, min(len(data), start + _MAX_RUN))
+    assert m is not None  # it matches the empty string
+    end, pad = m.end(1), m.end()
     after = pad + (pad < len(data) and data[pad] == 0x2E)  # a sentence's full stop
     if after < len(data) and (data[after] in _RUN_BYTES or data[after] in _BASE64_ONLY):
         return -1
@@ -193,19 +195,18 @@ def find_vendor_token_spans(data: bytes, hits: list[list[tuple[int, int]]], out:
         sep = end - SEGMENT_MIN - 1
         if sep < done:
             continue  # inside a run already judged
-        start = sep
         floor = max(0, sep - _MAX_BEFORE)
-        while start > floor and data[start - 1] in _RUN_BYTES:
-            start -= 1
-        stop = end
-        ceiling = min(n, start + _MAX_RUN + 1)
-        while stop < ceiling and data[stop] in _RUN_BYTES:
-            stop += 1
+        start = floor + 1 + data[floor:sep].translate(_NOT_RUN_TO_SPACE).rfind(b" ")  # the run's start, in C
+        fwd = _RUN_AFTER_RE.match(data, end, min(n, start + _MAX_RUN + 1))
+        stop = fwd.end() if fwd is not None else end
         done = stop
-        for k in (start + 1, start + 2, start + 5):  # `\\n`, `%3D`, `\\u0022` end right before the token
-            if k < sep and escape_before(data, k):
-                start = k
-                break
+        if start > 0 and data[start - 1] in _ESCAPE_STARTS:
+            for k in (start + 1, start + 2, start + 5):  # `\\n`, `%3D`, `\\u0022` end right before the token
+                if k < sep and escape_before(data, k):
+                    start = k
+                    break
+        if _HEAD_AT_RE.match(data, start) is None:
+            continue  # no vendor's head (a UUID, a hash, `self._name`): the cheap and common case
         if (start > 0 and data[start - 1] in _RUN_BYTES and not escape_before(data, start)) or (
             stop < n and data[stop] in _RUN_BYTES
         ):
