@@ -7,13 +7,15 @@
     redactor.counts                             # placeholder kind -> replacements
 
 Each secret becomes `[REDACTED:<kind>:<6 hex>]`; see `KINDS` for the kinds (ctxtap's own,
-plus the ids of the vendored gitleaks rules in `redaction/rules/gitleaks.toml`).
+plus the ids of the vendored gitleaks rules in `redaction/rules/gitleaks.toml` and the
+`kingfisher-*` kinds of the Kingfisher catalogue in `redaction/rules/kingfisher.json`).
 """
 
 from redaction.assignments import ASSIGNMENT_KINDS
 from redaction.detectors import CONTEXT_KINDS, TOKEN_KINDS
 from redaction.gitleaks import rule_ids
 from redaction.headers import HEADER_KINDS
+from redaction.kingfisher import rule_kinds as kingfisher_kinds
 from redaction.placeholder import PLACEHOLDER_RE
 from redaction.redactor import Redactor
 from redaction.urls import URL_KINDS
@@ -24,7 +26,7 @@ from redaction.version import RULESET_VERSION
 # made the redactor fail internally, replaced whole rather than kept).
 KINDS: tuple[str, ...] = tuple(
     dict.fromkeys(
-        [*TOKEN_KINDS, *CONTEXT_KINDS, VENDOR_TOKEN_KIND, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, *rule_ids(), "unscannable"]
+        [*TOKEN_KINDS, *CONTEXT_KINDS, VENDOR_TOKEN_KIND, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, *rule_ids(), *kingfisher_kinds(), "unscannable"]
     )
 )
 

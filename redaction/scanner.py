@@ -18,6 +18,7 @@ from redaction import (
     config_fields,
     encodings,
     json_escapes,
+    kingfisher,
     prose,
     vendor_tokens,
 )
@@ -189,7 +190,7 @@ def get_scanner(backend: str | None = None) -> Scanner:
         with _lock:
             scanner = _scanners.get(key)
             if scanner is None:
-                scanner = _scanners[key] = Scanner(load_rules(), backend)
+                scanner = _scanners[key] = Scanner(kingfisher.add_rules(load_rules()), backend)
     return scanner
 
 

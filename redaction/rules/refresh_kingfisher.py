@@ -1,0 +1,121 @@
+"""Refresh the vendored Kingfisher catalogue from a checkout: `redaction/rules/kingfisher.json`.
+
+    git clone --depth 1 https://github.com/mongodb/kingfisher /tmp/kingfisher
+    python redaction/rules/refresh_kingfisher.py /tmp/kingfisher
+
+Reads `data/rules/*.yml` (PyYAML, needed here only) and writes, per rule, what redaction needs:
+id, name, pattern, entropy floor, confidence, examples. Marked, not dropped, so a refresh shows
+what changed: `skip` (an identifier helper, `visible: false`; low confidence; a regex Python or
+Hyperscan cannot read) and `duplicate_of` (ctxtap's rules without this catalogue, gitleaks' and
+its own, already redact every one of the rule's own examples by format: the kind that does).
+Copies the licence to `LICENSE-kingfisher`. Then bump `RULESET_VERSION` and run the redaction tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from redaction.gitleaks import load_rules  # noqa: E402
+from redaction.gitleaks_match import _secret_span  # noqa: E402
+from redaction.kingfisher import RULES_FILE, compile_rule, secret_prefix  # noqa: E402
+from redaction.scanner import Scanner  # noqa: E402
+from redaction.spans import PRIORITY_CONTEXT  # noqa: E402
+
+# Most of the catalogue: a vendor's name, then within a few dozen characters a value. Their bounded
+# any-character runs made the engine pass half as fast again and the verification slower still
+# (58.7 against 96.5 MB/s cold, bench_redaction.py); ctxtap's name rules read names near values.
+CONTEXT_RULE = "context rule (a vendor's name near a value): too slow for the engine pass"
+
+
+def _git(checkout: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, text=True).stdout.strip()
+
+
+def _skip(raw: dict) -> str | None:
+    if raw.get("visible") is False:
+        return "identifier helper (visible: false): not a secret"
+    if raw.get("confidence") == "low":
+        return "low confidence"
+    try:
+        if secret_prefix(raw["pattern"]) is None:
+            return CONTEXT_RULE
+        rule = compile_rule(raw)
+    except Exception as exc:  # noqa: BLE001 - any reason a regex cannot be read is a reason to skip it
+        return f"regex not readable: {exc}"
+    try:
+        import hyperscan
+
+        from redaction.openers import opener
+
+        for form in (rule.trigger, opener(rule.trigger)):  # the scanner compiles its escape-tolerant form
+            if form is not None:
+                hyperscan.Database().compile(expressions=[form], flags=[0])
+    except ImportError:
+        pass
+    except Exception as exc:  # noqa: BLE001
+        return f"Hyperscan cannot compile the trigger: {exc}"
+    return None
+
+
+def _duplicate_of(raw: dict, scanner: Scanner) -> str | None:
+    """The kind ctxtap already redacts every example's secret (or its URL's password) as, by format."""
+    rule = compile_rule(raw)
+    kinds: Counter[str] = Counter()
+    examples = raw.get("examples") or []
+    for example in examples:
+        data = example.encode()
+        m = rule.verifier.search(data)
+        if m is None:
+            return None
+        start, end = _secret_span(rule, m)
+        covering = [s for s in scanner.find_spans(data) if s.start < end and start < s.end]  # a URL: its password
+        if not covering or covering[0].priority > PRIORITY_CONTEXT:  # formats, URL passwords, PEM blocks
+            return None
+        kinds[covering[0].kind] += 1
+    return kinds.most_common(1)[0][0] if kinds else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkout", type=Path, help="a clone of github.com/mongodb/kingfisher")
+    args = parser.parse_args(argv)
+    import yaml
+
+    scanner = Scanner(load_rules())  # gitleaks' and ctxtap's rules: what is already redacted
+    rules = []
+    for path in sorted((args.checkout / "data" / "rules").glob("*.yml")):
+        for raw in yaml.safe_load(path.read_text("utf-8")).get("rules") or []:
+            entry = {k: raw[k] for k in ("id", "name", "pattern", "min_entropy", "confidence", "examples") if k in raw}
+            entry["file"] = path.name
+            reason = _skip(raw)
+            if reason:
+                entry["skip"] = reason
+            elif dup := _duplicate_of(raw, scanner):
+                entry["duplicate_of"] = dup
+            rules.append(entry)
+    header = {
+        "source": "https://github.com/mongodb/kingfisher",
+        "version": _git(args.checkout, "describe", "--tags", "--always"),
+        "commit": _git(args.checkout, "log", "-1", "--format=%H %cs"),
+        "licence": "Apache-2.0 (LICENSE-kingfisher)",
+        "rules": len(rules),
+        "kept": sum(1 for r in rules if not (r.get("skip") or r.get("duplicate_of"))),
+        "duplicates": sum(1 for r in rules if r.get("duplicate_of")),
+    }
+    RULES_FILE.write_text(json.dumps({"header": header, "rules": rules}, indent=1, ensure_ascii=False) + "\n")
+    shutil.copyfile(args.checkout / "LICENSE", HERE / "LICENSE-kingfisher")
+    print(json.dumps(header, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
