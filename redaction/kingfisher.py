@@ -2,7 +2,7 @@
 
 Kingfisher (MongoDB, Apache-2.0) keeps a maintained catalogue of several hundred provider
 formats, written for Hyperscan as ctxtap's engine is; gitleaks lists fewer. Its YAML rules are
-read once, when the catalogue is refreshed (`redaction/rules/refresh_kingfisher.py`), into a
+read once, when the catalogue is refreshed (`redaction/kingfisher_refresh.py`), into a
 JSON file of what redaction needs (id, name, regex, entropy floor, examples); rules that only
 find identifiers (`visible: false`), low-confidence ones, and formats gitleaks or ctxtap
 already redact on every one of the rule's own examples (`duplicate_of`) are left out there.

@@ -1,7 +1,7 @@
 """Refresh the vendored Kingfisher catalogue from a checkout: `redaction/rules/kingfisher.json`.
 
     git clone --depth 1 https://github.com/mongodb/kingfisher /tmp/kingfisher
-    python redaction/rules/refresh_kingfisher.py /tmp/kingfisher
+    python -m redaction.kingfisher_refresh /tmp/kingfisher
 
 Reads `data/rules/*.yml` (PyYAML, needed here only) and writes, per rule, what redaction needs:
 id, name, pattern, entropy floor, confidence, examples. Marked, not dropped, so a refresh shows
@@ -21,14 +21,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1]))
+from redaction.gitleaks import load_rules
+from redaction.gitleaks_match import _secret_span
+from redaction.kingfisher import RULES_FILE, compile_rule, secret_prefix
+from redaction.scanner import Scanner
+from redaction.spans import PRIORITY_CONTEXT
 
-from redaction.gitleaks import load_rules  # noqa: E402
-from redaction.gitleaks_match import _secret_span  # noqa: E402
-from redaction.kingfisher import RULES_FILE, compile_rule, secret_prefix  # noqa: E402
-from redaction.scanner import Scanner  # noqa: E402
-from redaction.spans import PRIORITY_CONTEXT  # noqa: E402
+HERE = Path(__file__).resolve().parent / "rules"
 
 # Most of the catalogue: a vendor's name, then within a few dozen characters a value. Their bounded
 # any-character runs made the engine pass half as fast again and the verification slower still
