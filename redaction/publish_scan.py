@@ -179,10 +179,23 @@ _PARALLEL_LINES = 4000
 
 
 def _scan_file(path: str) -> list[tuple[int, str, str]]:
-    """detect-secrets' findings in one file: (line, type, value)."""
+    """detect-secrets' findings in one file: (line, type, value).
+
+    Each plugin finds a secret only where one of its own regexes (`denylist`) matches the line, so
+    only such lines are handed to its scanner, whose per-line, per-plugin dispatch costs far more
+    than the regexes (most lines of an attachment hold nothing any plugin looks for)."""
     from detect_secrets.core.scan import scan_file
     from detect_secrets.settings import get_settings, transient_settings
 
+    source = Path(path)
+    lines = source.read_text("utf-8", "surrogateescape").split("\n")
+    regexes = _denylist()
+    kept = [i for i, line in enumerate(lines) if any(r.search(line) for r in regexes)]
+    if not kept:
+        return []
+    candidates = source.parent / "candidates" / source.name
+    candidates.parent.mkdir(exist_ok=True)
+    candidates.write_text("\n".join(lines[i] for i in kept), encoding="utf-8", errors="surrogateescape")
     config = {"plugins_used": [{"name": name} for name in DETECT_SECRETS_PLUGINS]}
     with transient_settings(config):
         # A `pragma: allowlist secret` comment inside a tool result must not silence the gate.
@@ -191,8 +204,24 @@ def _scan_file(path: str) -> list[tuple[int, str, str]]:
             "detect_secrets.filters.allowlist.is_line_allowlisted",
             "detect_secrets.filters.heuristic.is_not_alphanumeric_string",
         )
-        return [(int(secret.line_number or 0), str(secret.type), secret.secret_value or "")
-                for secret in scan_file(path)]
+        found = [(int(secret.line_number or 0), str(secret.type), secret.secret_value or "")
+                 for secret in scan_file(str(candidates))]
+    return [(kept[k - 1] + 1 if 0 < k <= len(kept) else 0, kind, value) for k, kind, value in found]
+
+
+def _denylist() -> list[re.Pattern]:
+    """The regexes of every plugin the gate runs (every one is a regex-based detector)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    by_name = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
+    out: list[re.Pattern] = []
+    for name in DETECT_SECRETS_PLUGINS:
+        plugin = by_name[name]
+        if not issubclass(plugin, RegexBasedDetector):  # a plugin without regexes: every line is a candidate
+            return [re.compile("")]
+        out += list(plugin().denylist)
+    return out
 
 
 def _distinct_lines(paths: Iterable[Path], root: Path) -> dict[str, dict[str, list[tuple[str, int]]]]:
