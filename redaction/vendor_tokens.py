@@ -180,6 +180,8 @@ def _base64_tail(data: bytes, start: int, stop: int) -> int:
     after = pad + (pad < len(data) and data[pad] == 0x2E)  # a sentence's full stop
     if after < len(data) and (data[after] in _RUN_BYTES or data[after] in _BASE64_ONLY):
         return -1
+    if data.startswith((b"[REDACTED:", b"%5BREDACTED:", b"%5bREDACTED:"), after):
+        return -1  # `NAME=` before a value already redacted: as before it was (redacting twice changes nothing)
     tail = data[stop:pad]
     if b"+" not in tail and pad == end:
         return -1
