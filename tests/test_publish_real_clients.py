@@ -73,7 +73,7 @@ def test_block_order_matches_the_capture(published, run) -> None:
         for thread in att["threads"] + att["side_requests"]:
             seqs = [r["seq_in_thread"] for r in thread["requests"]]
             assert seqs == sorted(seqs)
-            for request, blocks in zip(thread["requests"], full_blocks(thread), strict=True):
+            for request, blocks in zip(thread["requests"], full_blocks(thread, att["block_fields"]), strict=True):
                 positions = [b["position"] for b in blocks]
                 assert positions == list(range(len(positions))) and len(blocks) == request["n_blocks"]
                 got.append(tuple((b["path"], b["kind"]) for b in blocks))
@@ -131,8 +131,8 @@ def test_packed_blocks_publish_their_sections(published) -> None:
     """Kimi's system message holds rules, environment, the AGENTS.md slot and skills: the attachment says so."""
     _, target = published["basic/kimi-code"]
     (att,) = [json.loads(p.read_text()) for p in target.glob("*.json")]
-    first = att["threads"][0]["requests"][0]
-    (system,) = [b for b in first["blocks"] if b["path"] == "messages[0].content"]
+    first = full_blocks(att["threads"][0], att["block_fields"])[0]
+    (system,) = [b for b in first if b["path"] == "messages[0].content"]
     sources = [g["source"] for g in system["segments"]]
     assert system["source"] == "mixed"
     assert sources[0] == "platform_rules" and {"runtime_environment", "project_instructions",

@@ -35,7 +35,7 @@ def test_attachments_are_no_larger_than_the_capture_and_rebuild_every_request(ct
     carried = 0
     for att in (json.loads(p.read_text()) for p in out.glob("*.json")):
         for thread in att["threads"] + att["side_requests"]:
-            for request, blocks in zip(thread["requests"], full_blocks(thread), strict=True):
+            for request, blocks in zip(thread["requests"], full_blocks(thread, att["block_fields"]), strict=True):
                 assert [b["position"] for b in blocks] == list(range(request["n_blocks"]))
                 assert all(b["content"] in att["contents"] for b in blocks)
                 carried += sum(last - first + 1 for first, last in request["carried"])

@@ -16,6 +16,8 @@ from typing import Any
 
 import jinja2
 
+from reports.publish.build import BLOCK_FIELDS, block_records
+
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _BACKTICKS_RE = re.compile(r"`+")
 
@@ -71,10 +73,11 @@ def markdown_view(att: dict[str, Any]) -> dict[str, Any]:
         for i, thread in enumerate(items, 1):
             requests = []
             for req in thread["requests"]:
-                visible = req["blocks"] if req["in_full"] else [b for b in req["blocks"] if b["new"]]
+                listed = block_records(req, att.get("block_fields", BLOCK_FIELDS))
+                visible = listed if req["in_full"] else [b for b in listed if b["new"]]
                 carried = [] if req["in_full"] else \
                     [p for first, last in req["carried"] for p in range(first, last + 1)] + \
-                    [b["position"] for b in req["blocks"] if not b["new"]]
+                    [b["position"] for b in listed if not b["new"]]
                 items = []
                 for block in visible:
                     items.append({"b": block, "c": att["contents"][block["content"]],
