@@ -38,6 +38,7 @@ import duckdb
 
 from analysis.db import fetch_rows
 from analysis.protocols.registry import content_fields, replayed_call
+from analysis.sequences import shared_prefix
 from ctxtap.capture.store import Capture
 
 FORMAT = "ctxtap-attachment/2"  # 2: later requests list changed blocks, `carried` ranges the rest
@@ -108,7 +109,7 @@ class CaptureData:
                 text = body.decode("utf-8", "replace")
                 # An agent resends its history: what a body shares with the one before was read then
                 # (less a margin, so a value cut by the boundary is read whole).
-                shared = _common_prefix(previous, text)
+                shared = shared_prefix(previous, text)
                 yield text[max(0, shared - _LEARN_MARGIN):]
                 previous = text
             yield request.get("session_id") or ""
@@ -116,18 +117,6 @@ class CaptureData:
 
 _rows = fetch_rows
 _LEARN_MARGIN = 512  # longer than any value the identity rules learn (a home path, a prompt, a host)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """How many leading characters `a` and `b` share (halving, each step one comparison in C)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _columns(con: duckdb.DuckDBPyConnection, view: str, wanted: Iterable[str]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from reports.publish.build import BLOCK_FIELDS, block_records
+from reports.publish.build import BLOCK_FIELDS, block_records, ranges_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _BACKTICKS_RE = re.compile(r"`+")
@@ -42,14 +42,7 @@ def code(value: Any) -> str:
 
 def ranges(positions: list[int]) -> str:
     """[0, 1, 2, 5] -> "0–2, 5"."""
-    out: list[str] = []
-    for p in sorted(positions):
-        if out and isinstance(out[-1], str) and out[-1].split("–")[-1] == str(p - 1):
-            start = out[-1].split("–")[0]
-            out[-1] = f"{start}–{p}"
-        else:
-            out.append(str(p))
-    return ", ".join(out)
+    return ", ".join(f"{a}–{b}" if b > a else str(a) for a, b in ranges_of(positions))
 
 
 def _groups(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
