@@ -237,41 +237,18 @@ def test_client_telemetry_refines_check_status_to_denied_and_error(tmp_path, ctx
     """The committed Claude Code recording with its OTLP tool_result events: one call the client reports
     failed, one whose permission was rejected."""
     from analysis.db import connect, fetch_rows
-    from ctxtap.capture.events import TelemetryEvent
-    from ctxtap.capture.finalize import finalize
-    from ctxtap.capture.manifest import Manifest
-    from ctxtap.capture.paths import redaction_key
-    from ctxtap.capture.writer import CaptureWriter
-    from ctxtap.ingest.importer import har_events
-    from tests.test_events import _import_fixture
+    from tests.realcli_fixtures import fixture_entries, otlp_event, write_capture
 
-    entries = _import_fixture("claude", tmp_path)
-    out = tmp_path / "cap"
-    writer = CaptureWriter(out, redaction_key(), Manifest(capture_id="tc1", source="import"))
-    for seq, entry in enumerate(entries):
-        for event in har_events(entry, seq, f"har-{seq}", {}, False):
-            writer.submit(event)
-    writer.flush()
-    writer.close()
-    finalize(out)
+    entries = fixture_entries("claude")
+    out = write_capture(tmp_path / "cap", entries, "tc1")
     calls = _sql(out, "SELECT call_id, check_status, request_id FROM tool_calls WHERE request_id IS NOT NULL "
                       "ORDER BY call_id")
     assert len(calls) >= 2 and {c["check_status"] for c in calls} == {"ok"}
     t0 = _sql(out, "SELECT min(ts_start) AS t FROM requests")[0]["t"]
     told = [{"success": "false"}, {"decision": "reject"}]
-    out2 = tmp_path / "cap2"
-    writer = CaptureWriter(out2, redaction_key(), Manifest(capture_id="tc2", source="import"))
-    for seq, entry in enumerate(entries):
-        for event in har_events(entry, seq, f"har-{seq}", {}, False):
-            writer.submit(event)
-    for i, (call, attrs) in enumerate(zip(calls, told, strict=False)):
-        body = _tool_result_log(call["call_id"], int((t0 + 1 + i) * 1e9), **attrs)
-        writer.submit(TelemetryEvent(seq=i, ts=t0 + 5, source="otlp-receiver", flow_id=None, path="/v1/logs",
-                                     signal="logs", content_type="application/x-protobuf", content_encoding=None,
-                                     user_agent="OTel-OTLP-Exporter-JavaScript", body=body))
-    writer.flush()
-    writer.close()
-    finalize(out2)
+    out2 = write_capture(tmp_path / "cap2", entries, "tc2", [
+        otlp_event(i, t0 + 5, _tool_result_log(call["call_id"], int((t0 + 1 + i) * 1e9), **attrs))
+        for i, (call, attrs) in enumerate(zip(calls, told, strict=False))])
     from analysis.build import ensure_analysis
 
     ensure_analysis(out2)

@@ -7,7 +7,6 @@ receiver and the proxy hand it on.
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -15,14 +14,10 @@ import pytest
 
 from analysis.db import connect, fetch_rows
 from analysis.tables.events import wall_time_ms
-from ctxtap.capture.events import TelemetryEvent
-from ctxtap.capture.finalize import finalize
-from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.paths import redaction_key
-from ctxtap.capture.writer import CaptureWriter
-from ctxtap.ingest.importer import har_events, import_files
+from ctxtap.ingest.importer import import_files
 from tests.proxyharness import run_ctxtap
-from tests.realcli_fixtures import FIXTURES
+from tests.realcli_fixtures import fixture_entries, otlp_event, write_capture
 from tests.test_telemetry_receiver import claude_tool_result_logs
 
 ORDER = ["task_started", "model_requested", "model_responded", "tool_requested", "permission_decided",
@@ -54,11 +49,6 @@ def _check_trace(events: list[dict], causal_order: bool = True) -> None:
             assert e["event"] in ORDER and e["evidence"] in ("wire", "client-telemetry", "inferred")
 
 
-def _import_fixture(cli: str, out: Path) -> list[dict]:
-    har = json.loads(gzip.decompress((FIXTURES / cli / "basic.har.gz").read_bytes()))
-    return har["log"]["entries"]
-
-
 def test_wall_time_parsing() -> None:
     assert wall_time_ms("Exit code: 0\nWall time: 0.02 seconds\nOutput:\n/repo") == pytest.approx(20)
     assert wall_time_ms("Wall time: 15 ms") == 15
@@ -67,7 +57,7 @@ def test_wall_time_parsing() -> None:
 
 def test_without_telemetry_tool_times_are_the_call_to_result_gap_and_say_so(tmp_path, ctxtap_config) -> None:
     har = tmp_path / "grok.har"
-    har.write_text(json.dumps({"log": {"entries": _import_fixture("grok", tmp_path)}}))
+    har.write_text(json.dumps({"log": {"entries": fixture_entries("grok")}}))
     out = tmp_path / "cap"
     import_files([har], out, redaction_key())
     events = _events(out, ctxtap_config)
@@ -89,34 +79,15 @@ def test_without_telemetry_tool_times_are_the_call_to_result_gap_and_say_so(tmp_
 def test_client_otlp_tool_result_gives_tool_start_finish_and_decision(tmp_path, ctxtap_config) -> None:
     """The committed Claude Code recording, plus the `claude_code.tool_result` events Claude Code
     exports over OTLP for its two tool calls, written through the capture writer."""
-    entries = _import_fixture("claude", tmp_path)
-    out = tmp_path / "cap"
-    writer = CaptureWriter(out, redaction_key(), Manifest(capture_id="ev1", source="import"))
-    for seq, entry in enumerate(entries):
-        for event in har_events(entry, seq, f"har-{seq}", {}, False):
-            writer.submit(event)
-    writer.flush()
-    writer.close()
-    finalize(out)
+    entries = fixture_entries("claude")
+    out = write_capture(tmp_path / "cap", entries, "ev1")
     events = _events(out, ctxtap_config)
     calls = [e for e in events if e["event"] == "tool_requested"]
     assert len(calls) >= 2
     # now the same run with the client's OTLP: tool_result events 50 ms after the proposing response
-    out2 = tmp_path / "cap2"
-    writer = CaptureWriter(out2, redaction_key(), Manifest(capture_id="ev2", source="import"))
-    for seq, entry in enumerate(entries):
-        for event in har_events(entry, seq, f"har-{seq}", {}, False):
-            writer.submit(event)
-    for i, call in enumerate(calls):
-        ts_ns = int((call["ts"] + 0.050 + i * 0.001) * 1e9)
-        body = _logs_for(call["tool_call_id"], ts_ns)
-        writer.submit(TelemetryEvent(seq=i, ts=call["ts"] + 1, source="otlp-receiver", flow_id=None,
-                                     path="/v1/logs", signal="logs", content_type="application/x-protobuf",
-                                     content_encoding=None, user_agent="OTel-OTLP-Exporter-JavaScript",
-                                     body=body))
-    writer.flush()
-    writer.close()
-    finalize(out2)
+    out2 = write_capture(tmp_path / "cap2", entries, "ev2", [
+        otlp_event(i, call["ts"] + 1, _logs_for(call["tool_call_id"], int((call["ts"] + 0.050 + i * 0.001) * 1e9)))
+        for i, call in enumerate(calls)])
     events = _events(out2, ctxtap_config)
     _check_trace(events)
     for call in calls:
@@ -176,14 +147,8 @@ def test_recorded_streams_keep_the_exact_first_byte_time(demo_capture) -> None:
 def test_gemini_tool_spans_time_calls_that_have_no_id_on_the_wire(tmp_path, ctxtap_config) -> None:
     """Gemini's functionCall has no id (the parser numbers it `run_shell_command#0`); Gemini CLI's
     `tool_call` spans carry its own id ending in the same index, and their start and end."""
-    entries = _import_fixture("gemini", tmp_path)
-    out = tmp_path / "plain"
-    writer = CaptureWriter(out, redaction_key(), Manifest(capture_id="g1", source="import"))
-    for seq, entry in enumerate(entries):
-        for event in har_events(entry, seq, f"har-{seq}", {}, False):
-            writer.submit(event)
-    writer.close()
-    finalize(out)
+    entries = fixture_entries("gemini")
+    out = write_capture(tmp_path / "plain", entries, "g1")
     calls = [e for e in _events(out, ctxtap_config) if e["event"] == "tool_requested"]
     assert [c["tool_call_id"].rsplit("#", 1)[1] for c in calls] == ["0", "1"]
 
@@ -199,16 +164,8 @@ def test_gemini_tool_spans_time_calls_that_have_no_id_on_the_wire(tmp_path, ctxt
     # the second call runs first and longer: pairing by index, not by order of completion
     doc = {"resourceSpans": [{"scopeSpans": [{"spans": [span(calls[1], t + 0.010, t + 0.300),
                                                          span(calls[0], t + 0.020, t + 0.070)]}]}]}
-    out2 = tmp_path / "with-spans"
-    writer = CaptureWriter(out2, redaction_key(), Manifest(capture_id="g2", source="import"))
-    for seq, entry in enumerate(entries):
-        for event in har_events(entry, seq, f"har-{seq}", {}, False):
-            writer.submit(event)
-    writer.submit(TelemetryEvent(seq=0, ts=t + 1, source="otlp-receiver", flow_id=None, path="/v1/traces",
-                                 signal="traces", content_type="application/json", content_encoding=None,
-                                 user_agent="OTel-OTLP-Exporter-JavaScript", body=json.dumps(doc).encode()))
-    writer.close()
-    finalize(out2)
+    out2 = write_capture(tmp_path / "with-spans", entries, "g2", [
+        otlp_event(0, t + 1, json.dumps(doc).encode(), signal="traces", content_type="application/json")])
     events = _events(out2, ctxtap_config)
     _check_trace(events)
     fin = {e["tool_call_id"]: e for e in events if e["event"] == "tool_finished"}
@@ -221,34 +178,18 @@ def test_gemini_tool_spans_time_calls_that_have_no_id_on_the_wire(tmp_path, ctxt
 
 def test_calls_timed_by_telemetry_say_whether_they_overlapped(tmp_path, ctxtap_config) -> None:
     """`tool_calls.concurrent` is filled from client-telemetry tool times, null without them."""
-    entries = _import_fixture("claude", tmp_path)
-    plain = tmp_path / "plain"
-    writer = CaptureWriter(plain, redaction_key(), Manifest(capture_id="cc0", source="import"))
-    for seq, entry in enumerate(entries):
-        for event in har_events(entry, seq, f"har-{seq}", {}, False):
-            writer.submit(event)
-    writer.flush()
-    writer.close()
-    finalize(plain)
+    entries = fixture_entries("claude")
+    plain = write_capture(tmp_path / "plain", entries, "cc0")
     calls = [e for e in _events(plain, ctxtap_config) if e["event"] == "tool_requested"]
     assert len(calls) >= 2
     assert {r["concurrent"] for r in fetch_rows(connect([plain]), "SELECT concurrent FROM tool_calls")} == {None}
     # the same run with both tools timed by telemetry: the first two at the same moment, the rest apart
-    timed = tmp_path / "timed"
-    writer = CaptureWriter(timed, redaction_key(), Manifest(capture_id="cc1", source="import"))
-    for seq, entry in enumerate(entries):
-        for event in har_events(entry, seq, f"har-{seq}", {}, False):
-            writer.submit(event)
     base = calls[0]["ts"] + 0.050
-    for i, call in enumerate(calls):
-        end = base if i < 2 else base + 10.0 * i  # 42 ms runs: the first two overlap, later ones do not
-        writer.submit(TelemetryEvent(seq=i, ts=base + 20, source="otlp-receiver", flow_id=None, path="/v1/logs",
-                                     signal="logs", content_type="application/x-protobuf", content_encoding=None,
-                                     user_agent="OTel-OTLP-Exporter-JavaScript",
-                                     body=_logs_for(call["tool_call_id"], int(end * 1e9))))
-    writer.flush()
-    writer.close()
-    finalize(timed)
+    # 42 ms runs: the first two overlap, later ones do not
+    ends = [base if i < 2 else base + 10.0 * i for i in range(len(calls))]
+    timed = write_capture(tmp_path / "timed", entries, "cc1", [
+        otlp_event(i, base + 20, _logs_for(call["tool_call_id"], int(end * 1e9)))
+        for i, (call, end) in enumerate(zip(calls, ends, strict=True))])
     _events(timed, ctxtap_config)  # analysed
     rows = {r["call_id"]: r["concurrent"] for r in fetch_rows(connect([timed]), "SELECT call_id, concurrent FROM tool_calls")}
     ids = [c["tool_call_id"] for c in calls]
