@@ -139,7 +139,8 @@ def _path_without_ctxtap(path: str) -> str:
 def workspace(tmp_path_factory, ctxtap_config) -> Workspace:
     venv = Path(sys.prefix)
     if not (venv / "bin" / "ctxtap").exists():
-        pytest.skip(f"ctxtap is not installed in {venv} (run `make test`)")
+        # the README's commands run the installed entry point: without it they cannot run as printed
+        pytest.fail(f"ctxtap is not installed in {venv} (run `make test`, which installs it)")
     root = tmp_path_factory.mktemp("readme")
     for entry in ROOT.iterdir():
         if not entry.name.startswith(".") and entry.name not in KEEP:
