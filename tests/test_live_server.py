@@ -342,7 +342,11 @@ def test_the_token_redirect_stays_on_this_origin(bare_ui: LiveUI, path: str) -> 
 
     status, headers = _raw(bare_ui, f"GET {path}?token={bare_ui.token}&x=1 HTTP/1.1\r\n"
                                     f"Host: 127.0.0.1:{bare_ui.port}\r\n\r\n")
-    assert status.split()[1] == "302", status
+    code = status.split()[1]
+    if code == "400":  # newer Tornado refuses a raw tab in the request line: no redirect at all is safe too
+        assert "\t" in path and "location" not in headers, (status, headers)
+        return
+    assert code == "302", status
     location = headers["location"]
     assert location.startswith("/") and location[1:2] not in ("/", "\\") and location.endswith("?x=1"), location
     assert not any(c in location for c in "\t\r\n\\ "), location  # a browser drops tabs: "/\t/x" is "//x"
