@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxtap-installed
 
-.PHONY: demo test test-realcli test-mitm12 lint bench clean screenshot-live
+.PHONY: demo test test-fast test-realcli test-mitm12 wheel lint bench clean screenshot-live
 
 $(STAMP): pyproject.toml
 	@echo "installing ctxtap into $(VENV) (first run only, about 2 minutes)…"
@@ -21,10 +21,16 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The wheel as a user installs it: built, installed offline into a fresh virtualenv, the demo run
+# from outside the repository (CI's wheel tier).
+wheel:
+	.ci/wheel
+
 test-realcli: $(STAMP)
 	$(BIN)/python -m pytest -q -rs -m realcli tests/realcli
 
-# The suite again with mitmproxy 12, which needs Python >= 3.12, in a second virtualenv.
+# The tests that touch mitmproxy (marker set by tests/conftest.py) again with mitmproxy 12, which
+# needs Python >= 3.12, in a second virtualenv.
 # PYTHON12=/path/to/python3.x picks the interpreter; otherwise the newest >= 3.12 on PATH or
 # in pyenv. Skipped, with a message, when the machine has none.
 VENV12 ?= .venv-mitm12
@@ -45,7 +51,7 @@ test-mitm12:
 	fi; \
 	echo "test-mitm12: $$($$py --version) with mitmproxy 12 in $(VENV12)"; \
 	$(MAKE) --no-print-directory $(STAMP12) PYTHON12="$$py" && \
-	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider
+	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider -m "mitmproxy and not realcli"
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

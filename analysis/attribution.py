@@ -18,12 +18,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from analysis.blocks import BlockDraft, finalize
-from analysis.blockscan import BlockScan, key_of
-from analysis.clients import registry
-from analysis.clients.rules import UNKNOWN, Context, Rule, is_text, leading_user_parts
-from analysis.models import Block
-from analysis.segment_attrs import with_segments
+from ctxtap.analysis.blocks import BlockDraft, finalize
+from ctxtap.analysis.blockscan import BlockScan, key_of
+from ctxtap.analysis.clients import registry
+from ctxtap.analysis.clients.rules import UNKNOWN, Context, Rule, is_text, leading_user_parts
+from ctxtap.analysis.models import Block
+from ctxtap.analysis.segment_attrs import with_segments
 
 _tables: dict[tuple[int, frozenset[str]], list[Rule]] = {}
 

@@ -25,10 +25,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from analysis import tokens
-from analysis.blockscan import BlockScan, key_of
-from analysis.models import Block
-from analysis.sequences import align, shared_prefix
+from ctxtap.analysis import tokens
+from ctxtap.analysis.blockscan import BlockScan, key_of
+from ctxtap.analysis.models import Block
+from ctxtap.analysis.sequences import align, shared_prefix
 
 OCCURRENCE_FIELDS = (
     "path", "kind", "wire_type", "role", "source", "authority", "scope", "lifetime", "content_type",

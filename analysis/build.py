@@ -19,18 +19,18 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import runfacts, tokens
-from analysis.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
-from analysis.blockscan import BlockKey
-from analysis.blockstore import BlockStore
-from analysis.cachecheck import CacheRules
-from analysis.db import dataset_dir
-from analysis.memo import ParseMemo
-from analysis.parse import parse_exchanges
-from analysis.prices import PriceTable
-from analysis.sessions import SessionAssigner, TurnFacts
-from analysis.tables import TABLES, BuildContext, CallRec
 from ctxtap import __version__
+from ctxtap.analysis import runfacts, tokens
+from ctxtap.analysis.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
+from ctxtap.analysis.blockscan import BlockKey
+from ctxtap.analysis.blockstore import BlockStore
+from ctxtap.analysis.cachecheck import CacheRules
+from ctxtap.analysis.db import dataset_dir
+from ctxtap.analysis.memo import ParseMemo
+from ctxtap.analysis.parse import parse_exchanges
+from ctxtap.analysis.prices import PriceTable
+from ctxtap.analysis.sessions import SessionAssigner, TurnFacts
+from ctxtap.analysis.tables import TABLES, BuildContext, CallRec
 from ctxtap.capture.private import tighten
 from ctxtap.capture.store import Capture
 
@@ -186,7 +186,7 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
     block store take over nothing from the previous request: the reference the fast paths
     (which make a long session cost what it adds) must match exactly."""
     from ctxtap.capture.paths import redaction_key
-    from redaction import Redactor
+    from ctxtap.redaction import Redactor
 
     redactor = Redactor(redaction_key(), capture.manifest.capture_id)
     store = BlockStore(reuse_prefix=reuse)

@@ -8,8 +8,8 @@ from typing import Any
 
 import duckdb
 
-from analysis.schema import TABLES
-from analysis.views import view_files
+from ctxtap.analysis.schema import TABLES
+from ctxtap.analysis.views import view_files
 
 ANALYSIS_DIR = "analysis"
 

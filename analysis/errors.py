@@ -16,12 +16,12 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from analysis.canonical import loads
-from analysis.models import ErrorInfo, ErrorLayer
+from ctxtap.analysis.canonical import loads
+from ctxtap.analysis.models import ErrorInfo, ErrorLayer
 from ctxtap.capture.wire import lower_headers
 
 if TYPE_CHECKING:
-    from analysis.protocols.registry import ErrorHints
+    from ctxtap.analysis.protocols.registry import ErrorHints
 
 # Provider error codes / types / statuses -> layer. Lower-case keys.
 ERROR_CODES: dict[str, ErrorLayer] = {
@@ -275,7 +275,7 @@ def classify_error(
 
 def protocol_error_hints(error: dict[str, Any], headers: dict[str, str]) -> ErrorHints:
     """What the registered protocols read in this error (imported late: protocols import this module)."""
-    from analysis.protocols.registry import error_hints
+    from ctxtap.analysis.protocols.registry import error_hints
 
     return error_hints(error, headers)
 

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from analysis.clients import registry
-from analysis.clients.rules import IdentityContext, IdentityStep
-from analysis.models import CallIdentity
+from ctxtap.analysis.clients import registry
+from ctxtap.analysis.clients.rules import IdentityContext, IdentityStep
+from ctxtap.analysis.models import CallIdentity
 from ctxtap.capture.bodies import BodyView
 from ctxtap.capture.classify import classify_client
 from ctxtap.capture.wire import lower_headers

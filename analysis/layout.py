@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from analysis.protocols.registry import history_arrays, tool_result_shapes
+from ctxtap.analysis.protocols.registry import history_arrays, tool_result_shapes
 
 _TOP = re.compile(r"^([A-Za-z_]+)(?:\[(\d+)\])?")
 

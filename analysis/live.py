@@ -27,16 +27,16 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from analysis import runfacts, tokens
-from analysis.blockstore import BlockStore
-from analysis.build import ANALYSIS_VERSION, add_call, write_dataset
-from analysis.cachecheck import CacheRules
-from analysis.memo import ParseMemo
-from analysis.parse import ParseState, parse_exchange
-from analysis.prices import PriceTable
-from analysis.sequences import shared_prefix
-from analysis.sessions import SessionAssigner
-from analysis.tables import TABLES, BuildContext, CallRec
+from ctxtap.analysis import runfacts, tokens
+from ctxtap.analysis.blockstore import BlockStore
+from ctxtap.analysis.build import ANALYSIS_VERSION, add_call, write_dataset
+from ctxtap.analysis.cachecheck import CacheRules
+from ctxtap.analysis.memo import ParseMemo
+from ctxtap.analysis.parse import ParseState, parse_exchange
+from ctxtap.analysis.prices import PriceTable
+from ctxtap.analysis.sequences import shared_prefix
+from ctxtap.analysis.sessions import SessionAssigner
+from ctxtap.analysis.tables import TABLES, BuildContext, CallRec
 from ctxtap.capture.finalize import FLOWS_FILE, WS_FILE, TelemetrySink, assemble
 from ctxtap.capture.manifest import MANIFEST_NAME, Manifest
 from ctxtap.capture.schema import FLOWS_SCHEMA, WS_SCHEMA
@@ -159,7 +159,7 @@ class LiveAnalysis:
             self._capture = Capture(self.capture_dir, manifest, live=True)
             self._capture._bodies = self._bodies
             from ctxtap.capture.paths import redaction_key
-            from redaction import Redactor
+            from ctxtap.redaction import Redactor
 
             self._redact = Redactor(redaction_key(), manifest.capture_id).redact_text
         wait = min(MAX_BUILD_WAIT_S, max(MIN_BUILD_INTERVAL_S, BUILD_DUTY * self.stats.last_build_s))

@@ -11,15 +11,15 @@ ranges of occurrences, so a request that resends its predecessor's history
 costs one run, not one row per block. The `blocks` view expands the runs.
 
 Each table is declared, with its columns' docs and its row builder, by one module in
-`analysis/tables/`; `docs/analysis-schema.md` is generated from them (`python -m analysis.schema`).
+`analysis/tables/`; `docs/analysis-schema.md` is generated from them (`python -m ctxtap.analysis.schema`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.tables import TABLES as _TABLES
-from analysis.tables.base import Columns
+from ctxtap.analysis.tables import TABLES as _TABLES
+from ctxtap.analysis.tables.base import Columns
 
 TABLES: dict[str, Columns] = {t.name: t.columns for t in _TABLES}
 SCHEMAS = {t.name: t.schema for t in _TABLES}
@@ -44,7 +44,7 @@ def render_doc(views_doc: str = "") -> str:
 
 
 if __name__ == "__main__":
-    from analysis.views import views_doc
+    from ctxtap.analysis.views import views_doc
 
     target = Path(__file__).resolve().parents[1] / "docs" / "analysis-schema.md"
     target.write_text(render_doc(views_doc()))

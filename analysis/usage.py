@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analysis.models import TokenCount, Usage
-from analysis.protocols.common import as_int
+from ctxtap.analysis.models import TokenCount, Usage
+from ctxtap.analysis.protocols.common import as_int
 
 
 def reported(value: Any) -> TokenCount:

@@ -29,14 +29,14 @@ EVIDENCE_TABLES = ("exposures", "network", "retries")
 
 
 def measure(capture: Path) -> dict:
-    from analysis import build as build_mod
-    from analysis.cachecheck import CacheRules
-    from analysis.db import connect
-    from analysis.prices import PriceTable
-    from analysis.tables import TABLES
+    from ctxtap.analysis import build as build_mod
+    from ctxtap.analysis.cachecheck import CacheRules
+    from ctxtap.analysis.db import connect
+    from ctxtap.analysis.prices import PriceTable
+    from ctxtap.analysis.tables import TABLES
     from ctxtap.capture.store import Capture
-    from reports.otel.otlp import to_request
-    from reports.otel.spans import build_spans
+    from ctxtap.reports.otel.otlp import to_request
+    from ctxtap.reports.otel.spans import build_spans
 
     timings: dict[str, float] = {}
     originals = {t.name: t.build for t in TABLES}

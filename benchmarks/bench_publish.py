@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_redaction import agent_body, real_bodies, sse_body  # noqa: E402
-from redaction.layered import LayeredRedactor  # noqa: E402
-from redaction.pii import PiiRedactor  # noqa: E402
+from ctxtap.redaction.layered import LayeredRedactor  # noqa: E402
+from ctxtap.redaction.pii import PiiRedactor  # noqa: E402
 
 ENV_BLOCK = (
     "Primary working directory: /home/alice/work/demo-repo\nGit user: Alice Liddell\n"
@@ -51,7 +51,7 @@ def publish_times() -> list[tuple[str, float]]:
     os.environ.setdefault("CTXTAP_CONFIG_DIR", tempfile.mkdtemp(prefix="ctxtap-bench-"))
     from ctxtap.capture.paths import redaction_key
     from ctxtap.ingest.importer import import_files
-    from reports.publish.publisher import publish
+    from ctxtap.reports.publish.publisher import publish
 
     out = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.environ.get("CTXTAP_BENCH_REDACTION_ROOT") or str(ROOT))
 sys.path.insert(1, str(ROOT))
 
-from redaction import Redactor  # noqa: E402
+from ctxtap.redaction import Redactor  # noqa: E402
 from tests.secret_corpus import generate_secrets  # noqa: E402
 
 
@@ -239,7 +239,7 @@ def cases() -> list[tuple[str, bytes]]:
 
 def _clear() -> None:
     try:
-        from redaction.scanner import clear_caches
+        from ctxtap.redaction.scanner import clear_caches
     except ImportError:  # the old redactor had none
         return
     clear_caches()
@@ -287,7 +287,7 @@ def budget(engine: float, scan: float, target: float = 300.0) -> str:
 
 
 def measure_new(repeat: int, with_fallback: bool = True) -> dict[str, list[float]]:
-    from redaction.scanner import get_scanner
+    from ctxtap.redaction.scanner import get_scanner
 
     out: dict[str, list[float]] = {}
     for name, bodies in _measured():
@@ -360,7 +360,7 @@ def main() -> int:
         print(json.dumps(measure_old(args.repeat)))
         return 0
 
-    from redaction.scanner import get_scanner
+    from ctxtap.redaction.scanner import get_scanner
 
     new: dict[str, list[float]] = {}
     old: dict[str, float] | None = None

@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from redaction import Redactor  # noqa: E402
-from redaction.engine import hyperscan_available  # noqa: E402
-from redaction.scanner import clear_caches  # noqa: E402
+from ctxtap.redaction import Redactor  # noqa: E402
+from ctxtap.redaction.engine import hyperscan_available  # noqa: E402
+from ctxtap.redaction.scanner import clear_caches  # noqa: E402
 
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 

@@ -63,8 +63,8 @@ def _read_bodies(path: Path) -> list[bytes]:
 def child(part: str, bodies_file: Path) -> None:
     """Run under callgrind: one warm-up pass, then the counted cold pass inside `functools.reduce`."""
     sys.path.insert(0, os.environ.get("CTXTAP_BENCH_REDACTION_ROOT") or str(ROOT))
-    from redaction import Redactor
-    from redaction.scanner import clear_caches, get_scanner
+    from ctxtap.redaction import Redactor
+    from ctxtap.redaction.scanner import clear_caches, get_scanner
 
     scanner = get_scanner()
     fn = {"engine": scanner.engine.scan, "scan": scanner.find_spans,

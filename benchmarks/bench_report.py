@@ -97,7 +97,7 @@ def main() -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="ctxtap-bench-report-"))
     os.environ.setdefault("CTXTAP_CONFIG_DIR", str(work / "config"))
 
-    from reports.html.render import render_report
+    from ctxtap.reports.html.render import render_report
     from tests.test_report_synthetic import synthetic_capture
 
     rows = []

@@ -45,7 +45,7 @@ def payload(n_records: int, seq: int) -> ExportLogsServiceRequest:
 
 def run(fmt: str, n_payloads: int, n_records: int) -> dict:
     from ctxtap.capture.store import Capture
-    from proxy_addons.runner import BackgroundProxy, ProxyConfig
+    from ctxtap.proxy_addons.runner import BackgroundProxy, ProxyConfig
 
     with tempfile.TemporaryDirectory(prefix="ctxtap-bench-tel-") as tmp:
         os.environ.setdefault("CTXTAP_CONFIG_DIR", str(Path(tmp) / "config"))

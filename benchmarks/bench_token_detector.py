@@ -29,9 +29,9 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from redaction import vendor_tokens  # noqa: E402
-from redaction.engine import build_engine, hyperscan_available  # noqa: E402
-from redaction.spans import Span, merge_spans  # noqa: E402
+from ctxtap.redaction import vendor_tokens  # noqa: E402
+from ctxtap.redaction.engine import build_engine, hyperscan_available  # noqa: E402
+from ctxtap.redaction.spans import Span, merge_spans  # noqa: E402
 from tests.secret_examples.matrix import body_text, carried, distinct_secrets, load_examples  # noqa: E402
 
 HELDOUT = ROOT / "tests" / "secret_examples" / "heldout_families.txt"

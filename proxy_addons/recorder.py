@@ -31,8 +31,9 @@ from pathlib import Path
 from mitmproxy import ctx, http
 
 # `mitmdump -s proxy_addons/recorder.py` loads this file as a script: make the
-# project's packages importable when ctxtap is not installed.
-_ROOT = str(Path(__file__).resolve().parent.parent)
+# project's package importable when ctxtap is not installed (the folder that holds `ctxtap/`:
+# the repository from a checkout, site-packages from a wheel).
+_ROOT = str(next(p for p in Path(__file__).resolve().parents if (p / "ctxtap" / "__init__.py").is_file()))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
@@ -52,8 +53,8 @@ from ctxtap.capture.ids import new_capture_id  # noqa: E402
 from ctxtap.capture.paths import default_captures_dir, redaction_key  # noqa: E402
 from ctxtap.capture.wire import is_event_stream  # noqa: E402
 from ctxtap.capture.writer_proc import ProcessWriter  # noqa: E402
-from proxy_addons.router import Router  # noqa: E402
-from proxy_addons.sweep import Sweeper  # noqa: E402
+from ctxtap.proxy_addons.router import Router  # noqa: E402
+from ctxtap.proxy_addons.sweep import Sweeper  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,8 @@ from mitmproxy.master import Master
 from mitmproxy.options import Options
 
 from ctxtap.capture.paths import ca_dir
-from proxy_addons.base_urls import reverse_modes
-from proxy_addons.recorder import Recorder, make_addons
+from ctxtap.proxy_addons.base_urls import reverse_modes
+from ctxtap.proxy_addons.recorder import Recorder, make_addons
 
 log = logging.getLogger(__name__)
 

@@ -11,16 +11,16 @@ plus the ids of the vendored gitleaks rules in `redaction/rules/gitleaks.toml` a
 `kingfisher-*` kinds of the Kingfisher catalogue in `redaction/rules/kingfisher.json`).
 """
 
-from redaction.assignments import ASSIGNMENT_KINDS
-from redaction.detectors import CONTEXT_KINDS, TOKEN_KINDS
-from redaction.gitleaks import rule_ids
-from redaction.headers import HEADER_KINDS
-from redaction.kingfisher import rule_kinds as kingfisher_kinds
-from redaction.placeholder import PLACEHOLDER_RE
-from redaction.redactor import Redactor
-from redaction.urls import URL_KINDS
-from redaction.vendor_tokens import KIND as VENDOR_TOKEN_KIND
-from redaction.version import RULESET_VERSION
+from ctxtap.redaction.assignments import ASSIGNMENT_KINDS
+from ctxtap.redaction.detectors import CONTEXT_KINDS, TOKEN_KINDS
+from ctxtap.redaction.gitleaks import rule_ids
+from ctxtap.redaction.headers import HEADER_KINDS
+from ctxtap.redaction.kingfisher import rule_kinds as kingfisher_kinds
+from ctxtap.redaction.placeholder import PLACEHOLDER_RE
+from ctxtap.redaction.redactor import Redactor
+from ctxtap.redaction.urls import URL_KINDS
+from ctxtap.redaction.vendor_tokens import KIND as VENDOR_TOKEN_KIND
+from ctxtap.redaction.version import RULESET_VERSION
 
 # Every placeholder kind the redactor can write ("unscannable": a value that
 # made the redactor fail internally, replaced whole rather than kept).

@@ -16,7 +16,7 @@ import re
 import threading
 from collections.abc import Sequence
 
-from redaction.engine import compiled_database, hyperscan_module, scoped, uses_hyperscan
+from ctxtap.redaction.engine import compiled_database, hyperscan_module, scoped, uses_hyperscan
 
 _hs = hyperscan_module()
 

@@ -29,9 +29,9 @@ from __future__ import annotations
 import bisect
 import re
 
-from redaction.engine import Trigger
-from redaction.entropy import shannon_entropy
-from redaction.spans import PRIORITY_ASSIGNMENT, Span
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.entropy import shannon_entropy
+from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 # Keywords a secret's name ends with, searched in the lower-cased body, each
 # with its own regex: one literal prefix per regex is what lets `re` skip

@@ -17,8 +17,8 @@ import binascii
 import re
 from collections.abc import Callable
 
-from redaction.engine import Trigger
-from redaction.spans import Span
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.spans import Span
 
 # Where a body carries a file as base64: Anthropic's `"type": "base64"`, data URLs (OpenAI's
 # `file_data`, `image_url`), Gemini's `inlineData`. Quoted, so source code that merely says

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import re
 
-from redaction.assignments import is_non_secret_value, looks_random
-from redaction.engine import Trigger
-from redaction.spans import PRIORITY_ASSIGNMENT, Span
+from ctxtap.redaction.assignments import is_non_secret_value, looks_random
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 _LONG_WORDS = rb"(?:password|passwd|passphrase|pass|pwd|token|secret|api-?key|key|auth|credentials?)"
 _STRONG_LONG = re.compile(rb"(?i)pass|pwd|secret|token|api-?key|credential")

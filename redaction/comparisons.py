@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import re
 
-from redaction.assignments import is_non_secret_literal, strong_name_kind
-from redaction.engine import Trigger
-from redaction.spans import PRIORITY_ASSIGNMENT, Span
+from ctxtap.redaction.assignments import is_non_secret_literal, strong_name_kind
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 # A closing quote (the literal's), a comparison, the first character of a name.
 TRIGGERS: tuple[Trigger, ...] = (

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 
-from redaction.assignments import is_non_secret_value, name_start, starts_line, strong_name_kind
-from redaction.engine import Trigger
-from redaction.spans import PRIORITY_ASSIGNMENT, Span
+from ctxtap.redaction.assignments import is_non_secret_value, name_start, starts_line, strong_name_kind
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 _WORDS = (b"pass", b"pwd", b"secret", b"key", b"salt", b"token")
 _NAME = rb"[A-Za-z0-9_.:\-]{0,60}"

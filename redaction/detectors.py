@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from redaction import url_credentials
-from redaction.engine import Trigger
-from redaction.openers import alternatives
-from redaction.spans import PRIORITY_CONTEXT, PRIORITY_FORMAT, Span
+from ctxtap.redaction import url_credentials
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.openers import alternatives
+from ctxtap.redaction.spans import PRIORITY_CONTEXT, PRIORITY_FORMAT, Span
 
 TOKEN_CHARS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 _NOT_TOKEN = rb"(?![A-Za-z0-9_\-])"

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from redaction.engine import Trigger
-from redaction.spans import PRIORITY_CONTEXT, Span
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.spans import PRIORITY_CONTEXT, Span
 
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"%3A%2F%2F", literals=(b"%3a%2f%2f",), window=0, caseless=True),

@@ -23,7 +23,7 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from redaction.streams import FramedRedactor, PayloadRedactor, Released
+from ctxtap.redaction.streams import FramedRedactor, PayloadRedactor, Released
 
 _PRELUDE = struct.Struct(">III")
 MAX_FRAME_BYTES = 16 * 1024 * 1024  # the format allows 16 MiB per message

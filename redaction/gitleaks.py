@@ -29,7 +29,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from redaction.any_match import AnyMatch
+from ctxtap.redaction.any_match import AnyMatch
 
 RULES_FILE = Path(__file__).with_name("rules") / "gitleaks.toml"
 MAX_WIDTH = 4096  # how far back from a trigger's end a match may start

@@ -17,11 +17,11 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from redaction.assignments import NOT_SECRET_NAMES, is_non_secret_value, looks_random
-from redaction.engine import Trigger
-from redaction.entropy import shannon_entropy
-from redaction.gitleaks import GENERIC_RULE, Allowlist, Rule, RuleSet
-from redaction.spans import PRIORITY_GENERIC, PRIORITY_GITLEAKS, Span
+from ctxtap.redaction.assignments import NOT_SECRET_NAMES, is_non_secret_value, looks_random
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.entropy import shannon_entropy
+from ctxtap.redaction.gitleaks import GENERIC_RULE, Allowlist, Rule, RuleSet
+from ctxtap.redaction.spans import PRIORITY_GENERIC, PRIORITY_GITLEAKS, Span
 
 _TAIL = 64  # text after a trigger's end the verifier may look at
 _LINES_REACH = 1024  # how far a multi-line rule's match may reach from its keyword (gitleaks': 200 + 100 + a value)

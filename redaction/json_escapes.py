@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from json.decoder import scanstring
 from typing import overload
 
-from redaction.spans import Span
+from ctxtap.redaction.spans import Span
 
 # An escaped quote, a `\\` pair, or a printable ASCII character written as `\u00XX` (Go's
 # encoder writes `&`, `<` and `>` so: `postgres://app:p\u0026ss@db` hides a URL's password):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from redaction.streams import FramedRedactor, PayloadRedactor, Released
+from ctxtap.redaction.streams import FramedRedactor, PayloadRedactor, Released
 
 MAX_ELEMENT_BYTES = 4 * 1024 * 1024
 _STRUCTURE = re.compile(rb'["{}\[\]]')

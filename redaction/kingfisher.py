@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from redaction.gitleaks import Rule, RuleSet, TranslationError, _adapt, _max_width, translate_re2
+from ctxtap.redaction.gitleaks import Rule, RuleSet, TranslationError, _adapt, _max_width, translate_re2
 
 RULES_FILE = Path(__file__).with_name("rules") / "kingfisher.json"
 KIND_PREFIX = "kingfisher-"

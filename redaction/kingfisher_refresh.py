@@ -1,7 +1,7 @@
 """Refresh the vendored Kingfisher catalogue from a checkout: `redaction/rules/kingfisher.json`.
 
     git clone --depth 1 https://github.com/mongodb/kingfisher /tmp/kingfisher
-    python -m redaction.kingfisher_refresh /tmp/kingfisher
+    python -m ctxtap.redaction.kingfisher_refresh /tmp/kingfisher
 
 Reads `data/rules/*.yml` (PyYAML, needed here only) and writes, per rule, what redaction needs:
 id, name, pattern, entropy floor, confidence, examples. Marked, not dropped, so a refresh shows
@@ -21,11 +21,11 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from redaction.gitleaks import load_rules
-from redaction.gitleaks_match import _secret_span
-from redaction.kingfisher import RULES_FILE, compile_rule, secret_prefix
-from redaction.scanner import Scanner
-from redaction.spans import PRIORITY_CONTEXT
+from ctxtap.redaction.gitleaks import load_rules
+from ctxtap.redaction.gitleaks_match import _secret_span
+from ctxtap.redaction.kingfisher import RULES_FILE, compile_rule, secret_prefix
+from ctxtap.redaction.scanner import Scanner
+from ctxtap.redaction.spans import PRIORITY_CONTEXT
 
 HERE = Path(__file__).resolve().parent / "rules"
 
@@ -53,7 +53,7 @@ def _skip(raw: dict) -> str | None:
     try:
         import hyperscan
 
-        from redaction.openers import opener
+        from ctxtap.redaction.openers import opener
 
         for form in (rule.trigger, opener(rule.trigger)):  # the scanner compiles its escape-tolerant form
             if form is not None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import collections
 from collections.abc import Iterable
 
-from redaction.redactor import Redactor
-from redaction.version import RULESET_VERSION
+from ctxtap.redaction.redactor import Redactor
+from ctxtap.redaction.version import RULESET_VERSION
 
 REDACT_MODES: tuple[str, ...] = ("pii",)
 
@@ -27,7 +27,7 @@ class LayeredRedactor:
     """`Redactor` first (credentials), then `PiiRedactor` (personal data) on its output."""
 
     def __init__(self, key: bytes, capture_id: str = "") -> None:
-        from redaction.pii import PiiRedactor  # only captures that ask for it pay for its rules
+        from ctxtap.redaction.pii import PiiRedactor  # only captures that ask for it pay for its rules
 
         self.credentials = Redactor(key, capture_id)
         self.pii = PiiRedactor(key, capture_id)
@@ -68,6 +68,6 @@ def ruleset_version(redact: Iterable[str] = ()) -> str:
     """What to store as the capture's `redaction_ruleset`: `creds-...` or `creds-...+pii-...`."""
     if "pii" not in set(redact or ()):
         return RULESET_VERSION
-    from redaction.pii import PII_RULESET_VERSION
+    from ctxtap.redaction.pii import PII_RULESET_VERSION
 
     return f"{RULESET_VERSION}+{PII_RULESET_VERSION}"

@@ -30,8 +30,8 @@ import hmac
 import re
 from collections.abc import Iterable
 
-from redaction.identity import Identity
-from redaction.pii_rules import (
+from ctxtap.redaction.identity import Identity
+from ctxtap.redaction.pii_rules import (
     KEYED_RE,
     PII_KINDS,
     PII_PLACEHOLDER_RE,

@@ -20,7 +20,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
-from redaction.identity import (
+from ctxtap.redaction.identity import (
     FORGE_HOSTS,
     NAME,
     SLASH,
@@ -29,9 +29,9 @@ from redaction.identity import (
     iter_host_shapes,
     iter_prompts,
 )
-from redaction.placeholder import PLACEHOLDER_RE
-from redaction.spans import Span, merge_spans
-from redaction.url_credentials import find_url_passwords
+from ctxtap.redaction.placeholder import PLACEHOLDER_RE
+from ctxtap.redaction.spans import Span, merge_spans
+from ctxtap.redaction.url_credentials import find_url_passwords
 
 P_CONTEXT, P_SHAPE, P_LEARNED = 0, 1, 2
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 
-from redaction.assignments import is_non_secret_value, strong_name_kind
-from redaction.engine import Trigger
-from redaction.spans import PRIORITY_ASSIGNMENT, Span
+from ctxtap.redaction.assignments import is_non_secret_value, strong_name_kind
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 # Names as a sentence writes them (`API key`, `api-key`); `api_key` is code, the name rules' business.
 _NAMES = (

@@ -26,11 +26,11 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from redaction.detectors import is_placeholder_password
-from redaction.identity import Identity
-from redaction.pii_rules import LearnedMatcher, find_pii_spans, ipv4_exempt
-from redaction.scanner import find_spans
-from redaction.url_credentials import find_url_passwords
+from ctxtap.redaction.detectors import is_placeholder_password
+from ctxtap.redaction.identity import Identity
+from ctxtap.redaction.pii_rules import LearnedMatcher, find_pii_spans, ipv4_exempt
+from ctxtap.redaction.scanner import find_spans
+from ctxtap.redaction.url_credentials import find_url_passwords
 
 # detect-secrets plugins that recognise a format. The entropy and keyword
 # plugins are left out: they flag commit hashes, content hashes and schema

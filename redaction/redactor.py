@@ -11,16 +11,16 @@ from __future__ import annotations
 import collections
 from urllib.parse import unquote
 
-from redaction.assignments import looks_random
-from redaction.detectors import TOKEN_CHARS, is_placeholder_password
-from redaction.encodings import percent_decode
-from redaction.eventstream import looks_like_eventstream, redact_eventstream
-from redaction.headers import header_kind, split_auth_scheme, split_cookies
-from redaction.json_stream import looks_like_json_stream, redact_json_stream
-from redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
-from redaction.scanner import Scanner, get_scanner
-from redaction.streams import looks_like_sse, redact_sse
-from redaction.urls import (
+from ctxtap.redaction.assignments import looks_random
+from ctxtap.redaction.detectors import TOKEN_CHARS, is_placeholder_password
+from ctxtap.redaction.encodings import percent_decode
+from ctxtap.redaction.eventstream import looks_like_eventstream, redact_eventstream
+from ctxtap.redaction.headers import header_kind, split_auth_scheme, split_cookies
+from ctxtap.redaction.json_stream import looks_like_json_stream, redact_json_stream
+from ctxtap.redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
+from ctxtap.redaction.scanner import Scanner, get_scanner
+from ctxtap.redaction.streams import looks_like_sse, redact_sse
+from ctxtap.redaction.urls import (
     encode_authority_placeholders,
     iter_params,
     iter_path_segments,

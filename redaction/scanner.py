@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from redaction import (
+from ctxtap.redaction import (
     base64_runs,
     cli_flags,
     comparisons,
@@ -22,20 +22,20 @@ from redaction import (
     prose,
     vendor_tokens,
 )
-from redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
-from redaction.detectors import (
+from ctxtap.redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
+from ctxtap.redaction.detectors import (
     CONTEXT_TRIGGERS,
     find_context_spans,
     find_token_spans,
     token_starts,
     token_triggers,
 )
-from redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine, uses_hyperscan
-from redaction.gitleaks import RuleSet, load_rules
-from redaction.gitleaks_match import GitleaksDetector
-from redaction.openers import UNMODELLED, opener
-from redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
-from redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
+from ctxtap.redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine, uses_hyperscan
+from ctxtap.redaction.gitleaks import RuleSet, load_rules
+from ctxtap.redaction.gitleaks_match import GitleaksDetector
+from ctxtap.redaction.openers import UNMODELLED, opener
+from ctxtap.redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
+from ctxtap.redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
 
 _NO_HITS: tuple = ()  # a trigger that did not match (shared, never appended to)
 
@@ -196,7 +196,7 @@ def get_scanner(backend: str | None = None) -> Scanner:
 
 def clear_caches() -> None:
     """Forget remembered verdicts (benchmarks measure cold bodies)."""
-    from redaction import assignments, entropy, gitleaks_match
+    from ctxtap.redaction import assignments, entropy, gitleaks_match
 
     assignments._REJECTED.clear()
     gitleaks_match._VERDICTS.clear()

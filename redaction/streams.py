@@ -37,8 +37,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from redaction.json_escapes import string_end
-from redaction.placeholder import PLACEHOLDER_RE
+from ctxtap.redaction.json_escapes import string_end
+from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 
 HOLD_BYTES = 8 * 1024
 SCAN_STEP = 8 * 1024

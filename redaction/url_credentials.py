@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from redaction.placeholder import PLACEHOLDER_RE
+from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 
 MAX_USER = 256
 MAX_PASSWORD = 256

@@ -21,10 +21,10 @@ import math
 import re
 import zlib
 
-from redaction.detectors import escape_before
-from redaction.engine import Trigger
-from redaction.entropy import shannon_entropy
-from redaction.spans import PRIORITY_GENERIC, Span
+from ctxtap.redaction.detectors import escape_before
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.entropy import shannon_entropy
+from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
 BODY_MIN = 20

@@ -20,6 +20,18 @@ REAL_CLIENTS = SHARED / "real-clients"
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(config, items) -> None:
+    """Mark the tests that touch mitmproxy (`-m mitmproxy`: the mitmproxy-12 tier's selection)."""
+    from tests.mitmproxy_touch import touching_modules
+
+    touching = touching_modules(ROOT)
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__ in touching:
+            item.add_marker(pytest.mark.mitmproxy)
+
+
 @pytest.fixture(scope="session")
 def ctxtap_config(tmp_path_factory) -> Path:
     """A private config dir for the whole run, so tests never touch the user's CA or key."""
@@ -75,7 +87,7 @@ def synth10k(tmp_path_factory, ctxtap_config) -> Path:
 @pytest.fixture(scope="session")
 def huge_report(synth10k, tmp_path_factory):
     """The 10,000-request session's report at the default bound, rendered once for both test tiers."""
-    from reports.html.render import render_report
+    from ctxtap.reports.html.render import render_report
 
     return render_report([synth10k], tmp_path_factory.mktemp("huge-report") / "report.html")
 

@@ -13,7 +13,7 @@ from typing import Any
 def agent_capture(directory: Path, config_dir: Path, agent: str = "claude", turns: int = 3,
                   **options: Any) -> Path:
     """`directory/capture`: one simulated agent session, analysed (reused when already recorded)."""
-    from analysis.build import ensure_analysis
+    from ctxtap.analysis.build import ensure_analysis
     from ctxtap.demo.agents import run_agent
     from ctxtap.modelserver import ModelServer
     from tests.proxyharness import routes_to, start_proxy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from redaction import Redactor
+from ctxtap.redaction import Redactor
 
 
 def in_tool_result(redactor: Redactor, text: str) -> str:

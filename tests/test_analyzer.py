@@ -9,8 +9,8 @@ import polars as pl
 import pyarrow.dataset as ds
 import pytest
 
-from analysis.build import AnalyzeOptions, ensure_analysis
-from analysis.db import connect, dataset_dir
+from ctxtap.analysis.build import AnalyzeOptions, ensure_analysis
+from ctxtap.analysis.db import connect, dataset_dir
 from tests.proxyharness import run_ctxtap
 from tests.scenarios import SESSION, anthropic_session, write_har
 

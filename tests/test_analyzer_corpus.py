@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.db import connect
+from ctxtap.analysis.db import connect
 from tests.proxyharness import run_ctxtap
 
 RUNS = ["basic/claude", "basic/codex", "basic/codex-sse", "basic/grok", "basic/kimi-code",

@@ -8,19 +8,19 @@ from pathlib import Path
 import jinja2
 from jinja2 import nodes
 
-from analysis.db import connect
-from analysis.schema import render_doc
-from analysis.views import views_doc
+from ctxtap.analysis.db import connect
+from ctxtap.analysis.schema import render_doc
+from ctxtap.analysis.views import views_doc
 from ctxtap.capture.schema_doc import render as render_capture_doc
-from reports.html import blockdata, diffpage, experimentpage, model, palette
-from reports.html.render import environment
+from ctxtap.reports.html import blockdata, diffpage, experimentpage, model, palette
+from ctxtap.reports.html.render import environment
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_analysis_schema_doc_is_current() -> None:
     expected = render_doc(views_doc())
-    assert (ROOT / "docs" / "analysis-schema.md").read_text() == expected, "run: python -m analysis.schema"
+    assert (ROOT / "docs" / "analysis-schema.md").read_text() == expected, "run: python -m ctxtap.analysis.schema"
 
 
 def test_capture_format_doc_is_current() -> None:
@@ -63,7 +63,7 @@ def _undocumented(env: jinja2.Environment, documented: set[str]) -> dict[str, li
 
 
 def test_templates_read_only_documented_fields(demo_capture: Path) -> None:
-    from analysis.build import ensure_analysis
+    from ctxtap.analysis.build import ensure_analysis
 
     ensure_analysis(demo_capture)
     undocumented = _undocumented(environment(), _documented(demo_capture))

@@ -102,7 +102,7 @@ SERVERS = ["replay_server", "model_server"]
 
 
 def test_the_default_limits() -> None:
-    from reports.live.server import MAX_BODY_BYTES as LIVE
+    from ctxtap.reports.live.server import MAX_BODY_BYTES as LIVE
 
     assert MAX_BODY_BYTES == 64 << 20 and LIVE == 64 << 10
     assert ReplayServer(Cassette("c", Path("."), [], True)).max_body_bytes == MAX_BODY_BYTES

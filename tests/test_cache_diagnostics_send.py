@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 
-from analysis.build import ensure_analysis
-from analysis.cachediag import ANTHROPIC_BETA
-from analysis.db import connect, fetch_rows
+from ctxtap.analysis.build import ensure_analysis
+from ctxtap.analysis.cachediag import ANTHROPIC_BETA
+from ctxtap.analysis.db import connect, fetch_rows
 from ctxtap.modelserver import Engine, ModelServer
 from ctxtap.replay.cassette import load
-from reports.html.render import render_report
+from ctxtap.reports.html.render import render_report
 from tests.replaycaptures import record, replay
 
 FIXTURE_KEYS = {  # the field sets of the documented shapes (SOURCES.md beside the fixtures)

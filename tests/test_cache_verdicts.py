@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from analysis.build import ensure_analysis
-from analysis.cachecheck import CacheRule, ReqView, cache_verdict, expected_reads
-from analysis.db import connect, fetch_rows
-from analysis.models import TokenCount, Usage
-from analysis.prices import PriceTable
-from analysis.protocols.anthropic import anthropic_usage
-from analysis.protocols.anthropic import parse_response as parse_messages
-from analysis.protocols.openai_responses import parse_response as parse_responses
-from analysis.protocols.openai_responses import responses_usage
+from ctxtap.analysis.build import ensure_analysis
+from ctxtap.analysis.cachecheck import CacheRule, ReqView, cache_verdict, expected_reads
+from ctxtap.analysis.db import connect, fetch_rows
+from ctxtap.analysis.models import TokenCount, Usage
+from ctxtap.analysis.prices import PriceTable
+from ctxtap.analysis.protocols.anthropic import anthropic_usage
+from ctxtap.analysis.protocols.anthropic import parse_response as parse_messages
+from ctxtap.analysis.protocols.openai_responses import parse_response as parse_responses
+from ctxtap.analysis.protocols.openai_responses import responses_usage
 from ctxtap.capture.events import TelemetryEvent
 from ctxtap.capture.finalize import finalize
 from ctxtap.capture.manifest import Manifest
@@ -176,9 +176,9 @@ def test_provider_says_tools_changed_where_the_bytes_saw_the_system_change_is_a_
 def test_the_report_and_the_live_request_page_show_the_three_witnesses(tmp_path, ctxtap_config) -> None:
     import http.client
 
-    from reports.html.render import render_report
-    from reports.live.server import LiveUI
-    from reports.live.sources import CaptureSource
+    from ctxtap.reports.html.render import render_report
+    from ctxtap.reports.live.server import LiveUI
+    from ctxtap.reports.live.sources import CaptureSource
 
     cap = tmp_path / "shown"
     _analyse(cap, _witness_entries())

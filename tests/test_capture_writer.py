@@ -182,7 +182,7 @@ def test_a_finished_stream_keeps_no_second_copy_of_its_body():
     held once (not twice) while it is hashed, compressed and spooled."""
     from ctxtap.capture.bodies import BodyEncoder
     from ctxtap.capture.writer import _Stream
-    from redaction import Redactor
+    from ctxtap.redaction import Redactor
 
     for content_type in ("text/event-stream", "application/x-ndjson"):
         stream = _Stream(content_type, None, Redactor(KEY), BodyEncoder().streamed())
@@ -379,7 +379,7 @@ def test_a_stream_with_no_line_end_is_not_held_whole(monkeypatch):
     from ctxtap.capture import writer as writer_module
     from ctxtap.capture.bodies import BodyEncoder
     from ctxtap.capture.writer import _Stream
-    from redaction import Redactor, streams
+    from ctxtap.redaction import Redactor, streams
 
     monkeypatch.setattr(writer_module, "MAX_LINE_BYTES", 1 << 20)
     monkeypatch.setattr(streams, "MAX_EVENT_BYTES", 1 << 20)

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from analysis.attribution import attribute, rules
-from analysis.clients import registry
-from analysis.clients.registry import Client
-from analysis.clients.rules import PLATFORM, TEXT_CLIENT, PurposeRule, Rule, info, starts
-from analysis.identity import steps
-from analysis.parse import parse_exchange
-from analysis.purpose import _table
+from ctxtap.analysis.attribution import attribute, rules
+from ctxtap.analysis.clients import registry
+from ctxtap.analysis.clients.registry import Client
+from ctxtap.analysis.clients.rules import PLATFORM, TEXT_CLIENT, PurposeRule, Rule, info, starts
+from ctxtap.analysis.identity import steps
+from ctxtap.analysis.parse import parse_exchange
+from ctxtap.analysis.purpose import _table
 from tests.corpus import fixture, http_exchange
 
 # The table order from when all rules lived in one list: the stages must reproduce it exactly.
@@ -74,8 +74,8 @@ def test_a_client_can_be_switched_off():
     ids = {b.path: b.rule_id for b in call.request.blocks}
     assert any(rule.startswith("codex.") for rule in ids.values())
 
-    from analysis.protocols import registry as protocols
-    from analysis.protocols.registry import RequestContext
+    from ctxtap.analysis.protocols import registry as protocols
+    from ctxtap.analysis.protocols.registry import RequestContext
 
     draft = protocols.get("responses").parse_request(body, RequestContext("/v1/responses", protocols.get(
         "responses").new_state()))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.db import connect
+from ctxtap.analysis.db import connect
 from tests.proxyharness import run_ctxtap
 
 

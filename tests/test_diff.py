@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from analysis.diff import (
+from ctxtap.analysis.diff import (
     BlockSide,
     cache_break_position,
     diff_blocks,
@@ -76,7 +76,7 @@ def test_a_removed_block_is_only_a_at_its_place() -> None:
 
 
 def test_segment_changes_name_the_sections_that_differ() -> None:
-    from analysis.diff import SegmentSide, segment_changes
+    from ctxtap.analysis.diff import SegmentSide, segment_changes
 
     def segs(*bounds: tuple[str | None, str, int, int]) -> list[SegmentSide]:
         return [SegmentSide(segment_index=i, label=label, source=source, byte_start=s, byte_end=e)
@@ -121,7 +121,7 @@ def test_cache_break_position_snaps_to_a_breakpoint() -> None:
 
 @pytest.fixture(scope="module")
 def claude(tmp_path_factory, ctxtap_config):
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
     from tests.democaptures import agent_capture
 
     capture = agent_capture(tmp_path_factory.mktemp("diff-claude"), ctxtap_config, "claude", turns=3)

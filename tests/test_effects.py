@@ -50,8 +50,8 @@ def _ctxtap(args: list[str], config: Path) -> subprocess.CompletedProcess:
 
 
 def _sql(capture: Path, query: str) -> list[dict]:
-    from analysis.build import ensure_analysis
-    from analysis.db import connect, fetch_rows
+    from ctxtap.analysis.build import ensure_analysis
+    from ctxtap.analysis.db import connect, fetch_rows
 
     ensure_analysis(capture)
     con = connect([capture])
@@ -186,7 +186,7 @@ def test_a_bounded_snapshot_says_it_stopped_and_reports_only_what_it_walked(tmp_
 
 
 def test_the_report_says_what_was_written_and_which_gate_it_breaks(writing_run, tmp_path) -> None:
-    from reports.html.render import render_report
+    from ctxtap.reports.html.render import render_report
 
     out, _ = writing_run
     html = tmp_path / "report.html"
@@ -236,7 +236,7 @@ def _tool_result_log(call_id: str, ts_ns: int, **attrs: str) -> bytes:
 def test_client_telemetry_refines_check_status_to_denied_and_error(tmp_path, ctxtap_config) -> None:
     """The committed Claude Code recording with its OTLP tool_result events: one call the client reports
     failed, one whose permission was rejected."""
-    from analysis.db import connect, fetch_rows
+    from ctxtap.analysis.db import connect, fetch_rows
     from tests.realcli_fixtures import fixture_entries, otlp_event, write_capture
 
     entries = fixture_entries("claude")
@@ -249,7 +249,7 @@ def test_client_telemetry_refines_check_status_to_denied_and_error(tmp_path, ctx
     out2 = write_capture(tmp_path / "cap2", entries, "tc2", [
         otlp_event(i, t0 + 5, _tool_result_log(call["call_id"], int((t0 + 1 + i) * 1e9), **attrs))
         for i, (call, attrs) in enumerate(zip(calls, told, strict=False))])
-    from analysis.build import ensure_analysis
+    from ctxtap.analysis.build import ensure_analysis
 
     ensure_analysis(out2)
     con = connect([out2])

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect, fetch_rows
-from analysis.tables.events import wall_time_ms
+from ctxtap.analysis.db import connect, fetch_rows
+from ctxtap.analysis.tables.events import wall_time_ms
 from ctxtap.capture.paths import redaction_key
 from ctxtap.ingest.importer import import_files
 from tests.proxyharness import run_ctxtap

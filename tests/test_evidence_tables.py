@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect
-from analysis.toolloop import read_result
+from ctxtap.analysis.db import connect
+from ctxtap.analysis.toolloop import read_result
 from tests.proxyharness import run_ctxtap
 from tests.scenarios import _entry
 

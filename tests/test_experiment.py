@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect
-from analysis.experiment import (
+from ctxtap.analysis.db import connect
+from ctxtap.analysis.experiment import (
     bootstrap_median_diff,
     pass_at_k,
     pass_hat_k,

@@ -40,7 +40,7 @@ def test_policy_a_timestamp_before_the_breakpoint_costs_cache(tmp_path, ctxtap_c
 
 
 def test_failure_a_429_adds_a_call_and_a_wait(tmp_path, ctxtap_config) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     v = run_example("failure", tmp_path, ctxtap_config)
     assert v["rate_limited"]["passes"] == v["clean"]["passes"] == 1

@@ -198,8 +198,8 @@ def run_help(command: click.Command, name: str) -> str:
 
 
 def test_sql_help_lists_every_view_and_macro(capture) -> None:
-    from analysis.db import connect
-    from analysis.views import view_names
+    from ctxtap.analysis.db import connect
+    from ctxtap.analysis.views import view_names
     from ctxtap.cli.main import sql
 
     con = connect([capture])

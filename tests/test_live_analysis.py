@@ -7,9 +7,9 @@ import threading
 import time
 from pathlib import Path
 
-from analysis.build import ensure_analysis
-from analysis.db import connect
-from analysis.live import LiveAnalysis
+from ctxtap.analysis.build import ensure_analysis
+from ctxtap.analysis.db import connect
+from ctxtap.analysis.live import LiveAnalysis
 from ctxtap.demo import run_agent
 from ctxtap.modelserver import ModelServer
 from tests.proxyharness import routes_to, start_proxy

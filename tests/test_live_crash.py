@@ -7,17 +7,17 @@ import signal
 import time
 from pathlib import Path
 
-from analysis.build import ensure_analysis
-from analysis.db import connect
+from ctxtap.analysis.build import ensure_analysis
+from ctxtap.analysis.db import connect
 from ctxtap.modelserver import ModelServer
 from tests.livescenario import record_live
 
 
 def _live_child(parent: int) -> int:
-    """The pid of the recorder's live-view child (python -m reports.live.follow)."""
+    """The pid of the recorder's live-view child (python -m ctxtap.reports.live.follow)."""
     for task in Path(f"/proc/{parent}/task").iterdir():
         for pid in (task / "children").read_text().split():
-            if b"reports.live.follow" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"ctxtap.reports.live.follow" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 return int(pid)
     raise AssertionError("no live-view child process")
 

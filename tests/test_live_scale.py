@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.db import connect
-from reports.html.blockdata import BlockData, Ribbon, RibbonRow
+from ctxtap.analysis.db import connect
+from ctxtap.reports.html.blockdata import BlockData, Ribbon, RibbonRow
 
 # thread_bin_sources as it was first written: the mean of tokens_by_source over each bin's requests
 # (it expands every position of every request; the view computes the same from runs).
@@ -88,8 +88,8 @@ def test_a_request_pages_ribbon_reads_only_its_requests_blocks_and_draws_the_sam
 def test_live_history_shares_resent_blocks_so_each_update_compares_pointers(synth30: Path, tmp_path: Path) -> None:
     """A live update feeds every request again to a fresh block store: the blocks a request resends
     must be the very objects its predecessor held (equal ones would be compared field by field)."""
-    from analysis.live import LiveAnalysis
-    from analysis.sequences import shared_prefix
+    from ctxtap.analysis.live import LiveAnalysis
+    from ctxtap.analysis.sequences import shared_prefix
 
     live = LiveAnalysis(synth30, tmp_path / "work")
     assert live.poll()

@@ -16,9 +16,9 @@ from urllib.parse import quote
 
 import pytest
 
-from analysis.db import connect
-from reports.live.server import CSP, LiveUI
-from reports.live.sources import CaptureSource
+from ctxtap.analysis.db import connect
+from ctxtap.reports.live.server import CSP, LiveUI
+from ctxtap.reports.live.sources import CaptureSource
 from tests.proxyharness import ROOT, ctxtap_env, routes_to, run_ctxtap, start_proxy
 from tests.test_report_synthetic import HOSTILE
 
@@ -225,7 +225,7 @@ def test_serve_analyses_a_capture_without_a_dataset_and_follows_one_being_record
 
 
 def test_a_long_sessions_charts_are_binned_like_the_reports(synth1000: Path) -> None:
-    from reports.live import queries
+    from ctxtap.reports.live import queries
 
     src = CaptureSource(synth1000)
     (sid, n), = src.cursor().execute("SELECT session_id, n_requests FROM sessions").fetchall()
@@ -254,8 +254,8 @@ def test_state_is_a_long_poll_that_answers_when_something_changed(ui: LiveUI) ->
 def test_a_live_source_moves_one_sandboxed_connection_to_each_new_version(synth30: Path, tmp_path: Path) -> None:
     import duckdb
 
-    from analysis.live import LiveAnalysis
-    from reports.live.sources import LiveSource
+    from ctxtap.analysis.live import LiveAnalysis
+    from ctxtap.reports.live.sources import LiveSource
 
     live = LiveAnalysis(synth30, tmp_path / "work")
     assert live.poll()
@@ -360,7 +360,7 @@ def test_the_token_redirect_keeps_an_ordinary_path(bare_ui: LiveUI) -> None:
 
 
 def test_a_request_body_over_the_live_views_limit_is_refused_before_it_is_read(bare_ui: LiveUI) -> None:
-    from reports.live.server import MAX_BODY_BYTES
+    from ctxtap.reports.live.server import MAX_BODY_BYTES
 
     assert MAX_BODY_BYTES == 64 << 10  # the view only serves GETs; Tornado's default would buffer 100 MB
     for declared in (MAX_BODY_BYTES + 1, 107_374_182_400):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from analysis.clients import registry
-from analysis.parse import parse_exchanges as parse_with_every_rule
-from analysis.sessions import SessionAssigner
+from ctxtap.analysis.clients import registry
+from ctxtap.analysis.parse import parse_exchanges as parse_with_every_rule
+from ctxtap.analysis.sessions import SessionAssigner
 from tests.corpus import http_exchange
 
 

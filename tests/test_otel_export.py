@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from analysis.db import connect
-from reports.otel.otlp import from_json, to_json, to_request
-from reports.otel.spans import build_spans
+from ctxtap.analysis.db import connect
+from ctxtap.reports.otel.otlp import from_json, to_json, to_request
+from ctxtap.reports.otel.spans import build_spans
 from tests.proxyharness import run_ctxtap
 from tests.test_evidence_tables import AWS_KEY, evidence_har
 
@@ -179,8 +179,8 @@ def test_export_needs_a_target(capture, ctxtap_config):
 
 
 def test_large_exports_are_sent_in_batches(collector, monkeypatch):
-    from reports.otel import otlp
-    from reports.otel.spans import Span
+    from ctxtap.reports.otel import otlp
+    from ctxtap.reports.otel.spans import Span
 
     monkeypatch.setattr(otlp, "BATCH", 100)
     spans = [Span(b"\x01" * 16, i.to_bytes(8, "big"), None, f"chat {i}", i, i + 1, "client",

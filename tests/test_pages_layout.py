@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from reports.html.render import render_report
+from ctxtap.reports.html.render import render_report
 from tests.conftest import ARTIFACTS
 from tests.test_report_browser import ARGS, CHROMIUM
 
@@ -203,7 +203,7 @@ def _local_paths(*paths: Path) -> list[str]:
 
 def test_no_absolute_path_in_the_report_or_the_published_attachments(report: Path, demo_capture: Path,
                                                                      tmp_path: Path) -> None:
-    from reports.publish.publisher import publish
+    from ctxtap.reports.publish.publisher import publish
 
     forbidden = _local_paths(demo_capture, demo_capture.parent, tmp_path)
     html = report.read_text(encoding="utf-8")
@@ -224,7 +224,7 @@ def test_no_absolute_path_in_the_report_or_the_published_attachments(report: Pat
 
 def _experiment_report(directory: Path) -> Any:
     """Two variants' runs that differ by a few percent: the case where an axis from 0 hides everything."""
-    from analysis.experiment import Distribution, ExperimentReport, PassK, VariantReport
+    from ctxtap.analysis.experiment import Distribution, ExperimentReport, PassK, VariantReport
 
     def variant(name: str, tokens: list[float], seconds: list[float]) -> VariantReport:
         def dist(what: str, unit: str, values: list[float]) -> Distribution:
@@ -244,7 +244,7 @@ def _experiment_report(directory: Path) -> Any:
 
 
 def test_the_experiment_pages_axes_fit_the_runs(browser, tmp_path: Path) -> None:
-    from reports.html.experimentpage import write_experiment_page
+    from ctxtap.reports.html.experimentpage import write_experiment_page
 
     directory = tmp_path / "exp"
     out = write_experiment_page(_experiment_report(directory), tmp_path / "exp.html")
@@ -268,9 +268,9 @@ def test_the_experiment_pages_axes_fit_the_runs(browser, tmp_path: Path) -> None
 
 
 def test_the_diff_pages_heading_names_the_compared_requests(browser, demo_capture: Path, tmp_path: Path) -> None:
-    from analysis.db import connect
-    from analysis.rundiff import parse_target, resolve, run_diff
-    from reports.html.diffpage import write_diff_page
+    from ctxtap.analysis.db import connect
+    from ctxtap.analysis.rundiff import parse_target, resolve, run_diff
+    from ctxtap.reports.html.diffpage import write_diff_page
 
     capture = str(demo_capture.resolve())
     con = connect([capture])
@@ -291,8 +291,8 @@ def test_the_diff_pages_heading_names_the_compared_requests(browser, demo_captur
 
 @pytest.fixture(scope="module")
 def live(demo_capture: Path) -> Iterator[Any]:
-    from reports.live.server import LiveUI
-    from reports.live.sources import CaptureSource
+    from ctxtap.reports.live.server import LiveUI
+    from ctxtap.reports.live.sources import CaptureSource
 
     server = LiveUI([CaptureSource(demo_capture)])
     server.bind(0)
@@ -308,7 +308,7 @@ def _live_page(browser: Any, live: Any, path: str) -> Any:
 
 
 def test_the_live_sessions_list_has_no_empty_box_under_its_rows(browser, live: Any, demo_capture: Path) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     (n,) = connect([demo_capture]).execute("SELECT count(*) FROM sessions").fetchone()
     page = _live_page(browser, live, "/c/0")
@@ -328,7 +328,7 @@ def test_the_live_sessions_list_has_no_empty_box_under_its_rows(browser, live: A
 
 
 def test_the_live_timeline_stacks_sources_in_one_order_on_every_row(browser, live: Any, demo_capture: Path) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     con = connect([demo_capture])
     (session, n) = con.execute("SELECT session_id, n_requests FROM sessions ORDER BY n_requests DESC LIMIT 1"

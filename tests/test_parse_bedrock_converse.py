@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from analysis.parse import parse_exchange
+from ctxtap.analysis.parse import parse_exchange
 from tests.corpus import http_exchange
 from tests.test_redaction_eventstream import frame
 

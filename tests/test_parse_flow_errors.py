@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.parse import parse_exchange
+from ctxtap.analysis.parse import parse_exchange
 from tests.corpus import fixture, http_exchange
 
 CASES = [

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from analysis.errors import classify_error, retry_after
-from analysis.models import TokenCount
-from analysis.protocols.anthropic import anthropic_usage
-from analysis.protocols.chat_completions import chat_usage
-from analysis.protocols.openai_responses import responses_usage
-from analysis.sse import parse_sse
-from analysis.usage import derived
+from ctxtap.analysis.errors import classify_error, retry_after
+from ctxtap.analysis.models import TokenCount
+from ctxtap.analysis.protocols.anthropic import anthropic_usage
+from ctxtap.analysis.protocols.chat_completions import chat_usage
+from ctxtap.analysis.protocols.openai_responses import responses_usage
+from ctxtap.analysis.sse import parse_sse
+from ctxtap.analysis.usage import derived
 
 
 def test_sse_framing():

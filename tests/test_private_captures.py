@@ -134,9 +134,9 @@ def test_record_analyze_report_publish_import_are_private(recorded, tmp_path) ->
 
 def test_the_api_writes_private_files_whatever_the_umask(recorded, tmp_path) -> None:
     """Called in-process (no command set the umask): the walk after each write makes them private."""
-    from analysis.build import AnalyzeOptions, ensure_analysis
-    from reports.html.render import render_report
-    from reports.publish.publisher import publish
+    from ctxtap.analysis.build import AnalyzeOptions, ensure_analysis
+    from ctxtap.reports.html.render import render_report
+    from ctxtap.reports.publish.publisher import publish
 
     capture = tmp_path / "cap"
     shutil.copytree(recorded[0], capture)

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from analysis.build import ensure_analysis
-from analysis.db import connect
+from ctxtap.analysis.build import ensure_analysis
+from ctxtap.analysis.db import connect
 from ctxtap.modelserver import ModelServer, Script
 from ctxtap.modelserver.client import HttpClient
 from ctxtap.replay.cassette import load

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from mitmproxy.test import tflow
 
-from proxy_addons.sweep import Sweeper
+from ctxtap.proxy_addons.sweep import Sweeper
 
 MB = 1 << 20
 

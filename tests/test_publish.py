@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from redaction import Redactor
-from redaction.identity import Identity
-from redaction.pii import PiiRedactor
-from redaction.publish_scan import DETECT_SECRETS_PLUGINS, scan_detect_secrets, scan_tree
-from reports.publish import publisher as publish_mod
-from reports.publish import render as publish_render
-from reports.publish.publisher import PublishError, PublishOptions, prepare, publish, write_all
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.identity import Identity
+from ctxtap.redaction.pii import PiiRedactor
+from ctxtap.redaction.publish_scan import DETECT_SECRETS_PLUGINS, scan_detect_secrets, scan_tree
+from ctxtap.reports.publish import publisher as publish_mod
+from ctxtap.reports.publish import render as publish_render
+from ctxtap.reports.publish.publisher import PublishError, PublishOptions, prepare, publish, write_all
 from tests.pii_corpus import (
     PLACEMENTS,
     build_har,

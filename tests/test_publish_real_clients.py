@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect
-from reports.publish.build import full_blocks
+from ctxtap.analysis.db import connect
+from ctxtap.reports.publish.build import full_blocks
 from tests.proxyharness import run_ctxtap
 
 RUNS = ("basic/claude", "basic/codex", "basic/codex-sse", "basic/grok", "basic/kimi-code",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.db import connect
-from reports.publish.build import full_blocks
-from reports.publish.publisher import publish
+from ctxtap.analysis.db import connect
+from ctxtap.reports.publish.build import full_blocks
+from ctxtap.reports.publish.publisher import publish
 from tests.democaptures import agent_capture
 
 

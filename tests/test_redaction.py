@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redaction import KINDS, PLACEHOLDER_RE, RULESET_VERSION, Redactor
+from ctxtap.redaction import KINDS, PLACEHOLDER_RE, RULESET_VERSION, Redactor
 from tests.secret_corpus import (
     BODY_PLACEMENTS,
     Secret,
@@ -697,7 +697,7 @@ def test_real_client_traffic_loses_its_dummy_keys_and_nothing_else() -> None:
 def test_the_fallback_finds_every_literal_as_the_per_literal_sweep_does(text: str) -> None:
     """The pure-Python engine's one-pass literal search (Aho-Corasick) yields exactly the occurrences,
     overlapping ones included, that one `bytes.find` sweep per literal yields, and so the same hits."""
-    from redaction.scanner import Scanner, get_scanner
+    from ctxtap.redaction.scanner import Scanner, get_scanner
 
     engine = Scanner(get_scanner().ruleset, backend="python").engine
     data = text.encode()
@@ -729,8 +729,8 @@ def test_the_fallbacks_prefixed_search_is_finditer(text: str, cut_lo: int, cut_h
     """gitleaks' semi-generic regexes (a lazy `[\\w.-]{0,50}?` name prefix, then the rest) are searched
     by the fallback from where their rest matches: the same matches, groups and all, as `finditer`
     in any window, for every such rule."""
-    from redaction.engine import _prefixed_finditer
-    from redaction.scanner import Scanner, get_scanner
+    from ctxtap.redaction.engine import _prefixed_finditer
+    from ctxtap.redaction.scanner import Scanner, get_scanner
 
     engine = Scanner(get_scanner().ruleset, backend="python").engine
     assert len(engine._rests) > 50  # the shape is recognised (96 rules of gitleaks' today)
@@ -745,8 +745,8 @@ def test_the_fallbacks_prefixed_search_is_finditer(text: str, cut_lo: int, cut_h
 def test_the_prefixed_search_finds_the_generic_rules_matches() -> None:
     """The generic rule through the fallback: a name far into a word run, one at the window's start,
     two matches in a row, a prefix longer than fifty word characters."""
-    from redaction.engine import _prefixed_finditer
-    from redaction.scanner import Scanner, get_scanner
+    from ctxtap.redaction.engine import _prefixed_finditer
+    from ctxtap.redaction.scanner import Scanner, get_scanner
 
     engine = Scanner(get_scanner().ruleset, backend="python").engine
     generic = next(i for i, r in engine._rests.items() if b"credential|creds|key" in engine._regexes[i].pattern)

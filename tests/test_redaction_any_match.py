@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redaction.any_match import AnyMatch, hyperscan_form
-from redaction.engine import hyperscan_available
-from redaction.gitleaks import GENERIC_RULE, Allowlist, load_rules
+from ctxtap.redaction.any_match import AnyMatch, hyperscan_form
+from ctxtap.redaction.engine import hyperscan_available
+from ctxtap.redaction.gitleaks import GENERIC_RULE, Allowlist, load_rules
 from tests.secret_corpus import generate_secrets
 
 needs_hyperscan = pytest.mark.skipif(not hyperscan_available(), reason="the hyperscan wheel is not installed")

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from redaction import Redactor
-from redaction.base64_runs import base64_runs
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.base64_runs import base64_runs
 
 KEY = "sk-proj-" + "Tq4x" * 12
 PASSWORD = "Vault-Pass-8842-qz"

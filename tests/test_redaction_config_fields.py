@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from redaction import Redactor
-from redaction.engine import hyperscan_available
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.engine import hyperscan_available
 from tests.redaction_checks import assert_kept_everywhere, assert_redacted_everywhere
 
 BACKENDS = ["python"] + (["hyperscan"] if hyperscan_available() else [])

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from redaction.engine import hyperscan_available
-from redaction.scanner import Scanner, get_scanner
+from ctxtap.redaction.engine import hyperscan_available
+from ctxtap.redaction.scanner import Scanner, get_scanner
 from tests.secret_corpus import generate_secrets
 
 pytestmark = pytest.mark.skipif(not hyperscan_available(), reason="the hyperscan wheel is not installed")
@@ -66,8 +66,8 @@ _URL_PIECES = ["://", "https", "u", "user", ":", "@", "/", "pw", "p4ss", " ", "h
 def test_url_passwords_found_from_their_end_are_those_found_from_every_scheme(text: str) -> None:
     """The URL password trigger is reported where it ends; its start is recovered as the last `://`
     before. Both engines find exactly the passwords the rule finds from every `://`."""
-    from redaction.detectors import find_context_spans
-    from redaction.url_credentials import find_url_passwords
+    from ctxtap.redaction.detectors import find_context_spans
+    from ctxtap.redaction.url_credentials import find_url_passwords
 
     data = text.encode()
     expected = set(find_url_passwords(data))
@@ -80,7 +80,7 @@ def test_url_passwords_found_from_their_end_are_those_found_from_every_scheme(te
 
 def _every_prefix_in_reach(data: bytes, hits: list[list[tuple[int, int]]]) -> set[int]:
     """`token_starts` as first written: every prefix occurrence in each hit's reach, hit by hit."""
-    from redaction.detectors import _DISCORD, _REACH, TOKEN_FORMATS
+    from ctxtap.redaction.detectors import _DISCORD, _REACH, TOKEN_FORMATS
 
     out: set[int] = set()
     for i, found in enumerate(hits):
@@ -106,7 +106,7 @@ def _every_prefix_in_reach(data: bytes, hits: list[list[tuple[int, int]]]) -> se
 def test_token_starts_search_each_prefix_once_and_miss_none() -> None:
     """Hits close together share their reach: each prefix occurrence is collected once (a body of
     JWTs gave 640,000 starts for 14,000 tokens), and none a hit's own reach holds is left out."""
-    from redaction.detectors import token_starts
+    from ctxtap.redaction.detectors import token_starts
 
     jwt = b"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.c2lnbmF0dXJlc2lnbmF0dXJl "
     bodies = _bodies() + [jwt * 300, b"x".join([b"ghp_" + b"A" * 36, b"sk-ant-api03-" + b"b" * 90] * 200)]
@@ -126,7 +126,7 @@ def test_fallback_windows_merge_into_bounded_searches(windows: list[tuple[int, i
     """The fallback merges overlapping windows into one search each, but no longer than a cap: a
     lazy run (`curl.*?-H`) failing from every start of a line-long search was quadratic (39 s for
     230 KB of `curl -u` commands). Every window still lies whole in one search."""
-    from redaction.engine import _merge
+    from ctxtap.redaction.engine import _merge
 
     spans = [(lo, lo + width) for lo, width in windows]
     merged = _merge(list(spans), cap)
@@ -149,7 +149,7 @@ def test_hits_are_kept_as_arrays_of_pairs() -> None:
     megabyte of body; as two arrays per trigger, 16 bytes a hit. They still read as pairs."""
     import sys
 
-    from redaction.engine import HitList
+    from ctxtap.redaction.engine import HitList
 
     hits = get_scanner().engine.scan(b"key=" * 25_000)
     total = sum(len(found) for found in hits.by_trigger.values())

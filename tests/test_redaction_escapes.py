@@ -8,8 +8,8 @@ from urllib.parse import quote
 
 import pytest
 
-from redaction import Redactor
-from redaction.json_escapes import json_unescape
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.json_escapes import json_unescape
 
 KEY = b"\x07" * 32
 
@@ -115,7 +115,7 @@ def test_the_c_decoder_gives_the_bytes_of_the_offset_decoder() -> None:
     or spans found in an opened string would be mapped back onto the wrong escaped bytes."""
     import random
 
-    from redaction.json_escapes import decode_string, json_unescape
+    from ctxtap.redaction.json_escapes import decode_string, json_unescape
 
     rnd = random.Random(7)
     pieces = ["\\\\", '\\"', "\\n", "\\t", "\\/", "a", "é", "\\u00e9", "\\ud83d\\ude00", "\\ud800", "\\udc00x",

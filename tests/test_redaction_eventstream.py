@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ctxtap.capture.bodies import BodyEncoder
 from ctxtap.capture.writer import _Stream
-from redaction import Redactor
+from ctxtap.redaction import Redactor
 from tests.secret_corpus import _chunks, generate_secrets
 
 KEY = b"\x03" * 32

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from redaction import Redactor
+from ctxtap.redaction import Redactor
 from tests.test_redaction_rules import BACKENDS, KEY, _assert_redacted
 
 
@@ -177,7 +177,7 @@ def test_value_runs_measured_once_end_where_measured_alone(data: bytes, starts: 
     """A run of one class is measured once and reused for the values inside it (`key=key=...` made
     every hit scan 4 KB of the same run); in the order values are read (last to first) and in any
     other, each value ends where measuring it alone ends it, too-long runs (4 KB) included."""
-    from redaction import assignments
+    from ctxtap.redaction import assignments
 
     def alone(regex, start: int) -> int | None:
         end = regex.match(data, start, start + assignments._MAX_VALUE + 1).end()

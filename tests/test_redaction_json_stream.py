@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from ctxtap.capture.bodies import BodyEncoder
 from ctxtap.capture.writer import _Stream
-from redaction import Redactor, json_stream
-from redaction.json_stream import JsonStreamRedactor, looks_like_json_stream
+from ctxtap.redaction import Redactor, json_stream
+from ctxtap.redaction.json_stream import JsonStreamRedactor, looks_like_json_stream
 from tests.secret_corpus import _chunks, generate_secrets
 
 KEY = b"\x02" * 32
@@ -194,7 +194,7 @@ def test_a_plain_stream_is_kept_whole_from_its_first_read():
 def test_a_big_payload_is_not_parsed_for_a_generic_delta(monkeypatch):
     """A Codex request frame on the WebSocket (megabytes of history) names `content` and `text`
     everywhere; the generic rule is for small delta events, so such a frame is not parsed for one."""
-    from redaction import streams
+    from ctxtap.redaction import streams
 
     frame = json.dumps({"type": "response.create", "input": [
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "x" * 1000}]}] * 100}).encode()

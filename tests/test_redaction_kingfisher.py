@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-from redaction import KINDS, Redactor
-from redaction.gitleaks import RuleSet
-from redaction.gitleaks_match import _secret_span
-from redaction.kingfisher import add_rules, catalogue, compile_rule, kind_of
-from redaction.version import KINGFISHER_VERSION
+from ctxtap.redaction import KINDS, Redactor
+from ctxtap.redaction.gitleaks import RuleSet
+from ctxtap.redaction.gitleaks_match import _secret_span
+from ctxtap.redaction.kingfisher import add_rules, catalogue, compile_rule, kind_of
+from ctxtap.redaction.version import KINGFISHER_VERSION
 
 _WRITTEN_OUT = re.compile(r"abcdefghij|ABCDEFGHIJ|0123456789")
 

@@ -13,10 +13,10 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from redaction import Redactor
-from redaction.json_escapes import OpenedStrings, find_escaped_spans
-from redaction.scanner import clear_caches, get_scanner
-from redaction.spans import Span
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.json_escapes import OpenedStrings, find_escaped_spans
+from ctxtap.redaction.scanner import clear_caches, get_scanner
+from ctxtap.redaction.spans import Span
 from tests.secret_corpus import generate_secrets
 
 SECRETS = [s for s in generate_secrets(11) if "\n" not in s.value][:40]

@@ -18,11 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import example as hypothesis_example
 from hypothesis import strategies as st
 
-from redaction import json_escapes
-from redaction.engine import hyperscan_available
-from redaction.gitleaks import load_rules
-from redaction.openers import opener, tolerant
-from redaction.scanner import Scanner, clear_caches
+from ctxtap.redaction import json_escapes
+from ctxtap.redaction.engine import hyperscan_available
+from ctxtap.redaction.gitleaks import load_rules
+from ctxtap.redaction.openers import opener, tolerant
+from ctxtap.redaction.scanner import Scanner, clear_caches
 from tests.secret_corpus import generate_secrets
 from tests.secret_examples.matrix import load_examples
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from redaction import Redactor
-from redaction.engine import hyperscan_available
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.engine import hyperscan_available
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_ALTERED = 0.001

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from redaction import Redactor
-from redaction.engine import hyperscan_available
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.engine import hyperscan_available
 from tests.redaction_checks import assert_kept_everywhere, assert_redacted_everywhere
 
 BACKENDS = ["python"] + (["hyperscan"] if hyperscan_available() else [])

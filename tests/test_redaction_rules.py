@@ -16,10 +16,10 @@ from urllib.parse import quote
 
 import pytest
 
-from redaction import KINDS, PLACEHOLDER_RE, Redactor
-from redaction.engine import hyperscan_available
-from redaction.gitleaks import RULES_FILE, TranslationError, load_rules, translate_re2
-from redaction.scanner import get_scanner
+from ctxtap.redaction import KINDS, PLACEHOLDER_RE, Redactor
+from ctxtap.redaction.engine import hyperscan_available
+from ctxtap.redaction.gitleaks import RULES_FILE, TranslationError, load_rules, translate_re2
+from ctxtap.redaction.scanner import get_scanner
 
 KEY = b"\x07" * 32
 ALNUM = string.ascii_letters + string.digits
@@ -521,7 +521,7 @@ def test_issue_cases_are_idempotent_together() -> None:
 
 @pytest.mark.skipif(not hyperscan_available(), reason="hyperscan wheel not installed")
 def test_compiled_database_is_cached_and_a_bad_cache_is_recompiled(tmp_path, monkeypatch) -> None:
-    from redaction.engine import HyperscanEngine, Trigger
+    from ctxtap.redaction.engine import HyperscanEngine, Trigger
 
     monkeypatch.setenv("CTXTAP_CACHE_DIR", str(tmp_path))
     triggers = [Trigger(rb"ghp_[A-Za-z0-9]{36}", som=True), Trigger(rb"sk-ant-", som=True)]
@@ -540,7 +540,7 @@ def test_databases_nothing_loaded_for_a_month_are_removed(tmp_path, monkeypatch)
     import os
     import time
 
-    from redaction.engine import HyperscanEngine, Trigger
+    from ctxtap.redaction.engine import HyperscanEngine, Trigger
 
     monkeypatch.setenv("CTXTAP_CACHE_DIR", str(tmp_path))
     stale, recent, other = (tmp_path / f"redaction-hs-{n}.db" for n in ("stale", "recent", "x"))
@@ -593,8 +593,8 @@ def _outer_branches(pattern: str) -> list[str]:
 def test_the_words_a_multiline_rule_needs_are_in_every_branch_of_its_regex() -> None:
     """`LINES_NEED` lets `lines_at` skip a rule's search where a word it names is missing: each word
     must stand outside every group in each branch of the rule's regex, so every match holds it."""
-    from redaction.gitleaks import load_rules
-    from redaction.gitleaks_match import LINES_NEED
+    from ctxtap.redaction.gitleaks import load_rules
+    from ctxtap.redaction.gitleaks_match import LINES_NEED
 
     rules = {r.id: r for r in load_rules().rules}
     for rule_id, words in LINES_NEED.items():

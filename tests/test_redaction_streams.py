@@ -12,8 +12,8 @@ from ctxtap.capture.finalize import finalize
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.store import Capture
 from ctxtap.capture.writer import CaptureWriter
-from redaction import Redactor
-from redaction.streams import MAX_HELD_BYTES, SseRedactor, StreamRedactor
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.streams import MAX_HELD_BYTES, SseRedactor, StreamRedactor
 from tests.secret_examples.matrix import SSE_SHAPES, _pieces_for, _sse_events
 
 KEY = b"\x01" * 32
@@ -123,8 +123,8 @@ def test_websocket_deltas_are_joined_across_frames_and_kept_in_order(tmp_path) -
 
 def test_delta_strings_are_found_exactly_as_a_json_tokenizer_finds_them() -> None:
     """The fast key search (`_field_spans`) agrees with the tokenizer on escapes, spacing and repeats."""
-    from redaction.json_escapes import string_end
-    from redaction.streams import _string_spans, delta_pieces
+    from ctxtap.redaction.json_escapes import string_end
+    from ctxtap.redaction.streams import _string_spans, delta_pieces
 
     values = ["plain", 'a "quoted" word', "ends in a backslash \\", '\\"', '"text": "inner"', "", "é ☃", "x" * 9000]
     for value in values:
@@ -149,7 +149,7 @@ def test_an_event_shaped_like_the_last_gets_the_pieces_a_parse_would_give() -> N
     a new delta string; for every valid event, in any order, it agrees with `delta_pieces`."""
     import random
 
-    from redaction.streams import delta_pieces
+    from ctxtap.redaction.streams import delta_pieces
 
     def anthropic(text: str, index: int = 0) -> bytes:
         return json.dumps({"type": "content_block_delta", "index": index,
@@ -184,7 +184,7 @@ def test_an_event_shaped_like_the_last_gets_the_pieces_a_parse_would_give() -> N
 @given(st.binary(min_size=0, max_size=60).map(lambda b: bytes(b"\n\r x:"[c % 5] for c in b)), st.integers(0, 60))
 def test_event_ends_are_where_a_blank_line_ends(data: bytes, start: int) -> None:
     """The newline-by-newline search finds the ends the blank-line regex finds, from any offset."""
-    from redaction.streams import _EVENT_END_RE, _event_ends
+    from ctxtap.redaction.streams import _EVENT_END_RE, _event_ends
 
     start = min(start, len(data))
     assert _event_ends(bytearray(data), start) == [m.end() for m in _EVENT_END_RE.finditer(data, start)]

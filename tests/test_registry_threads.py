@@ -12,8 +12,8 @@ from tests.proxyharness import ROOT
 
 PROBE = """
 import threading
-from analysis.protocols import registry as protocols
-from analysis.clients import registry as clients
+from ctxtap.analysis.protocols import registry as protocols
+from ctxtap.analysis.clients import registry as clients
 
 barrier = threading.Barrier(8)
 seen = []

@@ -269,7 +269,7 @@ def test_parallel_tool_results_in_another_order_are_volatile_not_divergence():
 def test_every_protocol_says_how_its_stream_ends():
     """A family missing from STREAM_END never has a cut stream named (`b""` is in every body):
     Vertex's Anthropic stream went unchecked until it was added."""
-    from analysis.protocols import registry
+    from ctxtap.analysis.protocols import registry
     from ctxtap.replay.cassette import NOT_SSE, STREAM_END
 
     missing = {p.api for p in registry.protocols()} - set(STREAM_END) - NOT_SSE

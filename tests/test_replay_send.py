@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect
-from analysis.protocols import registry
+from ctxtap.analysis.db import connect
+from ctxtap.analysis.protocols import registry
 from ctxtap.capture.store import Capture
 from ctxtap.modelserver import ModelServer
 from ctxtap.replay.cassette import load
@@ -36,8 +36,8 @@ def _send(capture: Path, out: Path, config: Path, *args: str, env: dict | None =
 
 
 def _hit_rate(out: Path) -> float:
-    from analysis.build import ensure_analysis
-    from analysis.db import connect
+    from ctxtap.analysis.build import ensure_analysis
+    from ctxtap.analysis.db import connect
 
     ensure_analysis(out)
     read, total = connect([out]).execute(
@@ -132,7 +132,7 @@ def test_the_thread_or_session_is_chosen_by_id(stamped):
     main, label = select(cassette, stamped, None, None)
     thread = label.removeprefix("thread ")
     assert select(cassette, stamped, thread, None)[0] == main
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     [(session,)] = connect([stamped]).execute(
         "SELECT DISTINCT session_id FROM requests WHERE thread_id = ?", [thread]).fetchall()

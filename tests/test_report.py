@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from reports.html.blockdata import decode_row, encode_row, json_for_script, utf8_cut, water_level
-from reports.html.render import render_report
+from ctxtap.reports.html.blockdata import decode_row, encode_row, json_for_script, utf8_cut, water_level
+from ctxtap.reports.html.render import render_report
 from tests import corpus
 from tests.test_report_synthetic import (
     HOSTILE,
@@ -176,7 +176,7 @@ def test_demo_report_is_well_formed_and_self_contained(demo_html: str) -> None:
 
 
 def test_demo_report_shows_the_analyzer_numbers(demo_capture: Path, demo_html: str) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     con = connect([demo_capture])
     n_requests = con.execute("SELECT count(*) FROM requests").fetchone()[0]

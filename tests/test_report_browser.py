@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from reports.html.render import render_report
+from ctxtap.reports.html.render import render_report
 from tests.conftest import ARTIFACTS
 from tests.test_report import FIVE_MB
 from tests.test_report_synthetic import HOSTILE
@@ -90,7 +90,7 @@ def painted_pixels(page: Any, selector: str) -> int:
 
 def ribbon_position(html_path: Path, capture: Path, text: str) -> tuple[str, int, int]:
     """(ribbon id, row, position) of the first request that carries a block with this exact text."""
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     con = connect([capture])
     request_id, position = con.execute("""
@@ -108,7 +108,7 @@ def ribbon_position(html_path: Path, capture: Path, text: str) -> tuple[str, int
 
 
 def test_scripted_sessions_report(browser, demo_capture: Path, tmp_path: Path) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     out = tmp_path / "demo.html"
     render_report([demo_capture], out)
@@ -205,7 +205,7 @@ def test_1000_request_session_opens_fast(browser, synth1000: Path, tmp_path: Pat
 def test_10000_request_session_report_opens_and_its_merged_rows_open(browser, huge_report, synth10k: Path) -> None:
     """The aggregated report of a 10,000-request session: clean, its numbers, a merged ribbon row in the
     viewer (clicked on the canvas), a left-out gap row's query, a merged request's own blocks."""
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     assert huge_report.aggregated
     con = connect([synth10k])

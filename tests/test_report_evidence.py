@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reports.html.evidence import headlines
-from reports.html.render import render_report
+from ctxtap.reports.html.evidence import headlines
+from ctxtap.reports.html.render import render_report
 from tests.proxyharness import run_ctxtap
 from tests.test_evidence_tables import AWS_KEY, evidence_har
 from tests.test_report_browser import browser, open_report, screenshot  # noqa: F401 (fixture)

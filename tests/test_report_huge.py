@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 from markupsafe import escape
 
-from reports.html.blockdata import BlockData, Ribbon, RibbonRow, decode_row
-from reports.html.budget import Detail, first_detail, head_and_tail, sql_command
-from reports.html.render import RenderResult, render_report
+from ctxtap.reports.html.blockdata import BlockData, Ribbon, RibbonRow, decode_row
+from ctxtap.reports.html.budget import Detail, first_detail, head_and_tail, sql_command
+from ctxtap.reports.html.render import RenderResult, render_report
 from tests.conftest import HUGE_REQUESTS
 from tests.test_report import FIVE_MB, assert_self_contained, embedded
 
@@ -123,7 +123,7 @@ def _section(html: str, client: str) -> str:
 
 
 def assert_numbers_match_the_views(capture: Path, html: str) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     con = connect([capture])
     n, reported, read = con.execute("SELECT count(*), sum(input_tokens_reported), sum(cache_read_tokens) "
@@ -153,7 +153,7 @@ def _left_out_rows(html: str) -> list[tuple[int, str]]:
 
 def _run(command: str, capture: Path) -> list:
     """The command's query over the capture it names by folder, run from the folder that holds it."""
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     args = shlex.split(command)
     assert args[:2] == ["ctxtap", "sql"] and args[2] == capture.name, args
@@ -176,7 +176,7 @@ def test_10000_requests_render_within_the_default_bound(huge_report: RenderResul
 
 
 def test_every_request_is_drawn_once_merged_or_said_to_be_left_out(huge_html: str, synth10k: Path) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     con = connect([synth10k])
     data = embedded(huge_html, "ctx-data")
@@ -237,7 +237,7 @@ def ribbon_row_blocks(data: dict, rid: str, i: int) -> list[int]:
 
 def test_drawn_rows_are_their_requests_blocks_and_left_out_texts_are_counted(
         huge_report: RenderResult, huge_html: str, synth10k: Path) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     con = connect([synth10k])
     data, texts = embedded(huge_html, "ctx-data"), embedded(huge_html, "ctx-texts")

@@ -243,7 +243,7 @@ def synthetic_capture(directory: Path, n_requests: int, compact_every: int = COM
 
     Needs CTXTAP_CONFIG_DIR pointing at a private config dir (the import uses its redaction key).
     """
-    from analysis.build import ensure_analysis
+    from ctxtap.analysis.build import ensure_analysis
     from ctxtap.capture.paths import redaction_key
     from ctxtap.ingest.importer import import_files
 
@@ -261,7 +261,7 @@ def synthetic_capture(directory: Path, n_requests: int, compact_every: int = COM
 def scripted_capture(directory: Path, config_dir: Path, turns: int = 3) -> Path:
     """The four simulated agents (Claude, Codex, Kimi, Gemini shapes) recorded through the real proxy
     to the scripted model server, analysed; reused when `directory/capture` already exists."""
-    from analysis.build import ensure_analysis
+    from ctxtap.analysis.build import ensure_analysis
     from ctxtap.demo import run_all
     from ctxtap.modelserver import ModelServer
     from tests.proxyharness import routes_to, start_proxy
@@ -283,7 +283,7 @@ def scripted_capture(directory: Path, config_dir: Path, turns: int = 3) -> Path:
 
 def corpus_captures_in(directory: Path) -> list[Path]:
     """The real-client corpus runs imported and analysed under `directory` (reused when present)."""
-    from analysis.build import ensure_analysis
+    from ctxtap.analysis.build import ensure_analysis
     from ctxtap.capture.paths import redaction_key
     from ctxtap.ingest.importer import import_files
     from tests import corpus
@@ -299,7 +299,7 @@ def corpus_captures_in(directory: Path) -> list[Path]:
 
 
 def test_synthetic_session_imports_with_the_expected_shape(tmp_path, ctxtap_config) -> None:
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
 
     capture = synthetic_capture(tmp_path / "s30", 30)
     con = connect([capture])

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from analysis.protocols import registry
-from analysis.protocols.editing import (
+from ctxtap.analysis.protocols import registry
+from ctxtap.analysis.protocols.editing import (
     DropBlock,
     EditError,
     MoveBlock,
@@ -23,7 +23,7 @@ from analysis.protocols.editing import (
     SetCacheBreakpoint,
     rebuild,
 )
-from analysis.protocols.registry import Protocol, RequestContext
+from ctxtap.analysis.protocols.registry import Protocol, RequestContext
 from tests import corpus
 
 FIXTURES = {
@@ -189,7 +189,7 @@ def test_rebuild_keeps_unchanged_values_of_an_edited_body():
 
 
 def _corpus_bodies() -> list[tuple[str, Protocol, str, bytes]]:
-    from analysis.parse import route
+    from ctxtap.analysis.parse import route
 
     out = []
     for run in corpus.RUNS:
@@ -248,7 +248,7 @@ def test_corpus_blocks_move_back_to_the_same_bytes(corpus_bodies):
 
 
 def _finished(drafts: list) -> list:
-    from analysis.blocks import finalize
+    from ctxtap.analysis.blocks import finalize
 
     return [finalize(d, i, {"source": "unknown", "authority": "data", "scope": "turn", "lifetime": "turn",
                             "content_type": "data"}, "test") for i, d in enumerate(drafts)]

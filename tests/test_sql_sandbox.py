@@ -8,8 +8,8 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from analysis.build import ensure_analysis
-from analysis.db import connect
+from ctxtap.analysis.build import ensure_analysis
+from ctxtap.analysis.db import connect
 from ctxtap.cli.main import main
 
 

@@ -17,7 +17,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, ResourceLogs, ScopeL
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 
 from ctxtap.capture.store import Capture
-from proxy_addons.runner import BackgroundProxy, ProxyConfig
+from ctxtap.proxy_addons.runner import BackgroundProxy, ProxyConfig
 
 SECRET = "sk-ant-api03-" + "Q" * 86 + "AA"  # an Anthropic key shape the redactor knows
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from analysis.blocks import BlockDraft, finalize
-from analysis.models import (
+from ctxtap.analysis.blocks import BlockDraft, finalize
+from ctxtap.analysis.models import (
     Block,
     CallIdentity,
     ModelCall,
@@ -15,7 +15,7 @@ from analysis.models import (
     PurposeInfo,
     ToolCall,
 )
-from analysis.sessions import SessionAssigner
+from ctxtap.analysis.sessions import SessionAssigner
 
 SYSTEM = "You are a coding agent. Use the tools to inspect the repository and answer precisely."
 TASK = "Find every TODO comment under src/ and tell me which file has the most."

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from analysis.blocks import BlockDraft, structured_draft
-from analysis.errors import classify_error
-from analysis.models import ParsedResponse, TokenCount, Usage
-from analysis.parse import parse_exchange
-from analysis.protocols import registry
-from analysis.protocols.common import (
+from ctxtap.analysis.blocks import BlockDraft, structured_draft
+from ctxtap.analysis.errors import classify_error
+from ctxtap.analysis.models import ParsedResponse, TokenCount, Usage
+from ctxtap.analysis.parse import parse_exchange
+from ctxtap.analysis.protocols import registry
+from ctxtap.analysis.protocols.common import (
     RequestDraft,
     as_dict,
     as_list,
@@ -30,9 +30,9 @@ from analysis.protocols.common import (
     norm_role,
     text_kind,
 )
-from analysis.protocols.editing import DropBlock, ReplaceText
-from analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
-from analysis.usage import inclusive, reported
+from ctxtap.analysis.protocols.editing import DropBlock, ReplaceText
+from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
+from ctxtap.analysis.usage import inclusive, reported
 from tests.corpus import http_exchange
 
 
@@ -157,7 +157,7 @@ def _entry(url: str, body: dict, status: int, response: dict, start: float) -> d
 
 
 def test_toy_capture_through_ctxtap_analyze(toy, tmp_path: Path, ctxtap_config):
-    from analysis.db import connect
+    from ctxtap.analysis.db import connect
     from ctxtap.capture.store import Capture
     from ctxtap.cli.main import main
     from tests.scenarios import Recorded, write_har

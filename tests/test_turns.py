@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect, fetch_rows
+from ctxtap.analysis.db import connect, fetch_rows
 from tests.proxyharness import run_ctxtap
 from tests.scenarios import Recorded, _entry, write_har
 
@@ -130,9 +130,9 @@ def _replay_plan(cap: Path, config: Path, tmp: Path, *args: str):
 
 
 def test_every_view_and_command_gives_the_same_turns_inputs_and_request_numbers(capture, ctxtap_config, tmp_path):
-    from reports.html.context import build_context
-    from reports.live import queries
-    from reports.live.sources import CaptureSource
+    from ctxtap.reports.html.context import build_context
+    from ctxtap.reports.live import queries
+    from ctxtap.reports.live.sources import CaptureSource
 
     truth, numbers = _sessions(capture), _numbers(capture)
     a_id = f"claude-code:{SESSION_A}"
@@ -190,8 +190,8 @@ def test_every_view_and_command_gives_the_same_turns_inputs_and_request_numbers(
 
 
 def test_diff_and_replay_take_a_request_number_or_an_id_prefix(capture, ctxtap_config, tmp_path):
-    from analysis.requestref import RefError, resolve_request
-    from analysis.rundiff import capture_id_of
+    from ctxtap.analysis.requestref import RefError, resolve_request
+    from ctxtap.analysis.rundiff import capture_id_of
 
     con, cid = connect([capture]), capture_id_of(capture)
     assert resolve_request(con, cid, "#3", f"claude-code:{SESSION_A}").request_id == "har-2-2"
@@ -209,8 +209,8 @@ def test_diff_and_replay_take_a_request_number_or_an_id_prefix(capture, ctxtap_c
         result = run_ctxtap(["diff", f"{capture}{run}", str(capture)], ctxtap_config, check=False)
         assert result.returncode == 1 and words in result.stderr and "Traceback" not in result.stderr, result.stderr
     # the live view's request diff reads what it is asked for alike
-    from reports.live import queries
-    from reports.live.sources import CaptureSource
+    from ctxtap.reports.live import queries
+    from ctxtap.reports.live.sources import CaptureSource
 
     src = CaptureSource(capture)
     assert [queries.resolve_request(src, ref) for ref in ("aaaa1111#6", "har-5", "har-", "6")] == [

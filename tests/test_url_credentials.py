@@ -18,12 +18,12 @@ from urllib.parse import quote
 
 import pytest
 
-from redaction.identity import Identity
-from redaction.pii import PiiRedactor
-from redaction.publish_scan import scan_tree, scan_url_passwords
-from redaction.scanner import find_spans
-from redaction.url_credentials import find_url_passwords, is_template_password
-from reports.publish.publisher import publish
+from ctxtap.redaction.identity import Identity
+from ctxtap.redaction.pii import PiiRedactor
+from ctxtap.redaction.publish_scan import scan_tree, scan_url_passwords
+from ctxtap.redaction.scanner import find_spans
+from ctxtap.redaction.url_credentials import find_url_passwords, is_template_password
+from ctxtap.reports.publish.publisher import publish
 from tests.proxyharness import all_stored_bytes, run_ctxtap
 from tests.secret_examples.matrix import Example, run_matrix
 

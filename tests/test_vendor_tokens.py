@@ -11,8 +11,8 @@ import string
 
 import pytest
 
-from redaction import Redactor
-from redaction.vendor_tokens import crc32_base62, verify_run
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.vendor_tokens import crc32_base62, verify_run
 
 ALNUM = string.ascii_letters + string.digits
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analysis.blocks import BlockDraft
-from analysis.canonical import loads
-from analysis.clients.registry import Client
-from analysis.clients.rules import (
+from ctxtap.analysis.blocks import BlockDraft
+from ctxtap.analysis.canonical import loads
+from ctxtap.analysis.clients.registry import Client
+from ctxtap.analysis.clients.rules import (
     BILLING,
     ENVIRONMENT,
     PLATFORM,
@@ -42,7 +42,7 @@ from analysis.clients.rules import (
     starts,
     tools_evidence,
 )
-from analysis.models import PurposeInfo
+from ctxtap.analysis.models import PurposeInfo
 
 IDS = frozenset({"claude-code"})
 

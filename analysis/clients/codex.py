@@ -14,10 +14,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from analysis.blocks import BlockDraft
-from analysis.canonical import loads
-from analysis.clients.registry import Client
-from analysis.clients.rules import (
+from ctxtap.analysis.blocks import BlockDraft
+from ctxtap.analysis.canonical import loads
+from ctxtap.analysis.clients.registry import Client
+from ctxtap.analysis.clients.rules import (
     CLIENT_HEADERS,
     ENVIRONMENT,
     KIND_CLIENT,
@@ -48,7 +48,7 @@ from analysis.clients.rules import (
     starts,
     tools_evidence,
 )
-from analysis.models import PurposeInfo
+from ctxtap.analysis.models import PurposeInfo
 
 IDS = frozenset({"codex"})
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-from analysis.blocks import BlockDraft
-from analysis.blockscan import BlockKey
-from analysis.clients.registry import Client
-from analysis.clients.rules import (
+from ctxtap.analysis.blocks import BlockDraft
+from ctxtap.analysis.blockscan import BlockKey
+from ctxtap.analysis.clients.registry import Client
+from ctxtap.analysis.clients.rules import (
     ASSISTANT,
     COMPACT_ENDPOINT,
     COMPACTION_TEXT,
@@ -57,7 +57,7 @@ from analysis.clients.rules import (
     user_context_part,
     user_text,
 )
-from analysis.models import PurposeInfo
+from ctxtap.analysis.models import PurposeInfo
 
 # --- attribution -----------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analysis.clients.registry import Client
-from analysis.clients.rules import PLATFORM, IdentityContext, IdentityStage, IdentityStep, Rule, starts
+from ctxtap.analysis.clients.registry import Client
+from ctxtap.analysis.clients.rules import PLATFORM, IdentityContext, IdentityStage, IdentityStep, Rule, starts
 
 IDS = frozenset({"grok-cli"})
 

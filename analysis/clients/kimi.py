@@ -10,8 +10,8 @@ Decisions worth knowing:
 
 from __future__ import annotations
 
-from analysis.clients.registry import Client
-from analysis.clients.rules import (
+from ctxtap.analysis.clients.registry import Client
+from ctxtap.analysis.clients.rules import (
     ENVIRONMENT,
     PLATFORM,
     PLATFORM_TURN,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from analysis.builtins import BuiltinModules
-from analysis.clients.rules import IdentityStep, PurposeRule, Rule
+from ctxtap.analysis.builtins import BuiltinModules
+from ctxtap.analysis.clients.rules import IdentityStep, PurposeRule, Rule
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def _add_builtin(module: ModuleType) -> None:
         _registered[client.name] = client
 
 
-_load_builtins = BuiltinModules("analysis.clients", _add_builtin).load
+_load_builtins = BuiltinModules("ctxtap.analysis.clients", _add_builtin).load
 
 
 def register(client: Client) -> Client:

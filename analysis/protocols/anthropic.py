@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from analysis import cachediag
-from analysis.blocks import BlockDraft, structured_draft
-from analysis.canonical import canonical_json, loads
-from analysis.errors import classify_error
-from analysis.models import ParsedResponse, Role, ToolCall, Usage
-from analysis.protocols.common import (
+from ctxtap.analysis import cachediag
+from ctxtap.analysis.blocks import BlockDraft, structured_draft
+from ctxtap.analysis.canonical import canonical_json, loads
+from ctxtap.analysis.errors import classify_error
+from ctxtap.analysis.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.protocols.common import (
     CallNames,
     RequestDraft,
     as_bool,
@@ -33,9 +33,9 @@ from analysis.protocols.common import (
     stream_outcome,
     text_kind,
 )
-from analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
-from analysis.sse import parse_sse
-from analysis.usage import derived, get_path, reported
+from ctxtap.analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
+from ctxtap.analysis.sse import parse_sse
+from ctxtap.analysis.usage import derived, get_path, reported
 
 TOOL_CALL_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 

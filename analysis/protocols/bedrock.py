@@ -19,12 +19,12 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from analysis.models import ParsedResponse
-from analysis.protocols.anthropic import AnthropicMessages
-from analysis.protocols.anthropic import parse_response as parse_messages_response
-from analysis.protocols.common import RequestDraft
-from analysis.protocols.registry import Endpoint, RequestContext
-from redaction.eventstream import looks_like_eventstream, read_messages
+from ctxtap.analysis.models import ParsedResponse
+from ctxtap.analysis.protocols.anthropic import AnthropicMessages
+from ctxtap.analysis.protocols.anthropic import parse_response as parse_messages_response
+from ctxtap.analysis.protocols.common import RequestDraft
+from ctxtap.analysis.protocols.registry import Endpoint, RequestContext
+from ctxtap.redaction.eventstream import looks_like_eventstream, read_messages
 
 # An Anthropic model id, a cross-region inference profile (`us.anthropic.…`) or either URL-encoded.
 _PATH = re.compile(r"/model/(?P<model>[^/]*anthropic\.claude[^/]*)/invoke(?:-with-response-stream)?$")

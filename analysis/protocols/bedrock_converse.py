@@ -16,11 +16,11 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from analysis.blocks import BlockDraft, structured_draft
-from analysis.canonical import canonical_json
-from analysis.errors import classify_error
-from analysis.models import ParsedResponse, Role, ToolCall, Usage
-from analysis.protocols.common import (
+from ctxtap.analysis.blocks import BlockDraft, structured_draft
+from ctxtap.analysis.canonical import canonical_json
+from ctxtap.analysis.errors import classify_error
+from ctxtap.analysis.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.protocols.common import (
     CallNames,
     RequestDraft,
     as_dict,
@@ -35,9 +35,9 @@ from analysis.protocols.common import (
     stream_outcome,
     text_kind,
 )
-from analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
-from analysis.usage import derived, reported
-from redaction.eventstream import looks_like_eventstream, read_messages
+from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
+from ctxtap.analysis.usage import derived, reported
+from ctxtap.redaction.eventstream import looks_like_eventstream, read_messages
 
 _PATH = re.compile(r"/model/(?P<model>[^/]+)/converse(?P<stream>-stream)?$")
 

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from analysis.blocks import BlockDraft, json_text
-from analysis.canonical import base64_size, data_url_placeholder, loads
-from analysis.errors import protocol_error
-from analysis.models import ErrorInfo, ParsedResponse, ParseStatus, Role
+from ctxtap.analysis.blocks import BlockDraft, json_text
+from ctxtap.analysis.canonical import base64_size, data_url_placeholder, loads
+from ctxtap.analysis.errors import protocol_error
+from ctxtap.analysis.models import ErrorInfo, ParsedResponse, ParseStatus, Role
 
 
 @dataclass

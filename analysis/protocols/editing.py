@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from analysis.canonical import loads
+from ctxtap.analysis.canonical import loads
 
 if TYPE_CHECKING:
-    from analysis.protocols.registry import Protocol
+    from ctxtap.analysis.protocols.registry import Protocol
 
 
 class EditError(ValueError):

@@ -13,11 +13,11 @@ import re
 from collections import Counter
 from typing import Any
 
-from analysis.blocks import BlockDraft, json_text, structured_draft
-from analysis.canonical import canonical_json, loads
-from analysis.errors import classify_error, protocol_error
-from analysis.models import ParsedResponse, Role, TokenCount, ToolCall, Usage
-from analysis.protocols.common import (
+from ctxtap.analysis.blocks import BlockDraft, json_text, structured_draft
+from ctxtap.analysis.canonical import canonical_json, loads
+from ctxtap.analysis.errors import classify_error, protocol_error
+from ctxtap.analysis.models import ParsedResponse, Role, TokenCount, ToolCall, Usage
+from ctxtap.analysis.protocols.common import (
     Replay,
     RequestDraft,
     as_dict,
@@ -30,9 +30,9 @@ from analysis.protocols.common import (
     stream_outcome,
     text_kind,
 )
-from analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
-from analysis.sse import parse_sse
-from analysis.usage import derived, inclusive, reported
+from ctxtap.analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
+from ctxtap.analysis.sse import parse_sse
+from ctxtap.analysis.usage import derived, inclusive, reported
 
 _MODEL_IN_PATH = re.compile(r"models/([^/:?]+)")
 

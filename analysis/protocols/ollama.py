@@ -17,12 +17,12 @@ import json
 import re
 from typing import Any
 
-from analysis.blocks import BlockDraft, structured_draft
-from analysis.canonical import canonical_json
-from analysis.errors import classify_error
-from analysis.models import ParsedResponse, ToolCall, Usage
-from analysis.protocols.chat_completions import message_blocks
-from analysis.protocols.common import (
+from ctxtap.analysis.blocks import BlockDraft, structured_draft
+from ctxtap.analysis.canonical import canonical_json
+from ctxtap.analysis.errors import classify_error
+from ctxtap.analysis.models import ParsedResponse, ToolCall, Usage
+from ctxtap.analysis.protocols.chat_completions import message_blocks
+from ctxtap.analysis.protocols.common import (
     CallNames,
     RequestDraft,
     as_bool,
@@ -34,8 +34,8 @@ from analysis.protocols.common import (
     media_placeholder,
     stream_outcome,
 )
-from analysis.protocols.registry import Endpoint, Protocol, RequestContext
-from analysis.usage import reported
+from ctxtap.analysis.protocols.registry import Endpoint, Protocol, RequestContext
+from ctxtap.analysis.usage import reported
 
 
 def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:

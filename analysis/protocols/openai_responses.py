@@ -18,12 +18,12 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from analysis import cachediag
-from analysis.blocks import BlockDraft, json_text, structured_draft
-from analysis.canonical import canonical_json, loads
-from analysis.errors import classify_error
-from analysis.models import ParsedResponse, Role, ToolCall, Usage
-from analysis.protocols.common import (
+from ctxtap.analysis import cachediag
+from ctxtap.analysis.blocks import BlockDraft, json_text, structured_draft
+from ctxtap.analysis.canonical import canonical_json, loads
+from ctxtap.analysis.errors import classify_error
+from ctxtap.analysis.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.protocols.common import (
     CallNames,
     RequestDraft,
     as_bool,
@@ -39,10 +39,10 @@ from analysis.protocols.common import (
     stream_outcome,
     text_kind,
 )
-from analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext, WsTurn
-from analysis.protocols.responses_chain import ResponsesChain
-from analysis.sse import parse_sse
-from analysis.usage import get_path, inclusive, reported
+from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext, WsTurn
+from ctxtap.analysis.protocols.responses_chain import ResponsesChain
+from ctxtap.analysis.sse import parse_sse
+from ctxtap.analysis.usage import get_path, inclusive, reported
 from ctxtap.capture.exchange import WsMessage
 
 WS_REQUEST_TYPES = ("response.create", "response.append")

@@ -36,14 +36,14 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from analysis.builtins import BuiltinModules
-from analysis.errors import classify_error, parse_json_body
-from analysis.models import ParsedResponse, Usage
-from analysis.protocols.common import RequestDraft
+from ctxtap.analysis.builtins import BuiltinModules
+from ctxtap.analysis.errors import classify_error, parse_json_body
+from ctxtap.analysis.models import ParsedResponse, Usage
+from ctxtap.analysis.protocols.common import RequestDraft
 
 if TYPE_CHECKING:
-    from analysis.memo import ParseMemo
-    from analysis.protocols.editing import Edit
+    from ctxtap.analysis.memo import ParseMemo
+    from ctxtap.analysis.protocols.editing import Edit
     from ctxtap.capture.exchange import WsMessage
 
 
@@ -185,7 +185,7 @@ class Protocol:
 
     def wire_path(self, body: Any, path: str) -> list[str | int]:
         """JSON location (keys and indexes from the body's root) of the block at `path`."""
-        from analysis.protocols.editing import block_steps
+        from ctxtap.analysis.protocols.editing import block_steps
 
         return block_steps(path)
 
@@ -198,7 +198,7 @@ class Protocol:
 
     def serialise(self, raw: bytes, edits: Sequence[Edit] = ()) -> bytes:
         """The request body with `edits` applied; everything not edited keeps its bytes."""
-        from analysis.protocols.editing import apply_edits
+        from ctxtap.analysis.protocols.editing import apply_edits
 
         return apply_edits(self, raw, edits)
 
@@ -221,7 +221,7 @@ def _add_builtin(module: ModuleType) -> None:
 
 
 # Every module of this package is imported once, and the `PROTOCOL` each defines registered.
-_load_builtins = BuiltinModules("analysis.protocols", _add_builtin).load
+_load_builtins = BuiltinModules("ctxtap.analysis.protocols", _add_builtin).load
 
 
 def _add(protocol: Protocol) -> None:

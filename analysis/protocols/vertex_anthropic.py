@@ -14,9 +14,9 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from analysis.protocols.anthropic import AnthropicMessages
-from analysis.protocols.common import RequestDraft
-from analysis.protocols.registry import Endpoint, RequestContext
+from ctxtap.analysis.protocols.anthropic import AnthropicMessages
+from ctxtap.analysis.protocols.common import RequestDraft
+from ctxtap.analysis.protocols.registry import Endpoint, RequestContext
 
 _MODEL = re.compile(r"/publishers/anthropic/models/(?P<model>[^/:]+):(?:stream)?[rR]awPredict$")
 

@@ -7,7 +7,7 @@ builder that may read the tables before it), one entry in `TABLES`, one view in
 
 from __future__ import annotations
 
-from analysis.tables import (
+from ctxtap.analysis.tables import (
     blocks,
     cache,
     captures,
@@ -22,7 +22,7 @@ from analysis.tables import (
     threads,
     tool_calls,
 )
-from analysis.tables.base import BuildContext, CallRec, Columns, Table
+from ctxtap.analysis.tables.base import BuildContext, CallRec, Columns, Table
 
 TABLES: list[Table] = [
     captures.TABLE,

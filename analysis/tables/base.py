@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from analysis.blockstore import BlockStore, RequestBlocks
-    from analysis.cachecheck import CacheRules
-    from analysis.models import ModelCall
-    from analysis.prices import PriceTable
-    from analysis.sessions import Placement
+    from ctxtap.analysis.blockstore import BlockStore, RequestBlocks
+    from ctxtap.analysis.cachecheck import CacheRules
+    from ctxtap.analysis.models import ModelCall
+    from ctxtap.analysis.prices import PriceTable
+    from ctxtap.analysis.sessions import Placement
     from ctxtap.capture.store import Capture
 
 S, I64, F64, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()

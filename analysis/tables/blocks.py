@@ -9,8 +9,8 @@ view expands the runs.
 
 from __future__ import annotations
 
-from analysis.evidence import evidence_kind
-from analysis.tables.base import I64, B, BuildContext, Columns, Row, S, Table
+from ctxtap.analysis.evidence import evidence_kind
+from ctxtap.analysis.tables.base import I64, B, BuildContext, Columns, Row, S, Table
 
 BLOCK_CONTENT: Columns = [
     ("content_hash", S, "SHA-256 of the block's canonical content (cache markers excluded)."),

@@ -20,8 +20,8 @@ from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Sequence
 
-from analysis.cachecheck import HIT_FRACTION, CacheRule
-from analysis.cachewitness import (
+from ctxtap.analysis.cachecheck import HIT_FRACTION, CacheRule
+from ctxtap.analysis.cachewitness import (
     Claim,
     agreement,
     change_of_block,
@@ -29,10 +29,10 @@ from analysis.cachewitness import (
     change_of_provider,
     claims,
 )
-from analysis.divergence import describe_change
-from analysis.models import TokenCount, Usage
-from analysis.sequences import common_prefix
-from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
+from ctxtap.analysis.divergence import describe_change
+from ctxtap.analysis.models import TokenCount, Usage
+from ctxtap.analysis.sequences import common_prefix
+from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
 
 _PARTS = ["tools", "system", "messages"]  # a Messages-style cache prefix, in order
 RECENT = 8  # finished requests looked back at for a prefix already written (besides in-flight ones)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analysis.tables.base import F64, BuildContext, Columns, Row, S, Table
+from ctxtap.analysis.tables.base import F64, BuildContext, Columns, Row, S, Table
 
 COLUMNS: Columns = [
     ("name", S, "The capture folder's name."),

@@ -7,8 +7,8 @@ were not snapshotted are not seen; `effect_roots` says which were, and whether i
 
 from __future__ import annotations
 
-from analysis.constraints import Gates
-from analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
+from ctxtap.analysis.constraints import Gates
+from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
 
 COLUMNS: Columns = [
     ("root", S, "The place the path is in (absolute; personal data, never published)."),
@@ -47,7 +47,7 @@ def build(ctx: BuildContext) -> list[Row]:
 
 GATE_COLUMNS: Columns = [
     ("flags", S, "The gates as `ctxtap check` spells them (`--no-writes --allow-write *.log --no-network`)."),
-    ("gates_json", S, "The same as JSON (`analysis.constraints.Gates`), for the report to judge the run by."),
+    ("gates_json", S, "The same as JSON (`ctxtap.analysis.constraints.Gates`), for the report to judge the run by."),
 ]
 
 

@@ -16,7 +16,7 @@ import json
 import re
 from collections import defaultdict
 
-from analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
+from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
 
 COLUMNS: Columns = [
     ("session_id", S, "Session (the trace)."),

@@ -13,9 +13,9 @@ from __future__ import annotations
 import bisect
 import re
 
-from analysis.tables.base import I64, BuildContext, Columns, Row, S, Table
-from redaction.pii_rules import PII_PLACEHOLDER_RE
-from redaction.placeholder import PLACEHOLDER_RE
+from ctxtap.analysis.tables.base import I64, BuildContext, Columns, Row, S, Table
+from ctxtap.redaction.pii_rules import PII_PLACEHOLDER_RE
+from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 
 _CREDENTIAL = re.compile(PLACEHOLDER_RE.pattern.decode("ascii"))
 _KIND = re.compile(r"REDACTED:([a-z0-9-]+):([0-9a-f]{6})|<([a-z-]+)-([0-9a-f]{6}|\d{1,5})>")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from analysis.blockstore import BlockStore
-from analysis.divergence import divergence_label
-from analysis.layout import summarise_paths, tool_results_via
-from analysis.tables.base import I64, BuildContext, CallRec, Columns, Row, S, Table
+from ctxtap.analysis.blockstore import BlockStore
+from ctxtap.analysis.divergence import divergence_label
+from ctxtap.analysis.layout import summarise_paths, tool_results_via
+from ctxtap.analysis.tables.base import I64, BuildContext, CallRec, Columns, Row, S, Table
 
 COLUMNS: Columns = [
     ("client", S, "Client."),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
+from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
 
 NOT_SEEN = ("Only traffic sent through the proxy is seen: DNS look-ups, raw sockets, ssh and clients "
             "that ignore the proxy settings are not.")

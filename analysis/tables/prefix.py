@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from array import array
 
-from analysis.blockstore import BlockStore
-from analysis.cachecheck import CacheRules, ReqView, cache_verdict, common_prefix, divergence, expected_reads
-from analysis.divergence import divergence_label, prefix_changed
-from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
+from ctxtap.analysis.blockstore import BlockStore
+from ctxtap.analysis.cachecheck import (
+    CacheRules,
+    ReqView,
+    cache_verdict,
+    common_prefix,
+    divergence,
+    expected_reads,
+)
+from ctxtap.analysis.divergence import divergence_label, prefix_changed
+from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
 
 COLUMNS: Columns = [
     ("request_id", S, "Request."),

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from analysis import tokens
-from analysis.blockstore import BlockStore
-from analysis.cachecheck import common_prefix
-from analysis.models import ModelCall
-from analysis.prices import PriceTable
-from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
+from ctxtap.analysis import tokens
+from ctxtap.analysis.blockstore import BlockStore
+from ctxtap.analysis.cachecheck import common_prefix
+from ctxtap.analysis.models import ModelCall
+from ctxtap.analysis.prices import PriceTable
+from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
 from ctxtap.capture.classify import client_evidence
 
 COLUMNS: Columns = [

@@ -9,7 +9,7 @@ slack for clock rounding).
 
 from __future__ import annotations
 
-from analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
+from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
 
 SLACK_RATIO, SLACK_S = 0.95, 0.05
 

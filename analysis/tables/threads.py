@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analysis import growth
-from analysis.tables.base import F64, I64, BuildContext, CallRec, Columns, Row, S, Table
+from ctxtap.analysis import growth
+from ctxtap.analysis.tables.base import F64, I64, BuildContext, CallRec, Columns, Row, S, Table
 
 COLUMNS: Columns = [
     ("session_id", S, "Session."),

@@ -5,11 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from analysis.blockstore import BlockStore
-from analysis.protocols.registry import replayed_call
-from analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
-from analysis.toolcheck import check_call, offered_schemas
-from analysis.toolloop import ResultReading, canonical_arguments, read_result, shell_command, split_compound
+from ctxtap.analysis.blockstore import BlockStore
+from ctxtap.analysis.protocols.registry import replayed_call
+from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
+from ctxtap.analysis.toolcheck import check_call, offered_schemas
+from ctxtap.analysis.toolloop import (
+    ResultReading,
+    canonical_arguments,
+    read_result,
+    shell_command,
+    split_compound,
+)
 
 COLUMNS: Columns = [
     ("session_id", S, "Session."),

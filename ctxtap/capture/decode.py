@@ -16,7 +16,7 @@ import zlib
 import brotli
 import zstandard as zstd
 
-from redaction.base64_runs import looks_like_text
+from ctxtap.redaction.base64_runs import looks_like_text
 
 MAX_DECODED = 256 << 20  # decoded bytes kept at most (bigger than any model API accepts)
 _CUT = "the compressed stream ends before its end marker"

@@ -43,10 +43,10 @@ from ctxtap.capture.events import (
 from ctxtap.capture.private import private_dir
 from ctxtap.capture.spool import LOCK_NAME, SpoolFile
 from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
-from redaction.eventstream import EventStreamRedactor, looks_like_eventstream
-from redaction.json_stream import JsonStreamRedactor
-from redaction.layered import capture_redactor, ruleset_version
-from redaction.streams import Released, SseRedactor, StreamRedactor, looks_like_sse
+from ctxtap.redaction.eventstream import EventStreamRedactor, looks_like_eventstream
+from ctxtap.redaction.json_stream import JsonStreamRedactor
+from ctxtap.redaction.layered import capture_redactor, ruleset_version
+from ctxtap.redaction.streams import Released, SseRedactor, StreamRedactor, looks_like_sse
 
 if TYPE_CHECKING:  # the writer child saves a ManifestRecord and never imports pydantic
     from ctxtap.capture.manifest import Manifest

@@ -24,7 +24,7 @@ def run_demo(out: Path, turns: int = 3, echo=click.echo) -> dict:
     """Record the demo agents into `out`, analyse, render. Returns what happened."""
     from ctxtap.demo.agents import AGENTS, run_all
     from ctxtap.modelserver import ModelServer
-    from proxy_addons.runner import BackgroundProxy, ProxyConfig, client_env
+    from ctxtap.proxy_addons.runner import BackgroundProxy, ProxyConfig, client_env
 
     started = time.perf_counter()
     with ModelServer(script="long") as server:
@@ -46,15 +46,15 @@ def run_demo(out: Path, turns: int = 3, echo=click.echo) -> dict:
 
 def analyse_and_render(out: Path, echo=click.echo) -> Path | None:
     """Analyse the capture and render its report (when the reports package is installed)."""
-    from analysis.build import ensure_analysis
-    from analysis.db import connect
-    from analysis.summary import summary_lines
+    from ctxtap.analysis.build import ensure_analysis
+    from ctxtap.analysis.db import connect
+    from ctxtap.analysis.summary import summary_lines
 
     ensure_analysis(out)
     for line in summary_lines(connect([out])):
         echo(line)
     try:
-        from reports.html.render import render_capture_report
+        from ctxtap.reports.html.render import render_capture_report
     except ImportError:  # reports not built yet
         return None
     return render_capture_report([out])

@@ -38,8 +38,8 @@ def diff(a: str, b: str, as_json: bool, html_path: Path | None, ignore_ids: bool
       ctxtap diff 'captures/run-a#5f1c' 'captures/run-a#5f1c#4' -o diff.html
       ctxtap diff 'captures/run-a#13' 'captures/run-a@7e0b9'
     """
-    from analysis.db import connect
-    from analysis.rundiff import TargetError, mask_ids, parse_target, resolve, run_diff, text_lines
+    from ctxtap.analysis.db import connect
+    from ctxtap.analysis.rundiff import TargetError, mask_ids, parse_target, resolve, run_diff, text_lines
     from ctxtap.cli.failures import writable_dir_problem
     from ctxtap.cli.main import _ensure
 
@@ -59,7 +59,7 @@ def diff(a: str, b: str, as_json: bool, html_path: Path | None, ignore_ids: bool
     except (TargetError, LookupError) as exc:
         raise click.ClickException(str(exc).strip("'\"")) from None
     if html_path is not None:
-        from reports.html.diffpage import write_diff_page
+        from ctxtap.reports.html.diffpage import write_diff_page
 
         write_diff_page(result, html_path)
     if as_json:

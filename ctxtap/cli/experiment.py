@@ -80,8 +80,8 @@ def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int
     """Per variant: runs, passes, pass@k / pass^k, not-executed runs apart, p50/p95/max of turns,
     model and tool calls, tokens, cost, TTFT and end-to-end time; the layout diff between the first
     two variants; bootstrap intervals of the median differences. Reads partial experiments too."""
-    from analysis.experiment import experiment_report, report_json, report_lines
-    from analysis.rundiff import mask_ids
+    from ctxtap.analysis.experiment import experiment_report, report_json, report_lines
+    from ctxtap.analysis.rundiff import mask_ids
     from ctxtap.cli.failures import writable_dir_problem
 
     if html_path is not None:
@@ -93,7 +93,7 @@ def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
     if html_path is not None:
-        from reports.html.experimentpage import write_experiment_page
+        from ctxtap.reports.html.experimentpage import write_experiment_page
 
         write_experiment_page(rep, html_path)
     if as_json:

@@ -10,7 +10,7 @@ import json
 
 import click
 
-from analysis.explain import ExplainedRequest
+from ctxtap.analysis.explain import ExplainedRequest
 
 
 def explained_lines(requests: list[ExplainedRequest]) -> list[str]:
@@ -35,9 +35,9 @@ def explained_lines(requests: list[ExplainedRequest]) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="Print the same as JSON.")
 def layout(capture: str, explain: bool, session: str | None, as_json: bool) -> None:
     """Explain a capture's layout: each segment's label and the evidence it rests on."""
-    from analysis.db import connect
-    from analysis.explain import explain as explained
-    from analysis.requestref import RefError
+    from ctxtap.analysis.db import connect
+    from ctxtap.analysis.explain import explain as explained
+    from ctxtap.analysis.requestref import RefError
     from ctxtap.cli.main import _ensure, _open
 
     capture_id = _open(capture).manifest.capture_id

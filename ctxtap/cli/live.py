@@ -42,11 +42,11 @@ def serve(captures, ui_port, open_browser) -> None:
     Captures are analysed first if needed. A capture still being recorded is
     followed live (read-only). Ctrl-C stops the server.
     """
-    from analysis.live import LiveAnalysis
+    from ctxtap.analysis.live import LiveAnalysis
     from ctxtap.capture.store import Capture, CaptureError
     from ctxtap.cli.main import _ensure
-    from reports.live.server import LiveUI, PortInUse
-    from reports.live.sources import CaptureSource, DatasetError, LiveSource
+    from ctxtap.reports.live.server import LiveUI, PortInUse
+    from ctxtap.reports.live.sources import CaptureSource, DatasetError, LiveSource
 
     sources = []
     work: list[Path] = []

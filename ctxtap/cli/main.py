@@ -33,7 +33,7 @@ def _fail_if(problem: str | None) -> None:
 
 
 def _check_routes(routes) -> None:
-    from proxy_addons.router import parse_route
+    from ctxtap.proxy_addons.router import parse_route
 
     for spec in routes:
         try:
@@ -80,7 +80,7 @@ def _start_live(out: Path, live: bool, ui_port: int, open_browser: bool):
     recording goes on without it."""
     if not live:
         return None
-    from reports.live.launch import LiveStartError, start_live
+    from ctxtap.reports.live.launch import LiveStartError, start_live
 
     try:
         child = start_live(out, ui_port)
@@ -229,7 +229,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     """
     from ctxtap.cli import telemetry_env
     from ctxtap.cli.failures import capture_dir_problem, command_problem, listen_problem, loopback_problem
-    from proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
+    from ctxtap.proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
 
     not_runnable = command_problem(command[0])
     if not_runnable:
@@ -254,7 +254,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     env = dict(os.environ)
     env.update(client_env(proxy.port, "127.0.0.1" if listen_host in ("0.0.0.0", "::") else listen_host))
     if config.reverse:
-        from proxy_addons.base_urls import base_url_env
+        from ctxtap.proxy_addons.base_urls import base_url_env
 
         env.update(base_url_env(config.reverse))
         click.echo("ctxtap: base URLs -> " + ", ".join(f"{u} at 127.0.0.1:{p}" for u, p in config.reverse.items()),
@@ -313,7 +313,7 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
 
 def _reverse_ports() -> dict[str, int]:
     """A free loopback port per provider for `record --base-url` (proxy_addons.base_urls)."""
-    from proxy_addons.base_urls import UPSTREAMS, free_port
+    from ctxtap.proxy_addons.base_urls import UPSTREAMS, free_port
 
     return {upstream.url: free_port() for upstream in UPSTREAMS}
 
@@ -346,7 +346,7 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
     shell (or prefix a command with them) to record that command.
     """
     from ctxtap.cli.failures import capture_dir_problem, listen_problem
-    from proxy_addons.runner import ProxyConfig, ProxyStartError, client_env, run_foreground
+    from ctxtap.proxy_addons.runner import ProxyConfig, ProxyStartError, client_env, run_foreground
 
     _check_routes(routes)
     out = out or default_captures_dir() / new_capture_id()
@@ -415,7 +415,7 @@ def import_(files, out, model_hosts, record_all, redact, cwd, user, host, os_nam
     from ctxtap.capture.environment import RunEnvironment
     from ctxtap.cli.failures import capture_dir_problem
     from ctxtap.ingest.importer import ImportError_, import_files
-    from proxy_addons.recorder import parse_model_hosts
+    from ctxtap.proxy_addons.recorder import parse_model_hosts
 
     out = out or default_captures_dir() / new_capture_id()
     _fail_if(capture_dir_problem(out))
@@ -544,8 +544,8 @@ def _analysis_options(f):
 
 def _check_tables(prices, cache_rules) -> None:
     """A --prices or --cache-rules file that cannot be used fails before any analysis starts."""
-    from analysis.cachecheck import CacheRules
-    from analysis.prices import PriceTable
+    from ctxtap.analysis.cachecheck import CacheRules
+    from ctxtap.analysis.prices import PriceTable
 
     for option, path, loader, example in (("--prices", prices, PriceTable, "analysis/prices.toml"),
                                           ("--cache-rules", cache_rules, CacheRules, "analysis/cache_rules.toml")):
@@ -561,7 +561,7 @@ def _check_tables(prices, cache_rules) -> None:
 
 def _ensure(captures, prices=None, cache_rules=None, force=False, quiet=False) -> list[Path]:
     """Analyse captures whose dataset is missing or stale, with a progress bar on long ones."""
-    from analysis.build import AnalyzeOptions, ensure_analysis
+    from ctxtap.analysis.build import AnalyzeOptions, ensure_analysis
     from ctxtap.capture.store import CaptureError
     from ctxtap.cli.progress import steps
 
@@ -598,7 +598,7 @@ def analyze(captures, prices, cache_rules, force) -> None:
     """
     import json as _json
 
-    from analysis.db import dataset_dir
+    from ctxtap.analysis.db import dataset_dir
 
     for path in _ensure(captures, prices, cache_rules, force):
         meta = _json.loads((dataset_dir(path) / "_meta.json").read_text())
@@ -612,7 +612,7 @@ class _SqlCommand(click.Command):
     by hand fell behind (16 of 27)."""
 
     def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        from analysis.views import view_names
+        from ctxtap.analysis.views import view_names
 
         template = self.help or ""
         self.help = template.replace("{views}", ", ".join(view_names()))
@@ -645,8 +645,8 @@ def sql(args, fmt, max_rows, allow_external) -> None:
     for c in captures:
         if not Path(c).is_dir():
             raise click.UsageError(f"{c} is not a capture directory")
-    from analysis.db import connect
-    from analysis.sqlguard import SqlRefused, check_statements
+    from ctxtap.analysis.db import connect
+    from ctxtap.analysis.sqlguard import SqlRefused, check_statements
 
     try:  # before anything runs: DuckDB's allowed directories let a query write where it may read
         check_statements(query, allow_external, protected=[*map(Path, captures), default_captures_dir()])
@@ -720,8 +720,8 @@ def _print_relation(rel, fmt: str, max_rows: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the same figures as one JSON object instead of text.")
 def stats(captures, as_json) -> None:
     """A terminal summary: sessions, tokens, cache, cost, errors and the tool loop."""
-    from analysis.db import connect
-    from analysis.summary import data_lines, summary_data
+    from ctxtap.analysis.db import connect
+    from ctxtap.analysis.summary import data_lines, summary_data
 
     data = summary_data(connect(_ensure(captures, quiet=True)))
     if as_json:

@@ -27,8 +27,8 @@ def _headers(pairs: Sequence[str]) -> dict[str, str]:
 def _redactor(capture_dir: Path):
     from ctxtap.capture.paths import redaction_key
     from ctxtap.capture.store import Capture
-    from redaction import Redactor
-    from redaction.pii import PiiRedactor
+    from ctxtap.redaction import Redactor
+    from ctxtap.redaction.pii import PiiRedactor
 
     capture_id = Capture.open(capture_dir).manifest.capture_id
     cred = Redactor(redaction_key(), capture_id)
@@ -38,9 +38,9 @@ def _redactor(capture_dir: Path):
 
 def export_otel(capture_dir: Path, url: str | None, json_path: Path | None, header_pairs: Sequence[str],
                 content: bool) -> Iterator[str]:
-    from analysis.db import connect
-    from reports.otel.otlp import ExportError, send, traces_url, write_json
-    from reports.otel.spans import build_spans
+    from ctxtap.analysis.db import connect
+    from ctxtap.reports.otel.otlp import ExportError, send, traces_url, write_json
+    from ctxtap.reports.otel.spans import build_spans
 
     headers = _headers(header_pairs)
     if url:

@@ -55,8 +55,8 @@ def publish(capture: Path, clients: tuple[str, ...], out_dir: Path | None, elide
       ctxtap publish captures/20261129-101500-ab12cd --client codex -o codex-attachment
     """
     from ctxtap.cli.failures import writable_dir_problem
-    from reports.publish.publisher import PublishError, PublishOptions, default_out_dir
-    from reports.publish.publisher import publish as run
+    from ctxtap.reports.publish.publisher import PublishError, PublishOptions, default_out_dir
+    from ctxtap.reports.publish.publisher import publish as run
 
     problem = writable_dir_problem((out_dir or default_out_dir(capture)).parent, "-o")
     if problem:

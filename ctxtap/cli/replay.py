@@ -111,8 +111,8 @@ def replay(capture: Path, command: tuple[str, ...], out: Path | None, speed: flo
 
 
 def _readonly(cassette, command: list[str], out: Path, speed: float, strict: bool, max_body_bytes: int) -> None:
+    from ctxtap.proxy_addons.runner import ProxyStartError
     from ctxtap.replay.readonly import preamble, run_readonly
-    from proxy_addons.runner import ProxyStartError
 
     def echo(line: str) -> None:
         click.echo(f"ctxtap replay: {line}", err=True)

@@ -15,7 +15,7 @@ def _echo(line: str) -> None:
 
 
 def _cost(planned) -> float | None:
-    from analysis.prices import PriceTable
+    from ctxtap.analysis.prices import PriceTable
 
     table = PriceTable.load()
     total, known = 0.0, False
@@ -36,9 +36,9 @@ def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | N
                 strip_timestamps: bool, move_dynamic_after_breakpoint: bool, sort_tools: bool,
                 drop_blocks: list[str], breakpoints: list[int], allow_placeholders: bool, yes: bool,
                 diagnostics: bool = False) -> int:
+    from ctxtap.proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
     from ctxtap.replay.readonly import replay_link
     from ctxtap.replay.send import SendError, Transforms, credentials, plan, request_headers, select, send_all
-    from proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
 
     if not upstream:
         raise click.UsageError("--send needs --upstream URL (the provider endpoint to re-send to)")
@@ -103,7 +103,7 @@ def send_replay(cassette, out: Path, *, upstream: str | None, thread_id: str | N
 def _threads(source: Path):
     """A recorded call's thread, from the source capture's analysis (the diagnostics baseline is the
     thread's previous answer)."""
-    from analysis.db import connect, fetch_rows
+    from ctxtap.analysis.db import connect, fetch_rows
 
     rows = fetch_rows(connect([source]), "SELECT flow_id, ws_index, thread_id FROM requests")
     threads = {_key(r): r["thread_id"] for r in rows}
@@ -116,10 +116,10 @@ def _key(row: dict) -> str:
 
 def compare_lines(source: Path, new: Path, src_id: str, source_keys: list[str]) -> list[str]:
     """Cache reads, cost and latency of the re-sent requests against the recorded ones, with the diff engine."""
-    from analysis.build import ensure_analysis
-    from analysis.db import connect, fetch_rows
-    from analysis.diff import request_diff
-    from analysis.volatile import normalise
+    from ctxtap.analysis.build import ensure_analysis
+    from ctxtap.analysis.db import connect, fetch_rows
+    from ctxtap.analysis.diff import request_diff
+    from ctxtap.analysis.volatile import normalise
 
     ensure_analysis(source)
     ensure_analysis(new)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from reports.html.output import COMPARISON_DEFAULT, default_output
+from ctxtap.reports.html.output import COMPARISON_DEFAULT, default_output
 
 
 @click.command(name="report")
@@ -39,7 +39,7 @@ def report(captures: tuple[Path, ...], output: Path | None, title: str | None, m
     """
     from ctxtap.capture.store import CaptureError
     from ctxtap.cli.failures import writable_dir_problem
-    from reports.html.render import render_report
+    from ctxtap.reports.html.render import render_report
 
     paths = list(captures)
     out = output or default_output(paths)

@@ -45,7 +45,7 @@ class SharedProxy:
     """One in-process recording proxy whose capture moves from run to run."""
 
     def __init__(self, first_capture: Path, routes: list[str]) -> None:
-        from proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
+        from ctxtap.proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
 
         try:
             self._proxy = BackgroundProxy(ProxyConfig(out=first_capture, routes=list(routes),

@@ -28,9 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.build import ensure_analysis
-from analysis.db import connect
-from analysis.experiment import (
+from ctxtap import __version__
+from ctxtap.analysis.build import ensure_analysis
+from ctxtap.analysis.db import connect
+from ctxtap.analysis.experiment import (
     MANIFEST,
     RUN_FILE,
     RUNS_DIR,
@@ -39,12 +40,11 @@ from analysis.experiment import (
     read_manifest,
     read_runs,
 )
-from ctxtap import __version__
 from ctxtap.capture.paths import redaction_key
 from ctxtap.capture.private import private_dir, tighten, user_umask
 from ctxtap.experiment.proxy import SharedProxy, start_proxy
 from ctxtap.experiment.spec import Spec, fill, fixture_digest
-from redaction.redactor import Redactor
+from ctxtap.redaction.redactor import Redactor
 
 LOG_TAIL = 20_000  # bytes of the command's stdout/stderr kept per run (redacted)
 KILL_GRACE_S = 5.0

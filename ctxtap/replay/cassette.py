@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.protocols import registry
-from analysis.protocols.registry import RequestContext
-from analysis.volatile import normalise
+from ctxtap.analysis.protocols import registry
+from ctxtap.analysis.protocols.registry import RequestContext
+from ctxtap.analysis.volatile import normalise
 from ctxtap.capture.store import Capture, CaptureError
 
 # Response headers that describe the recorded transfer, not the content: the replay server
@@ -211,8 +211,8 @@ def number_calls(cassette: Cassette) -> None:
     """Give each call its request number in its session from the capture's analysis (made if needed), so
     replay names requests as every other page and command does; a capture that cannot be analysed keeps
     its calls numbered by their place in it."""
-    from analysis.build import ensure_analysis
-    from analysis.db import connect, fetch_rows
+    from ctxtap.analysis.build import ensure_analysis
+    from ctxtap.analysis.db import connect, fetch_rows
 
     try:
         ensure_analysis(cassette.directory)

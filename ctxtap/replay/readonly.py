@@ -56,7 +56,7 @@ def run_readonly(cassette: Cassette, command: list[str], out: Path, *, speed: fl
                  model_hosts: list[str] | None = None, echo: Callable[[str], None] = print,
                  max_body_bytes: int = MAX_BODY_BYTES) -> ReplayRun:
     """Run `command` against the cassette; raises ProxyStartError / OSError before the command starts."""
-    from proxy_addons.runner import BackgroundProxy, ProxyConfig, client_env
+    from ctxtap.proxy_addons.runner import BackgroundProxy, ProxyConfig, client_env
 
     link = replay_link(cassette, "cassette", speed=speed)
     with ReplayServer(cassette, speed=speed, max_body_bytes=max_body_bytes) as server:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from analysis import cachediag
-from analysis.canonical import loads
-from analysis.protocols import registry
-from analysis.protocols.editing import (
+from ctxtap.analysis import cachediag
+from ctxtap.analysis.canonical import loads
+from ctxtap.analysis.protocols import registry
+from ctxtap.analysis.protocols.editing import (
     DropBlock,
     Edit,
     EditError,
@@ -29,9 +29,9 @@ from analysis.protocols.editing import (
     SetCacheBreakpoint,
     rebuild,
 )
-from analysis.volatile import PATTERNS
+from ctxtap.analysis.volatile import PATTERNS
+from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 from ctxtap.replay.cassette import Block, Cassette, Recorded
-from redaction.placeholder import PLACEHOLDER_RE
 
 # provider -> (environment variable(s), header, value template)
 CREDENTIALS: dict[str, tuple[tuple[str, ...], str, str]] = {
@@ -359,9 +359,9 @@ def select(cassette: Cassette, source: Path, thread_id: str | None, session_id: 
     or a unique start of one), or one request (`request`: its number, `#N` or `SESSION#N`, or its id or a
     unique start of one, as `analysis.requestref` reads them), in order; only answered requests (a 429
     and its retry are one request)."""
-    from analysis.build import ensure_analysis
-    from analysis.db import connect, fetch_rows
-    from analysis.requestref import RefError, resolve_request, resolve_session
+    from ctxtap.analysis.build import ensure_analysis
+    from ctxtap.analysis.db import connect, fetch_rows
+    from ctxtap.analysis.requestref import RefError, resolve_request, resolve_session
 
     ensure_analysis(source)
     con = connect([source])

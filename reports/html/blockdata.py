@@ -33,7 +33,7 @@ from typing import Any
 
 import duckdb
 
-from reports.html.palette import js_palette, source_index
+from ctxtap.reports.html.palette import js_palette, source_index
 
 MAX_BLOCK_BYTES = 64_000  # no single text is embedded beyond this, whatever the budget
 MIN_CAP_BYTES = 2_000  # below this a preview stops being useful; the budget yields instead

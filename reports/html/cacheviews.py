@@ -12,8 +12,8 @@ from collections import defaultdict
 
 import duckdb
 
-from reports.html.budget import sql_command, sql_str
-from reports.html.model import CacheViews, CaptureInfo, LeftOut, Row, fetch
+from ctxtap.reports.html.budget import sql_command, sql_str
+from ctxtap.reports.html.model import CacheViews, CaptureInfo, LeftOut, Row, fetch
 
 MAX_ROWS = 40
 _ORDER = {"disagree": 0, "agree": 1, "unknown": 2}

@@ -15,9 +15,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports.html import palette
-from reports.html.formatting import compact, duration_ms, num, seconds, size
-from reports.html.svg import (
+from ctxtap.reports.html import palette
+from ctxtap.reports.html.formatting import compact, duration_ms, num, seconds, size
+from ctxtap.reports.html.svg import (
     Frame,
     Scale,
     esc,

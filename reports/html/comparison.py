@@ -10,9 +10,9 @@ from collections import defaultdict
 
 import duckdb
 
-from reports.html import charts
-from reports.html.blockdata import BlockData, Ribbon, RibbonRow
-from reports.html.model import CaptureInfo, Comparison, ComparisonRow, SessionView, fetch
+from ctxtap.reports.html import charts
+from ctxtap.reports.html.blockdata import BlockData, Ribbon, RibbonRow
+from ctxtap.reports.html.model import CaptureInfo, Comparison, ComparisonRow, SessionView, fetch
 
 
 def build_comparison(per_capture: list[tuple[CaptureInfo, duckdb.DuckDBPyConnection, list[SessionView]]],
@@ -61,7 +61,7 @@ def build_comparison(per_capture: list[tuple[CaptureInfo, duckdb.DuckDBPyConnect
 
 
 def _source_order() -> list[str]:
-    from reports.html.palette import SOURCES
+    from ctxtap.reports.html.palette import SOURCES
 
     return [s.name for s in SOURCES]
 

@@ -14,15 +14,15 @@ from pathlib import Path
 
 import duckdb
 
-from reports.html.blockdata import MIN_CAP_BYTES, TEXT_ENTRY_MIN_BYTES, BlockData
-from reports.html.budget import Detail, ctxtap_sql
-from reports.html.comparison import build_comparison
-from reports.html.effects import build_effects
-from reports.html.events import MAX_DRAWN, MAX_DRAWN_BUDGETED, build_events
-from reports.html.evidence import build_evidence
-from reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
-from reports.html.overview import build_overview
-from reports.html.sessions import build_sessions
+from ctxtap.reports.html.blockdata import MIN_CAP_BYTES, TEXT_ENTRY_MIN_BYTES, BlockData
+from ctxtap.reports.html.budget import Detail, ctxtap_sql
+from ctxtap.reports.html.comparison import build_comparison
+from ctxtap.reports.html.effects import build_effects
+from ctxtap.reports.html.events import MAX_DRAWN, MAX_DRAWN_BUDGETED, build_events
+from ctxtap.reports.html.evidence import build_evidence
+from ctxtap.reports.html.model import LARGE_TABLE, CaptureInfo, ReportContext, SessionView
+from ctxtap.reports.html.overview import build_overview
+from ctxtap.reports.html.sessions import build_sessions
 
 __all__ = ["LARGE_TABLE", "Connections", "ReportContext", "build_context", "capture_info"]
 
@@ -36,7 +36,7 @@ class Connections:
         self._open: dict[tuple[Path, ...], duckdb.DuckDBPyConnection] = {}
 
     def get(self, captures: Sequence[Path]) -> duckdb.DuckDBPyConnection:
-        from analysis.db import connect
+        from ctxtap.analysis.db import connect
 
         key = tuple(Path(p) for p in captures)
         if key not in self._open:

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from markupsafe import Markup
 
-from analysis.diff import BlockChange
-from analysis.rundiff import Run, RunDiff, fmt_delta, fmt_value, verdict
 from ctxtap import __version__
-from reports.html import palette
-from reports.html.output import write_private
-from reports.html.render import _static, environment
+from ctxtap.analysis.diff import BlockChange
+from ctxtap.analysis.rundiff import Run, RunDiff, fmt_delta, fmt_value, verdict
+from ctxtap.reports.html import palette
+from ctxtap.reports.html.output import write_private
+from ctxtap.reports.html.render import _static, environment
 
 OP_LABELS = {"same": "same", "changed": "changed", "moved": "moved", "only_a": "only in A", "only_b": "only in B"}
 MAX_BLOCK_ROWS = 400

@@ -13,9 +13,9 @@ from typing import Any
 
 import duckdb
 
-from analysis.constraints import Gates, check
-from reports.html.budget import ctxtap_sql
-from reports.html.model import CaptureEffects, CaptureInfo, Effects, GateLine, SessionView, fetch
+from ctxtap.analysis.constraints import Gates, check
+from ctxtap.reports.html.budget import ctxtap_sql
+from ctxtap.reports.html.model import CaptureEffects, CaptureInfo, Effects, GateLine, SessionView, fetch
 
 MAX_NAMED = 12  # paths named in one sentence; the rest are counted
 

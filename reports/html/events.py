@@ -10,11 +10,11 @@ from collections.abc import Sequence
 import duckdb
 from markupsafe import Markup
 
-from reports.html import palette
-from reports.html.budget import sql_command, sql_str
-from reports.html.formatting import compact, duration_ms
-from reports.html.model import CaptureInfo, EventsView, LeftOut, Row, fetch
-from reports.html.svg import Frame, Scale, esc, f, legend_html, nice_ticks, open_svg, x_axis
+from ctxtap.reports.html import palette
+from ctxtap.reports.html.budget import sql_command, sql_str
+from ctxtap.reports.html.formatting import compact, duration_ms
+from ctxtap.reports.html.model import CaptureInfo, EventsView, LeftOut, Row, fetch
+from ctxtap.reports.html.svg import Frame, Scale, esc, f, legend_html, nice_ticks, open_svg, x_axis
 
 MAX_DRAWN = 400  # model calls and tool runs drawn per session; the rest are listed by a query
 MAX_DRAWN_BUDGETED = 100  # the same when the report is within a size budget (huge captures)

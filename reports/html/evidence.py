@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 import duckdb
 
-from analysis.tables.network import NOT_SEEN
-from reports.html.budget import ctxtap_sql
-from reports.html.formatting import num
-from reports.html.model import (
+from ctxtap.analysis.tables.network import NOT_SEEN
+from ctxtap.reports.html.budget import ctxtap_sql
+from ctxtap.reports.html.formatting import num
+from ctxtap.reports.html.model import (
     CaptureInfo,
     CaptureNetwork,
     Evidence,

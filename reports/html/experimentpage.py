@@ -13,11 +13,11 @@ from pathlib import Path
 
 from markupsafe import Markup, escape
 
-from analysis.experiment import ExperimentReport
 from ctxtap import __version__
-from reports.html import palette
-from reports.html.output import write_private
-from reports.html.render import _static, environment
+from ctxtap.analysis.experiment import ExperimentReport
+from ctxtap.reports.html import palette
+from ctxtap.reports.html.output import write_private
+from ctxtap.reports.html.render import _static, environment
 
 SERIES = (palette.BLUE, palette.ORANGE, palette.GREEN, palette.PURPLE, palette.VERMILLION, palette.SKY)
 WIDTH, ROW, PAD = 560, 22, 120

@@ -13,9 +13,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from analysis.db import fetch_rows
-from reports.html.blockdata import BlockData, Ribbon
-from reports.html.budget import Detail
+from ctxtap.analysis.db import fetch_rows
+from ctxtap.reports.html.blockdata import BlockData, Ribbon
+from ctxtap.reports.html.budget import Detail
 
 Row = dict[str, Any]
 

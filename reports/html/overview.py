@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import duckdb
 
-from reports.html.model import ClientRow, Overview, Row, fetch
+from ctxtap.reports.html.model import ClientRow, Overview, Row, fetch
 
 
 def build_overview(con: duckdb.DuckDBPyConnection) -> Overview:

@@ -27,11 +27,11 @@ import jinja2
 from markupsafe import Markup, escape
 
 from ctxtap import __version__
-from reports.html import palette
-from reports.html.budget import PAGE_SHARE, Detail, first_detail
-from reports.html.context import LARGE_TABLE, Connections, ReportContext, build_context, plan_inputs
-from reports.html.formatting import FILTERS, num, size
-from reports.html.output import default_output, write_private
+from ctxtap.reports.html import palette
+from ctxtap.reports.html.budget import PAGE_SHARE, Detail, first_detail
+from ctxtap.reports.html.context import LARGE_TABLE, Connections, ReportContext, build_context, plan_inputs
+from ctxtap.reports.html.formatting import FILTERS, num, size
+from ctxtap.reports.html.output import default_output, write_private
 
 DEFAULT_MAX_BYTES = 5_000_000
 MIN_TEXT_BUDGET = 50_000
@@ -56,14 +56,14 @@ class RenderResult:
 
 
 def _static(name: str) -> str:
-    return resources.files("reports.html").joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files("ctxtap.reports.html").joinpath("static", name).read_text(encoding="utf-8")
 
 
 @functools.cache
 def environment() -> jinja2.Environment:
     """One environment per process: its templates are compiled once, not on every render."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("reports.html", "templates"),
+        loader=jinja2.PackageLoader("ctxtap.reports.html", "templates"),
         autoescape=True,  # every template, whatever its extension: block texts are untrusted
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -123,7 +123,7 @@ def _text_notes(ctx: ReportContext) -> list[str]:
 def render_report(captures: Sequence[Path], out: Path, *, title: str | None = None,
                   max_bytes: int = DEFAULT_MAX_BYTES, analyse: bool = True) -> RenderResult:
     """Analyse the captures if needed, then write the report to `out` (atomically)."""
-    from analysis.build import ensure_analysis
+    from ctxtap.analysis.build import ensure_analysis
 
     start = time.perf_counter()
     paths = list(dict.fromkeys(Path(c).resolve() for c in captures))  # the same capture twice is one

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 import duckdb
 from markupsafe import Markup
 
-from reports.html import charts
-from reports.html.blockdata import BlockData, Ribbon, RibbonRow
-from reports.html.budget import Detail, head_and_tail, sql_command, sql_str
-from reports.html.cacheviews import build_cache_views
-from reports.html.formatting import num, short_id
-from reports.html.model import (
+from ctxtap.reports.html import charts
+from ctxtap.reports.html.blockdata import BlockData, Ribbon, RibbonRow
+from ctxtap.reports.html.budget import Detail, head_and_tail, sql_command, sql_str
+from ctxtap.reports.html.cacheviews import build_cache_views
+from ctxtap.reports.html.formatting import num, short_id
+from ctxtap.reports.html.model import (
     REQUESTS_SQL,
     CacheEvent,
     CaptureInfo,

@@ -14,7 +14,7 @@ from html import escape
 
 from markupsafe import Markup
 
-from reports.html.formatting import compact
+from ctxtap.reports.html.formatting import compact
 
 FONT = 11
 

@@ -26,7 +26,7 @@ NICE = 5  # below the proxy, not so far below that a busy machine starves the vi
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m reports.live.follow")
+    parser = argparse.ArgumentParser(prog="python -m ctxtap.reports.live.follow")
     parser.add_argument("capture")
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args(argv)
@@ -38,9 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     if not token:
         print("error no access token given", flush=True)
         return 2
-    from analysis.live import LiveAnalysis
-    from reports.live.server import LiveUI, PortInUse
-    from reports.live.sources import LiveSource
+    from ctxtap.analysis.live import LiveAnalysis
+    from ctxtap.reports.live.server import LiveUI, PortInUse
+    from ctxtap.reports.live.sources import LiveSource
 
     work = Path(tempfile.mkdtemp(prefix="ctxtap-live-"))
     stop = threading.Event()

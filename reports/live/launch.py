@@ -9,7 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
-from reports.live.follow import TOKEN_ENV
+import ctxtap
+from ctxtap.reports.live.follow import TOKEN_ENV
 
 START_TIMEOUT = 60.0  # the child imports DuckDB, pyarrow and the analyzer before it answers
 
@@ -41,13 +42,13 @@ class LiveChild:
 
 
 def start_live(capture_dir: Path, port: int = 0) -> LiveChild:
-    """Start `python -m reports.live.follow CAPTURE` and wait for its `ready <port>` line."""
+    """Start `python -m ctxtap.reports.live.follow CAPTURE` and wait for its `ready <port>` line."""
     token = secrets.token_urlsafe(24)
     env = dict(os.environ)
     env[TOKEN_ENV] = token
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(ctxtap.__file__).resolve().parents[1])  # the folder that holds the package
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    proc = subprocess.Popen([sys.executable, "-m", "reports.live.follow", str(capture_dir), "--port", str(port)],
+    proc = subprocess.Popen([sys.executable, "-m", "ctxtap.reports.live.follow", str(capture_dir), "--port", str(port)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
     line: list[str] = []
     reader = threading.Thread(target=lambda: line.append(proc.stdout.readline() if proc.stdout else ""), daemon=True)

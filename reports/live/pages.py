@@ -13,18 +13,18 @@ import jinja2
 from markupsafe import Markup
 
 from ctxtap import __version__
-from reports.html import palette
-from reports.html.blockdata import BlockData, Ribbon, RibbonRow, json_for_script
-from reports.html.formatting import FILTERS
-from reports.live.sources import CaptureSource
+from ctxtap.reports.html import palette
+from ctxtap.reports.html.blockdata import BlockData, Ribbon, RibbonRow, json_for_script
+from ctxtap.reports.html.formatting import FILTERS
+from ctxtap.reports.live.sources import CaptureSource
 
 TEXT_BUDGET = 4_000_000  # bytes of block text one request page embeds (longer texts: head and tail)
 
 
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.ChoiceLoader([jinja2.PackageLoader("reports.live", "templates"),
-                                    jinja2.PackageLoader("reports.html", "templates")]),
+        loader=jinja2.ChoiceLoader([jinja2.PackageLoader("ctxtap.reports.live", "templates"),
+                                    jinja2.PackageLoader("ctxtap.reports.html", "templates")]),
         autoescape=True,  # captured text is untrusted everywhere
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
     )
@@ -36,7 +36,7 @@ def environment() -> jinja2.Environment:
 
 def static_file(name: str) -> bytes | None:
     """A file of the live view's or the report's static assets (report.js and report.css are shared)."""
-    for package in ("reports.live", "reports.html"):
+    for package in ("ctxtap.reports.live", "ctxtap.reports.html"):
         path = resources.files(package).joinpath("static", name)
         if path.is_file():
             return path.read_bytes()

@@ -13,9 +13,9 @@ from typing import Any
 
 from markupsafe import Markup
 
-from reports.html import charts, palette
-from reports.html.sessions import _binned_thread, thread_label
-from reports.live.sources import CaptureSource
+from ctxtap.reports.html import charts, palette
+from ctxtap.reports.html.sessions import _binned_thread, thread_label
+from ctxtap.reports.live.sources import CaptureSource
 
 Row = dict[str, Any]
 MAX_PAGE = 500
@@ -219,8 +219,8 @@ def resolve_request(src: CaptureSource, ref: str, session_id: str | None = None)
     """A request id from what a user typed, read as `ctxtap diff` and `replay` read it (`analysis.requestref`):
     a full id or the start of one, or the request's number (`#13`; `SESSION#13`, or in `session_id`, where
     the capture holds several sessions). None when it names no request or more than one."""
-    from analysis.requestref import RefError
-    from analysis.requestref import resolve_request as resolve
+    from ctxtap.analysis.requestref import RefError
+    from ctxtap.analysis.requestref import resolve_request as resolve
 
     ids = src.rows("SELECT capture_id FROM captures LIMIT 1")
     if not ids:
@@ -233,8 +233,8 @@ def resolve_request(src: CaptureSource, ref: str, session_id: str | None = None)
 
 def request_pair_diff(src: CaptureSource, b: str, a: str | None = None) -> dict[str, Any]:
     """Request B against A (default: B's thread predecessor), with the shared diff of `analysis.diff`."""
-    from analysis.diff import request_diff
-    from reports.html.diffpage import OP_LABELS, DiffBlockRow, _fill, _lines
+    from ctxtap.analysis.diff import request_diff
+    from ctxtap.reports.html.diffpage import OP_LABELS, DiffBlockRow, _fill, _lines
 
     d = request_diff(src.cursor(), b) if a is None else request_diff(src.cursor(), a, b)
     rows = []

@@ -30,8 +30,8 @@ import tornado.httpserver
 import tornado.netutil
 import tornado.web
 
-from reports.live import pages, queries
-from reports.live.sources import CaptureSource, DatasetError
+from ctxtap.reports.live import pages, queries
+from ctxtap.reports.live.sources import CaptureSource, DatasetError
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")

@@ -16,8 +16,8 @@ from typing import Any
 
 import duckdb
 
-from analysis.db import connect, fetch_rows, point_at
-from analysis.live import LiveAnalysis, stored_flow
+from ctxtap.analysis.db import connect, fetch_rows, point_at
+from ctxtap.analysis.live import LiveAnalysis, stored_flow
 
 
 class DatasetError(Exception):

@@ -21,7 +21,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, St
 from opentelemetry.proto.trace.v1.trace_pb2 import Span as PbSpan
 
 from ctxtap import __version__
-from reports.otel.spans import SERVICE_NAME, Span
+from ctxtap.reports.otel.spans import SERVICE_NAME, Span
 
 _KINDS = {"internal": PbSpan.SPAN_KIND_INTERNAL, "client": PbSpan.SPAN_KIND_CLIENT}
 BATCH = 2000  # spans per export request

@@ -31,13 +31,13 @@ from typing import Any
 
 from ctxtap import __version__
 from ctxtap.capture.private import private_dir, tighten
-from redaction import PLACEHOLDER_RE, RULESET_VERSION, Redactor
-from redaction.identity import Identity
-from redaction.pii import PII_RULESET_VERSION, PiiRedactor
-from redaction.pii_rules import NUMBERED_RE
-from redaction.publish_scan import DETECT_SECRETS_PLUGINS, DETECTORS, Finding, scan_tree
-from reports.publish.build import AttachmentBuilder, BuildOptions, CaptureData, Cleaner, load_capture
-from reports.publish.render import write_attachment
+from ctxtap.redaction import PLACEHOLDER_RE, RULESET_VERSION, Redactor
+from ctxtap.redaction.identity import Identity
+from ctxtap.redaction.pii import PII_RULESET_VERSION, PiiRedactor
+from ctxtap.redaction.pii_rules import NUMBERED_RE
+from ctxtap.redaction.publish_scan import DETECT_SECRETS_PLUGINS, DETECTORS, Finding, scan_tree
+from ctxtap.reports.publish.build import AttachmentBuilder, BuildOptions, CaptureData, Cleaner, load_capture
+from ctxtap.reports.publish.render import write_attachment
 
 COVERAGE = (
     "Every model request this client made in the capture. Threads (the main loop, subagents) come "
@@ -194,8 +194,8 @@ class Prepared:
 
 def prepare(capture_dir: Path, options: PublishOptions | None = None) -> Prepared:
     """Steps 1-3: read the capture, learn the user, build every requested client's attachment."""
-    from analysis.build import ensure_analysis
-    from analysis.db import connect
+    from ctxtap.analysis.build import ensure_analysis
+    from ctxtap.analysis.db import connect
     from ctxtap.capture.paths import redaction_key
 
     options = options or PublishOptions()

@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from reports.publish.build import BLOCK_FIELDS, block_records, ranges_of
+from ctxtap.reports.publish.build import BLOCK_FIELDS, block_records, ranges_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 _BACKTICKS_RE = re.compile(r"`+")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect
+from ctxtap.analysis.db import connect
 from ctxtap.capture.store import Capture
 from tests.proxyharness import all_stored_bytes, run_ctxtap
 from tests.realcli.clis import CLIS

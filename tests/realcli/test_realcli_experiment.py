@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.db import connect
+from ctxtap.analysis.db import connect
 from tests.proxyharness import ROOT
 from tests.realcli import workspace
 from tests.realcli.clis import CLIS, TASK

@@ -31,7 +31,7 @@ from urllib.parse import quote, unquote_to_bytes
 import ahocorasick
 import zstandard
 
-import redaction
+from ctxtap import redaction
 from ctxtap.capture.events import (
     RequestEvent,
     ResponseChunk,
@@ -640,7 +640,7 @@ def fp_examples(examples: list[Example]) -> list[Example]:
 
 def count_false_positives(examples: list[Example]) -> dict[str, tuple[int, int]]:
     """source -> (fps altered by the capture redactor, fps) for the upstream `fps` in a tool result."""
-    from redaction import Redactor
+    from ctxtap.redaction import Redactor
 
     redactor = Redactor(KEY, "fps")
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
