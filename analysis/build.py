@@ -20,17 +20,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ctxtap import __version__
-from ctxtap.analysis import runfacts, tokens
-from ctxtap.analysis.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
-from ctxtap.analysis.blockscan import BlockKey
-from ctxtap.analysis.blockstore import BlockStore
-from ctxtap.analysis.cachecheck import CacheRules
+from ctxtap.analysis.blocks.blockscan import BlockKey
+from ctxtap.analysis.blocks.blockstore import BlockStore
+from ctxtap.analysis.cache.cachecheck import DEFAULT_RULES, CacheRules
+from ctxtap.analysis.cache.prices import PriceTable
 from ctxtap.analysis.db import dataset_dir
-from ctxtap.analysis.memo import ParseMemo
-from ctxtap.analysis.parse import parse_exchanges
-from ctxtap.analysis.prices import PriceTable
-from ctxtap.analysis.sessions import SessionAssigner, TurnFacts
+from ctxtap.analysis.parsing import tokens
+from ctxtap.analysis.parsing.memo import ParseMemo
+from ctxtap.analysis.parsing.parse import parse_exchanges
+from ctxtap.analysis.rules.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
 from ctxtap.analysis.tables import TABLES, BuildContext, CallRec
+from ctxtap.analysis.threads import runfacts
+from ctxtap.analysis.threads.sessions import SessionAssigner, TurnFacts
 from ctxtap.capture.private import tighten
 from ctxtap.capture.store import Capture
 
@@ -72,7 +73,7 @@ def fingerprint(capture: Capture, prices: PriceTable, rules_path: Path | None) -
         "ctxtap_version": __version__, "analysis_version": ANALYSIS_VERSION,
         "capture_id": capture.manifest.capture_id, "capture_status": capture.manifest.status,
         "files": files, "prices": prices.digest, "cache_rules": rules,
-        "cache_rules_default": (Path(__file__).with_name("cache_rules.toml")).read_text(),
+        "cache_rules_default": DEFAULT_RULES.read_text(),
     }
 
 

@@ -27,16 +27,17 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from ctxtap.analysis import runfacts, tokens
-from ctxtap.analysis.blockstore import BlockStore
+from ctxtap.analysis.blocks.blockstore import BlockStore
+from ctxtap.analysis.blocks.sequences import shared_prefix
 from ctxtap.analysis.build import ANALYSIS_VERSION, add_call, write_dataset
-from ctxtap.analysis.cachecheck import CacheRules
-from ctxtap.analysis.memo import ParseMemo
-from ctxtap.analysis.parse import ParseState, parse_exchange
-from ctxtap.analysis.prices import PriceTable
-from ctxtap.analysis.sequences import shared_prefix
-from ctxtap.analysis.sessions import SessionAssigner
+from ctxtap.analysis.cache.cachecheck import CacheRules
+from ctxtap.analysis.cache.prices import PriceTable
+from ctxtap.analysis.parsing import tokens
+from ctxtap.analysis.parsing.memo import ParseMemo
+from ctxtap.analysis.parsing.parse import ParseState, parse_exchange
 from ctxtap.analysis.tables import TABLES, BuildContext, CallRec
+from ctxtap.analysis.threads import runfacts
+from ctxtap.analysis.threads.sessions import SessionAssigner
 from ctxtap.capture.finalize import FLOWS_FILE, WS_FILE, TelemetrySink, assemble
 from ctxtap.capture.manifest import MANIFEST_NAME, Manifest
 from ctxtap.capture.schema import FLOWS_SCHEMA, WS_SCHEMA

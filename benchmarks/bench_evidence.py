@@ -30,9 +30,9 @@ EVIDENCE_TABLES = ("exposures", "network", "retries")
 
 def measure(capture: Path) -> dict:
     from ctxtap.analysis import build as build_mod
-    from ctxtap.analysis.cachecheck import CacheRules
+    from ctxtap.analysis.cache.cachecheck import CacheRules
+    from ctxtap.analysis.cache.prices import PriceTable
     from ctxtap.analysis.db import connect
-    from ctxtap.analysis.prices import PriceTable
     from ctxtap.analysis.tables import TABLES
     from ctxtap.capture.store import Capture
     from ctxtap.reports.otel.otlp import to_request

@@ -30,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxtap.analysis.experiment import read_runs  # noqa: E402
+from ctxtap.analysis.compare.experiment import read_runs  # noqa: E402
 from ctxtap.experiment.proxy import start_proxy  # noqa: E402
 from ctxtap.experiment.runner import run_experiment  # noqa: E402
 from ctxtap.experiment.spec import load_spec  # noqa: E402

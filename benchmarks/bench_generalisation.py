@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxtap.analysis import tokens  # noqa: E402
-from ctxtap.analysis.models import ModelCall  # noqa: E402
-from ctxtap.analysis.parse import parse_exchanges  # noqa: E402
-from ctxtap.analysis.sessions import SIDE_PURPOSES, SessionAssigner  # noqa: E402
+from ctxtap.analysis.parsing import tokens  # noqa: E402
+from ctxtap.analysis.parsing.models import ModelCall  # noqa: E402
+from ctxtap.analysis.parsing.parse import parse_exchanges  # noqa: E402
+from ctxtap.analysis.threads.sessions import SIDE_PURPOSES, SessionAssigner  # noqa: E402
 
 REFERENCES = ROOT / "benchmarks" / "reference_layouts"
 FIXTURES = ROOT / "tests" / "fixtures" / "realcli"

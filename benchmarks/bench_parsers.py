@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ctxtap.analysis.parse import parse_exchanges  # noqa: E402
+from ctxtap.analysis.parsing.parse import parse_exchanges  # noqa: E402
 from tests import corpus  # noqa: E402
 
 

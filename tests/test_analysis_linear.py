@@ -19,18 +19,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxtap.analysis.blocks import BlockDraft
-from ctxtap.analysis.blockscan import BlockKey, BlockScan
-from ctxtap.analysis.blockstore import BlockStore, extend_runs, patch_runs, runs_upto, to_runs
+from ctxtap.analysis.blocks.blockscan import BlockKey, BlockScan
+from ctxtap.analysis.blocks.blockstore import BlockStore, extend_runs, patch_runs, runs_upto, to_runs
+from ctxtap.analysis.blocks.drafts import BlockDraft
+from ctxtap.analysis.blocks.sequences import align, identical_prefix, shared_bytes, shared_prefix
 from ctxtap.analysis.build import build
-from ctxtap.analysis.cachecheck import CacheRules
-from ctxtap.analysis.memo import ParseMemo
-from ctxtap.analysis.models import Block
-from ctxtap.analysis.parse import parse_exchanges
-from ctxtap.analysis.prices import PriceTable
+from ctxtap.analysis.cache.cachecheck import CacheRules
+from ctxtap.analysis.cache.prices import PriceTable
+from ctxtap.analysis.parsing.memo import ParseMemo
+from ctxtap.analysis.parsing.models import Block
+from ctxtap.analysis.parsing.parse import parse_exchanges
 from ctxtap.analysis.protocols.common import CallNames
-from ctxtap.analysis.sequences import align, identical_prefix, shared_bytes, shared_prefix
-from ctxtap.analysis.sessions import Containment, containment
+from ctxtap.analysis.threads.sessions import Containment, containment
 from ctxtap.capture.bodies import common_prefix_len
 from ctxtap.capture.store import Capture
 from tests.proxyharness import run_ctxtap
@@ -103,7 +103,7 @@ def test_containment_carried_along_a_chain_is_the_set_computation(first, steps):
 def test_containment_takes_the_counts_over_instead_of_counting_again(monkeypatch):
     """Claude Code's shape: a per-request hash at position 0, the history extended. After the
     first request no request is counted afresh."""
-    import ctxtap.analysis.sessions as sessions
+    import ctxtap.analysis.threads.sessions as sessions
     share, prev = Containment(), array("q", [100, *range(50)])
     share(array("q", [7]), prev)  # the chain's first comparison counts it
     counted = []
@@ -119,7 +119,7 @@ def test_containment_takes_the_counts_over_instead_of_counting_again(monkeypatch
 @given(st.lists(st.integers(0, 5), max_size=30), st.lists(st.integers(0, 5), max_size=30), st.integers(0, 30),
        st.integers(0, 5))
 def test_cache_divergence_helpers_are_the_slice_computations(a, b, start, key):
-    from ctxtap.analysis.cachecheck import _occurs, _same_multiset
+    from ctxtap.analysis.cache.cachecheck import _occurs, _same_multiset
 
     n = min(len(a), len(b))
     start = min(start, n)

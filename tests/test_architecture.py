@@ -33,15 +33,15 @@ def test_contracts_are_kept() -> None:
 
 
 @pytest.mark.parametrize(("module", "line", "expected"), [
-    ("analysis/summary.py", "import ctxtap.cli.main", "ctxtap.analysis.summary -> ctxtap.cli.main"),
+    ("analysis/compare/layout.py", "import ctxtap.cli.main", "ctxtap.analysis.compare.layout -> ctxtap.cli.main"),
     ("redaction/spans.py", "from ctxtap.capture import store", "ctxtap.redaction.spans -> ctxtap.capture.store"),
     ("proxy_addons/router.py", "import pydantic", "ctxtap.proxy_addons.router -> pydantic"),
     ("reports/html/charts.py", "from ctxtap.capture import store",
      "ctxtap.reports.html.charts -> ctxtap.capture.store"),
     ("ctxtap/experiment/spec.py", "import ctxtap.reports.html.render",
      "ctxtap.experiment.spec -> ctxtap.reports.html.render"),
-    ("analysis/experiment.py", "import ctxtap.experiment.runner",
-     "ctxtap.analysis.experiment -> ctxtap.experiment.runner"),
+    ("analysis/compare/experiment.py", "import ctxtap.experiment.runner",
+     "ctxtap.analysis.compare.experiment -> ctxtap.experiment.runner"),
 ])
 def test_a_back_import_fails_and_is_named(tmp_path: Path, module: str, line: str, expected: str) -> None:
     """Each case edits a file in a top-level folder: the contracts see the linked subpackages."""

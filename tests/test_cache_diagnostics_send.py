@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from ctxtap.analysis.build import ensure_analysis
-from ctxtap.analysis.cachediag import ANTHROPIC_BETA
+from ctxtap.analysis.cache.cachediag import ANTHROPIC_BETA
 from ctxtap.analysis.db import connect, fetch_rows
 from ctxtap.modelserver import Engine, ModelServer
 from ctxtap.replay.cassette import load

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from ctxtap.analysis.build import ensure_analysis
-from ctxtap.analysis.cachecheck import CacheRule, ReqView, cache_verdict, expected_reads
+from ctxtap.analysis.cache.cachecheck import CacheRule, ReqView, cache_verdict, expected_reads
+from ctxtap.analysis.cache.prices import PriceTable
 from ctxtap.analysis.db import connect, fetch_rows
-from ctxtap.analysis.models import TokenCount, Usage
-from ctxtap.analysis.prices import PriceTable
+from ctxtap.analysis.parsing.models import TokenCount, Usage
 from ctxtap.analysis.protocols.anthropic import anthropic_usage
 from ctxtap.analysis.protocols.anthropic import parse_response as parse_messages
 from ctxtap.analysis.protocols.openai_responses import parse_response as parse_responses

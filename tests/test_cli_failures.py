@@ -219,7 +219,7 @@ def test_analyze_with_a_price_table_that_is_not_toml(capture, tmp_path, ctxtap_c
     prices = tmp_path / "prices.toml"
     prices.write_text("[[model]\nmatch = ")
     err = fails(["analyze", "--prices", str(prices), str(capture)], ctxtap_config)
-    assert f"{prices} (--prices) is not valid TOML" in err and "analysis/prices.toml" in err
+    assert f"{prices} (--prices) is not valid TOML" in err and "analysis/cache/prices.toml" in err
 
 
 def test_analyze_with_a_price_entry_missing_a_field(capture, tmp_path, ctxtap_config):

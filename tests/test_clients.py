@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from ctxtap.analysis.attribution import attribute, rules
 from ctxtap.analysis.clients import registry
 from ctxtap.analysis.clients.registry import Client
 from ctxtap.analysis.clients.rules import PLATFORM, TEXT_CLIENT, PurposeRule, Rule, info, starts
-from ctxtap.analysis.identity import steps
-from ctxtap.analysis.parse import parse_exchange
-from ctxtap.analysis.purpose import _table
+from ctxtap.analysis.parsing.parse import parse_exchange
+from ctxtap.analysis.rules.attribution import attribute, rules
+from ctxtap.analysis.threads.identity import steps
+from ctxtap.analysis.threads.purpose import _table
 from tests.corpus import fixture, http_exchange
 
 # The table order from when all rules lived in one list: the stages must reproduce it exactly.

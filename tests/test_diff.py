@@ -1,4 +1,4 @@
-"""analysis/diff.py: block matching on hand-made layouts, and request diffs over real analysed captures."""
+"""analysis/compare/diff.py: block matching on hand-made layouts, and request diffs over real analysed captures."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ctxtap.analysis.diff import (
+from ctxtap.analysis.compare.diff import (
     BlockSide,
     cache_break_position,
     diff_blocks,
@@ -76,7 +76,7 @@ def test_a_removed_block_is_only_a_at_its_place() -> None:
 
 
 def test_segment_changes_name_the_sections_that_differ() -> None:
-    from ctxtap.analysis.diff import SegmentSide, segment_changes
+    from ctxtap.analysis.compare.diff import SegmentSide, segment_changes
 
     def segs(*bounds: tuple[str | None, str, int, int]) -> list[SegmentSide]:
         return [SegmentSide(segment_index=i, label=label, source=source, byte_start=s, byte_end=e)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ctxtap.analysis.compare.rundiff import TargetError, parse_target
 from ctxtap.analysis.db import connect
-from ctxtap.analysis.rundiff import TargetError, parse_target
 from tests.proxyharness import run_ctxtap
 
 
@@ -155,7 +155,7 @@ def test_the_html_page_shows_the_divergence_in_a_browser(pair, ctxtap_config, tm
 
 
 def test_mask_ids_masks_ids_and_hashes_but_not_times() -> None:
-    from ctxtap.analysis.rundiff import mask_ids
+    from ctxtap.analysis.compare.rundiff import mask_ids
 
     assert mask_ids("cch=74071; cch=c1b46; cch=bcaec;") == "cch=<id>; cch=<id>; cch=<id>;"  # all digits, all letters
     assert mask_ids("session 550e8400-e29b-41d4-a716-446655440000.") == "session <id>."

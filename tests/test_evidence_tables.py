@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ctxtap.analysis.db import connect
-from ctxtap.analysis.toolloop import read_result
+from ctxtap.analysis.threads.toolloop import read_result
 from tests.proxyharness import run_ctxtap
 from tests.scenarios import _entry
 

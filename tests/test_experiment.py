@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxtap.analysis.db import connect
-from ctxtap.analysis.experiment import (
+from ctxtap.analysis.compare.experiment import (
     bootstrap_median_diff,
     pass_at_k,
     pass_hat_k,
@@ -22,6 +21,7 @@ from ctxtap.analysis.experiment import (
     read_manifest,
     read_runs,
 )
+from ctxtap.analysis.db import connect
 from ctxtap.experiment.spec import SpecError, load_spec
 from tests.proxyharness import ROOT, ctxtap_env, run_ctxtap
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxtap.analysis.incremental_json import ScanError, scan
+from ctxtap.analysis.parsing.incremental_json import ScanError, scan
 
 TRACKED = ("messages", "input")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ctxtap.analysis.evidence import evidence_kind
+from ctxtap.analysis.rules.evidence import evidence_kind
 from ctxtap.cli.main import main
 from tests.scenarios import _entry
 

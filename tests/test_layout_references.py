@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import bench_generalisation as bench  # noqa: E402
 
-from ctxtap.analysis.parse import parse_exchanges  # noqa: E402
+from ctxtap.analysis.parsing.parse import parse_exchanges  # noqa: E402
 from tests.realcli_fixtures import FIXTURES, load_fixture  # noqa: E402
 
 REFERENCES = sorted(bench.REFERENCES.glob("*.toml"))

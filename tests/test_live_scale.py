@@ -88,8 +88,8 @@ def test_a_request_pages_ribbon_reads_only_its_requests_blocks_and_draws_the_sam
 def test_live_history_shares_resent_blocks_so_each_update_compares_pointers(synth30: Path, tmp_path: Path) -> None:
     """A live update feeds every request again to a fresh block store: the blocks a request resends
     must be the very objects its predecessor held (equal ones would be compared field by field)."""
+    from ctxtap.analysis.blocks.sequences import shared_prefix
     from ctxtap.analysis.live import LiveAnalysis
-    from ctxtap.analysis.sequences import shared_prefix
 
     live = LiveAnalysis(synth30, tmp_path / "work")
     assert live.poll()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from ctxtap.analysis.clients import registry
-from ctxtap.analysis.parse import parse_exchanges as parse_with_every_rule
-from ctxtap.analysis.sessions import SessionAssigner
+from ctxtap.analysis.parsing.parse import parse_exchanges as parse_with_every_rule
+from ctxtap.analysis.threads.sessions import SessionAssigner
 from tests.corpus import http_exchange
 
 

@@ -224,7 +224,7 @@ def test_no_absolute_path_in_the_report_or_the_published_attachments(report: Pat
 
 def _experiment_report(directory: Path) -> Any:
     """Two variants' runs that differ by a few percent: the case where an axis from 0 hides everything."""
-    from ctxtap.analysis.experiment import Distribution, ExperimentReport, PassK, VariantReport
+    from ctxtap.analysis.compare.experiment import Distribution, ExperimentReport, PassK, VariantReport
 
     def variant(name: str, tokens: list[float], seconds: list[float]) -> VariantReport:
         def dist(what: str, unit: str, values: list[float]) -> Distribution:
@@ -268,8 +268,8 @@ def test_the_experiment_pages_axes_fit_the_runs(browser, tmp_path: Path) -> None
 
 
 def test_the_diff_pages_heading_names_the_compared_requests(browser, demo_capture: Path, tmp_path: Path) -> None:
+    from ctxtap.analysis.compare.rundiff import parse_target, resolve, run_diff
     from ctxtap.analysis.db import connect
-    from ctxtap.analysis.rundiff import parse_target, resolve, run_diff
     from ctxtap.reports.html.diffpage import write_diff_page
 
     capture = str(demo_capture.resolve())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 
-from ctxtap.analysis.parse import parse_exchange
+from ctxtap.analysis.parsing.parse import parse_exchange
 from tests.corpus import fixture, http_exchange
 from tests.test_parse_anthropic import CLAUDE_HEADERS
 from tests.test_redaction_eventstream import frame

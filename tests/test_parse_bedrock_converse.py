@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ctxtap.analysis.parse import parse_exchange
+from ctxtap.analysis.parsing.parse import parse_exchange
 from tests.corpus import http_exchange
 from tests.test_redaction_eventstream import frame
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ctxtap.analysis.parse import parse_exchange
+from ctxtap.analysis.parsing.parse import parse_exchange
 from tests.corpus import fixture, http_exchange
 
 KIMI_HEADERS = [

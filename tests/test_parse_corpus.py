@@ -10,8 +10,8 @@ from functools import cache
 
 import pytest
 
-from ctxtap.analysis.models import ModelCall
-from ctxtap.analysis.parse import parse_exchanges
+from ctxtap.analysis.parsing.models import ModelCall
+from ctxtap.analysis.parsing.parse import parse_exchanges
 from tests import corpus
 
 pytestmark = pytest.mark.skipif(not corpus.available(), reason=corpus.SKIP_REASON)

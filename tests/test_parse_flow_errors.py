@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxtap.analysis.parse import parse_exchange
+from ctxtap.analysis.parsing.parse import parse_exchange
 from tests.corpus import fixture, http_exchange
 
 CASES = [

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from ctxtap.analysis.memo import ParseMemo
-from ctxtap.analysis.parse import parse_exchanges
+from ctxtap.analysis.parsing.memo import ParseMemo
+from ctxtap.analysis.parsing.parse import parse_exchanges
 from ctxtap.capture.store import Capture
 from tests.proxyharness import run_ctxtap
 from tests.scenarios import anthropic_session, write_har

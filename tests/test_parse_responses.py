@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ctxtap.analysis.parse import ParseState, parse_exchange, parse_exchanges
+from ctxtap.analysis.parsing.parse import ParseState, parse_exchange, parse_exchanges
 from tests.corpus import fixture, http_exchange, ws_exchange, ws_fixture_frames
 
 CODEX_HEADERS = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ctxtap.analysis.attribution import RULE_IDS
-from ctxtap.analysis.parse import parse_exchange
+from ctxtap.analysis.parsing.parse import parse_exchange
+from ctxtap.analysis.rules.attribution import RULE_IDS
 from tests.corpus import http_exchange
 
 

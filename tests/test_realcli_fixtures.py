@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxtap.analysis.parse import parse_exchanges
+from ctxtap.analysis.parsing.parse import parse_exchanges
 from ctxtap.capture.store import Capture
 from tests.proxyharness import run_ctxtap
 from tests.realcli import checks

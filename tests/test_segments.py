@@ -8,8 +8,8 @@ import textwrap
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ctxtap.analysis.detectors import detect, looks_like_list
-from ctxtap.analysis.segments import byte_offsets, read_pieces, split_units
+from ctxtap.analysis.blocks.segments import byte_offsets, read_pieces, split_units
+from ctxtap.analysis.rules.detectors import detect, looks_like_list
 
 RULES = textwrap.dedent("""\
     You are a coding agent. Follow the user's instructions carefully and prefer small, reviewable changes.
@@ -213,7 +213,7 @@ def test_ordinary_prose_has_no_reading() -> None:
 # --- segments on blocks -------------------------------------------------------------------
 
 def _text_block(text: str, rule: str, source: str = "platform_rules", role: str = "system"):
-    from ctxtap.analysis.blocks import BlockDraft, finalize
+    from ctxtap.analysis.blocks.drafts import BlockDraft, finalize
 
     attrs = {"source": source, "authority": "platform", "scope": "global", "lifetime": "client_version",
              "content_type": "instruction"}
@@ -222,7 +222,7 @@ def _text_block(text: str, rule: str, source: str = "platform_rules", role: str 
 
 
 def test_a_block_with_sections_gets_segments_that_tile_it_and_mixed_attributes() -> None:
-    from ctxtap.analysis.segment_attrs import with_segments
+    from ctxtap.analysis.blocks.segment_attrs import with_segments
 
     text = RULES + "\n# Environment\n\nCurrent working directory: /home/dev/rep€\nPlatform: linux\n"
     block = with_segments(_text_block(text, "newclient.system-prompt"))
@@ -235,7 +235,7 @@ def test_a_block_with_sections_gets_segments_that_tile_it_and_mixed_attributes()
 
 
 def test_one_reading_keeps_a_client_rule_but_replaces_a_generic_guess() -> None:
-    from ctxtap.analysis.segment_attrs import with_segments
+    from ctxtap.analysis.blocks.segment_attrs import with_segments
 
     context = ("<session_context>\nToday's date is Monday, November 30, 2026.\nMy operating system is: linux\n"
                "I'm currently working in the directory: /home/dev/repo\n</session_context>")
@@ -247,7 +247,7 @@ def test_one_reading_keeps_a_client_rule_but_replaces_a_generic_guess() -> None:
 
 
 def test_plain_text_blocks_are_left_alone() -> None:
-    from ctxtap.analysis.segment_attrs import with_segments
+    from ctxtap.analysis.blocks.segment_attrs import with_segments
 
     block = _text_block(RULES, "newclient.system-prompt")
     assert with_segments(block) is block

@@ -189,7 +189,7 @@ def test_rebuild_keeps_unchanged_values_of_an_edited_body():
 
 
 def _corpus_bodies() -> list[tuple[str, Protocol, str, bytes]]:
-    from ctxtap.analysis.parse import route
+    from ctxtap.analysis.parsing.parse import route
 
     out = []
     for run in corpus.RUNS:
@@ -248,7 +248,7 @@ def test_corpus_blocks_move_back_to_the_same_bytes(corpus_bodies):
 
 
 def _finished(drafts: list) -> list:
-    from ctxtap.analysis.blocks import finalize
+    from ctxtap.analysis.blocks.drafts import finalize
 
     return [finalize(d, i, {"source": "unknown", "authority": "data", "scope": "turn", "lifetime": "turn",
                             "content_type": "data"}, "test") for i, d in enumerate(drafts)]

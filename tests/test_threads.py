@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from ctxtap.analysis.blocks import BlockDraft, finalize
-from ctxtap.analysis.models import (
+from ctxtap.analysis.blocks.drafts import BlockDraft, finalize
+from ctxtap.analysis.parsing.models import (
     Block,
     CallIdentity,
     ModelCall,
@@ -15,7 +15,7 @@ from ctxtap.analysis.models import (
     PurposeInfo,
     ToolCall,
 )
-from ctxtap.analysis.sessions import SessionAssigner
+from ctxtap.analysis.threads.sessions import SessionAssigner
 
 SYSTEM = "You are a coding agent. Use the tools to inspect the repository and answer precisely."
 TASK = "Find every TODO comment under src/ and tell me which file has the most."

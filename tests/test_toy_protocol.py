@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from ctxtap.analysis.blocks import BlockDraft, structured_draft
-from ctxtap.analysis.errors import classify_error
-from ctxtap.analysis.models import ParsedResponse, TokenCount, Usage
-from ctxtap.analysis.parse import parse_exchange
+from ctxtap.analysis.blocks.drafts import BlockDraft, structured_draft
+from ctxtap.analysis.parsing.errors import classify_error
+from ctxtap.analysis.parsing.models import ParsedResponse, TokenCount, Usage
+from ctxtap.analysis.parsing.parse import parse_exchange
+from ctxtap.analysis.parsing.usage import inclusive, reported
 from ctxtap.analysis.protocols import registry
 from ctxtap.analysis.protocols.common import (
     RequestDraft,
@@ -32,7 +33,6 @@ from ctxtap.analysis.protocols.common import (
 )
 from ctxtap.analysis.protocols.editing import DropBlock, ReplaceText
 from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
-from ctxtap.analysis.usage import inclusive, reported
 from tests.corpus import http_exchange
 
 

@@ -190,8 +190,8 @@ def test_every_view_and_command_gives_the_same_turns_inputs_and_request_numbers(
 
 
 def test_diff_and_replay_take_a_request_number_or_an_id_prefix(capture, ctxtap_config, tmp_path):
-    from ctxtap.analysis.requestref import RefError, resolve_request
-    from ctxtap.analysis.rundiff import capture_id_of
+    from ctxtap.analysis.compare.rundiff import capture_id_of
+    from ctxtap.analysis.threads.requestref import RefError, resolve_request
 
     con, cid = connect([capture]), capture_id_of(capture)
     assert resolve_request(con, cid, "#3", f"claude-code:{SESSION_A}").request_id == "har-2-2"

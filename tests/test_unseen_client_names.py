@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from ctxtap.analysis.parse import parse_exchanges
-from ctxtap.analysis.sessions import SessionAssigner
+from ctxtap.analysis.parsing.parse import parse_exchanges
+from ctxtap.analysis.threads.sessions import SessionAssigner
 from ctxtap.capture.classify import classify_client, client_evidence
 from tests.corpus import http_exchange
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ctxtap.analysis.diff import BlockSide, diff_blocks
-from ctxtap.analysis.volatile import normalise, volatile_changes, volatile_fields
+from ctxtap.analysis.blocks.volatile import normalise, volatile_changes, volatile_fields
+from ctxtap.analysis.compare.diff import BlockSide, diff_blocks
 
 
 def test_dates_ids_temp_paths_and_hashes_are_masked():

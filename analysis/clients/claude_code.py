@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ctxtap.analysis.blocks import BlockDraft
-from ctxtap.analysis.canonical import loads
+from ctxtap.analysis.blocks.drafts import BlockDraft
 from ctxtap.analysis.clients.registry import Client
 from ctxtap.analysis.clients.rules import (
     BILLING,
@@ -42,7 +41,8 @@ from ctxtap.analysis.clients.rules import (
     starts,
     tools_evidence,
 )
-from ctxtap.analysis.models import PurposeInfo
+from ctxtap.analysis.parsing.canonical import loads
+from ctxtap.analysis.parsing.models import PurposeInfo
 
 IDS = frozenset({"claude-code"})
 

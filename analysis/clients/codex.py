@@ -14,8 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from ctxtap.analysis.blocks import BlockDraft
-from ctxtap.analysis.canonical import loads
+from ctxtap.analysis.blocks.drafts import BlockDraft
 from ctxtap.analysis.clients.registry import Client
 from ctxtap.analysis.clients.rules import (
     CLIENT_HEADERS,
@@ -48,7 +47,8 @@ from ctxtap.analysis.clients.rules import (
     starts,
     tools_evidence,
 )
-from ctxtap.analysis.models import PurposeInfo
+from ctxtap.analysis.parsing.canonical import loads
+from ctxtap.analysis.parsing.models import PurposeInfo
 
 IDS = frozenset({"codex"})
 

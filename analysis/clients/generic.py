@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from ctxtap.analysis.blocks import BlockDraft
-from ctxtap.analysis.blockscan import BlockKey
+from ctxtap.analysis.blocks.blockscan import BlockKey
+from ctxtap.analysis.blocks.drafts import BlockDraft
 from ctxtap.analysis.clients.registry import Client
 from ctxtap.analysis.clients.rules import (
     ASSISTANT,
@@ -57,7 +57,7 @@ from ctxtap.analysis.clients.rules import (
     user_context_part,
     user_text,
 )
-from ctxtap.analysis.models import PurposeInfo
+from ctxtap.analysis.parsing.models import PurposeInfo
 
 # --- attribution -----------------------------------------------------------------------------
 

@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ctxtap.analysis.blocks import BlockDraft
-from ctxtap.analysis.blockscan import BlockKey, BlockScan
-from ctxtap.analysis.models import Block, CallIdentity, ParsedRequest, Purpose, PurposeInfo
+from ctxtap.analysis.blocks.blockscan import BlockKey, BlockScan
+from ctxtap.analysis.blocks.drafts import BlockDraft
+from ctxtap.analysis.parsing.models import Block, CallIdentity, ParsedRequest, Purpose, PurposeInfo
 from ctxtap.capture.bodies import BodyView
 
 # --- attribution -----------------------------------------------------------------------------

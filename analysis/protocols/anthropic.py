@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ctxtap.analysis import cachediag
-from ctxtap.analysis.blocks import BlockDraft, structured_draft
-from ctxtap.analysis.canonical import canonical_json, loads
-from ctxtap.analysis.errors import classify_error
-from ctxtap.analysis.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.blocks.drafts import BlockDraft, structured_draft
+from ctxtap.analysis.cache import cachediag
+from ctxtap.analysis.parsing.canonical import canonical_json, loads
+from ctxtap.analysis.parsing.errors import classify_error
+from ctxtap.analysis.parsing.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.parsing.sse import parse_sse
+from ctxtap.analysis.parsing.usage import derived, get_path, reported
 from ctxtap.analysis.protocols.common import (
     CallNames,
     RequestDraft,
@@ -34,8 +36,6 @@ from ctxtap.analysis.protocols.common import (
     text_kind,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
-from ctxtap.analysis.sse import parse_sse
-from ctxtap.analysis.usage import derived, get_path, reported
 
 TOOL_CALL_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 

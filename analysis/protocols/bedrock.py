@@ -19,7 +19,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from ctxtap.analysis.models import ParsedResponse
+from ctxtap.analysis.parsing.models import ParsedResponse
 from ctxtap.analysis.protocols.anthropic import AnthropicMessages
 from ctxtap.analysis.protocols.anthropic import parse_response as parse_messages_response
 from ctxtap.analysis.protocols.common import RequestDraft

@@ -16,10 +16,11 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from ctxtap.analysis.blocks import BlockDraft, structured_draft
-from ctxtap.analysis.canonical import canonical_json
-from ctxtap.analysis.errors import classify_error
-from ctxtap.analysis.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.blocks.drafts import BlockDraft, structured_draft
+from ctxtap.analysis.parsing.canonical import canonical_json
+from ctxtap.analysis.parsing.errors import classify_error
+from ctxtap.analysis.parsing.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.parsing.usage import derived, reported
 from ctxtap.analysis.protocols.common import (
     CallNames,
     RequestDraft,
@@ -36,7 +37,6 @@ from ctxtap.analysis.protocols.common import (
     text_kind,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
-from ctxtap.analysis.usage import derived, reported
 from ctxtap.redaction.eventstream import looks_like_eventstream, read_messages
 
 _PATH = re.compile(r"/model/(?P<model>[^/]+)/converse(?P<stream>-stream)?$")

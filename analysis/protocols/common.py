@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxtap.analysis.blocks import BlockDraft, json_text
-from ctxtap.analysis.canonical import base64_size, data_url_placeholder, loads
-from ctxtap.analysis.errors import protocol_error
-from ctxtap.analysis.models import ErrorInfo, ParsedResponse, ParseStatus, Role
+from ctxtap.analysis.blocks.drafts import BlockDraft, json_text
+from ctxtap.analysis.parsing.canonical import base64_size, data_url_placeholder, loads
+from ctxtap.analysis.parsing.errors import protocol_error
+from ctxtap.analysis.parsing.models import ErrorInfo, ParsedResponse, ParseStatus, Role
 
 
 @dataclass

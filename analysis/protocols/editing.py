@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ctxtap.analysis.canonical import loads
+from ctxtap.analysis.parsing.canonical import loads
 
 if TYPE_CHECKING:
     from ctxtap.analysis.protocols.registry import Protocol

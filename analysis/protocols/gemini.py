@@ -13,10 +13,12 @@ import re
 from collections import Counter
 from typing import Any
 
-from ctxtap.analysis.blocks import BlockDraft, json_text, structured_draft
-from ctxtap.analysis.canonical import canonical_json, loads
-from ctxtap.analysis.errors import classify_error, protocol_error
-from ctxtap.analysis.models import ParsedResponse, Role, TokenCount, ToolCall, Usage
+from ctxtap.analysis.blocks.drafts import BlockDraft, json_text, structured_draft
+from ctxtap.analysis.parsing.canonical import canonical_json, loads
+from ctxtap.analysis.parsing.errors import classify_error, protocol_error
+from ctxtap.analysis.parsing.models import ParsedResponse, Role, TokenCount, ToolCall, Usage
+from ctxtap.analysis.parsing.sse import parse_sse
+from ctxtap.analysis.parsing.usage import derived, inclusive, reported
 from ctxtap.analysis.protocols.common import (
     Replay,
     RequestDraft,
@@ -31,8 +33,6 @@ from ctxtap.analysis.protocols.common import (
     text_kind,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
-from ctxtap.analysis.sse import parse_sse
-from ctxtap.analysis.usage import derived, inclusive, reported
 
 _MODEL_IN_PATH = re.compile(r"models/([^/:?]+)")
 

@@ -17,10 +17,11 @@ import json
 import re
 from typing import Any
 
-from ctxtap.analysis.blocks import BlockDraft, structured_draft
-from ctxtap.analysis.canonical import canonical_json
-from ctxtap.analysis.errors import classify_error
-from ctxtap.analysis.models import ParsedResponse, ToolCall, Usage
+from ctxtap.analysis.blocks.drafts import BlockDraft, structured_draft
+from ctxtap.analysis.parsing.canonical import canonical_json
+from ctxtap.analysis.parsing.errors import classify_error
+from ctxtap.analysis.parsing.models import ParsedResponse, ToolCall, Usage
+from ctxtap.analysis.parsing.usage import reported
 from ctxtap.analysis.protocols.chat_completions import message_blocks
 from ctxtap.analysis.protocols.common import (
     CallNames,
@@ -35,7 +36,6 @@ from ctxtap.analysis.protocols.common import (
     stream_outcome,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, Protocol, RequestContext
-from ctxtap.analysis.usage import reported
 
 
 def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:

@@ -18,11 +18,13 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ctxtap.analysis import cachediag
-from ctxtap.analysis.blocks import BlockDraft, json_text, structured_draft
-from ctxtap.analysis.canonical import canonical_json, loads
-from ctxtap.analysis.errors import classify_error
-from ctxtap.analysis.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.blocks.drafts import BlockDraft, json_text, structured_draft
+from ctxtap.analysis.cache import cachediag
+from ctxtap.analysis.parsing.canonical import canonical_json, loads
+from ctxtap.analysis.parsing.errors import classify_error
+from ctxtap.analysis.parsing.models import ParsedResponse, Role, ToolCall, Usage
+from ctxtap.analysis.parsing.sse import parse_sse
+from ctxtap.analysis.parsing.usage import get_path, inclusive, reported
 from ctxtap.analysis.protocols.common import (
     CallNames,
     RequestDraft,
@@ -41,8 +43,6 @@ from ctxtap.analysis.protocols.common import (
 )
 from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext, WsTurn
 from ctxtap.analysis.protocols.responses_chain import ResponsesChain
-from ctxtap.analysis.sse import parse_sse
-from ctxtap.analysis.usage import get_path, inclusive, reported
 from ctxtap.capture.exchange import WsMessage
 
 WS_REQUEST_TYPES = ("response.create", "response.append")

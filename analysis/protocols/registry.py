@@ -37,12 +37,12 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ctxtap.analysis.builtins import BuiltinModules
-from ctxtap.analysis.errors import classify_error, parse_json_body
-from ctxtap.analysis.models import ParsedResponse, Usage
+from ctxtap.analysis.parsing.errors import ErrorHints, classify_error, parse_json_body, read_hints_with
+from ctxtap.analysis.parsing.models import ParsedResponse, Usage
 from ctxtap.analysis.protocols.common import RequestDraft
 
 if TYPE_CHECKING:
-    from ctxtap.analysis.memo import ParseMemo
+    from ctxtap.analysis.parsing.memo import ParseMemo
     from ctxtap.analysis.protocols.editing import Edit
     from ctxtap.capture.exchange import WsMessage
 
@@ -71,15 +71,6 @@ class WsTurn:
     request: WsMessage
     obj: Any  # the request frame as JSON (None when it is not valid JSON)
     server: list[WsMessage]
-
-
-@dataclass(frozen=True)
-class ErrorHints:
-    """Provider-specific facts about an error that the generic classification cannot read."""
-
-    retry_after_s: float | None = None  # e.g. Gemini RetryInfo.retryDelay
-    quota_exhausted: bool = False  # an allowance is used up (not a per-minute limit)
-    retryable: bool | None = None  # overrides the layer's default when set
 
 
 @dataclass(frozen=True)
@@ -309,3 +300,6 @@ def tool_result_shapes() -> dict[str, str]:
 def content_fields() -> frozenset[str]:
     """Top-level request fields that hold blocks, across all protocols."""
     return frozenset(key for p in protocols() for key in p.content_fields)
+
+
+read_hints_with(error_hints)

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 if TYPE_CHECKING:
-    from ctxtap.analysis.blockstore import BlockStore, RequestBlocks
-    from ctxtap.analysis.cachecheck import CacheRules
-    from ctxtap.analysis.models import ModelCall
-    from ctxtap.analysis.prices import PriceTable
-    from ctxtap.analysis.sessions import Placement
+    from ctxtap.analysis.blocks.blockstore import BlockStore, RequestBlocks
+    from ctxtap.analysis.cache.cachecheck import CacheRules
+    from ctxtap.analysis.cache.prices import PriceTable
+    from ctxtap.analysis.parsing.models import ModelCall
+    from ctxtap.analysis.threads.sessions import Placement
     from ctxtap.capture.store import Capture
 
 S, I64, F64, B = pa.string(), pa.int64(), pa.float64(), pa.bool_()

@@ -9,7 +9,7 @@ view expands the runs.
 
 from __future__ import annotations
 
-from ctxtap.analysis.evidence import evidence_kind
+from ctxtap.analysis.rules.evidence import evidence_kind
 from ctxtap.analysis.tables.base import I64, B, BuildContext, Columns, Row, S, Table
 
 BLOCK_CONTENT: Columns = [

@@ -20,8 +20,10 @@ from bisect import bisect_right
 from collections import defaultdict, deque
 from collections.abc import Sequence
 
-from ctxtap.analysis.cachecheck import HIT_FRACTION, CacheRule
-from ctxtap.analysis.cachewitness import (
+from ctxtap.analysis.blocks.divergence import describe_change
+from ctxtap.analysis.blocks.sequences import common_prefix
+from ctxtap.analysis.cache.cachecheck import HIT_FRACTION, CacheRule
+from ctxtap.analysis.cache.cachewitness import (
     Claim,
     agreement,
     change_of_block,
@@ -29,9 +31,7 @@ from ctxtap.analysis.cachewitness import (
     change_of_provider,
     claims,
 )
-from ctxtap.analysis.divergence import describe_change
-from ctxtap.analysis.models import TokenCount, Usage
-from ctxtap.analysis.sequences import common_prefix
+from ctxtap.analysis.parsing.models import TokenCount, Usage
 from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
 
 _PARTS = ["tools", "system", "messages"]  # a Messages-style cache prefix, in order

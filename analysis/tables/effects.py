@@ -7,7 +7,7 @@ were not snapshotted are not seen; `effect_roots` says which were, and whether i
 
 from __future__ import annotations
 
-from ctxtap.analysis.constraints import Gates
+from ctxtap.analysis.rules.constraints import Gates
 from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, Columns, Row, S, Table
 
 COLUMNS: Columns = [
@@ -47,7 +47,7 @@ def build(ctx: BuildContext) -> list[Row]:
 
 GATE_COLUMNS: Columns = [
     ("flags", S, "The gates as `ctxtap check` spells them (`--no-writes --allow-write *.log --no-network`)."),
-    ("gates_json", S, "The same as JSON (`ctxtap.analysis.constraints.Gates`), for the report to judge the run by."),
+    ("gates_json", S, "The same as JSON (`ctxtap.analysis.rules.constraints.Gates`), for the report to judge the run by."),
 ]
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ctxtap.analysis.blockstore import BlockStore
-from ctxtap.analysis.divergence import divergence_label
-from ctxtap.analysis.layout import summarise_paths, tool_results_via
+from ctxtap.analysis.blocks.blockstore import BlockStore
+from ctxtap.analysis.blocks.divergence import divergence_label
+from ctxtap.analysis.compare.layout import summarise_paths, tool_results_via
 from ctxtap.analysis.tables.base import I64, BuildContext, CallRec, Columns, Row, S, Table
 
 COLUMNS: Columns = [

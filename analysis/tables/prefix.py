@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from array import array
 
-from ctxtap.analysis.blockstore import BlockStore
-from ctxtap.analysis.cachecheck import (
+from ctxtap.analysis.blocks.blockstore import BlockStore
+from ctxtap.analysis.blocks.divergence import divergence_label, prefix_changed
+from ctxtap.analysis.cache.cachecheck import (
     CacheRules,
     ReqView,
     cache_verdict,
@@ -13,7 +14,6 @@ from ctxtap.analysis.cachecheck import (
     divergence,
     expected_reads,
 )
-from ctxtap.analysis.divergence import divergence_label, prefix_changed
 from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
 
 COLUMNS: Columns = [

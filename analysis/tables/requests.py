@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ctxtap.analysis import tokens
-from ctxtap.analysis.blockstore import BlockStore
-from ctxtap.analysis.cachecheck import common_prefix
-from ctxtap.analysis.models import ModelCall
-from ctxtap.analysis.prices import PriceTable
+from ctxtap.analysis.blocks.blockstore import BlockStore
+from ctxtap.analysis.cache.cachecheck import common_prefix
+from ctxtap.analysis.cache.prices import PriceTable
+from ctxtap.analysis.parsing import tokens
+from ctxtap.analysis.parsing.models import ModelCall
 from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
 from ctxtap.capture.classify import client_evidence
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ctxtap.analysis import growth
 from ctxtap.analysis.tables.base import F64, I64, BuildContext, CallRec, Columns, Row, S, Table
+from ctxtap.analysis.threads import growth
 
 COLUMNS: Columns = [
     ("session_id", S, "Session."),

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from ctxtap.analysis.blockstore import BlockStore
+from ctxtap.analysis.blocks.blockstore import BlockStore
 from ctxtap.analysis.protocols.registry import replayed_call
 from ctxtap.analysis.tables.base import F64, I64, B, BuildContext, CallRec, Columns, Row, S, Table
-from ctxtap.analysis.toolcheck import check_call, offered_schemas
-from ctxtap.analysis.toolloop import (
+from ctxtap.analysis.threads.toolcheck import check_call, offered_schemas
+from ctxtap.analysis.threads.toolloop import (
     ResultReading,
     canonical_arguments,
     read_result,

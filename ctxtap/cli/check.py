@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ctxtap.analysis.constraints import CheckReport, Gates
+from ctxtap.analysis.rules.constraints import CheckReport, Gates
 
 EXIT_VIOLATION = 3  # distinct from a command's usual 1 and click's usage error 2
 
@@ -57,8 +57,8 @@ def parse_gates(text: str) -> Gates:
 
 def run_check(capture_dir: Path, gates: Gates) -> CheckReport:
     from ctxtap.analysis.build import ensure_analysis
-    from ctxtap.analysis.constraints import check as judge
     from ctxtap.analysis.db import connect
+    from ctxtap.analysis.rules.constraints import check as judge
 
     ensure_analysis(capture_dir)
     con = connect([capture_dir])

@@ -48,7 +48,7 @@ def analyse_and_render(out: Path, echo=click.echo) -> Path | None:
     """Analyse the capture and render its report (when the reports package is installed)."""
     from ctxtap.analysis.build import ensure_analysis
     from ctxtap.analysis.db import connect
-    from ctxtap.analysis.summary import summary_lines
+    from ctxtap.cli.summary import summary_lines
 
     ensure_analysis(out)
     for line in summary_lines(connect([out])):

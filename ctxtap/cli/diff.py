@@ -38,8 +38,15 @@ def diff(a: str, b: str, as_json: bool, html_path: Path | None, ignore_ids: bool
       ctxtap diff 'captures/run-a#5f1c' 'captures/run-a#5f1c#4' -o diff.html
       ctxtap diff 'captures/run-a#13' 'captures/run-a@7e0b9'
     """
+    from ctxtap.analysis.compare.rundiff import (
+        TargetError,
+        mask_ids,
+        parse_target,
+        resolve,
+        run_diff,
+        text_lines,
+    )
     from ctxtap.analysis.db import connect
-    from ctxtap.analysis.rundiff import TargetError, mask_ids, parse_target, resolve, run_diff, text_lines
     from ctxtap.cli.failures import writable_dir_problem
     from ctxtap.cli.main import _ensure
 

@@ -80,8 +80,8 @@ def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int
     """Per variant: runs, passes, pass@k / pass^k, not-executed runs apart, p50/p95/max of turns,
     model and tool calls, tokens, cost, TTFT and end-to-end time; the layout diff between the first
     two variants; bootstrap intervals of the median differences. Reads partial experiments too."""
-    from ctxtap.analysis.experiment import experiment_report, report_json, report_lines
-    from ctxtap.analysis.rundiff import mask_ids
+    from ctxtap.analysis.compare.experiment import experiment_report, report_json, report_lines
+    from ctxtap.analysis.compare.rundiff import mask_ids
     from ctxtap.cli.failures import writable_dir_problem
 
     if html_path is not None:

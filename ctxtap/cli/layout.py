@@ -10,7 +10,7 @@ import json
 
 import click
 
-from ctxtap.analysis.explain import ExplainedRequest
+from ctxtap.analysis.rules.explain import ExplainedRequest
 
 
 def explained_lines(requests: list[ExplainedRequest]) -> list[str]:
@@ -36,8 +36,8 @@ def explained_lines(requests: list[ExplainedRequest]) -> list[str]:
 def layout(capture: str, explain: bool, session: str | None, as_json: bool) -> None:
     """Explain a capture's layout: each segment's label and the evidence it rests on."""
     from ctxtap.analysis.db import connect
-    from ctxtap.analysis.explain import explain as explained
-    from ctxtap.analysis.requestref import RefError
+    from ctxtap.analysis.rules.explain import explain as explained
+    from ctxtap.analysis.threads.requestref import RefError
     from ctxtap.cli.main import _ensure, _open
 
     capture_id = _open(capture).manifest.capture_id

@@ -544,11 +544,11 @@ def _analysis_options(f):
 
 def _check_tables(prices, cache_rules) -> None:
     """A --prices or --cache-rules file that cannot be used fails before any analysis starts."""
-    from ctxtap.analysis.cachecheck import CacheRules
-    from ctxtap.analysis.prices import PriceTable
+    from ctxtap.analysis.cache.cachecheck import CacheRules
+    from ctxtap.analysis.cache.prices import PriceTable
 
-    for option, path, loader, example in (("--prices", prices, PriceTable, "analysis/prices.toml"),
-                                          ("--cache-rules", cache_rules, CacheRules, "analysis/cache_rules.toml")):
+    for option, path, loader, example in (("--prices", prices, PriceTable, "analysis/cache/prices.toml"),
+                                          ("--cache-rules", cache_rules, CacheRules, "analysis/cache/cache_rules.toml")):
         if path is None:
             continue
         try:
@@ -721,7 +721,7 @@ def _print_relation(rel, fmt: str, max_rows: int) -> None:
 def stats(captures, as_json) -> None:
     """A terminal summary: sessions, tokens, cache, cost, errors and the tool loop."""
     from ctxtap.analysis.db import connect
-    from ctxtap.analysis.summary import data_lines, summary_data
+    from ctxtap.cli.summary import data_lines, summary_data
 
     data = summary_data(connect(_ensure(captures, quiet=True)))
     if as_json:

@@ -15,7 +15,7 @@ def _echo(line: str) -> None:
 
 
 def _cost(planned) -> float | None:
-    from ctxtap.analysis.prices import PriceTable
+    from ctxtap.analysis.cache.prices import PriceTable
 
     table = PriceTable.load()
     total, known = 0.0, False
@@ -116,10 +116,10 @@ def _key(row: dict) -> str:
 
 def compare_lines(source: Path, new: Path, src_id: str, source_keys: list[str]) -> list[str]:
     """Cache reads, cost and latency of the re-sent requests against the recorded ones, with the diff engine."""
+    from ctxtap.analysis.blocks.volatile import normalise
     from ctxtap.analysis.build import ensure_analysis
+    from ctxtap.analysis.compare.diff import request_diff
     from ctxtap.analysis.db import connect, fetch_rows
-    from ctxtap.analysis.diff import request_diff
-    from ctxtap.analysis.volatile import normalise
 
     ensure_analysis(source)
     ensure_analysis(new)

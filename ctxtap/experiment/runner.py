@@ -30,8 +30,7 @@ from typing import Any
 
 from ctxtap import __version__
 from ctxtap.analysis.build import ensure_analysis
-from ctxtap.analysis.db import connect
-from ctxtap.analysis.experiment import (
+from ctxtap.analysis.compare.experiment import (
     MANIFEST,
     RUN_FILE,
     RUNS_DIR,
@@ -40,6 +39,7 @@ from ctxtap.analysis.experiment import (
     read_manifest,
     read_runs,
 )
+from ctxtap.analysis.db import connect
 from ctxtap.capture.paths import redaction_key
 from ctxtap.capture.private import private_dir, tighten, user_umask
 from ctxtap.experiment.proxy import SharedProxy, start_proxy

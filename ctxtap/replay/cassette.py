@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxtap.analysis.blocks.volatile import normalise
 from ctxtap.analysis.protocols import registry
 from ctxtap.analysis.protocols.registry import RequestContext
-from ctxtap.analysis.volatile import normalise
 from ctxtap.capture.store import Capture, CaptureError
 
 # Response headers that describe the recorded transfer, not the content: the replay server

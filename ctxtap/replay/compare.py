@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ctxtap.analysis.diff import BlockChange, BlockSide, describe, diff_blocks, first_divergence
-from ctxtap.analysis.volatile import normalise, volatile_changes
+from ctxtap.analysis.blocks.volatile import normalise, volatile_changes
+from ctxtap.analysis.compare.diff import BlockChange, BlockSide, describe, diff_blocks, first_divergence
 from ctxtap.replay.cassette import Block, Recorded
 from ctxtap.replay.server import Served
 

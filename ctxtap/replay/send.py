@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ctxtap.analysis import cachediag
-from ctxtap.analysis.canonical import loads
+from ctxtap.analysis.blocks.volatile import PATTERNS
+from ctxtap.analysis.cache import cachediag
+from ctxtap.analysis.parsing.canonical import loads
 from ctxtap.analysis.protocols import registry
 from ctxtap.analysis.protocols.editing import (
     DropBlock,
@@ -29,7 +30,6 @@ from ctxtap.analysis.protocols.editing import (
     SetCacheBreakpoint,
     rebuild,
 )
-from ctxtap.analysis.volatile import PATTERNS
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 from ctxtap.replay.cassette import Block, Cassette, Recorded
 
@@ -361,7 +361,7 @@ def select(cassette: Cassette, source: Path, thread_id: str | None, session_id: 
     and its retry are one request)."""
     from ctxtap.analysis.build import ensure_analysis
     from ctxtap.analysis.db import connect, fetch_rows
-    from ctxtap.analysis.requestref import RefError, resolve_request, resolve_session
+    from ctxtap.analysis.threads.requestref import RefError, resolve_request, resolve_session
 
     ensure_analysis(source)
     con = connect([source])

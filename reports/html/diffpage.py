@@ -13,8 +13,8 @@ from pathlib import Path
 from markupsafe import Markup
 
 from ctxtap import __version__
-from ctxtap.analysis.diff import BlockChange
-from ctxtap.analysis.rundiff import Run, RunDiff, fmt_delta, fmt_value, verdict
+from ctxtap.analysis.compare.diff import BlockChange
+from ctxtap.analysis.compare.rundiff import Run, RunDiff, fmt_delta, fmt_value, verdict
 from ctxtap.reports.html import palette
 from ctxtap.reports.html.output import write_private
 from ctxtap.reports.html.render import _static, environment

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from ctxtap.analysis.constraints import Gates, check
+from ctxtap.analysis.rules.constraints import Gates, check
 from ctxtap.reports.html.budget import ctxtap_sql
 from ctxtap.reports.html.model import CaptureEffects, CaptureInfo, Effects, GateLine, SessionView, fetch
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from markupsafe import Markup, escape
 
 from ctxtap import __version__
-from ctxtap.analysis.experiment import ExperimentReport
+from ctxtap.analysis.compare.experiment import ExperimentReport
 from ctxtap.reports.html import palette
 from ctxtap.reports.html.output import write_private
 from ctxtap.reports.html.render import _static, environment

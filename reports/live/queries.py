@@ -219,8 +219,8 @@ def resolve_request(src: CaptureSource, ref: str, session_id: str | None = None)
     """A request id from what a user typed, read as `ctxtap diff` and `replay` read it (`analysis.requestref`):
     a full id or the start of one, or the request's number (`#13`; `SESSION#13`, or in `session_id`, where
     the capture holds several sessions). None when it names no request or more than one."""
-    from ctxtap.analysis.requestref import RefError
-    from ctxtap.analysis.requestref import resolve_request as resolve
+    from ctxtap.analysis.threads.requestref import RefError
+    from ctxtap.analysis.threads.requestref import resolve_request as resolve
 
     ids = src.rows("SELECT capture_id FROM captures LIMIT 1")
     if not ids:
@@ -233,7 +233,7 @@ def resolve_request(src: CaptureSource, ref: str, session_id: str | None = None)
 
 def request_pair_diff(src: CaptureSource, b: str, a: str | None = None) -> dict[str, Any]:
     """Request B against A (default: B's thread predecessor), with the shared diff of `analysis.diff`."""
-    from ctxtap.analysis.diff import request_diff
+    from ctxtap.analysis.compare.diff import request_diff
     from ctxtap.reports.html.diffpage import OP_LABELS, DiffBlockRow, _fill, _lines
 
     d = request_diff(src.cursor(), b) if a is None else request_diff(src.cursor(), a, b)

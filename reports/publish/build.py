@@ -36,9 +36,9 @@ from typing import Any
 
 import duckdb
 
+from ctxtap.analysis.blocks.sequences import shared_prefix
 from ctxtap.analysis.db import fetch_rows
 from ctxtap.analysis.protocols.registry import content_fields, replayed_call
-from ctxtap.analysis.sequences import shared_prefix
 from ctxtap.capture.store import Capture
 
 FORMAT = "ctxtap-attachment/2"  # 2: later requests list changed blocks, `carried` ranges the rest

@@ -10,7 +10,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ctxtap.analysis.models import Block, ModelCall, ToolCall
+from ctxtap.analysis.parsing.models import Block, ModelCall, ToolCall
 
 
 def parse_problems(calls: list[ModelCall], client: str) -> list[str]:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ctxtap.analysis.models import ModelCall
-from ctxtap.analysis.parse import parse_exchanges
+from ctxtap.analysis.parsing.models import ModelCall
+from ctxtap.analysis.parsing.parse import parse_exchanges
 from ctxtap.capture.store import Capture
 from tests.layout_check import layout_problems
 from tests.proxyharness import all_stored_bytes, run_ctxtap

@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from ctxtap.analysis.blockscan import BlockScan
-from ctxtap.analysis.incremental_json import ScanError, scan
+from ctxtap.analysis.blocks.blockscan import BlockScan
+from ctxtap.analysis.blocks.sequences import align
+from ctxtap.analysis.parsing.incremental_json import ScanError, scan
 from ctxtap.analysis.protocols.common import load_json
-from ctxtap.analysis.sequences import align
 from ctxtap.capture.bodies import BodyView, as_bytes
 
 MAX_STREAMS = 64

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ctxtap.analysis.cachediag import CHANGE
+from ctxtap.analysis.cache.cachediag import CHANGE
 
 # `input` (OpenAI: instructions and input items) covers both of the bytes' system and messages
 _COVERS = {"input": {"system", "messages", "input"}}

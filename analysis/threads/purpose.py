@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from ctxtap.analysis.attribution import rules as attribution_rules
 from ctxtap.analysis.clients import registry
 from ctxtap.analysis.clients.rules import Facts, PurposeRule, info, max_tokens_evidence, tools_evidence
-from ctxtap.analysis.models import PurposeInfo
+from ctxtap.analysis.parsing.models import PurposeInfo
+from ctxtap.analysis.rules.attribution import rules as attribution_rules
 
 __all__ = ["Facts", "classify_purpose"]
 

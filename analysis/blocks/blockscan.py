@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from heapq import merge
 from typing import NamedTuple
 
-from ctxtap.analysis.models import Block
+from ctxtap.analysis.parsing.models import Block
 
 
 class BlockKey(NamedTuple):

@@ -29,9 +29,9 @@ from collections import Counter, OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxtap.analysis.blockscan import BlockKey, BlockScan
-from ctxtap.analysis.models import Block, ModelCall
-from ctxtap.analysis.sequences import align
+from ctxtap.analysis.blocks.blockscan import BlockKey, BlockScan
+from ctxtap.analysis.blocks.sequences import align
+from ctxtap.analysis.parsing.models import Block, ModelCall
 
 SIDE_PURPOSES = {"title", "compaction", "probe", "count_tokens", "structured_side", "warmup", "other"}
 AUTO_SESSION_GAP_S = 30 * 60

@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ctxtap.analysis.models import CacheDiagnostics
+from ctxtap.analysis.parsing.models import CacheDiagnostics
 
 ANTHROPIC_BETA = "cache-diagnosis-2026-04-07"
 

@@ -18,16 +18,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxtap.analysis.attribution import attribute_scanned
-from ctxtap.analysis.blockscan import BlockScan
-from ctxtap.analysis.errors import protocol_error, transport_error
-from ctxtap.analysis.identity import extra_request_headers, identify
-from ctxtap.analysis.memo import ParseMemo
-from ctxtap.analysis.models import CallIdentity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo
+from ctxtap.analysis.blocks.blockscan import BlockScan
+from ctxtap.analysis.parsing.errors import protocol_error, transport_error
+from ctxtap.analysis.parsing.memo import ParseMemo
+from ctxtap.analysis.parsing.models import CallIdentity, ModelCall, ParsedRequest, ParsedResponse, PurposeInfo
 from ctxtap.analysis.protocols import registry
 from ctxtap.analysis.protocols.common import RequestDraft, load_json
 from ctxtap.analysis.protocols.registry import Protocol, RequestContext, WsTurn
-from ctxtap.analysis.purpose import Facts, classify_purpose
+from ctxtap.analysis.rules.attribution import attribute_scanned
+from ctxtap.analysis.threads.identity import extra_request_headers, identify
+from ctxtap.analysis.threads.purpose import Facts, classify_purpose
 from ctxtap.capture.bodies import as_bytes
 from ctxtap.capture.classify import classify_client, model_host, stream_key
 from ctxtap.capture.exchange import Exchange, WsMessage

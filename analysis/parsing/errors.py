@@ -13,15 +13,32 @@ from __future__ import annotations
 
 import email.utils
 import re
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from ctxtap.analysis.canonical import loads
-from ctxtap.analysis.models import ErrorInfo, ErrorLayer
+from ctxtap.analysis.parsing.canonical import loads
+from ctxtap.analysis.parsing.models import ErrorInfo, ErrorLayer
 from ctxtap.capture.wire import lower_headers
 
-if TYPE_CHECKING:
-    from ctxtap.analysis.protocols.registry import ErrorHints
+
+@dataclass(frozen=True)
+class ErrorHints:
+    """Provider-specific facts about an error that the generic classification cannot read."""
+
+    retry_after_s: float | None = None  # e.g. Gemini RetryInfo.retryDelay
+    quota_exhausted: bool = False  # an allowance is used up (not a per-minute limit)
+    retryable: bool | None = None  # overrides the layer's default when set
+
+
+HintSource = Callable[[dict[str, Any], dict[str, str]], ErrorHints]
+_hint_source: list[HintSource] = []
+
+
+def read_hints_with(source: HintSource) -> None:
+    """The protocol registry hands in its reader of family-specific error facts as it loads: errors
+    sit below the protocols, which classify their errors here, so this module cannot import them."""
+    _hint_source[:] = [source]
 
 # Provider error codes / types / statuses -> layer. Lower-case keys.
 ERROR_CODES: dict[str, ErrorLayer] = {
@@ -274,10 +291,8 @@ def classify_error(
 
 
 def protocol_error_hints(error: dict[str, Any], headers: dict[str, str]) -> ErrorHints:
-    """What the registered protocols read in this error (imported late: protocols import this module)."""
-    from ctxtap.analysis.protocols.registry import error_hints
-
-    return error_hints(error, headers)
+    """What the registered protocols read in this error (none before the registry has loaded)."""
+    return _hint_source[0](error, headers) if _hint_source else ErrorHints()
 
 
 def protocol_error(message: str, rule_id: str, status: int | None = None) -> ErrorInfo:

@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ctxtap.analysis.models import Usage
+from ctxtap.analysis.parsing.models import Usage
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.toml")
 

@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, computed_field
 
+from ctxtap.analysis.compare.diff import RequestDiff, request_diff
 from ctxtap.analysis.db import dataset_dir, fetch_rows
-from ctxtap.analysis.diff import RequestDiff, request_diff
-from ctxtap.analysis.requestref import RefError, resolve_request, resolve_session
+from ctxtap.analysis.threads.requestref import RefError, resolve_request, resolve_session
 
 _IDS = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
                   r"|(?<![0-9A-Za-z])(?=[0-9a-f]*[0-9])[0-9a-f]{5,}(?![0-9A-Za-z])"

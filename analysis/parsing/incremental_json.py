@@ -18,7 +18,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxtap.analysis.sequences import shared_bytes as common_prefix
+from ctxtap.analysis.blocks.sequences import shared_bytes as common_prefix
 from ctxtap.capture.bodies import BodyView, as_bytes
 
 _DECODER = json.JSONDecoder()

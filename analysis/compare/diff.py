@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ctxtap.analysis.divergence import describe_change
+from ctxtap.analysis.blocks.divergence import describe_change
 
 Op = Literal["same", "changed", "moved", "only_a", "only_b"]
 OPS: tuple[str, ...] = ("same", "changed", "moved", "only_a", "only_b")

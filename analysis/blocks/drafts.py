@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxtap.analysis.canonical import (
+from ctxtap.analysis.parsing.canonical import (
     cache_breakpoint,
     canonical_content,
     canonical_json,
@@ -21,7 +21,7 @@ from ctxtap.analysis.canonical import (
     strip_cache_markers,
     utf8_len,
 )
-from ctxtap.analysis.models import Block, BlockKind, Role
+from ctxtap.analysis.parsing.models import Block, BlockKind, Role
 
 
 @dataclass(eq=False)  # identity equality: the memo compares lists of drafts by slices

@@ -18,8 +18,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from ctxtap.analysis.blockstore import BlockStore, RequestBlocks
-from ctxtap.analysis.models import ModelCall, ToolCall
+from ctxtap.analysis.blocks.blockstore import BlockStore, RequestBlocks
+from ctxtap.analysis.parsing.models import ModelCall, ToolCall
 
 TIMED_OUT = re.compile(
     r"\btimed out\b|\btime(?:d)?[- ]?out after\b|\bTimeoutError\b|\bdeadline exceeded\b|"

@@ -25,7 +25,7 @@ from typing import Any
 
 from ctxtap.analysis.clients import registry
 from ctxtap.analysis.clients.rules import IdentityContext, IdentityStep
-from ctxtap.analysis.models import CallIdentity
+from ctxtap.analysis.parsing.models import CallIdentity
 from ctxtap.capture.bodies import BodyView
 from ctxtap.capture.classify import classify_client
 from ctxtap.capture.wire import lower_headers

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ctxtap.analysis.detectors import Detection, catalogue_intro, detect, looks_like_list
-from ctxtap.analysis.runfacts import states_facts
+from ctxtap.analysis.rules.detectors import Detection, catalogue_intro, detect, looks_like_list
+from ctxtap.analysis.threads.runfacts import states_facts
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$")
 _OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z][\w.:-]*)(?:[ \t][^<>]*)?>")

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ctxtap.analysis.divergence import describe_change
-from ctxtap.analysis.sequences import align, common_prefix
+from ctxtap.analysis.blocks.divergence import describe_change
+from ctxtap.analysis.blocks.sequences import align, common_prefix
 
 DEFAULT_RULES = Path(__file__).with_name("cache_rules.toml")
 HIT_FRACTION = 0.9

@@ -10,9 +10,9 @@ fallback had labelled it — takes the detectors' reading.
 
 from __future__ import annotations
 
-from ctxtap.analysis import runfacts
-from ctxtap.analysis.models import Block, Segment
-from ctxtap.analysis.segments import byte_offsets, read_pieces
+from ctxtap.analysis.blocks.segments import byte_offsets, read_pieces
+from ctxtap.analysis.parsing.models import Block, Segment
+from ctxtap.analysis.threads import runfacts
 
 SEGMENTED_KINDS = frozenset({"instruction_text", "message_text"})
 MIN_BYTES = 40

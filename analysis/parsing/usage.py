@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxtap.analysis.models import TokenCount, Usage
+from ctxtap.analysis.parsing.models import TokenCount, Usage
 from ctxtap.analysis.protocols.common import as_int
 
 

@@ -18,12 +18,12 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from ctxtap.analysis.blocks import BlockDraft, finalize
-from ctxtap.analysis.blockscan import BlockScan, key_of
+from ctxtap.analysis.blocks.blockscan import BlockScan, key_of
+from ctxtap.analysis.blocks.drafts import BlockDraft, finalize
+from ctxtap.analysis.blocks.segment_attrs import with_segments
 from ctxtap.analysis.clients import registry
 from ctxtap.analysis.clients.rules import UNKNOWN, Context, Rule, is_text, leading_user_parts
-from ctxtap.analysis.models import Block
-from ctxtap.analysis.segment_attrs import with_segments
+from ctxtap.analysis.parsing.models import Block
 
 _tables: dict[tuple[int, frozenset[str]], list[Rule]] = {}
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ctxtap.analysis.requestref import resolve_session, sessions_of
+from ctxtap.analysis.threads.requestref import resolve_session, sessions_of
 
 EXCERPT_CHARS = 72
 

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ctxtap.analysis.compare.diff import RequestDiff, request_diff
 from ctxtap.analysis.db import connect, fetch_rows
-from ctxtap.analysis.diff import RequestDiff, request_diff
 
 MANIFEST = "experiment.json"
 RUN_FILE = "run.json"

@@ -25,10 +25,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 
-from ctxtap.analysis import tokens
-from ctxtap.analysis.blockscan import BlockScan, key_of
-from ctxtap.analysis.models import Block
-from ctxtap.analysis.sequences import align, shared_prefix
+from ctxtap.analysis.blocks.blockscan import BlockScan, key_of
+from ctxtap.analysis.blocks.sequences import align, shared_prefix
+from ctxtap.analysis.parsing import tokens
+from ctxtap.analysis.parsing.models import Block
 
 OCCURRENCE_FIELDS = (
     "path", "kind", "wire_type", "role", "source", "authority", "scope", "lifetime", "content_type",

@@ -1,0 +1,1 @@
+"""Blocks and segments: content-addressed blocks, the sections inside them, and how they change."""

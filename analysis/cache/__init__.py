@@ -1,0 +1,1 @@
+"""The prompt cache and its cost: the bytes, the provider's verdict, the client's claim, prices."""

@@ -1,0 +1,1 @@
+"""Comparison: two requests, two runs, an experiment's variants, the cross-client layout."""

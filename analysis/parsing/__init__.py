@@ -1,0 +1,1 @@
+"""Reading the wire: recorded exchanges into normalised model calls (the protocol parsers' shared parts)."""

@@ -1,0 +1,1 @@
+"""Rule engines: attribution of blocks and segments, detectors, evidence, constraints and gates."""
