@@ -2,8 +2,9 @@
 
 A test module touches it when it, or a test helper it imports, imports mitmproxy or a module of ours
 that imports it directly (the addons, the runner, the flow-file importer), or when the module itself
-runs the proxy in a process of its own: `start_proxy`, plain `mitmdump`, or a ctxtap command that records (`record`,
-`proxy`, `demo`, `experiment`). Imports through the command line do not count: `ctxtap.cli.main`
+runs the proxy in a process of its own: `start_proxy`, plain `mitmdump`, `make demo`, or a ctxtap
+command that records or reads flow files (`record`, `proxy`, `demo`, `experiment`, `replay`,
+`import`) named as an argument. Imports through the command line do not count: `ctxtap.cli.main`
 names the router for its options, and a test of `ctxtap sql` does not exercise mitmproxy. Derived
 from the code on every run, so a new test is never left out of the tier by a list nobody updated.
 """
@@ -14,7 +15,8 @@ import re
 from functools import cache
 from pathlib import Path
 
-RUNS_THE_PROXY = re.compile(r'start_(?:fresh_)?proxy\(|mitmdump|\[\s*"(?:record|proxy|demo|experiment)"')
+RUNS_THE_PROXY = re.compile(r"""start_(?:fresh_)?proxy\(|mitmdump|make demo|"""
+                            r"""["'](?:record|proxy|demo|experiment|replay|import)["']\s*[,\]]""")
 
 
 @cache

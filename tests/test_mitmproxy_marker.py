@@ -1,0 +1,26 @@
+"""The mitmproxy-12 tier's selection: tests that run the proxy or read flow files are in it, pure
+unit tests of the analyzer and the redactor are not (tests/mitmproxy_touch.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.mitmproxy_touch import touching_modules
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_tests_that_run_the_proxy_or_read_flows_are_selected() -> None:
+    touching = touching_modules(ROOT)
+    for module in ("tests.test_proxy_recording",  # start_proxy
+                   "tests.test_import_export",  # plain mitmdump, flow files
+                   "tests.test_replay",  # `ctxtap replay` records through the proxy
+                   "tests.test_readme",  # `make demo`
+                   "tests.test_parse_corpus"):  # real clients' flow files, through tests.corpus
+        assert module in touching, module
+
+
+def test_unit_tests_away_from_mitmproxy_are_left_out() -> None:
+    touching = touching_modules(ROOT)
+    for module in ("tests.test_redaction_openers", "tests.test_segments", "tests.test_sql_sandbox"):
+        assert module not in touching, module
