@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxtap.analysis.parsing import tokens  # noqa: E402
 from ctxtap.analysis.build import AnalyzeOptions, ensure_analysis  # noqa: E402
+from ctxtap.analysis.parsing import tokens  # noqa: E402
 from ctxtap.analysis.parsing.parse import parse_exchanges  # noqa: E402
 from ctxtap.capture.store import Capture  # noqa: E402
 from ctxtap.ingest.importer import import_files  # noqa: E402

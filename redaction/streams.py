@@ -39,6 +39,7 @@ from typing import Any, Protocol
 
 from ctxtap.redaction.json_escapes import string_end
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE
+from ctxtap.wire.families import delta_markers, stream_deltas
 
 HOLD_BYTES = 8 * 1024
 SCAN_STEP = 8 * 1024
@@ -63,15 +64,10 @@ def looks_like_sse(data: bytes) -> bool:
 # --- which strings of an event are pieces of a content stream --------------------------------
 
 Path = tuple[Any, ...]
-_ANTHROPIC_FIELDS = ("text", "partial_json", "thinking")
-_CHAT_FIELDS = ("content", "reasoning_content", "reasoning", "refusal")
-_ANTHROPIC_EVENTS = frozenset({"message_start", "message_delta", "message_stop", "content_block_start",
-                               "content_block_delta", "content_block_stop", "ping", "error"})
-# An API none of the rules above knows (Ollama's NDJSON, Cohere's or Bedrock's events, the next one):
+# An API no family of ctxtap.wire.families knows (Ollama's NDJSON, Cohere's or Bedrock's events, the next one):
 # every string under one of these keys is a piece of the content stream at its path.
 CONTENT_KEYS = frozenset({"text", "content", "delta", "partial_json", "arguments", "thinking", "reasoning",
                           "reasoning_content", "response", "refusal", "input", "output", "message", "token"})
-_MARKERS = (b'"delta"', b'"candidates"')
 _GENERIC_MARKERS = tuple(b'"%s"' % k.encode() for k in sorted(CONTENT_KEYS))
 # A delta of an API read generically is a small event; a bigger payload (a whole request frame on a
 # WebSocket, a final event repeating the answer) is not parsed for one.
@@ -81,57 +77,13 @@ _GENERIC_ITEMS = 64
 
 
 def _wanted(obj: dict) -> Iterator[tuple[tuple, Path]]:
-    """(stream key, path of the string) for every delta string of one decoded event."""
-    if not _known(obj):
+    """(stream key, path of the string) for every delta string of one decoded event: where its API
+    family says (`ctxtap.wire.families`), else read generically."""
+    known = stream_deltas(obj)
+    if known is None:
         yield from _generic(obj, ())
-        return
-    kind = obj.get("type")
-    delta = obj.get("delta")
-    if kind == "content_block_delta" and isinstance(delta, dict):  # Anthropic Messages
-        for name in _ANTHROPIC_FIELDS:
-            if isinstance(delta.get(name), str):
-                yield ("anthropic", obj.get("index"), name), ("delta", name)
-    elif isinstance(kind, str) and kind.endswith(".delta") and isinstance(delta, str):  # Responses
-        ids = tuple(obj.get(k) for k in ("item_id", "output_index", "content_index", "summary_index"))
-        yield (kind, *ids), ("delta",)
-    choices = obj.get("choices")
-    if isinstance(choices, list):  # Chat Completions
-        for i, choice in enumerate(choices):
-            d = choice.get("delta") if isinstance(choice, dict) else None
-            if not isinstance(d, dict):
-                continue
-            index = choice.get("index", i)
-            for name in _CHAT_FIELDS:
-                if isinstance(d.get(name), str):
-                    yield ("chat", index, name), ("choices", i, "delta", name)
-            calls = d.get("tool_calls")
-            for j, call in enumerate(calls if isinstance(calls, list) else ()):
-                fn = call.get("function") if isinstance(call, dict) else None
-                if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-                    key = ("chat", index, "tool", call.get("index", j))
-                    yield key, ("choices", i, "delta", "tool_calls", j, "function", "arguments")
-    root: Any = obj
-    prefix: Path = ()
-    if isinstance(obj.get("response"), dict) and "candidates" in obj["response"]:  # Code Assist envelope
-        root, prefix = obj["response"], ("response",)
-    candidates = root.get("candidates")
-    if isinstance(candidates, list):  # Gemini
-        for i, cand in enumerate(candidates):
-            content = cand.get("content") if isinstance(cand, dict) else None
-            parts = content.get("parts") if isinstance(content, dict) else None
-            for j, part in enumerate(parts if isinstance(parts, list) else ()):
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    key = ("gemini", cand.get("index", i), bool(part.get("thought")))
-                    yield key, (*prefix, "candidates", i, "content", "parts", j, "text")
-
-
-def _known(obj: dict) -> bool:
-    """An event of an API whose delta fields `_wanted` names (anything else is read generically)."""
-    kind = obj.get("type")
-    if isinstance(kind, str) and (kind in _ANTHROPIC_EVENTS or kind.startswith("response.")):
-        return True
-    response = obj.get("response")
-    return "choices" in obj or "candidates" in obj or (isinstance(response, dict) and "candidates" in response)
+    else:
+        yield from known
 
 
 def _generic(value: Any, path: Path) -> Iterator[tuple[tuple, Path]]:
@@ -190,7 +142,7 @@ def _string_spans(payload: bytes) -> dict[Path, tuple[int, int]]:
 
 def delta_pieces(payload: bytes) -> list[tuple[tuple, int, int]]:
     """(stream key, start, end) of the delta strings in one event's JSON payload (escaped form)."""
-    if not any(marker in payload for marker in _MARKERS) and (
+    if not any(marker in payload for marker in delta_markers()) and (
             len(payload) > _GENERIC_MAX_BYTES or not any(marker in payload for marker in _GENERIC_MARKERS)):
         return []
     try:

@@ -267,10 +267,11 @@ def test_parallel_tool_results_in_another_order_are_volatile_not_divergence():
 
 
 def test_every_protocol_says_how_its_stream_ends():
-    """A family missing from STREAM_END never has a cut stream named (`b""` is in every body):
-    Vertex's Anthropic stream went unchecked until it was added."""
+    """A family without its facts never has a cut stream named (`b""` is in every body): Vertex's
+    Anthropic stream went unchecked until it was added. Every SSE family names its end."""
     from ctxtap.analysis.protocols import registry
-    from ctxtap.replay.cassette import NOT_SSE, STREAM_END
+    from ctxtap.wire.families import family
 
-    missing = {p.api for p in registry.protocols()} - set(STREAM_END) - NOT_SSE
-    assert missing == set(), missing
+    facts = {p.api: family(p.api) for p in registry.protocols()}
+    assert {api for api, f in facts.items() if f is None} == set()
+    assert {api for api, f in facts.items() if f.framing == "sse" and not f.stream_end} == set()

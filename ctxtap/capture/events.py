@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ctxtap.wire.families import ws_terminal_types
+
 
 @dataclass
 class RequestEvent:
@@ -141,7 +143,6 @@ class Barrier:
     note: str = field(default="")
 
 
-_TERMINAL_WS_TYPES = {"response.completed", "response.failed", "response.incomplete", "error"}
 
 
 def ws_message_type(content: bytes, is_text: bool) -> str | None:
@@ -160,4 +161,4 @@ def ws_message_type(content: bytes, is_text: bool) -> str | None:
 
 def is_terminal_ws_message(ev: WsMessageEvent) -> bool:
     """Server frames that end a response: the proxy waits for these to be durable."""
-    return (not ev.from_client) and ws_message_type(ev.content, ev.is_text) in _TERMINAL_WS_TYPES
+    return (not ev.from_client) and ws_message_type(ev.content, ev.is_text) in ws_terminal_types()

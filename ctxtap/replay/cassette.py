@@ -19,22 +19,12 @@ from ctxtap.analysis.blocks.volatile import normalise
 from ctxtap.analysis.protocols import registry
 from ctxtap.analysis.protocols.registry import RequestContext
 from ctxtap.capture.store import Capture, CaptureError
+from ctxtap.wire.families import family, ws_terminal_types
 
 # Response headers that describe the recorded transfer, not the content: the replay server
 # sets its own (the stored body is decoded, so its encoding and length are the server's to say).
 HOP_HEADERS = {"content-length", "transfer-encoding", "content-encoding", "connection", "keep-alive", "date"}
 
-# The event that ends a complete stream, per API family (a stream without it was cut).
-STREAM_END = {
-    "messages": (b"message_stop",),
-    "vertex-messages": (b"message_stop",),  # Anthropic's own SSE, through Vertex AI
-    "responses": (b"response.completed", b"response.incomplete", b"response.failed"),
-    "chat-completions": (b"[DONE]", b'"finish_reason":"', b'"finish_reason": "'),
-    "gemini": (b"finishReason",),
-}
-# Families whose streams are not SSE (Bedrock's frames, Ollama's NDJSON): their parsers say when one was cut.
-NOT_SSE = frozenset({"bedrock-messages", "bedrock-converse", "ollama"})
-WS_TERMINAL = {"response.completed", "response.failed", "response.incomplete", "error"}
 
 
 @dataclass
@@ -298,9 +288,15 @@ def _http_call(capture: Capture, flow: dict, order: int) -> Recorded:
     elif flow["state"] == "error" and flow["status"] == 200 and not _whole(api, flow["transport"], body):
         call.problem = f"truncated stream: the recorded response was cut ({flow['error'] or 'error'})"
     elif call.streamed and flow["status"] == 200 and flow["transport"] == "sse" and body is not None \
-            and not any(m in body for m in STREAM_END.get(api, (b"",))):
+            and not any(m in body for m in _stream_end(api, (b"",))):
         call.problem = "truncated stream: the recorded stream ends before its final event"
     return call
+
+
+def _stream_end(api: str, unknown: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    """What ends a complete stream of the family (`ctxtap.wire.families`); `(b"",)` never calls one cut."""
+    known = family(api)
+    return known.stream_end if known is not None and known.stream_end else unknown
 
 
 def _whole(api: str, transport: str | None, body: bytes | None) -> bool:
@@ -309,7 +305,7 @@ def _whole(api: str, transport: str | None, body: bytes | None) -> bool:
     if body is None:
         return False
     if transport == "sse":
-        return any(m in body for m in STREAM_END.get(api, ()))
+        return any(m in body for m in _stream_end(api, ()))
     return _json(body) is not None
 
 
@@ -345,7 +341,7 @@ def _ws_calls(capture: Capture, flow: dict, rows: list[dict], order: int) -> lis
                 rid = (event.get("response") or {}).get("id")
                 current.response_id = rid if isinstance(rid, str) else current.response_id
     for call in calls:
-        ends = [f for f in call.frames if f.text and (_json(f.data) or {}).get("type") in WS_TERMINAL]
+        ends = [f for f in call.frames if f.text and (_json(f.data) or {}).get("type") in ws_terminal_types()]
         if not call.problem and not ends:
             call.problem = "truncated stream: the recorded WebSocket turn has no final response frame"
     return calls

@@ -32,19 +32,12 @@ from ctxtap.analysis.protocols.editing import (
 )
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 from ctxtap.replay.cassette import Block, Cassette, Recorded
+from ctxtap.wire.families import Provider, ws_terminal_types
+from ctxtap.wire.families import provider as provider_facts
 
-# provider -> (environment variable(s), header, value template)
-CREDENTIALS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "anthropic": (("ANTHROPIC_API_KEY",), "x-api-key", "{}"),
-    "openai": (("OPENAI_API_KEY",), "authorization", "Bearer {}"),
-    "moonshot": (("MOONSHOT_API_KEY", "KIMI_API_KEY"), "authorization", "Bearer {}"),
-    "kimi": (("KIMI_API_KEY", "MOONSHOT_API_KEY"), "authorization", "Bearer {}"),
-    "google": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "x-goog-api-key", "{}"),
-}
 DROP_HEADERS = {"authorization", "x-api-key", "x-goog-api-key", "cookie", "proxy-authorization", "host",
                 "content-length", "transfer-encoding", "content-encoding", "accept-encoding", "connection",
                 "upgrade", "sec-websocket-key", "sec-websocket-version", "sec-websocket-extensions"}
-WS_TERMINAL = {"response.completed", "response.failed", "response.incomplete", "error"}
 TIME_KINDS = ("timestamp", "date", "time")
 TEXT_KINDS = ("instruction_text", "message_text", "tool_result", "text")
 
@@ -204,7 +197,8 @@ def plan(cassette: Cassette, calls: list[Recorded], transforms: Transforms) -> l
 def credentials(provider: str, upstream: str, environ: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """The auth header for the provider from the environment; none for a loopback upstream without a key."""
     env = os.environ if environ is None else environ
-    names, header, template = CREDENTIALS.get(provider, ((), "authorization", "Bearer {}"))
+    known = provider_facts(provider) or Provider(provider or "")
+    names, header, template = known.credential_env, known.credential_header, known.credential_template
     for name in names:
         if env.get(name):
             return [(header, template.format(env[name]))]
@@ -284,7 +278,7 @@ def _send_ws_turns(items: list[Planned], *, proxy_url: str, ca_file: str, header
             while True:
                 event = json.loads(ws.recv_text())
                 kind = event.get("type") if isinstance(event, dict) else None
-                if kind in WS_TERMINAL:
+                if kind in ws_terminal_types():
                     break
             rid = (event.get("response") or {}).get("id")
             if item.call.response_id and isinstance(rid, str):

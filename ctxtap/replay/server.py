@@ -32,6 +32,7 @@ from wsproto.extensions import PerMessageDeflate
 from ctxtap.httpbody import MAX_BODY_BYTES, BodyError, read_body, refuse
 from ctxtap.modelserver.websocket import text_messages
 from ctxtap.replay.cassette import Block, Cassette, Recorded, parse_blocks
+from ctxtap.wire.families import error_body
 
 log = logging.getLogger("ctxtap.replay")
 LOOPBACK = "127.0.0.1"
@@ -106,13 +107,7 @@ class Matcher:
 
 def provider_error(api: str, status: int, message: str) -> dict[str, Any]:
     """An error body shaped like the provider's own, so the CLI shows it as an API error."""
-    family = _family(api)
-    if family == "messages":
-        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
-    if family == "gemini":
-        return {"error": {"code": status, "message": message, "status": "INVALID_ARGUMENT"}}
-    return {"error": {"message": message, "type": "invalid_request_error", "param": None,
-                      "code": "ctxtap_replay"}}
+    return error_body(api, status, message)
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -18,10 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-# ctxtap provider -> the convention's gen_ai.provider.name (well-known values where there is one)
-PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "google": "gcp.gemini",
-                  "google-vertex": "gcp.vertex_ai", "xai": "x_ai", "deepseek": "deepseek", "mistral": "mistral_ai",
-                  "groq": "groq", "azure": "azure.ai.openai", "bedrock": "aws.bedrock", "moonshot": "moonshot"}
+from ctxtap.wire.families import provider
+
+
+def _provider_name(name: str | None) -> str | None:
+    """The convention's gen_ai.provider.name (`ctxtap.wire.families`), else ctxtap's own name."""
+    known = provider(name)
+    return known.otel_name if known is not None else name
+
+
 CONTENT_LIMIT = 64_000  # characters of content per span attribute; longer is cut and flagged
 SERVICE_NAME = "ctxtap"
 
@@ -103,7 +108,7 @@ def build_spans(con, content: bool = False, redact: Callable[[str], str] | None 
             turn = turn_spans[key] = Span(
                 trace, _id(8, *map(str, key)), None, f"invoke_agent {r['client'] or 'agent'}", start, end, "internal",
                 _clean({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": r["client"],
-                        "gen_ai.provider.name": PROVIDER_NAMES.get(r["provider"], r["provider"]),
+                        "gen_ai.provider.name": _provider_name(r["provider"]),
                         "gen_ai.conversation.id": r["session_id"], "ctxtap.turn_index": key[2],
                         "ctxtap.client_version": r["client_version"], "ctxtap.capture_id": r["capture_id"]}))
             spans.append(turn)
@@ -147,7 +152,7 @@ def build_spans(con, content: bool = False, redact: Callable[[str], str] | None 
 def _chat_attributes(r: dict, by_source: dict[str, int]) -> dict[str, Any]:
     attrs = {
         "gen_ai.operation.name": "chat",
-        "gen_ai.provider.name": PROVIDER_NAMES.get(r["provider"], r["provider"]),
+        "gen_ai.provider.name": _provider_name(r["provider"]),
         "gen_ai.request.model": r["model"], "gen_ai.response.model": r["model"],
         "gen_ai.response.id": r["response_id"], "gen_ai.conversation.id": r["session_id"],
         "gen_ai.response.finish_reasons": [r["stop_reason"]] if r["stop_reason"] else None,
