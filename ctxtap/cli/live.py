@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ctxtap.cli.store import filter_options
+
 FOLLOWER_JOIN_S = 10  # how long a stopping server waits for a live capture's poll to end
 
 
@@ -34,13 +36,17 @@ def announce(url: str, open_browser: bool, echo=click.echo) -> None:
 
 
 @click.command()
-@click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("captures", nargs=-1, required=True)
 @ui_options
-def serve(captures, ui_port, open_browser) -> None:
+@filter_options
+def serve(captures, ui_port, open_browser, store_clients=(), store_since=None, store_captures=(),
+          endpoint_url=None) -> None:
     """Browse captures in a local web UI: sessions, timelines, requests, diffs.
 
     Captures are analysed first if needed. A capture still being recorded is
-    followed live (read-only). Ctrl-C stops the server.
+    followed live (read-only). Ctrl-C stops the server. CAPTURES may be one store URL
+    (s3://BUCKET/PREFIX) with --client, --since, --capture: the selected captures' datasets are
+    fetched into a private temporary folder, removed when the server stops.
     """
     from ctxtap.analysis.live import LiveAnalysis
     from ctxtap.capture.store import Capture, CaptureError
@@ -52,6 +58,19 @@ def serve(captures, ui_port, open_browser) -> None:
     work: list[Path] = []
     followers: list[threading.Thread] = []
     stop = threading.Event()
+    if any(c.startswith("s3://") for c in captures):
+        if len(captures) != 1:
+            raise click.UsageError("give one store URL, or capture directories, not both")
+        from ctxtap.cli.store import materialise
+
+        pulled, folder = materialise(captures[0], store_clients, store_since, store_captures, endpoint_url)
+        work.append(folder)
+        captures = tuple(pulled)
+    else:
+        for c in captures:
+            if not Path(c).is_dir():
+                raise click.BadParameter(f"{c} is not a capture directory", param_hint="CAPTURES")
+        captures = tuple(Path(c) for c in captures)
     try:
         for path in dict.fromkeys(p.resolve() for p in captures):
             try:

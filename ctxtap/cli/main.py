@@ -18,6 +18,7 @@ from ctxtap.capture.ids import new_capture_id
 from ctxtap.capture.paths import default_captures_dir, redaction_key
 from ctxtap.capture.private import private_umask, user_umask
 from ctxtap.cli.invocation import invoked_as
+from ctxtap.cli.store import filter_options as _store_filters
 
 if TYPE_CHECKING:
     from ctxtap.capture.effects import Receipt
@@ -149,7 +150,9 @@ class _Commands(click.Group):
 
     PLUGINS = {"report": "ctxtap.cli.report", "publish": "ctxtap.cli.publish", "demo": "ctxtap.cli.demo",
                "replay": "ctxtap.cli.replay", "diff": "ctxtap.cli.diff", "experiment": "ctxtap.cli.experiment",
-               "serve": "ctxtap.cli.live", "check": "ctxtap.cli.check", "layout": "ctxtap.cli.layout"}
+               "serve": "ctxtap.cli.live", "check": "ctxtap.cli.check", "layout": "ctxtap.cli.layout",
+               "push": "ctxtap.cli.store", "pull": "ctxtap.cli.store", "rm": "ctxtap.cli.store",
+               "ls": "ctxtap.cli.store"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})
@@ -214,10 +217,13 @@ def main() -> None:
 @click.option("--check", "check_gates", metavar="GATES",
               help="Judge the run when it ends, as `ctxtap check` does (e.g. \"--no-writes --no-network\"); "
                    "a violation makes the exit code 3 when the command itself succeeded.")
+@click.option("--push", "push_url", metavar="s3://BUCKET/PREFIX",
+              help="When the run ends, push the capture to this store (as `ctxtap push` does); a push that "
+                   "fails is said and the capture stays here.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record(command, out, routes, model_hosts, record_all, offline, redact, listen_host, telemetry, live, ui_port,
            open_browser, watch, effects, snapshot_max_files, snapshot_max_seconds, snapshot_hash_mib,
-           base_url, check_gates) -> None:
+           base_url, check_gates, push_url) -> None:
     """Run COMMAND through the recording proxy and capture its model traffic.
 
     Starts a proxy on a free port with ctxtap's own CA (created on first use,
@@ -231,6 +237,8 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
     from ctxtap.cli.failures import capture_dir_problem, command_problem, listen_problem, loopback_problem
     from ctxtap.proxy_addons.runner import BackgroundProxy, ProxyConfig, ProxyStartError, client_env
 
+    if push_url and not push_url.startswith("s3://"):
+        raise click.BadParameter(f"{push_url!r} is not a store URL: give s3://BUCKET/PREFIX", param_hint="--push")
     not_runnable = command_problem(command[0])
     if not_runnable:
         click.echo(f"ctxtap: {not_runnable[0]}", err=True)
@@ -308,6 +316,17 @@ def record(command, out, routes, model_hosts, record_all, offline, redact, liste
             click.echo(f"ctxtap: {line}", err=True)
         if not report.ok and code == 0:
             code = EXIT_VIOLATION
+    if push_url:
+        from ctxtap.store import StoreError, push_capture
+
+        try:
+            pushed = push_capture(out, push_url)
+            click.echo(f"ctxtap: pushed {pushed.capture_id} -> {pushed.url} ({pushed.uploaded} objects uploaded, "
+                       f"{pushed.skipped} already there)", err=True)
+        except StoreError as exc:
+            click.echo(f"ctxtap: the capture was not pushed: {exc}. It stays in {out}; push it later with: "
+                       f"{invoked_as()} push {shlex.quote(str(out))} {push_url}", err=True)
+            code = code or 1
     sys.exit(code)
 
 
@@ -629,7 +648,8 @@ class _SqlCommand(click.Command):
 @click.option("--allow-external", is_flag=True,
               help="Let the query read files and write files outside the captures (COPY, EXPORT, ATTACH, "
                    "read_csv, CREATE/INSERT); a path inside a capture or the captures store is still refused.")
-def sql(args, fmt, max_rows, allow_external) -> None:
+@_store_filters
+def sql(args, fmt, max_rows, allow_external, store_clients, store_since, store_captures, endpoint_url) -> None:
     """Run SQL over captures: ctxtap sql CAPTURE... "SELECT ...".
 
     Views and table macros: {views} (columns: docs/analysis-schema.md).
@@ -638,21 +658,26 @@ def sql(args, fmt, max_rows, allow_external) -> None:
     keep the values as stored. Queries read the captures' datasets
     only and run reading statements only (SELECT, WITH, VALUES, DESCRIBE, SHOW,
     SUMMARIZE, EXPLAIN), unless --allow-external.
+
+    CAPTURE may be a store URL (s3://BUCKET/PREFIX, see ctxtap push): the query reads the store in
+    place, only the partitions --client, --since and --capture select and the columns it uses.
     """
     if len(args) < 2:
         raise click.UsageError('give at least one capture and a query: ctxtap sql CAPTURE "SELECT ..."')
     *captures, query = args
-    for c in captures:
+    con = _store_sql(captures, query, allow_external, store_clients, store_since, store_captures, endpoint_url)
+    for c in captures if con is None else ():
         if not Path(c).is_dir():
             raise click.UsageError(f"{c} is not a capture directory")
     from ctxtap.analysis.db import connect
     from ctxtap.analysis.sqlguard import SqlRefused, check_statements
 
-    try:  # before anything runs: DuckDB's allowed directories let a query write where it may read
-        check_statements(query, allow_external, protected=[*map(Path, captures), default_captures_dir()])
-    except SqlRefused as exc:
-        raise click.ClickException(str(exc)) from None
-    con = connect(_ensure(captures, quiet=True), allow_external=allow_external)
+    if con is None:
+        try:  # before anything runs: DuckDB's allowed directories let a query write where it may read
+            check_statements(query, allow_external, protected=[*map(Path, captures), default_captures_dir()])
+        except SqlRefused as exc:
+            raise click.ClickException(str(exc)) from None
+        con = connect(_ensure(captures, quiet=True), allow_external=allow_external)
     if allow_external:  # no SET or table function may move temp, log or profile files into a capture
         con.execute("SET lock_configuration = true")
     try:
@@ -667,6 +692,31 @@ def sql(args, fmt, max_rows, allow_external) -> None:
     if rel is None:
         return
     _print_relation(rel, fmt, max_rows)
+
+
+def _store_url(captures) -> str | None:
+    """The one store URL among a command's captures, or None; a store mixed with local captures is refused."""
+    urls = [c for c in captures if str(c).startswith("s3://")]
+    if not urls:
+        return None
+    if len(captures) != 1:
+        raise click.UsageError("give one store URL, or capture directories, not both")
+    return urls[0]
+
+
+def _store_sql(captures, query, allow_external, clients, since, capture_ids, endpoint_url):
+    """The connection of `sql` over a store URL (None for local captures): the guard first, as for captures."""
+    url = _store_url(captures)
+    if url is None:
+        return None
+    from ctxtap.analysis.sqlguard import SqlRefused, check_statements
+    from ctxtap.cli.store import store_connection
+
+    try:
+        check_statements(query, allow_external, protected=[default_captures_dir()])
+    except SqlRefused as exc:
+        raise click.ClickException(str(exc)) from None
+    return store_connection(url, clients, since, capture_ids, endpoint_url, allow_external=allow_external)
 
 
 _TIME_COLUMN = re.compile(r"ts|ts_\w+|\w+_ts|\w+_at")
@@ -716,14 +766,27 @@ def _print_relation(rel, fmt: str, max_rows: int) -> None:
 
 
 @main.command()
-@click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
+@click.argument("captures", nargs=-1, required=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the same figures as one JSON object instead of text.")
-def stats(captures, as_json) -> None:
-    """A terminal summary: sessions, tokens, cache, cost, errors and the tool loop."""
+@_store_filters
+def stats(captures, as_json, store_clients, store_since, store_captures, endpoint_url) -> None:
+    """A terminal summary: sessions, tokens, cache, cost, errors and the tool loop.
+
+    CAPTURES may be one store URL (s3://BUCKET/PREFIX), read in place with --client, --since, --capture."""
     from ctxtap.analysis.db import connect
     from ctxtap.cli.summary import data_lines, summary_data
 
-    data = summary_data(connect(_ensure(captures, quiet=True)))
+    url = _store_url(captures)
+    if url is not None:
+        from ctxtap.cli.store import store_connection
+
+        con = store_connection(url, store_clients, store_since, store_captures, endpoint_url)
+    else:
+        for c in captures:
+            if not Path(c).is_dir():
+                raise click.BadParameter(f"{c} is not a capture directory", param_hint="CAPTURES")
+        con = connect(_ensure(captures, quiet=True))
+    data = summary_data(con)
     if as_json:
         click.echo(json.dumps(data, indent=2, default=str))
         return

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
+from ctxtap.cli.store import filter_options
 from ctxtap.reports.html.output import COMPARISON_DEFAULT, default_output
 
 
 @click.command(name="report")
-@click.argument("captures", nargs=-1, required=True,
-                type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("captures", nargs=-1, required=True)
 @click.option("-o", "--out", "--output", "output", type=click.Path(dir_okay=False, path_type=Path),
               help="HTML file to write (default: CAPTURE/report.html for one capture, "
                    f"./{COMPARISON_DEFAULT} for several).")
@@ -21,7 +21,9 @@ from ctxtap.reports.html.output import COMPARISON_DEFAULT, default_output
                    "exact size noted) so the file stays within it; a session too long to show request by request "
                    "is aggregated (merged ribbon rows, binned charts, first and last table rows, texts left out), "
                    "and the report's notes say what and give the ctxtap sql queries for the rest.")
-def report(captures: tuple[Path, ...], output: Path | None, title: str | None, max_mb: float) -> None:
+@filter_options
+def report(captures: tuple[str, ...], output: Path | None, title: str | None, max_mb: float,
+           store_clients=(), store_since=None, store_captures=(), endpoint_url=None) -> None:
     """Render captures into one self-contained HTML report.
 
     One file, no network requests (inline CSS, SVG charts and a little inline
@@ -36,12 +38,34 @@ def report(captures: tuple[Path, ...], output: Path | None, title: str | None, m
     Captures are analysed first if their dataset is missing or stale. Example:
 
         ctxtap report captures/20260727-101500-ab12cd
+
+    CAPTURES may be one store URL (s3://BUCKET/PREFIX) with --client, --since, --capture: the
+    selected captures' datasets are fetched into a private temporary folder for the report.
     """
+    if any(c.startswith("s3://") for c in captures):
+        if len(captures) != 1:
+            raise click.UsageError("give one store URL, or capture directories, not both")
+        import shutil
+
+        from ctxtap.cli.store import materialise
+
+        paths, work = materialise(captures[0], store_clients, store_since, store_captures, endpoint_url)
+        try:
+            _report(paths, output or Path(COMPARISON_DEFAULT), title, max_mb)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
+    for c in captures:
+        if not Path(c).is_dir():
+            raise click.BadParameter(f"{c} is not a capture directory", param_hint="CAPTURES")
+    _report([Path(c) for c in captures], output, title, max_mb)
+
+
+def _report(paths: list[Path], output: Path | None, title: str | None, max_mb: float) -> None:
     from ctxtap.capture.store import CaptureError
     from ctxtap.cli.failures import writable_dir_problem
     from ctxtap.reports.html.render import render_report
 
-    paths = list(captures)
     out = output or default_output(paths)
     problem = writable_dir_problem(out.parent, "-o")
     if problem:

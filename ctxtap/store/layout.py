@@ -2,12 +2,12 @@
 
 ```
 s3://BUCKET/PREFIX/
-  captures/client=CLIENT/day=YYYY-MM-DD/capture_id=ID/
+  captures/clients=CLIENTS/day=YYYY-MM-DD/capture_id=ID/
       manifest.json                      the manifest (without the recording machine's facts)
       flows.parquet, bodies.parquet ...  the capture's Parquet as recorded
       analysis/_meta.json                the analysis dataset's fingerprint and stats
       analysis/TABLE/part-SCHEMA.parquet one file per table; SCHEMA is a digest of its columns
-  index/client=CLIENT/day=YYYY-MM-DD/capture_id=ID.json
+  index/clients=CLIENTS/day=YYYY-MM-DD/capture_id=ID.json
       written last by a push and deleted first by rm: the capture is complete while it exists;
       it lists every object with its size and SHA-256
 ```
@@ -50,13 +50,13 @@ class Entry:
 
     @property
     def partition(self) -> str:
-        return f"client={self.client}/day={self.day}/capture_id={self.capture_id}"
+        return f"clients={self.client}/day={self.day}/capture_id={self.capture_id}"
 
     def capture_path(self, store: StoreURL, *rel: str) -> str:
         return store.path(CAPTURES, self.partition, *rel)
 
     def index_path(self, store: StoreURL) -> str:
-        return store.path(INDEX, f"client={self.client}/day={self.day}/capture_id={self.capture_id}.json")
+        return store.path(INDEX, f"clients={self.client}/day={self.day}/capture_id={self.capture_id}.json")
 
     def clients(self) -> list[str]:
         return self.client.split("+")
@@ -71,7 +71,7 @@ def _parse_index_key(path: str, root: str) -> Entry | None:
     rest = path[len(root):].lstrip("/").split("/")
     if len(rest) != 4 or rest[0] != INDEX or not rest[3].endswith(".json"):
         return None
-    client, day, capture = _value(rest[1], "client"), _value(rest[2], "day"), _value(rest[3][:-5], "capture_id")
+    client, day, capture = _value(rest[1], "clients"), _value(rest[2], "day"), _value(rest[3][:-5], "capture_id")
     if not (client and day and capture):
         return None
     return Entry(day, client, capture)
@@ -102,7 +102,7 @@ def list_captures(filesystem: fs.FileSystem, store: StoreURL, *, clients: Iterab
     out: list[Entry] = []
     index = store.path(INDEX)
     for client_dir in _dirs(filesystem, index):
-        client = _value(client_dir, "client")
+        client = _value(client_dir, "clients")
         if client is None or (wanted_clients and not wanted_clients & set(client.split("+"))):
             continue
         base = f"{index}/{client_dir}"
@@ -149,7 +149,7 @@ def capture_files(filesystem: fs.FileSystem, store: StoreURL, entries: Iterable[
         by_partition.setdefault((e.client, e.day), {})[e.capture_id] = e
     out: dict[Entry, list[fs.FileInfo]] = {e: [] for ids in by_partition.values() for e in ids.values()}
     for (client, day), ids in by_partition.items():
-        base = store.path(CAPTURES, f"client={client}/day={day}")
+        base = store.path(CAPTURES, f"clients={client}/day={day}")
         for info in _files(filesystem, base):
             segment = info.path[len(base):].lstrip("/").split("/", 1)[0]
             entry = ids.get(_value(segment, "capture_id") or "")

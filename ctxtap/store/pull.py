@@ -1,0 +1,101 @@
+"""`ctxtap pull` and `ctxtap rm`: captures back from the store, and out of it.
+
+A pulled capture is private like every capture (0700 folders, 0600 files: `ctxtap.capture.private`),
+and its files get back the times its dataset's fingerprint recorded, so the analysis dataset that
+came with it is current and is not rebuilt. `rm` deletes a capture's index object first: from then
+on no reader sees it, and a removal cut short leaves only objects no reader lists (run it again).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from pyarrow import fs
+
+from ctxtap.capture.private import private_dir, tighten
+from ctxtap.store.layout import Entry, find_capture, list_captures
+from ctxtap.store.location import StoreError, StoreURL, s3_filesystem
+
+
+@dataclass
+class Pulled:
+    capture_id: str
+    directory: Path
+    files: int
+    bytes: int
+    pseudonymised: bool
+
+
+def read_index(filesystem: fs.FileSystem, store: StoreURL, entry: Entry) -> dict:
+    with filesystem.open_input_stream(entry.index_path(store)) as f:
+        return json.loads(f.read())
+
+
+def _restore_times(directory: Path) -> None:
+    """The capture files' modification times as the dataset's fingerprint has them."""
+    try:
+        meta = json.loads((directory / "analysis" / "_meta.json").read_text())
+    except (OSError, ValueError):
+        return
+    for name, (size, mtime_ns) in (meta.get("fingerprint", {}).get("files") or {}).items():
+        path = directory / name
+        if path.is_file() and path.stat().st_size == size:
+            os.utime(path, ns=(mtime_ns, mtime_ns))
+
+
+def pull_capture(url: str, capture_id: str, out_dir: Path, *, endpoint_url: str | None = None,
+                 filesystem: fs.FileSystem | None = None) -> Pulled:
+    """Bring one capture (id or a unique start of one) into `out_dir/<capture id>`."""
+    store = StoreURL.parse(url)
+    filesystem = filesystem or s3_filesystem(endpoint_url)
+    try:
+        entry = find_capture(filesystem, store, capture_id)
+        index = read_index(filesystem, store, entry)
+        target = Path(out_dir) / entry.capture_id
+        if (target / "manifest.json").exists():
+            raise StoreError(f"{target} already holds a capture; remove it or pull into another --out")
+        private_dir(target)
+        total = 0
+        for obj in index["objects"]:
+            local = target / obj["path"]
+            if local.resolve().parent != target.resolve() and target.resolve() not in local.resolve().parents:
+                raise StoreError(f"the index of {entry.capture_id} names a path outside the capture: {obj['path']}")
+            private_dir(local.parent)
+            with filesystem.open_input_stream(entry.capture_path(store, obj["key"])) as f:
+                data = f.read()
+            if len(data) != obj["size"]:
+                raise StoreError(f"{obj['key']} of {entry.capture_id} is {len(data)} bytes, its index says "
+                                 f"{obj['size']}: pull again, or push the capture again")
+            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            total += len(data)
+    except OSError as exc:
+        raise StoreError(f"pulling {capture_id} from {store} failed: {exc}") from exc
+    tighten(target)
+    _restore_times(target)
+    return Pulled(entry.capture_id, target, len(index["objects"]), total, bool(index.get("pseudonymised")))
+
+
+def remove_captures(url: str, *, capture_id: str | None = None, before: date | None = None,
+                    endpoint_url: str | None = None, filesystem: fs.FileSystem | None = None) -> list[Entry]:
+    """Delete one capture, or every capture recorded before a day; the removed entries."""
+    if (capture_id is None) == (before is None):
+        raise StoreError("give either --capture ID or --before DATE")
+    store = StoreURL.parse(url)
+    filesystem = filesystem or s3_filesystem(endpoint_url)
+    try:
+        if capture_id is not None:
+            entries = [find_capture(filesystem, store, capture_id)]
+        else:
+            entries = [e for e in list_captures(filesystem, store) if e.day < before.isoformat()]
+        for entry in entries:
+            filesystem.delete_file(entry.index_path(store))  # first: no reader sees it from here on
+            filesystem.delete_dir(entry.capture_path(store))
+    except OSError as exc:
+        raise StoreError(f"removing from {store} failed: {exc}. Run it again to finish") from exc
+    return entries
