@@ -21,7 +21,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from ctxtap.capture.events import TelemetryEvent
-from ctxtap.httpbody import BodyError, BodyTooLarge, read_body, refuse
+from ctxtap.wire.httpbody import BodyError, BodyTooLarge, read_body, refuse
 
 MAX_PAYLOAD_BYTES = 8 << 20  # larger payloads keep their first 8 MiB, marked `oversized`, answered 413
 _READ = 64 * 1024

@@ -81,6 +81,6 @@ def render() -> str:
 
 
 if __name__ == "__main__":
-    target = Path(__file__).resolve().parents[2] / "docs" / "capture-format.md"
+    target = Path(__file__).resolve().parents[1] / "docs" / "capture-format.md"
     target.write_text(render())
     print(f"wrote {target}")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ctxtap.wire.sse import is_sse_response
+
 Headers = Iterable[tuple[str, str]] | Mapping[str, Any]
 
 
@@ -41,14 +43,6 @@ def is_event_stream(content_type: str | None) -> bool:
     return content_type is not None and "text/event-stream" in content_type.lower()
 
 
-def looks_like_sse(content_type: str | None, raw: bytes | None) -> bool:
-    """An SSE body: declared by its content type, or starting with an SSE field line."""
-    if is_event_stream(content_type):
-        return True
-    head = (raw or b"")[:64].lstrip()
-    return head.startswith((b"event:", b"data:", b":"))
-
-
 def flow_transport(status: int | None, content_type: str | None, streamed: bool, websocket: bool) -> str:
     """Transport of a recorded flow, from its response head: websocket, sse, stream, json or none."""
     if websocket and status == 101:
@@ -70,7 +64,7 @@ def body_transport(content_type: str | None, raw: bytes | None) -> str:
     frames), json or none."""
     if not raw:
         return "none"
-    if looks_like_sse(content_type, raw):
+    if is_sse_response(content_type, raw):
         return "sse"
     if "vnd.amazon.eventstream" in (content_type or "").lower():
         return "stream"  # Bedrock's binary frames

@@ -43,10 +43,12 @@ from ctxtap.capture.events import (
 from ctxtap.capture.private import private_dir
 from ctxtap.capture.spool import LOCK_NAME, SpoolFile
 from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
-from ctxtap.redaction.eventstream import EventStreamRedactor, looks_like_eventstream
+from ctxtap.redaction.eventstream import EventStreamRedactor
 from ctxtap.redaction.json_stream import JsonStreamRedactor
 from ctxtap.redaction.layered import capture_redactor, ruleset_version
-from ctxtap.redaction.streams import Released, SseRedactor, StreamRedactor, looks_like_sse
+from ctxtap.redaction.streams import Released, SseRedactor, StreamRedactor
+from ctxtap.wire.eventstream import looks_like_eventstream
+from ctxtap.wire.sse import is_sse_body
 
 if TYPE_CHECKING:  # the writer child saves a ManifestRecord and never imports pydantic
     from ctxtap.capture.manifest import Manifest
@@ -154,7 +156,7 @@ class _Stream:
         head = bytes(self.pending[:2048]).lstrip()
         if head[:1] in (b"{", b"["):
             self.framed = JsonStreamRedactor(self._redactor)
-        elif looks_like_sse(head):
+        elif is_sse_body(head):
             self.sse = SseRedactor(self._redactor)
         elif not head or (len(self.pending) < 2048 and head.startswith((b"event:", b"data:", b"id:", b":"))):
             return False  # too little yet to tell

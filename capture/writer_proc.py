@@ -39,7 +39,7 @@ from ctxtap.capture.events import ManifestNote
 
 _LEN = struct.Struct(">Q")
 _SAME = "<same as body_in>"
-_ROOT = str(Path(__file__).resolve().parents[2])
+_ROOT = str(next(p for p in Path(__file__).resolve().parents if (p / "ctxtap" / "__init__.py").is_file()))
 CLOSE = "close"
 MAX_QUEUED_BYTES = 64 << 20  # frames the proxy holds for a child whose pipe is full, at most
 MALLOC_MMAP = 1 << 20  # the child's glibc: buffers this big or bigger are mapped, returned when freed

@@ -14,12 +14,12 @@ from urllib.parse import unquote
 from ctxtap.redaction.assignments import looks_random
 from ctxtap.redaction.detectors import TOKEN_CHARS, is_placeholder_password
 from ctxtap.redaction.encodings import percent_decode
-from ctxtap.redaction.eventstream import looks_like_eventstream, redact_eventstream
+from ctxtap.redaction.eventstream import redact_eventstream
 from ctxtap.redaction.headers import header_kind, split_auth_scheme, split_cookies
 from ctxtap.redaction.json_stream import looks_like_json_stream, redact_json_stream
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder
 from ctxtap.redaction.scanner import Scanner, get_scanner
-from ctxtap.redaction.streams import looks_like_sse, redact_sse
+from ctxtap.redaction.streams import redact_sse
 from ctxtap.redaction.urls import (
     encode_authority_placeholders,
     iter_params,
@@ -28,6 +28,8 @@ from ctxtap.redaction.urls import (
     query_param_kind,
     userinfo_span,
 )
+from ctxtap.wire.eventstream import looks_like_eventstream
+from ctxtap.wire.sse import is_sse_body
 
 _CACHE_LIMIT = 4096
 _URL_HEADERS = frozenset({"location", "content-location", "referer", "origin"})
@@ -108,7 +110,7 @@ class Redactor:
         """
         try:
             data = bytes(data)
-            if looks_like_sse(data):
+            if is_sse_body(data):
                 return redact_sse(data, self)
             if looks_like_eventstream(data):
                 return redact_eventstream(data, self)

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from ctxtap.redaction.json_escapes import string_end
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 from ctxtap.wire.families import delta_markers, stream_deltas
+from ctxtap.wire.sse import data_payload, event_ends
 
 HOLD_BYTES = 8 * 1024
 SCAN_STEP = 8 * 1024
@@ -53,12 +54,6 @@ class PayloadRedactor(Protocol):
     counts: collections.Counter[str]
 
     def redact_payload(self, data: bytes) -> bytes: ...
-
-
-def looks_like_sse(data: bytes) -> bool:
-    """An `text/event-stream` body: `event:`/`data:` lines from the start."""
-    head = data[:2048].lstrip()
-    return head.startswith((b"event:", b"data:", b"id:", b":")) and b"data:" in head
 
 
 # --- which strings of an event are pieces of a content stream --------------------------------
@@ -532,46 +527,6 @@ def _kind(placeholder: bytes) -> str:
     return inner[1].decode("ascii", "replace") if len(inner) >= 3 else "secret"
 
 
-# --- SSE framing -----------------------------------------------------------------------------
-
-_EVENT_END_RE = re.compile(rb"\n\r?\n")
-
-
-def _event_ends(buf: bytearray, start: int) -> list[int]:
-    """Where each event of `buf[start:]` ends (after its blank line): `bytes.find` where no line
-    ends in CR (a regex would look at every newline of the JSON)."""
-    if buf.find(b"\r", start) >= 0:
-        return [m.end() for m in _EVENT_END_RE.finditer(buf, start)]
-    ends = []
-    size = len(buf)
-    at = buf.find(b"\n", start)  # memchr: an event has a few newlines, its JSON none
-    while at >= 0:
-        if at + 1 < size and buf[at + 1] == 0x0A:
-            ends.append(at + 2)
-            at += 1
-        at = buf.find(b"\n", at + 1)
-    return ends
-
-
-def _data_payload(block: bytes) -> tuple[int, int]:
-    """Where the JSON of an event with a single `data:` line sits, else an empty range."""
-    first = block.find(b"data:")
-    if first < 0 or (first > 0 and block[first - 1] != 0x0A):
-        return 0, 0
-    start = first + 5
-    if block[start : start + 1] == b" ":
-        start += 1
-    end = block.find(b"\n", start)
-    # a second `data:` line starts after a newline, and the first newline is where this line ends
-    # (searching from there, not through the JSON: memchr instead of a substring search per byte)
-    if end >= 0 and block.find(b"\ndata:", end) >= 0:
-        return 0, 0
-    end = len(block) if end < 0 else end
-    if end > start and block[end - 1] == 0x0D:
-        end -= 1
-    return start, end
-
-
 class FramedRedactor:
     """A body framed into events for the joiner (`StreamRedactor`) as it is fed in arbitrary cuts.
 
@@ -644,7 +599,7 @@ class SseRedactor(FramedRedactor):
         self._searched = 0  # `_buf` holds no event end before this
 
     def _frames(self) -> list[tuple[object, bytes, int, int | None]]:
-        ends = _event_ends(self._buf, self._searched)
+        ends = event_ends(self._buf, self._searched)
         if not ends and len(self._buf) > MAX_EVENT_BYTES:
             # not events after all (a hostile or broken stream): released up to its last line end, so
             # what is held stays bounded; the per-event pass still redacts it
@@ -658,7 +613,7 @@ class SseRedactor(FramedRedactor):
             pos = 0
             for end in ends:
                 block = complete[pos:end]
-                events.append((None, block, *_data_payload(block)))
+                events.append((None, block, *data_payload(block)))
                 pos = end
         self._searched = max(0, len(self._buf) - 2)  # an event end may begin in the bytes held
         return events
@@ -668,7 +623,7 @@ class SseRedactor(FramedRedactor):
         if self._buf:
             block = bytes(self._buf)
             self._buf.clear()
-            released += self._events.feed(None, block, *_data_payload(block))
+            released += self._events.feed(None, block, *data_payload(block))
         return self._emit(released + self._events.finish())
 
 

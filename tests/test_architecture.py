@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
 PACKAGE = CONFIG["root_package"]
 # The pipeline's folders at the repository's top, linked into the package as ctxtap/<name>
-LINKED = ("analysis", "reports", "redaction", "proxy_addons", "wire")
+LINKED = ("wire", "redaction", "capture", "ingest", "proxy_addons", "analysis", "reports")
 LINT = Path(sys.executable).with_name("lint-imports")
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from ctxtap.capture.otlp_receiver import TelemetryReceiver
-from ctxtap.httpbody import MAX_BODY_BYTES
 from ctxtap.modelserver import ModelServer
 from ctxtap.replay.cassette import Cassette
 from ctxtap.replay.server import ReplayServer
+from ctxtap.wire.httpbody import MAX_BODY_BYTES
 
 LIMIT = 1000  # a small configured limit keeps the tests fast
 HUGE = 107_374_182_400  # 100 GiB

@@ -850,7 +850,7 @@ def test_claude_on_bedrock_and_vertex_is_served_as_those_platforms_answer():
     in base64), Vertex's as Anthropic's own SSE; a non-streamed invoke as the Messages JSON."""
     import base64
 
-    from ctxtap.redaction.eventstream import read_messages
+    from ctxtap.wire.eventstream import read_messages
 
     body = {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
     with ModelServer(script="basic") as server:
@@ -878,7 +878,7 @@ def test_bedrock_converse_is_served_in_its_own_shapes():
     """Converse (what the AI SDK's Bedrock provider speaks): the request read through the Anthropic
     family, the answer as Converse JSON or as ConverseStream frames named by `:event-type`."""
     from ctxtap.analysis.protocols.bedrock_converse import parse_response
-    from ctxtap.redaction.eventstream import read_messages
+    from ctxtap.wire.eventstream import read_messages
 
     body = {"messages": [{"role": "user", "content": [{"text": "list the files"}]}], "system": [{"text": "Be brief."}],
             "toolConfig": {"tools": [{"toolSpec": {"name": "bash", "description": "run a command", "inputSchema": {

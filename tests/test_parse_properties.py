@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ctxtap.analysis.parsing.models import ModelCall
 from ctxtap.analysis.parsing.parse import ParseState, parse_exchange
-from ctxtap.analysis.parsing.sse import parse_sse
+from ctxtap.wire.sse import parse_sse
 from tests import corpus
 from tests.corpus import FIXTURES, http_exchange, ws_exchange, ws_fixture_frames
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ctxtap.analysis.parsing.errors import classify_error, retry_after
 from ctxtap.analysis.parsing.models import TokenCount
-from ctxtap.analysis.parsing.sse import parse_sse
 from ctxtap.analysis.parsing.usage import derived
 from ctxtap.analysis.protocols.anthropic import anthropic_usage
 from ctxtap.analysis.protocols.chat_completions import chat_usage
 from ctxtap.analysis.protocols.openai_responses import responses_usage
+from ctxtap.wire.sse import parse_sse
 
 
 def test_sse_framing():

@@ -184,10 +184,10 @@ def test_an_event_shaped_like_the_last_gets_the_pieces_a_parse_would_give() -> N
 @given(st.binary(min_size=0, max_size=60).map(lambda b: bytes(b"\n\r x:"[c % 5] for c in b)), st.integers(0, 60))
 def test_event_ends_are_where_a_blank_line_ends(data: bytes, start: int) -> None:
     """The newline-by-newline search finds the ends the blank-line regex finds, from any offset."""
-    from ctxtap.redaction.streams import _EVENT_END_RE, _event_ends
+    from ctxtap.wire.sse import EVENT_END_RE, event_ends
 
     start = min(start, len(data))
-    assert _event_ends(bytearray(data), start) == [m.end() for m in _EVENT_END_RE.finditer(data, start)]
+    assert event_ends(bytearray(data), start) == [m.end() for m in EVENT_END_RE.finditer(data, start)]
 
 
 def test_crlf_events_fed_in_any_cuts_match_the_whole_body() -> None:

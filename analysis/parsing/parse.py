@@ -31,7 +31,8 @@ from ctxtap.analysis.threads.purpose import Facts, classify_purpose
 from ctxtap.capture.bodies import as_bytes
 from ctxtap.capture.classify import classify_client, model_host, stream_key
 from ctxtap.capture.exchange import Exchange, WsMessage
-from ctxtap.capture.wire import body_transport, looks_like_sse, lower_headers
+from ctxtap.capture.wire import body_transport, lower_headers
+from ctxtap.wire.sse import is_sse_response
 
 __all__ = ["ParseState", "ProtocolMatch", "parse_exchange", "parse_exchanges", "route"]
 
@@ -166,7 +167,7 @@ def _http_response(ex: Exchange, r: ProtocolMatch) -> ParsedResponse:
         return ParsedResponse(
             parse_status="error", parse_error=message, error=protocol_error(message, "body.empty", ex.status)
         )
-    sse = looks_like_sse(ex.header("content-type", response=True), raw)
+    sse = is_sse_response(ex.header("content-type", response=True), raw)
     response = r.protocol.parse_response(raw, sse, r.endpoint)
     if ex.error and response.parse_status == "ok" and response.error is None:
         # The body parsed whole (a stream up to its proper end), so the model call succeeded and the

@@ -17,7 +17,6 @@ from ctxtap.analysis.cache import cachediag
 from ctxtap.analysis.parsing.canonical import canonical_json, loads
 from ctxtap.analysis.parsing.errors import classify_error
 from ctxtap.analysis.parsing.models import ParsedResponse, Role, ToolCall, Usage
-from ctxtap.analysis.parsing.sse import parse_sse
 from ctxtap.analysis.parsing.usage import derived, get_path, reported
 from ctxtap.analysis.protocols.common import (
     CallNames,
@@ -36,6 +35,7 @@ from ctxtap.analysis.protocols.common import (
     text_kind,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
+from ctxtap.wire.sse import parse_sse
 
 TOOL_CALL_TYPES = frozenset({"tool_use", "server_tool_use", "mcp_tool_use"})
 

@@ -24,7 +24,7 @@ from ctxtap.analysis.protocols.anthropic import AnthropicMessages
 from ctxtap.analysis.protocols.anthropic import parse_response as parse_messages_response
 from ctxtap.analysis.protocols.common import RequestDraft
 from ctxtap.analysis.protocols.registry import Endpoint, RequestContext
-from ctxtap.redaction.eventstream import looks_like_eventstream, read_messages
+from ctxtap.wire.eventstream import looks_like_eventstream, read_messages
 
 # An Anthropic model id, a cross-region inference profile (`us.anthropic.…`) or either URL-encoded.
 _PATH = re.compile(r"/model/(?P<model>[^/]*anthropic\.claude[^/]*)/invoke(?:-with-response-stream)?$")

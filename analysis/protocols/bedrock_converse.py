@@ -37,7 +37,7 @@ from ctxtap.analysis.protocols.common import (
     text_kind,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
-from ctxtap.redaction.eventstream import looks_like_eventstream, read_messages
+from ctxtap.wire.eventstream import looks_like_eventstream, read_messages
 
 _PATH = re.compile(r"/model/(?P<model>[^/]+)/converse(?P<stream>-stream)?$")
 

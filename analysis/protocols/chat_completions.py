@@ -16,7 +16,6 @@ from ctxtap.analysis.blocks.drafts import BlockDraft, structured_draft
 from ctxtap.analysis.parsing.canonical import canonical_json, loads
 from ctxtap.analysis.parsing.errors import classify_error
 from ctxtap.analysis.parsing.models import ParsedResponse, Role, ToolCall, Usage
-from ctxtap.analysis.parsing.sse import parse_sse
 from ctxtap.analysis.parsing.usage import get_path, inclusive, reported
 from ctxtap.analysis.protocols.common import (
     CallNames,
@@ -34,6 +33,7 @@ from ctxtap.analysis.protocols.common import (
     text_kind,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext
+from ctxtap.wire.sse import parse_sse
 
 
 def parse_request(body: Any, memo: Any = None) -> RequestDraft:

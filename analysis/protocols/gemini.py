@@ -17,7 +17,6 @@ from ctxtap.analysis.blocks.drafts import BlockDraft, json_text, structured_draf
 from ctxtap.analysis.parsing.canonical import canonical_json, loads
 from ctxtap.analysis.parsing.errors import classify_error, protocol_error
 from ctxtap.analysis.parsing.models import ParsedResponse, Role, TokenCount, ToolCall, Usage
-from ctxtap.analysis.parsing.sse import parse_sse
 from ctxtap.analysis.parsing.usage import derived, inclusive, reported
 from ctxtap.analysis.protocols.common import (
     Replay,
@@ -33,6 +32,7 @@ from ctxtap.analysis.protocols.common import (
     text_kind,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, ErrorHints, Protocol, ReplayedCall, RequestContext
+from ctxtap.wire.sse import parse_sse
 
 _MODEL_IN_PATH = re.compile(r"models/([^/:?]+)")
 

@@ -23,7 +23,6 @@ from ctxtap.analysis.cache import cachediag
 from ctxtap.analysis.parsing.canonical import canonical_json, loads
 from ctxtap.analysis.parsing.errors import classify_error
 from ctxtap.analysis.parsing.models import ParsedResponse, Role, ToolCall, Usage
-from ctxtap.analysis.parsing.sse import parse_sse
 from ctxtap.analysis.parsing.usage import get_path, inclusive, reported
 from ctxtap.analysis.protocols.common import (
     CallNames,
@@ -44,6 +43,7 @@ from ctxtap.analysis.protocols.common import (
 from ctxtap.analysis.protocols.registry import Endpoint, Protocol, ReplayedCall, RequestContext, WsTurn
 from ctxtap.analysis.protocols.responses_chain import ResponsesChain
 from ctxtap.capture.exchange import WsMessage
+from ctxtap.wire.sse import parse_sse
 
 WS_REQUEST_TYPES = ("response.create", "response.append")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from ctxtap.capture.paths import default_captures_dir
-from ctxtap.httpbody import MAX_BODY_BYTES
+from ctxtap.wire.httpbody import MAX_BODY_BYTES
 
 DIVERGED_EXIT = 3  # --strict: the replayed run diverged beyond volatile fields
 

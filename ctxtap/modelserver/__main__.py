@@ -13,7 +13,7 @@ import sys
 import threading
 from types import FrameType
 
-from ctxtap.httpbody import MAX_BODY_BYTES
+from ctxtap.wire.httpbody import MAX_BODY_BYTES
 
 from .script import Script
 from .server import ModelServer

@@ -10,12 +10,13 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import struct
 import zlib
 from typing import Any
 
 import brotli
 import zstandard
+
+from ctxtap.wire.eventstream import encode
 
 
 class CodecError(ValueError):
@@ -85,6 +86,4 @@ def eventstream_frame(data: dict[str, Any] | str, name: str | None = None, kind:
         event_type = b"chunk"
     headers = b"".join(bytes([len(n)]) + n + b"\x07" + len(v).to_bytes(2, "big") + v for n, v in (
         (b":event-type", event_type), (b":content-type", b"application/json"), (b":message-type", b"event")))
-    prelude = struct.pack(">II", 16 + len(headers) + len(body), len(headers))
-    message = prelude + zlib.crc32(prelude).to_bytes(4, "big") + headers + body
-    return message + zlib.crc32(message).to_bytes(4, "big")
+    return encode(headers, body)

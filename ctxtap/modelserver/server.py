@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ctxtap.httpbody import MAX_BODY_BYTES, BodyError, read_body, refuse
+from ctxtap.wire.httpbody import MAX_BODY_BYTES, BodyError, read_body, refuse
 
 from .codec import CodecError, decode_body, eventstream_frame, sse_frame
 from .engine import Engine

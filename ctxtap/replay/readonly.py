@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxtap.capture.private import user_umask
-from ctxtap.httpbody import MAX_BODY_BYTES
 from ctxtap.replay.cassette import Cassette
 from ctxtap.replay.compare import ReplayReport, compare
 from ctxtap.replay.server import ReplayServer
+from ctxtap.wire.httpbody import MAX_BODY_BYTES
 
 SANDBOX_WARNING = (
     "the command runs for real: it executes the tool calls the recorded model asked for (shell commands, "

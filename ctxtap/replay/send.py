@@ -234,13 +234,13 @@ def ask_diagnostics(call: Recorded, body: bytes, headers: list[tuple[str, str]],
 
 def _response_id(call: Recorded, content_type: str | None, raw: bytes) -> str | None:
     """The id the provider gave its answer (the next request's diagnostics baseline)."""
-    from ctxtap.capture.wire import looks_like_sse
+    from ctxtap.wire.sse import is_sse_response
 
     protocol = registry.get(call.api)
     if protocol is None or not raw:
         return None
     try:
-        return protocol.parse_response(raw, looks_like_sse(content_type, raw), call.endpoint).response_id
+        return protocol.parse_response(raw, is_sse_response(content_type, raw), call.endpoint).response_id
     except Exception:  # a body the parser cannot read leaves the next request without a baseline
         return None
 

@@ -29,10 +29,10 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, Request, TextMessage
 from wsproto.extensions import PerMessageDeflate
 
-from ctxtap.httpbody import MAX_BODY_BYTES, BodyError, read_body, refuse
 from ctxtap.modelserver.websocket import text_messages
 from ctxtap.replay.cassette import Block, Cassette, Recorded, parse_blocks
 from ctxtap.wire.families import error_body
+from ctxtap.wire.httpbody import MAX_BODY_BYTES, BodyError, read_body, refuse
 
 log = logging.getLogger("ctxtap.replay")
 LOOPBACK = "127.0.0.1"
