@@ -21,6 +21,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The edit loop: everything but the integration tests (processes, browsers, real CLIs, the big
+# session captures; marker set by tests/conftest.py). `make test` runs them all.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -x -m "not integration and not realcli"
+
 # The wheel as a user installs it: built, installed offline into a fresh virtualenv, the demo run
 # from outside the repository (CI's wheel tier).
 wheel:

@@ -22,14 +22,20 @@ ARTIFACTS = ROOT / "test-artifacts"
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects
 def pytest_collection_modifyitems(config, items) -> None:
-    """Mark the tests that touch mitmproxy (`-m mitmproxy`: the mitmproxy-12 tier's selection)."""
-    from tests.mitmproxy_touch import touching_modules
+    """Mark the tests that touch mitmproxy (`-m mitmproxy`: the mitmproxy-12 tier's selection) and the
+    integration tests: processes, browsers, real CLIs, the session's big captures (`make test-fast`
+    leaves them out)."""
+    from tests.mitmproxy_touch import HEAVY_FIXTURES, process_modules, touching_modules
 
-    touching = touching_modules(ROOT)
+    touching, processes = touching_modules(ROOT), process_modules(ROOT)
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and module.__name__ in touching:
+        name = module.__name__ if module is not None else ""
+        if name in touching:
             item.add_marker(pytest.mark.mitmproxy)
+        if (name in processes or item.get_closest_marker("browser") or item.get_closest_marker("realcli")
+                or HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")

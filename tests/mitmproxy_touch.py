@@ -1,4 +1,7 @@
-"""Which test modules touch mitmproxy: the `mitmproxy` marker the mitmproxy-12 tier selects by.
+"""Markers derived from the code: `mitmproxy` (the mitmproxy-12 tier's selection) and `integration`
+(`make test-fast` leaves these out).
+
+Which test modules touch mitmproxy:
 
 A test module touches it when it, or a test helper it imports, imports mitmproxy or a module of ours
 that imports it directly (the addons, the runner, the flow-file importer), or when the module itself
@@ -42,3 +45,18 @@ def touching_modules(root: Path) -> frozenset[str]:
     running = {m for m in tests if (path := root / (m.replace(".", "/") + ".py")).is_file()
                and RUNS_THE_PROXY.search(path.read_text(encoding="utf-8"))}
     return frozenset(importing | running)
+
+
+# Processes, browsers and the session's big captures: what makes a test slow and an integration test.
+STARTS_PROCESSES = re.compile(r"subprocess|Popen|run_ctxtap\(|start_(?:fresh_)?proxy\(|mitmdump|make demo|"
+                              r"multiprocessing|ProcessPool|playwright|chromium")
+HEAVY_FIXTURES = frozenset({"demo_capture", "synth30", "synth1000", "synth10k", "huge_report", "corpus_captures",
+                            "browser", "real_clients"})
+
+
+@cache
+def process_modules(root: Path) -> frozenset[str]:
+    """Test modules whose own text starts processes or a browser."""
+    tests = root / "tests"
+    return frozenset(".".join(path.relative_to(root).with_suffix("").parts) for path in tests.rglob("test_*.py")
+                     if STARTS_PROCESSES.search(path.read_text(encoding="utf-8")))

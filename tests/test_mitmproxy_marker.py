@@ -1,5 +1,6 @@
-"""The mitmproxy-12 tier's selection: tests that run the proxy or read flow files are in it, pure
-unit tests of the analyzer and the redactor are not (tests/mitmproxy_touch.py)."""
+"""The markers derived from the code (tests/mitmproxy_touch.py): the mitmproxy-12 tier takes tests that
+run the proxy or read flow files and leaves pure unit tests out; integration tests are those that
+start processes or browsers."""
 
 from __future__ import annotations
 
@@ -24,3 +25,14 @@ def test_unit_tests_away_from_mitmproxy_are_left_out() -> None:
     touching = touching_modules(ROOT)
     for module in ("tests.test_redaction_openers", "tests.test_segments", "tests.test_sql_sandbox"):
         assert module not in touching, module
+
+
+def test_integration_modules_are_those_that_start_processes_or_browsers() -> None:
+    from tests.mitmproxy_touch import process_modules
+
+    processes = process_modules(ROOT)
+    for module in ("tests.test_proxy_recording", "tests.test_report_browser", "tests.test_readme",
+                   "tests.realcli.test_real_clis"):
+        assert module in processes, module
+    for module in ("tests.test_segments", "tests.test_redaction_openers", "tests.test_wire_families"):
+        assert module not in processes, module
