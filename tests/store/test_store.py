@@ -203,3 +203,48 @@ def test_pseudonymised_push(store, two_captures):
     assert names == {capture_id(two_captures[0])}
     assert rows(store, "SELECT count(*) AS n FROM requests") == rows(str(two_captures[0]),
                                                                      "SELECT count(*) AS n FROM requests")
+
+
+def test_serve_over_a_store(store, two_captures, tmp_path, ctxtap_config):
+    """`ctxtap serve URL --client ...` serves the selected captures and removes its fetched copy when it stops."""
+    import http.client
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    push_capture(two_captures[1], store)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    env = {**os.environ, "CTXTAP_CONFIG_DIR": str(ctxtap_config), "TMPDIR": str(temp)}
+    env.pop("HTTPS_PROXY", None)
+    proc = subprocess.Popen([sys.executable, "-m", "ctxtap.cli.main", "serve", store, "--client", "kimi-code"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline, url, seen = time.monotonic() + 120, None, []
+        while time.monotonic() < deadline and url is None:
+            line = proc.stderr.readline()
+            seen.append(line)
+            if "live view at " in line:
+                url = line.split("live view at ", 1)[1].strip()
+            elif not line and proc.poll() is not None:
+                break
+        assert url, "".join(seen)
+        assert list(temp.glob("ctxtap-store-*")), "the selected captures are fetched into a private folder"
+        port, path = int(url.split(":")[2].split("/")[0]), "/" + url.split("/", 3)[3]
+        con = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        con.request("GET", path)
+        first = con.getresponse()
+        first.read()
+        cookie = first.getheader("Set-Cookie", "").split(";")[0]
+        assert cookie, first.status
+        con.request("GET", "/api/c/0/sessions", headers={"Cookie": cookie})
+        sessions = con.getresponse()
+        body = sessions.read().decode()
+        assert sessions.status == 200 and "kimi-code" in body, body[:500]
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert not list(temp.glob("ctxtap-store-*")), "the fetched copy is removed when the server stops"
