@@ -248,3 +248,20 @@ def test_serve_over_a_store(store, two_captures, tmp_path, ctxtap_config):
     finally:
         proc.kill()
     assert not list(temp.glob("ctxtap-store-*")), "the fetched copy is removed when the server stops"
+
+
+def test_record_push(store, tmp_path, ctxtap_config):
+    """`ctxtap record --push URL` pushes the capture when the run ends."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CTXTAP_CONFIG_DIR": str(ctxtap_config)}
+    env.pop("HTTPS_PROXY", None)
+    out = tmp_path / "recorded"
+    result = subprocess.run([sys.executable, "-m", "ctxtap.cli.main", "record", "--push", store, "-o", str(out),
+                             "--no-effects", "--no-telemetry", "--", sys.executable, "-c", "pass"],
+                            env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "pushed " in result.stderr, result.stderr
+    assert [line.split()[1] for line in run("ls", store).stdout.splitlines()] == [capture_id(out)]
