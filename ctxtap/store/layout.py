@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 
@@ -31,6 +32,7 @@ from pyarrow import fs
 from ctxtap.store.location import StoreURL
 
 CAPTURES = "captures"
+LIST_WORKERS = 8
 INDEX = "index"
 _SAFE = re.compile(r"[^A-Za-z0-9._+-]")
 
@@ -148,9 +150,12 @@ def capture_files(filesystem: fs.FileSystem, store: StoreURL, entries: Iterable[
     for e in entries:
         by_partition.setdefault((e.client, e.day), {})[e.capture_id] = e
     out: dict[Entry, list[fs.FileInfo]] = {e: [] for ids in by_partition.values() for e in ids.values()}
-    for (client, day), ids in by_partition.items():
-        base = store.path(CAPTURES, f"clients={client}/day={day}")
-        for info in _files(filesystem, base):
+    bases = {key: store.path(CAPTURES, f"clients={key[0]}/day={key[1]}") for key in by_partition}
+    with ThreadPoolExecutor(LIST_WORKERS) as pool:  # the LISTs of many partitions wait on the network
+        listed = dict(zip(bases, pool.map(lambda base: _files(filesystem, base), bases.values()), strict=True))
+    for key, infos in listed.items():
+        base, ids = bases[key], by_partition[key]
+        for info in infos:
             segment = info.path[len(base):].lstrip("/").split("/", 1)[0]
             entry = ids.get(_value(segment, "capture_id") or "")
             if entry is not None:
