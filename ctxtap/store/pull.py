@@ -8,8 +8,10 @@ on no reader sees it, and a removal cut short leaves only objects no reader list
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
@@ -19,6 +21,9 @@ from pyarrow import fs
 from ctxtap.capture.private import private_dir, tighten
 from ctxtap.store.layout import Entry, find_capture, list_captures
 from ctxtap.store.location import StoreError, StoreURL, s3_filesystem
+
+WORKERS = 8
+CHUNK = 1 << 20
 
 
 @dataclass
@@ -59,21 +64,29 @@ def pull_capture(url: str, capture_id: str, out_dir: Path, *, endpoint_url: str 
         if (target / "manifest.json").exists():
             raise StoreError(f"{target} already holds a capture; remove it or pull into another --out")
         private_dir(target)
-        total = 0
         for obj in index["objects"]:
-            local = target / obj["path"]
-            if local.resolve().parent != target.resolve() and target.resolve() not in local.resolve().parents:
+            local = (target / obj["path"]).resolve()
+            if target.resolve() not in local.parents:
                 raise StoreError(f"the index of {entry.capture_id} names a path outside the capture: {obj['path']}")
             private_dir(local.parent)
-            with filesystem.open_input_stream(entry.capture_path(store, obj["key"])) as f:
-                data = f.read()
-            if len(data) != obj["size"]:
-                raise StoreError(f"{obj['key']} of {entry.capture_id} is {len(data)} bytes, its index says "
-                                 f"{obj['size']}: pull again, or push the capture again")
-            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            total += len(data)
+
+        def fetch(obj: dict) -> int:
+            """One object streamed into its file (0600 from its first byte), checked against the index."""
+            digest = hashlib.sha256()
+            size = 0
+            fd = os.open(target / obj["path"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out, filesystem.open_input_stream(entry.capture_path(store, obj["key"])) as f:
+                while chunk := f.read(CHUNK):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    size += len(chunk)
+            if (size, digest.hexdigest()) != (obj["size"], obj["sha256"]):
+                raise StoreError(f"{obj['key']} of {entry.capture_id} is not what its index says ({size} bytes, "
+                                 f"index {obj['size']}): pull again, or push the capture again")
+            return size
+
+        with ThreadPoolExecutor(WORKERS) as pool:  # GETs wait on the network, not on this process
+            total = sum(pool.map(fetch, index["objects"]))
     except OSError as exc:
         raise StoreError(f"pulling {capture_id} from {store} failed: {exc}") from exc
     tighten(target)

@@ -198,12 +198,19 @@ def test_versions_read_together(store, two_captures, tmp_path):
 
 
 def test_pseudonymised_push(store, two_captures):
-    result = push_capture(two_captures[0], store, pseudonymise=True)
+    demo = two_captures[1]  # its simulated agents work in /home/alice
+    result = push_capture(demo, store, pseudonymise=True)
     assert result.pseudonymised and "bodies.parquet" in result.left_out and "flows.parquet" in result.left_out
     names = {line.split()[1] for line in run("ls", store).stdout.splitlines()}
-    assert names == {capture_id(two_captures[0])}
-    assert rows(store, "SELECT count(*) AS n FROM requests") == rows(str(two_captures[0]),
-                                                                     "SELECT count(*) AS n FROM requests")
+    assert names == {capture_id(demo)}
+    query = ("SELECT count(*) AS n, count(*) FILTER (WHERE text LIKE '%/home/alice%') AS clear, "
+             "count(*) FILTER (WHERE text LIKE '%<path-home-%' OR text LIKE '%<user-%') AS pseudonyms "
+             "FROM t_block_content")
+    local, = rows(str(demo), query)
+    pushed, = rows(store, query)
+    assert local["clear"] > 0 and local["pseudonyms"] == 0
+    assert pushed["n"] == local["n"] and pushed["clear"] == 0 and pushed["pseudonyms"] > 0
+    assert rows(store, "SELECT count(*) AS n FROM requests") == rows(str(demo), "SELECT count(*) AS n FROM requests")
 
 
 def test_serve_over_a_store(store, two_captures, tmp_path, ctxtap_config):
