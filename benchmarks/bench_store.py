@@ -15,13 +15,14 @@ the store's size: partition and column pruning must keep it a small fraction.
     python benchmarks/bench_store.py --max-fraction 0.25   # exit 1 if the filtered query reads more
 
 Measured on a shared 2-core machine (1,000 captures of 30 requests, 261 MB, 29,000 objects; pushers
-and SeaweedFS on the same two cores): push 143 s = 7.0 captures/s, 202 objects/s, 1.8 MB/s with 4
-pushers; pushing 100 of them again uploads nothing in 1.7 s. Tokens by source per client per day
-over all 1,000: 22.5 s in place (3.2 s of it listing and reading schemas), 22.8 s over the local
+and SeaweedFS on the same two cores): push 108 s = 9.2 captures/s, 268 objects/s, 2.4 MB/s with 4
+pushers; pushing 100 of them again uploads nothing in 1.4 s. Tokens by source per client per day
+over all 1,000: 12.8 s in place (1.7 s of it listing and reading schemas), 14.7 s over the local
 copies, same rows; it reads 90 MB (34 % of the store: the block tables it joins, whose files are
 mostly under the 64 KiB a Parquet footer read fetches, so they come whole). With --client codex and
-the last 7 days (51 captures): 1.4 s, 4.8 MB read (1.8 %). A two-column query of the requests table:
-37 MB (14 %) over all, 2.1 MB (0.8 %) filtered, 6.7 s in place against 16.9 s locally.
+the last 7 days (51 captures): 1.5 s, 4.8 MB read (1.8 %). A two-column query of the requests table:
+37 MB (14 %) over all, 2.1 MB (0.8 %) filtered, 5.8 s in place against 14.5 s locally (which opens
+every table's files of every capture).
 """
 
 from __future__ import annotations
