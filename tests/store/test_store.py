@@ -273,3 +273,21 @@ def test_record_push(store, tmp_path, ctxtap_config):
     assert result.returncode == 0, result.stderr
     assert "pushed " in result.stderr, result.stderr
     assert [line.split()[1] for line in run("ls", store).stdout.splitlines()] == [capture_id(out)]
+
+
+def test_endpoint_from_flag_and_profile(store, seaweed, two_captures, tmp_path, monkeypatch):
+    """The endpoint comes from --endpoint-url, else the environment, else the profile's endpoint_url."""
+    push_capture(two_captures[0], store)
+    monkeypatch.delenv("AWS_ENDPOINT_URL")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    # nowhere to go: a refused connection on a loopback port nobody listens on, said in one line
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
+    failed = run("ls", store, ok=False)
+    assert failed.exit_code != 0 and "Traceback" not in failed.output
+    assert capture_id(two_captures[0]) in run("ls", store, "--endpoint-url", seaweed.endpoint).stdout
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3")
+    config = tmp_path / "config"
+    config.write_text(f"[profile team]\nregion = us-east-1\ns3 =\n  endpoint_url = {seaweed.endpoint}\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_PROFILE", "team")
+    assert capture_id(two_captures[0]) in run("ls", store).stdout
