@@ -49,9 +49,10 @@ def report(captures: tuple[str, ...], output: Path | None, title: str | None, ma
 
         from ctxtap.cli.store import materialise
 
-        paths, work = materialise(captures[0], store_clients, store_since, store_captures, endpoint_url)
-        try:
-            _report(paths, output or Path(COMPARISON_DEFAULT), title, max_mb)
+        paths, work = materialise(captures[0], store_clients, store_since, store_captures, endpoint_url,
+                                  dataset_only=True)
+        try:  # the datasets as pushed: nothing to analyse (the recorded bodies stayed in the store)
+            _report(paths, output or Path(COMPARISON_DEFAULT), title, max_mb, analyse=False)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         return
@@ -61,7 +62,7 @@ def report(captures: tuple[str, ...], output: Path | None, title: str | None, ma
     _report([Path(c) for c in captures], output, title, max_mb)
 
 
-def _report(paths: list[Path], output: Path | None, title: str | None, max_mb: float) -> None:
+def _report(paths: list[Path], output: Path | None, title: str | None, max_mb: float, analyse: bool = True) -> None:
     from ctxtap.capture.store import CaptureError
     from ctxtap.cli.failures import writable_dir_problem
     from ctxtap.reports.html.render import render_report
@@ -73,11 +74,12 @@ def _report(paths: list[Path], output: Path | None, title: str | None, max_mb: f
     from ctxtap.cli.main import _ensure
     from ctxtap.cli.progress import steps
 
-    _ensure(paths)  # analysis first, with its own progress
+    if analyse:
+        _ensure(paths)  # analysis first, with its own progress
     try:
         with steps() as shown:
             shown.phase(f"rendering the report of {len(paths)} capture(s)")
-            result = render_report(paths, out, title=title, max_bytes=int(max_mb * 1_000_000))
+            result = render_report(paths, out, title=title, max_bytes=int(max_mb * 1_000_000), analyse=analyse)
     except CaptureError as exc:
         raise click.ClickException(str(exc)) from exc
     note = f", {result.truncated_texts} long texts truncated" if result.truncated_texts else ""

@@ -55,9 +55,11 @@ def store_connection(url: str, clients, since, captures, endpoint_url, allow_ext
     return con
 
 
-def materialise(url: str, clients, since, captures, endpoint_url) -> tuple[list[Path], Path]:
+def materialise(url: str, clients, since, captures, endpoint_url, dataset_only: bool = False
+                ) -> tuple[list[Path], Path]:
     """For `report` and `serve` over a store: the selected captures pulled into a private temporary
-    folder (the caller removes it). Returns their directories and the folder."""
+    folder (the caller removes it); `dataset_only`, their analysis datasets alone (what a report
+    reads). Returns their directories and the folder."""
     from ctxtap.store.layout import list_captures
     from ctxtap.store.location import StoreError, StoreURL, s3_filesystem
     from ctxtap.store.pull import pull_capture
@@ -69,7 +71,8 @@ def materialise(url: str, clients, since, captures, endpoint_url) -> tuple[list[
                                 captures=captures)
         if not entries:
             raise StoreError(f"no capture in {url} matches the filters (ctxtap ls {url} lists them)")
-        dirs = [pull_capture(url, e.capture_id, work, filesystem=filesystem).directory for e in entries]
+        dirs = [pull_capture(url, e.capture_id, work, filesystem=filesystem, dataset_only=dataset_only).directory
+                for e in entries]
     except (StoreError, OSError) as exc:
         shutil.rmtree(work, ignore_errors=True)
         raise click.ClickException(str(exc)) from None

@@ -53,8 +53,9 @@ def _restore_times(directory: Path) -> None:
 
 
 def pull_capture(url: str, capture_id: str, out_dir: Path, *, endpoint_url: str | None = None,
-                 filesystem: fs.FileSystem | None = None) -> Pulled:
-    """Bring one capture (id or a unique start of one) into `out_dir/<capture id>`."""
+                 filesystem: fs.FileSystem | None = None, dataset_only: bool = False) -> Pulled:
+    """Bring one capture (id or a unique start of one) into `out_dir/<capture id>`; `dataset_only`: its
+    manifest and analysis dataset alone (what a report reads), not the recorded bodies."""
     store = StoreURL.parse(url)
     filesystem = filesystem or s3_filesystem(endpoint_url)
     try:
@@ -64,7 +65,9 @@ def pull_capture(url: str, capture_id: str, out_dir: Path, *, endpoint_url: str 
         if (target / "manifest.json").exists():
             raise StoreError(f"{target} already holds a capture; remove it or pull into another --out")
         private_dir(target)
-        for obj in index["objects"]:
+        objects = [o for o in index["objects"]
+                   if not dataset_only or o["path"] == "manifest.json" or o["path"].startswith("analysis/")]
+        for obj in objects:
             local = (target / obj["path"]).resolve()
             if target.resolve() not in local.parents:
                 raise StoreError(f"the index of {entry.capture_id} names a path outside the capture: {obj['path']}")
@@ -86,12 +89,12 @@ def pull_capture(url: str, capture_id: str, out_dir: Path, *, endpoint_url: str 
             return size
 
         with ThreadPoolExecutor(WORKERS) as pool:  # GETs wait on the network, not on this process
-            total = sum(pool.map(fetch, index["objects"]))
+            total = sum(pool.map(fetch, objects))
     except OSError as exc:
         raise StoreError(f"pulling {capture_id} from {store} failed: {exc}") from exc
     tighten(target)
     _restore_times(target)
-    return Pulled(entry.capture_id, target, len(index["objects"]), total, bool(index.get("pseudonymised")))
+    return Pulled(entry.capture_id, target, len(objects), total, bool(index.get("pseudonymised")))
 
 
 def remove_captures(url: str, *, capture_id: str | None = None, before: date | None = None,

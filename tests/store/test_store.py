@@ -211,6 +211,10 @@ def test_pseudonymised_push(store, two_captures):
     assert local["clear"] > 0 and local["pseudonyms"] == 0
     assert pushed["n"] == local["n"] and pushed["clear"] == 0 and pushed["pseudonyms"] > 0
     assert rows(store, "SELECT count(*) AS n FROM requests") == rows(str(demo), "SELECT count(*) AS n FROM requests")
+    # a report reads the pushed dataset alone: it needs none of the files that stayed on the machine
+    run("report", store, "-o", str(demo.parent / "pseudonymised.html"))
+    html = (demo.parent / "pseudonymised.html").read_text()
+    assert "/home/alice" not in html and "kimi-code" in html
 
 
 def test_serve_over_a_store(store, two_captures, tmp_path, ctxtap_config):
