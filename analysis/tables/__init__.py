@@ -10,6 +10,7 @@ from __future__ import annotations
 from ctxtap.analysis.tables import (
     blocks,
     cache,
+    call_effects,
     captures,
     effects,
     events,
@@ -32,6 +33,7 @@ TABLES: list[Table] = [
     exposures.TABLE,
     network.TABLE,
     *effects.TABLES,
+    *call_effects.TABLES,
     retries.TABLE,
     prefix.TABLE,
     *cache.TABLES,
