@@ -109,6 +109,14 @@ def test_sql_sandbox_holds_over_a_store(store, two_captures):
     assert not Path("/tmp/ctxtap-store-escape.csv").exists()
 
 
+def test_sql_allow_external_over_a_store(store, two_captures, tmp_path):
+    """--allow-external lets a store query write a file of its own, as over local captures."""
+    push_capture(two_captures[0], store)
+    out = tmp_path / "requests.csv"
+    run("sql", store, f"COPY (SELECT count(*) AS n FROM requests) TO '{out}'", "--allow-external")
+    assert out.read_text().splitlines()[1] == str(rows(str(two_captures[0]), "SELECT count(*) AS n FROM requests")[0]["n"])
+
+
 def test_report_over_a_store(store, two_captures, tmp_path):
     push_capture(two_captures[1], store)
     out = tmp_path / "team.html"
