@@ -2,8 +2,9 @@
 beyond the user.
 
 The same pass as `ctxtap publish` (`ctxtap.reports.publish.publisher`): the user's identity is learnt
-from the whole capture first (every string of the analysis dataset, the recorded machine's facts),
-then every distinct string is handed once to `PiiRedactor` with numbered placeholders. What is
+from the whole capture first (its request headers, every string of the analysis dataset, the
+recorded machine's facts), then every distinct string is handed once to `PiiRedactor` with numbered
+placeholders. What is
 pushed is the analysis dataset (every string column pseudonymised) and the manifest (every string
 value pseudonymised); the raw capture files (flows, bodies, WebSocket messages, telemetry) hold
 compressed bodies and header lists that no column-wise pass can vouch for, so they stay on the
@@ -49,6 +50,13 @@ class Pseudonymiser:
     @classmethod
     def for_capture(cls, capture_dir: Path, manifest) -> Pseudonymiser:
         identity = Identity()
+        flows = Path(capture_dir) / "flows.parquet"
+        if flows.is_file():  # the request headers, as publish learns them (user agents, hosts, accounts)
+            for value in pc.unique(pq.read_table(flows, columns=["request_headers"]).column(0)).to_pylist():
+                try:
+                    identity.learn_headers([(str(k), str(v)) for k, v in json.loads(value or "[]")])
+                except (ValueError, TypeError):
+                    continue
         for part in sorted((Path(capture_dir) / "analysis").glob("*/capture_id=*/*.parquet")):
             table = pq.read_table(part)
             for i in _string_columns(table):
