@@ -294,6 +294,9 @@ class CaptureEffects:
     gates: list[GateLine]  # "Breaks --no-writes: ...", "Keeps --no-network": the gates the run was judged by
     tool_checks: list[str]  # calls to tools never offered, arguments their schema refused
     command: str  # the `ctxtap sql` that lists every changed path
+    call_summary: str = ""  # "12 tool calls proposed: 8 read, 2 write, 1 destructive, 1 unknown."
+    call_classes: list[Markup] = field(default_factory=list)  # each call that is not a plain read, in a sentence
+    call_receipts: list[str] = field(default_factory=list)  # proposed writes against the receipt, both ways
 
 
 @dataclass
