@@ -157,7 +157,7 @@ def rm(url, capture_id, before, endpoint_url) -> None:
     except StoreError as exc:
         raise click.ClickException(str(exc)) from None
     for e in removed:
-        click.echo(f"removed {e.capture_id} ({e.client}, {e.day})")
+        click.echo(f"removed {e.capture_id} " + (f"({e.client}, {e.day})" if e.day else "(objects a push left unindexed)"))
     click.echo(f"{len(removed)} capture(s) removed")
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from pyarrow import fs
 
 from ctxtap.capture.private import private_dir, tighten
-from ctxtap.store.layout import Entry, find_capture, list_captures
+from ctxtap.store.layout import CAPTURES, Entry, _dirs, _value, find_capture, list_captures
 from ctxtap.store.location import StoreError, StoreURL, s3_filesystem
 
 WORKERS = 8
@@ -97,21 +97,55 @@ def pull_capture(url: str, capture_id: str, out_dir: Path, *, endpoint_url: str 
     return Pulled(entry.capture_id, target, len(objects), total, bool(index.get("pseudonymised")))
 
 
+def _unindexed(filesystem: fs.FileSystem, store: StoreURL, *, capture_id: str | None = None,
+               before: date | None = None) -> list[str]:
+    """Capture prefixes left without an index (a push or rm cut short) that match: a LIST per level."""
+    base = store.path(CAPTURES)
+    out = []
+    for client_dir in _dirs(filesystem, base):
+        for day_dir in _dirs(filesystem, f"{base}/{client_dir}"):
+            day = _value(day_dir, "day")
+            if day is None or (before is not None and day >= before.isoformat()):
+                continue
+            for capture_dir in _dirs(filesystem, f"{base}/{client_dir}/{day_dir}"):
+                if capture_id is None or _value(capture_dir, "capture_id") == capture_id:
+                    out.append(f"{base}/{client_dir}/{day_dir}/{capture_dir}")
+    return out
+
+
 def remove_captures(url: str, *, capture_id: str | None = None, before: date | None = None,
                     endpoint_url: str | None = None, filesystem: fs.FileSystem | None = None) -> list[Entry]:
-    """Delete one capture, or every capture recorded before a day; the removed entries."""
+    """Delete one capture, or every capture recorded before a day; the removed entries. The objects a
+    push or removal cut short left without an index go too (for `--capture`, the exact id)."""
     if (capture_id is None) == (before is None):
         raise StoreError("give either --capture ID or --before DATE")
     store = StoreURL.parse(url)
     filesystem = filesystem or s3_filesystem(endpoint_url)
     try:
         if capture_id is not None:
-            entries = [find_capture(filesystem, store, capture_id)]
+            try:
+                entries = [find_capture(filesystem, store, capture_id)]
+            except StoreError:
+                leftovers = _unindexed(filesystem, store, capture_id=capture_id)
+                if not leftovers:
+                    raise
+                entries = []
         else:
             entries = [e for e in list_captures(filesystem, store) if e.day < before.isoformat()]
         for entry in entries:
             filesystem.delete_file(entry.index_path(store))  # first: no reader sees it from here on
             filesystem.delete_dir(entry.capture_path(store))
+        if not entries or before is not None:
+            for prefix in _unindexed(filesystem, store, capture_id=capture_id if not entries else None,
+                                     before=before):
+                try:
+                    filesystem.delete_dir(prefix)
+                except FileNotFoundError:  # an empty folder some stores still list after its objects went
+                    continue
+                if capture_id is not None:
+                    entries.append(Entry("", "", capture_id))
     except OSError as exc:
         raise StoreError(f"removing from {store} failed: {exc}. Run it again to finish") from exc
+    if capture_id is not None and not entries:
+        raise StoreError(f"no capture {capture_id} in {store} (ctxtap ls {store} lists them)")
     return entries

@@ -166,6 +166,20 @@ def test_interrupted_push_resumes(store, two_captures):
     assert repaired.uploaded == 1
 
 
+def test_rm_removes_what_an_interrupted_push_left(store, two_captures):
+    capture = two_captures[0]
+    with pytest.raises(StoreError):
+        push_capture(capture, store, filesystem=_FailingAfter(s3_filesystem(), 4))
+    root = store[len("s3://"):] + "/captures"
+    fs = s3_filesystem()
+    selector = __import__("pyarrow.fs").fs.FileSelector(root, recursive=True, allow_not_found=True)
+    assert fs.get_file_info(selector), "the interrupted push left objects"
+    assert run("ls", store).stdout == ""
+    assert "unindexed" in run("rm", store, "--capture", capture_id(capture)).stdout
+    assert not [i for i in fs.get_file_info(selector) if i.type.name == "File"]
+    assert run("rm", store, "--capture", capture_id(capture), ok=False).exit_code != 0
+
+
 def test_unredacted_capture_refused(store, two_captures, tmp_path):
     clear = tmp_path / "clear"
     shutil.copytree(two_captures[0], clear, copy_function=shutil.copy2)
