@@ -3,7 +3,8 @@
 `ctxtap check` and `record --check` judge a capture against the conditions a task set ("modify
 nothing", "do not use the network", ...) from the views alone: `effects`/`effect_roots` (record's
 effect receipt), `network` (non-model flows through the proxy), `exposure_summary` (secrets that
-reached a provider) and `tool_calls` (paths the calls named). Each violation carries its evidence so
+reached a provider), `tool_calls` and `call_effects`/`call_effect_paths` (the paths the calls named,
+and, where there is no receipt, the writes they proposed). Each violation carries its evidence so
 a CI log says what happened, not only that something did. A gate that cannot be judged (no receipt)
 fails: silence is not proof.
 """
@@ -11,17 +12,13 @@ fails: silence is not proof.
 from __future__ import annotations
 
 import fnmatch
-import json
 import os
-import shlex
 from typing import Any
 
 import duckdb
 from pydantic import BaseModel, Field
 
 CLIENT_OWN_CATEGORIES = ("telemetry", "update_check", "client_config")
-_PATH_KEYS = ("path", "file", "dir", "cwd", "workdir", "directory", "folder", "notebook", "target", "source",
-              "destination")
 _HARMLESS = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty")
 
 
@@ -113,8 +110,7 @@ def describe_effect(e: dict[str, Any]) -> str:
 def _no_writes(con: duckdb.DuckDBPyConnection, allow: list[str]) -> GateResult:
     roots = _roots(con)
     if not roots:
-        return GateResult(gate="--no-writes", judged=False,
-                          how="the capture has no effect receipt (record it with `ctxtap record`)")
+        return _proposed_writes(con, allow)
     result = GateResult(gate="--no-writes", judged=True, how=_coverage(roots)
                         + (f"; allowed: {', '.join(allow)}" if allow else ""))
     for e in _rows(con, "SELECT * FROM effects ORDER BY root_kind DESC, rel_path"):
@@ -123,6 +119,36 @@ def _no_writes(con: duckdb.DuckDBPyConnection, allow: list[str]) -> GateResult:
             continue
         result.violations.append(Violation(gate="--no-writes", what=f"{e['rel_path']} ({e['change']})",
                                            evidence=describe_effect(e), path=e["rel_path"]))
+    return result
+
+
+def _proposed_writes(con: duckdb.DuckDBPyConnection, allow: list[str]) -> GateResult:
+    """No receipt: the writes the tool calls proposed (`call_effects`) are evidence of a broken gate, though
+    not proof that they happened; no proposed write is not proof of none, so the gate stays unjudged."""
+    rows = _rows(con, "SELECT c.*, t.command, t.arguments, q.request_number FROM call_effects c "
+                      "LEFT JOIN tool_calls t ON t.capture_id = c.capture_id AND t.request_id = c.request_id "
+                      "AND t.call_id = c.call_id LEFT JOIN requests q ON q.capture_id = c.capture_id "
+                      "AND q.request_id = c.request_id WHERE c.effect_class IN ('write', 'destructive') "
+                      "ORDER BY q.request_number, t.call_index")
+    paths = {}
+    for p in _rows(con, "SELECT * FROM call_effect_paths WHERE access IN ('write', 'destructive')"):
+        paths.setdefault((p["capture_id"], p["request_id"], p["call_id"]), []).append(p["path"])
+    how = ("the capture has no effect receipt (record it with `ctxtap record`): judged on the writes the tool "
+           "calls proposed (the call_effects view), which may not have happened")
+    result = GateResult(gate="--no-writes", judged=bool(rows), how=how if rows else
+                        "the capture has no effect receipt (record it with `ctxtap record`), and no tool call "
+                        "proposed a write")
+    for c in rows:
+        named = paths.get((c["capture_id"], c["request_id"], c["call_id"]), [])
+        if named and all(any(fnmatch.fnmatch(n, g) for g in allow) for n in named):
+            continue
+        result.violations.append(Violation(
+            gate="--no-writes", what=f"{c['name']} proposed a {c['effect_class']}"
+                                     f"{' of ' + ', '.join(named) if named else ''}",
+            evidence=f"request #{c['request_number']} ({c['request_id']}) proposed call {c['call_id']} {c['name']}: "
+                     f"{(c['command'] or c['arguments'] or '')[:200]} (rules {c['effect_rules']}; no receipt says "
+                     f"whether it ran)",
+            path=named[0] if named else None, request_id=c["request_id"], call_id=c["call_id"]))
     return result
 
 
@@ -161,29 +187,6 @@ def _no_secrets(con: duckdb.DuckDBPyConnection) -> GateResult:
     return result
 
 
-def call_paths(arguments: str | None, command: str | None) -> list[str]:
-    """Paths a tool call names: path-like argument fields, and path-like words of its shell command."""
-    found: list[str] = []
-    try:
-        args = json.loads(arguments) if arguments else None
-    except ValueError:
-        args = None
-    if isinstance(args, dict):
-        for key, value in args.items():
-            if isinstance(value, str) and any(k in key.lower() for k in _PATH_KEYS) and value.strip():
-                found.append(value.strip())
-    if command:
-        try:
-            words = shlex.split(command, comments=True)
-        except ValueError:
-            words = command.split()
-        for word in words:
-            value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
-            if value.startswith(("/", "~")) or value == ".." or value.startswith("../") or "/../" in value:
-                found.append(value)
-    return found
-
-
 def outside(path: str, workspace: str) -> bool:
     if path in _HARMLESS or "://" in path:
         return False
@@ -194,23 +197,36 @@ def outside(path: str, workspace: str) -> bool:
 def _outside_workspace(con: duckdb.DuckDBPyConnection, workspace: str | None) -> GateResult:
     roots = _roots(con)
     workspace = workspace or next((r["root"] for r in roots if r["root_kind"] == "workspace"), None)
-    if workspace is None:
+    placed = _rows(con, "SELECT count(*) AS n FROM call_effect_paths WHERE inside_workspace IS NOT NULL")[0]["n"]
+    if workspace is None and not placed:
         return GateResult(gate="--no-outside-workspace", judged=False,
                           how="the working directory is not known: the capture has no effect receipt "
                               "(give it with --workspace)")
-    workspace = os.path.normpath(workspace)
+    workspace = os.path.normpath(workspace) if workspace else None
     result = GateResult(gate="--no-outside-workspace", judged=True,
-                        how="judged on the paths tool calls named (path-like arguments and shell words, resolved "
-                            "against the working directory) and on the receipt's watched places")
+                        how="judged on the paths tool calls named (the call_effect_paths view: path arguments, "
+                            "shell commands parsed into their commands and redirections, resolved against the "
+                            f"{'working directory' if workspace else 'recorded working directory'}) and on the "
+                            "receipt's watched places")
+    by_call: dict[tuple, list[dict[str, Any]]] = {}
+    for p in _rows(con, "SELECT * FROM call_effect_paths"):
+        by_call.setdefault((p["capture_id"], p["request_id"], p["call_id"]), []).append(p)
     for c in _rows(con, "SELECT t.*, q.request_number FROM tool_calls t LEFT JOIN requests q "
                         "ON q.capture_id = t.capture_id AND q.request_id = t.request_id "
                         "WHERE t.request_id IS NOT NULL ORDER BY q.request_number, t.call_index"):
-        for path in call_paths(c["arguments"], c["command"]):
-            if outside(path, workspace):
+        for p in by_call.get((c["capture_id"], c["request_id"], c["call_id"]), []):
+            path = p["path"]
+            if workspace is not None:
+                is_out = outside(p["resolved_path"] or path, workspace) if (
+                    p["resolved_path"] or path.startswith(("/", "~", "../")) or path == "..") else False
+            else:
+                is_out = p["inside_workspace"] is False
+            if is_out:
                 result.violations.append(Violation(
                     gate="--no-outside-workspace", what=f"{c['name']} names {path}",
                     evidence=f"request #{c['request_number']} ({c['request_id']}) proposed call {c['call_id']} "
-                             f"{c['name']}: {(c['command'] or c['arguments'] or '')[:200]}",
+                             f"{c['name']}: {(c['command'] or c['arguments'] or '')[:200]} ({p['access']} by "
+                             f"rule {p['rule']})",
                     path=path, request_id=c["request_id"], call_id=c["call_id"]))
     for e in _rows(con, "SELECT * FROM effects WHERE root_kind = 'watched' ORDER BY root, rel_path"):
         result.violations.append(Violation(gate="--no-outside-workspace", what=f"{e['rel_path']} ({e['change']})",
