@@ -336,3 +336,22 @@ def test_without_a_receipt_no_writes_is_judged_on_the_proposed_writes(joined_run
     assert [v.what for v in result.violations] == ["Bash proposed a write of notes.txt",
                                                    "Write proposed a write of plan.md"]
     assert "no receipt says whether it ran" in result.violations[0].evidence
+
+
+def test_an_action_argument_selects_what_a_multi_action_tool_does() -> None:
+    """Anthropic's text editor tool: `command` is view/create/str_replace, not a shell command."""
+    view = call("str_replace_based_edit_tool", {"command": "view", "path": f"{WS}/README.md"})
+    assert (view.primary, view.rules, view.parse_status) == ("read", ["arg.command.read"], "not_shell")
+    create = call("str_replace_editor", {"command": "create", "path": "/tmp/x.py", "file_text": "x"})
+    assert (create.primary, create.scope) == ("write", "outside")
+    schema = {"properties": {"action": {"type": "string", "enum": ["list", "delete"]}}}
+    assert call("jobs", {"action": "delete", "id": "1"}, schema=schema).primary == "destructive"
+    assert call("Bash", {"command": "ls"}).rules == ["tool.shell-command", "shell.read.ls"]  # a shell runs ls
+
+
+def test_name_verbs_are_base_forms_and_nested_entries_name_paths() -> None:
+    assert call("team_list_runs", {}).primary == "read"  # `runs` is a noun here
+    assert call("await_runs", {}).primary == "unknown"
+    e = call("read_files", {"files": [{"path": "src/a.py"}, {"path": "/etc/passwd"}]})
+    assert (e.primary, e.scope) == ("read", "mixed")
+    assert call("fetch_many", {"requests": [{"url": "https://example.com"}]}).primary == "network"

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from ctxtap.analysis.threads.toolloop import shell_command
+from ctxtap.analysis.threads.toolloop import SHELL_TOOLS, shell_command
 
 PRIMARY_ORDER = ("destructive", "write", "network", "execute", "read")
 MAX_DEPTH = 4  # nested `bash -c` strings followed
@@ -59,11 +59,11 @@ for _cls, _words in {
     "read": "read view cat get list ls glob grep search find open show head tail stat inspect lookup query "
             "describe outline tree count print display peek scan locate explore diff check status info",
     "write": "write edit create update patch apply replace insert append save put set modify rename move copy "
-             "mkdir touch multiedit overwrite change add commit upsert store replace_all",
+             "mkdir touch multiedit overwrite change add commit upsert store replace_all attach undo",
     "destructive": "delete remove rm rmdir drop destroy purge truncate kill wipe erase unlink terminate "
-                   "uninstall",
+                   "uninstall cancel stop shutdown abort revoke reset clean cleanup clear",
     "network": "fetch http https url web browse browser download upload request curl wget navigate crawl "
-               "scrape internet online websearch webfetch",
+               "scrape internet online websearch webfetch push post send publish email",
     "execute": "run exec execute shell bash terminal cmd eval spawn launch script python powershell repl "
                "invoke",
 }.items():
@@ -191,7 +191,7 @@ _CWD_KEYS = {"cwd", "workdir", "working_directory", "workingdirectory", "working
              "dir", "cwd_path"}
 _CONTENT_KEYS = {"content", "contents", "new_string", "old_string", "newstring", "oldstring", "new_str", "old_str",
                  "patch", "diff", "edits", "new_source", "file_text", "text", "code", "replacement", "data",
-                 "insert_text", "new_content"}
+                 "insert_text", "new_content", "new_text", "old_text"}
 _URL_KEYS = {"url", "uri", "urls", "href", "link", "endpoint", "website"}
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.I)
 _PATH_DESC = re.compile(r"\b(?:file|directory|folder|dir)\b[^.]{0,40}\bpath\b|\bpath\b[^.]{0,40}\b(?:file|"
@@ -305,10 +305,12 @@ def _stems(word: str) -> Iterable[str]:
         yield word[:-1]
 
 
-def verbs_of(words: Iterable[str]) -> list[str]:
+def verbs_of(words: Iterable[str], stem: bool = False) -> list[str]:
+    """Classes of the known verbs among words. A tool name's verbs are base forms (`list_runs`: list, and
+    `runs` is a noun), so names are matched exactly; descriptions (`Reads a file`) are stemmed."""
     out = []
     for w in words:
-        for s in _stems(w):
+        for s in (_stems(w) if stem else (w,)):
             cls = NAME_VERBS.get(s)
             if cls:
                 if cls not in out:
@@ -322,7 +324,7 @@ def _description_class(description: str | None) -> str | None:
         return None
     first = re.split(r"(?<=[.!?])\s|\n", description.strip(), maxsplit=1)[0]
     for word in re.findall(r"[A-Za-z]+", first)[:12]:
-        for s in _stems(word.lower()):
+        for s in _stems(word.lower()):  # stemmed: descriptions say "Reads", "Deleting"
             cls = NAME_VERBS.get(s)
             if cls and s not in {"get", "set", "check", "info", "status", "count", "add"}:
                 return cls
@@ -836,6 +838,9 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
                 isinstance(x, str) and "*** Begin Patch" in x for x in v)), None)
             patch_text = next((x for x in patch_text if "*** Begin Patch" in x), None) if patch_text else None
     command = shell_command(name, arguments)
+    action = _action(args, schema, name) if args is not None else None
+    if action is not None and command is not None and command == action[1]:
+        command = None  # `{"command": "view"}`: an action selector of the tool (Anthropic's text editor), not a shell
     if command is not None and patch_text is not None and command.lstrip().startswith(("apply_patch", "applypatch")):
         command = None  # ["apply_patch", "*** Begin Patch..."] as an exec argv
     if patch_text is not None and _patch_effect(patch_text, where, effect):
@@ -856,10 +861,15 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
         return classify_shell(command, workspace, home, base, effect)
     words = name_words(name)
     found = verbs_of(words)
+    source = "name"
+    if action is not None:  # the action argument says what this call does, over the name's general verb
+        acted = verbs_of(name_words(action[1]))
+        if acted:
+            found, source = acted, f"arg.{action[0]}"
     if "network" in found and "read" in found:
         found.remove("read")
     for cls in found:
-        effect.add(cls, f"name.{cls}")
+        effect.add(cls, f"{source}.{cls}")
     schema_paths = _schema_path_keys(schema)
     path_values: list[tuple[str, str]] = []
     has_content = has_url = False
@@ -871,6 +881,19 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
                 continue
             if nk in {_norm_key(k) for k in _CONTENT_KEYS} and value not in (None, "", []):
                 has_content = True
+                continue
+            if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+                for item in value[:100]:  # `files: [{path, content}]`: the paths of each entry
+                    for k2, v2 in item.items():
+                        if _is_path_key(k2, set()) and isinstance(v2, str) and v2.strip():
+                            if _URL.match(v2) and not v2.startswith("file://"):
+                                has_url = True
+                            else:
+                                path_values.append((f"{key}[].{k2}", v2))
+                        elif _norm_key(k2) in {_norm_key(k) for k in _URL_KEYS} and _URL.match(str(v2)):
+                            has_url = True
+                        elif _norm_key(k2) in {_norm_key(k) for k in _CONTENT_KEYS}:
+                            has_content = True
                 continue
             if _is_path_key(key, schema_paths):
                 for v in _strings(value):
@@ -896,6 +919,27 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
             a = "read"
         _path(effect, value, a, rule, where)
     return effect
+
+
+_ACTION_KEYS = ("command", "action", "operation", "op", "mode", "method", "subcommand")
+
+
+def _action(args: dict, schema: dict | None, name: str) -> tuple[str, str] | None:
+    """(key, value) of an argument that selects the tool's action: its schema lists the values (`enum`), or the
+    value is one identifier (`view`, `str_replace`, `create`) naming a known verb and the tool's own name has a
+    verb that is not execute (`str_replace_based_edit_tool`; `Bash` with `ls` runs ls)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    name_verbs = verbs_of(name_words(name))
+    shell_like = name.lower() in SHELL_TOOLS or "execute" in name_verbs or not name_verbs
+    for key in _ACTION_KEYS:
+        value = args.get(key)
+        if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][\w-]{0,40}", value):
+            continue
+        spec = props.get(key) if isinstance(props, dict) else None
+        listed = isinstance(spec, dict) and isinstance(spec.get("enum"), list) and value in spec["enum"]
+        if listed or (not shell_like and verbs_of(name_words(value))):
+            return key, value
+    return None
 
 
 def tool_description(definition: dict) -> str | None:
