@@ -53,7 +53,11 @@ def test_push_ls_pull_rm(store, two_captures, tmp_path):
     assert run("ls", store, "--since", "2999-01-01").stdout == ""
 
     pulled = tmp_path / "pulled"
-    run("pull", store, "--capture", capture_id(demo)[:15], "-o", str(pulled))
+    # a start of the id names it (the shortest from the seconds on that the other capture does not share:
+    # the two captures may be made in the same second)
+    demo_id, synth_id = capture_id(demo), capture_id(synth)
+    prefix = next(demo_id[:n] for n in range(15, len(demo_id) + 1) if not synth_id.startswith(demo_id[:n]))
+    run("pull", store, "--capture", prefix, "-o", str(pulled))
     back = pulled / capture_id(demo)
     # private: every folder 0700, every file 0600
     for path in [back, *back.rglob("*")]:
