@@ -192,9 +192,9 @@ def test_the_offered_schema_and_description_are_evidence() -> None:
 
 
 # --- held-out score -----------------------------------------------------------------------------------
-def heldout_score() -> dict:
+def heldout_score(name: str = "heldout.json") -> dict:
     """Precision and recall of the primary class on the held-out calls (labelled before the rules ran on them)."""
-    data = json.loads((ROOT / "tests" / "fixtures" / "effect_classes" / "heldout.json").read_text())
+    data = json.loads((ROOT / "tests" / "fixtures" / "effect_classes" / name).read_text())
     classes = ("read", "write", "execute", "network", "destructive", "unknown")
     tp = dict.fromkeys(classes, 0)
     predicted = dict.fromkeys(classes, 0)
@@ -221,12 +221,14 @@ def heldout_score() -> dict:
             "scope_accuracy": scope_ok / scope_n if scope_n else None, "scope_n": scope_n, "misses": misses}
 
 
-def test_heldout_score_stays_above_its_first_measurement() -> None:
-    """First run on the held-out calls, before any rule saw them: 127 of 142 primary classes accepted
-    (0.894), 48 of 50 scopes right (0.96). Rules tuned since may raise it, never lower it."""
-    score = heldout_score()
-    assert score["accuracy"] >= 0.89, score["misses"]
-    assert score["scope_accuracy"] >= 0.96
+@pytest.mark.parametrize(("name", "accuracy", "scope"), [("heldout.json", 0.89, 0.96), ("heldout2.json", 0.91, 0.92)])
+def test_heldout_score_stays_above_its_first_measurement(name, accuracy, scope) -> None:
+    """Each set's first run, before any rule saw it: heldout.json 127 of 142 primary classes accepted (0.894),
+    48 of 50 scopes right; heldout2.json (labelled after heldout.json's misses were worked on) 98 of 107
+    (0.916), 39 of 42 scopes. Rules tuned since may raise them, never lower them."""
+    score = heldout_score(name)
+    assert score["accuracy"] >= accuracy, score["misses"]
+    assert score["scope_accuracy"] >= scope
 
 
 # --- real recordings -----------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ for _cls, _words in {
     "destructive": "delete remove rm rmdir drop destroy purge truncate kill wipe erase unlink terminate "
                    "uninstall cancel stop shutdown abort revoke reset clean cleanup clear",
     "network": "fetch http https url web browse browser download upload request curl wget navigate crawl "
-               "scrape internet online websearch webfetch push post send publish email",
+               "scrape internet online websearch webfetch push post send publish email install",
     "execute": "run exec execute shell bash terminal cmd eval spawn launch script python powershell repl "
                "invoke",
 }.items():
@@ -316,6 +316,18 @@ def verbs_of(words: Iterable[str], stem: bool = False) -> list[str]:
                 if cls not in out:
                     out.append(cls)
                 break
+    return out
+
+
+def name_classes(words: list[str]) -> list[str]:
+    """A tool name's classes: its first verb is the action (`get_terminal_output` reads, `list_runs` lists,
+    `search_and_replace` searches first); a network word anywhere (`web`, `fetch`, `url`) adds network, and a
+    read over the network is network alone (`read_web_page`, `web_search`)."""
+    found = verbs_of(words)
+    action = next((c for c in found if c != "network"), None)
+    out = [action] if action else []
+    if "network" in found:
+        out = ["network"] if action in (None, "read") else [*out, "network"]
     return out
 
 
@@ -860,14 +872,12 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
                     effect.paths.append(PathUse(value, "cwd", "arg.cwd", base, _inside, _dev))
         return classify_shell(command, workspace, home, base, effect)
     words = name_words(name)
-    found = verbs_of(words)
+    found = name_classes(words)
     source = "name"
     if action is not None:  # the action argument says what this call does, over the name's general verb
-        acted = verbs_of(name_words(action[1]))
+        acted = name_classes(name_words(action[1]))
         if acted:
             found, source = acted, f"arg.{action[0]}"
-    if "network" in found and "read" in found:
-        found.remove("read")
     for cls in found:
         effect.add(cls, f"{source}.{cls}")
     schema_paths = _schema_path_keys(schema)
@@ -930,14 +940,16 @@ def _action(args: dict, schema: dict | None, name: str) -> tuple[str, str] | Non
     verb that is not execute (`str_replace_based_edit_tool`; `Bash` with `ls` runs ls)."""
     props = schema.get("properties") if isinstance(schema, dict) else None
     name_verbs = verbs_of(name_words(name))
-    shell_like = name.lower() in SHELL_TOOLS or "execute" in name_verbs or not name_verbs
+    shell_like = name.lower() in SHELL_TOOLS or "execute" in name_verbs
     for key in _ACTION_KEYS:
         value = args.get(key)
         if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z][\w-]{0,40}", value):
             continue
         spec = props.get(key) if isinstance(props, dict) else None
         listed = isinstance(spec, dict) and isinstance(spec.get("enum"), list) and value in spec["enum"]
-        if listed or (not shell_like and verbs_of(name_words(value))):
+        # a verb that is also a program (`ls`, `cat`) is run by a verb-less tool; `view`, `str_replace` are not programs
+        verb = verbs_of(name_words(value)) and (name_verbs or value not in PROGRAMS)
+        if listed or (not shell_like and verb):
             return key, value
     return None
 
