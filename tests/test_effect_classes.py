@@ -357,3 +357,9 @@ def test_name_verbs_are_base_forms_and_nested_entries_name_paths() -> None:
     e = call("read_files", {"files": [{"path": "src/a.py"}, {"path": "/etc/passwd"}]})
     assert (e.primary, e.scope) == ("read", "mixed")
     assert call("fetch_many", {"requests": [{"url": "https://example.com"}]}).primary == "network"
+
+
+def test_an_unproposed_change_names_the_calls_that_named_its_path(joined_run, tmp_path) -> None:
+    """hidden.txt was written by a python3 -c call that named no path; a later read of it is named_by."""
+    rows = _sql(joined_run, "SELECT rel_path, unnamed_writers, named_by FROM effect_calls WHERE verdict = 'unproposed'")
+    assert [(r["rel_path"], r["unnamed_writers"], r["named_by"]) for r in rows] == [("hidden.txt", None, None)]

@@ -9,7 +9,8 @@
 -- (the path was snapshotted and did not change: the call was denied, failed, or wrote the same bytes),
 -- `proposed_not_covered` (no receipt, or the path is outside every snapshotted place), `proposed_unresolved`
 -- (the path could not be resolved: a `$VAR`, no working directory), `unproposed` (a change no call named;
--- unnamed_writers lists calls that write without naming a path, such as `npm install`, which may explain it).
+-- unnamed_writers lists calls that write without naming a path, such as `npm install`, and named_by the calls
+-- that named the path without proposing a write of it: a read, a script, a tool of unknown class).
 -- A directory or glob a call names matches the changes under it.
 CREATE OR REPLACE VIEW call_effects AS SELECT * FROM t_call_effects;
 
@@ -60,6 +61,12 @@ SELECT coalesce(m.p_capture, m.r_capture) AS capture_id, m.session_id, m.request
                                 OR starts_with(m.proposed_path, rtrim(s.root, '/') || '/')))
                  THEN 'proposed_not_seen'
             ELSE 'proposed_not_covered' END AS verdict,
-       CASE WHEN m.call_id IS NULL THEN u.calls END AS unnamed_writers
+       CASE WHEN m.call_id IS NULL THEN u.calls END AS unnamed_writers,
+       CASE WHEN m.call_id IS NULL THEN (
+           SELECT string_agg(DISTINCT n.name || ' ' || n.call_id || ' (' || n.access || ')', ', ')
+           FROM t_call_effect_paths n
+           WHERE n.capture_id = m.r_capture AND n.access NOT IN ('write', 'destructive')
+             AND n.access <> 'cwd' AND n.resolved_path = m.abs_path)
+       END AS named_by
 FROM matched m
 LEFT JOIN unnamed u ON u.capture_id = m.r_capture;

@@ -150,6 +150,7 @@ def receipt_sentences(con: duckdb.DuckDBPyConnection) -> list[str]:
                        f"receipt does not show (the call's status: {r['check_status']}).")
         elif r["verdict"] == "unproposed":
             more = f"; calls that write without naming a path: {r['unnamed_writers']}" if r["unnamed_writers"] else ""
+            more += f"; named, not as a write, by {r['named_by']}" if r["named_by"] else ""
             out.append(f"{r['rel_path']} ({r['change']}) was written by no proposed call{more}.")
     if len(rows) > MAX_NAMED:
         out.append(f"… and {len(rows) - MAX_NAMED} more (the effect_calls view).")
