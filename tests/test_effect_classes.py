@@ -267,7 +267,7 @@ def joined_run(tmp_path_factory, ctxtap_config) -> Path:
 
     steps = [{"calls": ["echo hi > notes.txt",
                         {"command": "x", "tool": "Write", "arguments": {"file_path": "plan.md", "content": "# plan"}},
-                        "python3 -c \"open('hidden.txt', 'w').write('x')\""]},
+                        "python3 -c \"open('hidden.txt', 'w').write('x')\"", "mv README.md docs.md"]},
              {"text": "done"}]
     out, done = _record(tmp_path_factory.mktemp("joined"), "joined", steps, ctxtap_config)
     assert done.returncode == 0, done.stderr
@@ -278,12 +278,14 @@ def test_a_recorded_run_shows_proposed_writes_that_did_and_did_not_happen_and_an
     rows = _sql(joined_run, "SELECT name, path, rel_path, change, verdict, check_status FROM effect_calls "
                             "ORDER BY verdict, coalesce(path, rel_path)")
     got = [(r["verdict"], r["name"], r["path"], r["rel_path"], r["change"]) for r in rows]
-    assert got == [("proposed_and_happened", "Bash", "notes.txt", "notes.txt", "created"),
+    assert got == [("proposed_and_happened", "Bash", "README.md", "docs.md", "renamed"),  # mv's source ...
+                   ("proposed_and_happened", "Bash", "docs.md", "docs.md", "renamed"),  # ... and its target
+                   ("proposed_and_happened", "Bash", "notes.txt", "notes.txt", "created"),
                    ("proposed_not_seen", "Write", "plan.md", None, None),
                    ("unproposed", None, None, "hidden.txt", "created")]
-    assert [r["check_status"] for r in rows][:2] == ["ok", "unknown_tool"]
-    classes = {r["name"] + ":" + r["effect_class"] for r in _sql(joined_run, "SELECT * FROM call_effects")}
-    assert classes == {"Bash:write", "Write:write", "Bash:execute"}
+    assert [r["check_status"] for r in rows][2:4] == ["ok", "unknown_tool"]
+    classes = sorted(r["name"] + ":" + r["effect_class"] for r in _sql(joined_run, "SELECT * FROM call_effects"))
+    assert classes == ["Bash:execute", "Bash:write", "Bash:write", "Write:write"]
 
 
 def test_the_report_gives_each_calls_class_in_sentences(joined_run, tmp_path) -> None:
@@ -292,7 +294,7 @@ def test_the_report_gives_each_calls_class_in_sentences(joined_run, tmp_path) ->
     html = tmp_path / "report.html"
     render_report([joined_run], html)
     text = html.read_text()
-    assert "3 tool calls proposed: 2 write, 1 execute." in text
+    assert "4 tool calls proposed: 3 write, 1 execute." in text
     assert "Bash <code>echo hi &gt; notes.txt</code> — write (tool.shell-command, shell.read.echo, shell.redirect-write), inside " \
            "the working directory" in text
     assert "proposed a write of plan.md that the receipt does not show" in text
@@ -336,7 +338,8 @@ def test_without_a_receipt_no_writes_is_judged_on_the_proposed_writes(joined_run
         con.close()
     assert result.judged and "may not have happened" in result.how
     assert [v.what for v in result.violations] == ["Bash proposed a write of notes.txt",
-                                                   "Write proposed a write of plan.md"]
+                                                   "Write proposed a write of plan.md",
+                                                   "Bash proposed a write of README.md, docs.md"]
     assert "no receipt says whether it ran" in result.violations[0].evidence
 
 
