@@ -366,3 +366,13 @@ def test_an_unproposed_change_names_the_calls_that_named_its_path(joined_run, tm
     """hidden.txt was written by a python3 -c call that named no path; a later read of it is named_by."""
     rows = _sql(joined_run, "SELECT rel_path, unnamed_writers, named_by FROM effect_calls WHERE verdict = 'unproposed'")
     assert [(r["rel_path"], r["unnamed_writers"], r["named_by"]) for r in rows] == [("hidden.txt", None, None)]
+
+
+def test_patches_resolve_against_the_commands_directory() -> None:
+    argv = call("shell", {"command": ["apply_patch", "*** Begin Patch\n*** Update File: a.py\n@@\n-a\n+b\n"
+                                                     "*** End Patch\n"], "workdir": f"{WS}/sub"})
+    assert [(p.path, p.access, p.resolved) for p in argv.paths] == [
+        (f"{WS}/sub", "cwd", f"{WS}/sub"), ("a.py", "write", f"{WS}/sub/a.py")]
+    heredoc = call("exec_command", {"cmd": "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: x.py\n"
+                                           "*** End Patch\nEOF"})
+    assert heredoc.primary == "destructive" and heredoc.paths[-1].resolved == f"{WS}/sub/x.py"

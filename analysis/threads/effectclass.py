@@ -473,8 +473,10 @@ class _Shell:
             else:
                 if body is not None:
                     self.walk(body, depth)
+                # the grammar hangs a redirection after `a && b` on the list; bash binds it to the last command
+                last = _last_program(body) if body is not None and body.type in ("list", "pipeline") else None
                 for r in redirects:
-                    self.redirect(r, None, depth)
+                    self.redirect(r, last, depth)
         elif t == "subshell":
             saved = self.where.cwd
             for c in node.named_children:
@@ -788,6 +790,13 @@ def _program_of(node) -> str | None:
     return None
 
 
+def _last_program(node) -> str | None:
+    """The program of the last command of a list or pipeline."""
+    while node is not None and node.type in ("list", "pipeline") and node.named_children:
+        node = node.named_children[-1]
+    return _program_of(node) if node is not None and node.type == "command" else None
+
+
 def _first_error(node):
     if node.type == "ERROR" or node.is_missing:
         return node
@@ -853,10 +862,20 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
     action = _action(args, schema, name) if args is not None else None
     if action is not None and command is not None and command == action[1]:
         command = None  # `{"command": "view"}`: an action selector of the tool (Anthropic's text editor), not a shell
-    if command is not None and patch_text is not None and command.lstrip().startswith(("apply_patch", "applypatch")):
-        command = None  # ["apply_patch", "*** Begin Patch..."] as an exec argv
-    if patch_text is not None and _patch_effect(patch_text, where, effect):
-        return effect
+    if command is not None and patch_text is not None and args is not None and any(
+            isinstance(v, list) and patch_text in v for v in args.values()):
+        command = None  # ["apply_patch", "*** Begin Patch..."] as an exec argv (a heredoc is left to the shell)
+    cwd_uses: list[PathUse] = []
+    base = workspace
+    if args is not None and (command is not None or patch_text is not None):  # the directory a command runs in
+        for key, value in args.items():
+            if _norm_key(key) in {_norm_key(k) for k in _CWD_KEYS} and isinstance(value, str) and value.strip():
+                base, inside, device = resolve(value, where)
+                cwd_uses.append(PathUse(value, "cwd", "arg.cwd", base, inside, device))
+    if command is None and patch_text is not None:
+        effect.paths.extend(cwd_uses)
+        if _patch_effect(patch_text, _Where(workspace, home, base), effect):
+            return effect
     if command is None and args is not None:
         listed = next((v for k, v in args.items() if _norm_key(k) in ("commands", "cmds", "shellcommands")
                        and isinstance(v, list) and v and all(isinstance(x, str) for x in v)), None)
@@ -864,12 +883,7 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
             command = "\n".join(listed)  # a list of shell commands run one after another (Cline's run_commands)
     if command is not None:
         effect.rules.append("tool.shell-command")
-        base = workspace
-        if args is not None:
-            for key, value in args.items():
-                if _norm_key(key) in {_norm_key(k) for k in _CWD_KEYS} and isinstance(value, str) and value.strip():
-                    base, _inside, _dev = resolve(value, where)
-                    effect.paths.append(PathUse(value, "cwd", "arg.cwd", base, _inside, _dev))
+        effect.paths.extend(cwd_uses)
         return classify_shell(command, workspace, home, base, effect)
     words = name_words(name)
     found = name_classes(words)
