@@ -299,6 +299,7 @@ def test_the_report_gives_each_calls_class_in_sentences(joined_run, tmp_path) ->
            "the working directory" in text
     assert "proposed a write of plan.md that the receipt does not show" in text
     assert "hidden.txt (created) was written by no proposed call" in text
+    assert "Bash proposed a deletion of README.md; the receipt shows docs.md (renamed)." in text
 
 
 def test_check_judges_no_writes_on_proposed_calls_when_there_is_no_receipt(tmp_path) -> None:

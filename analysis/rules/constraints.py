@@ -143,7 +143,7 @@ def _proposed_writes(con: duckdb.DuckDBPyConnection, allow: list[str]) -> GateRe
         if named and all(any(fnmatch.fnmatch(n, g) for g in allow) for n in named):
             continue
         result.violations.append(Violation(
-            gate="--no-writes", what=f"{c['name']} proposed a {c['effect_class']}"
+            gate="--no-writes", what=f"{c['name']} proposed a {'deletion' if c['effect_class'] == 'destructive' else 'write'}"
                                      f"{' of ' + ', '.join(named) if named else ''}",
             evidence=f"request #{c['request_number']} ({c['request_id']}) proposed call {c['call_id']} {c['name']}: "
                      f"{(c['command'] or c['arguments'] or '')[:200]} (rules {c['effect_rules']}; no receipt says "

@@ -135,6 +135,9 @@ def call_class_sentences(con: duckdb.DuckDBPyConnection, workspace: str | None =
     return summary, out
 
 
+_NOUN = {"write": "write", "destructive": "deletion"}  # what a proposed access of a path is called in a sentence
+
+
 def receipt_sentences(con: duckdb.DuckDBPyConnection) -> list[str]:
     """Proposed writes against the receipt: those that happened, those it does not show, and changes no call named."""
     rows = fetch(con, "SELECT e.*, q.request_number FROM effect_calls e LEFT JOIN requests q "
@@ -143,11 +146,11 @@ def receipt_sentences(con: duckdb.DuckDBPyConnection) -> list[str]:
     out = []
     for r in rows[:MAX_NAMED]:
         if r["verdict"] == "proposed_and_happened":
-            out.append(f"Request #{r['request_number']}: {r['name']} proposed a {r['access']} of {r['path']}; the "
-                       f"receipt shows {r['rel_path']} ({r['change']}).")
+            out.append(f"Request #{r['request_number']}: {r['name']} proposed a {_NOUN[r['access']]} of {r['path']}; "
+                       f"the receipt shows {r['rel_path']} ({r['change']}).")
         elif r["verdict"] == "proposed_not_seen":
-            out.append(f"Request #{r['request_number']}: {r['name']} proposed a {r['access']} of {r['path']} that the "
-                       f"receipt does not show (the call's status: {r['check_status']}).")
+            out.append(f"Request #{r['request_number']}: {r['name']} proposed a {_NOUN[r['access']]} of {r['path']} "
+                       f"that the receipt does not show (the call's status: {r['check_status']}).")
         elif r["verdict"] == "unproposed":
             more = f"; calls that write without naming a path: {r['unnamed_writers']}" if r["unnamed_writers"] else ""
             more += f"; named, not as a write, by {r['named_by']}" if r["named_by"] else ""
