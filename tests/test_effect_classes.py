@@ -377,3 +377,10 @@ def test_patches_resolve_against_the_commands_directory() -> None:
     heredoc = call("exec_command", {"cmd": "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Delete File: x.py\n"
                                            "*** End Patch\nEOF"})
     assert heredoc.primary == "destructive" and heredoc.paths[-1].resolved == f"{WS}/sub/x.py"
+
+
+def test_a_description_counts_only_for_the_verb_it_leads_with() -> None:
+    assert call("zap", {}, description="Reads a note from the store.").primary == "read"
+    assert call("zap", {}, description="A tool that lets you run commands.").primary == "execute"
+    assert call("zap", {}, description="Use this tool to delete a record.").primary == "destructive"
+    assert call("zap", {}, description="Use this tool when you have finished writing your plan.").primary == "unknown"

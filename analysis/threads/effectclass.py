@@ -332,13 +332,18 @@ def name_classes(words: list[str]) -> list[str]:
 
 
 def _description_class(description: str | None) -> str | None:
+    """The class of the verb a description's first sentence leads with (`Reads a file ...`, `Fetch content
+    from a URL`) or names after `to` (`Use this tool to delete ...`); a verb elsewhere in the sentence
+    (`... when you have finished writing your plan`) is not the tool's action."""
     if not description:
         return None
     first = re.split(r"(?<=[.!?])\s|\n", description.strip(), maxsplit=1)[0]
-    for word in re.findall(r"[A-Za-z]+", first)[:12]:
-        for s in _stems(word.lower()):  # stemmed: descriptions say "Reads", "Deleting"
+    words = [w.lower() for w in re.findall(r"[A-Za-z]+", first)[:40]]
+    candidates = words[:1] + [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("to", "you")]
+    for word in candidates:
+        for s in _stems(word):  # stemmed: descriptions say "Reads", "Deletes"
             cls = NAME_VERBS.get(s)
-            if cls and s not in {"get", "set", "check", "info", "status", "count", "add"}:
+            if cls and s not in {"set", "check", "info", "status", "count"}:
                 return cls
     return None
 
