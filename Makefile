@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	@echo "installing ctxtap into $(VENV) (first run only, about 2 minutes)…"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install --quiet -e ".[test,team]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -64,6 +64,7 @@ class RunRecord(BaseModel):
     client: str | None = None
     client_version: str | None = None
     model: str | None = None
+    node: str | None = None  # the Ray node that ran it (`experiment run --ray`); null on the local runner
 
 
 class ExperimentManifest(BaseModel):

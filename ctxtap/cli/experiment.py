@@ -31,7 +31,15 @@ def experiment() -> None:
 @click.option("--resume", is_flag=True, help="Continue the experiment in --out: keep its recorded runs, run the rest.")
 @click.option("--diagnostics", is_flag=True,
               help="Ask providers why their cache missed where ctxtap is the sender (the spec's `diagnostics`).")
-def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool, diagnostics: bool) -> None:
+@click.option("--ray", "ray_address", metavar="auto|ADDRESS",
+              help="Run every run as a task on a Ray cluster (`auto`: the one this machine is part of; or the "
+                   "head's HOST:PORT). Needs the team extra; Ray's ports have no token: keep them on loopback or "
+                   "a private network.")
+@click.option("--push", "push_url", metavar="URL",
+              help="With --ray: each node also pushes its run's capture to this store (s3://bucket/prefix); "
+                   "default: the spec's `push`.")
+def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool, diagnostics: bool,
+        ray_address: str | None, push_url: str | None) -> None:
     """Run every variant x repeat of SPEC through the recording proxy (interleaved A B A B ...).
 
     Each run: a fresh copy of the fixture as working directory, the command with
@@ -52,8 +60,20 @@ def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool, d
     problem = loopback_problem() or writable_dir_problem(out.parent, "--out")
     if problem:
         raise click.ClickException(problem)
+    push_url = push_url or spec.push
+    if push_url and not ray_address:
+        raise click.ClickException("--push (or the spec's push) needs --ray; locally, push the runs' captures "
+                                   "with `ctxtap push`")
     try:
-        manifest = run_experiment(spec, out, parallel=parallel, resume=resume, echo=click.echo)
+        if ray_address:
+            from ctxtap.experiment.cluster import run_on_ray
+
+            if parallel:
+                click.echo("--parallel is ignored with --ray: the cluster's CPUs decide how many runs go at once",
+                           err=True)
+            manifest = run_on_ray(spec, out, address=ray_address, resume=resume, push=push_url, echo=click.echo)
+        else:
+            manifest = run_experiment(spec, out, parallel=parallel, resume=resume, echo=click.echo)
     except ExperimentError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(f"\nexperiment: {out} ({manifest.status})")

@@ -10,6 +10,7 @@
     pass_k = [1, 3]                # k for pass@k and pass^k
     routes = []                    # --route HOST=URL for the recording proxy
     diagnostics = false            # ask providers why their cache missed, where ctxtap sends (replay --send)
+    push = "s3://bucket/prefix"    # optional, with --ray: every run's node pushes its capture to this store
 
     [server]                       # optional: ctxtap's scripted model server on loopback,
     script = "default"             # with the provider hosts routed to it ({server_url})
@@ -78,6 +79,7 @@ class Spec(BaseModel):
     routes: list[str] = Field(default_factory=list)
     diagnostics: bool = False
     server: ServerSpec | None = None
+    push: str | None = None  # a store URL the runs' captures are pushed to (`run --ray`; --push overrides)
     # set by load_spec, not by the file
     path: Path | None = None
     digest: str = ""
