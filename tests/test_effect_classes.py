@@ -384,3 +384,10 @@ def test_a_description_counts_only_for_the_verb_it_leads_with() -> None:
     assert call("zap", {}, description="A tool that lets you run commands.").primary == "execute"
     assert call("zap", {}, description="Use this tool to delete a record.").primary == "destructive"
     assert call("zap", {}, description="Use this tool when you have finished writing your plan.").primary == "unknown"
+
+
+def test_keys_that_only_sometimes_name_a_path_need_a_path_shaped_value() -> None:
+    assert call("Deploy", {"target": "prod"}).paths == []
+    assert call("send_note", {"to": "bob", "text": "hi"}).paths == []
+    assert paths(call("copy", {"source": "a.txt", "destination": "/tmp/b.txt"})) == [
+        ("a.txt", "read", True), ("/tmp/b.txt", "write", False)]

@@ -185,8 +185,11 @@ _TOOL_VALUE_OPTS = {"git": {"-C", "-c", "--git-dir", "--work-tree"}, "docker": {
 # --- argument keys ------------------------------------------------------------------------------------
 _PATH_WORDS = {"path", "paths", "file", "files", "filepath", "filename", "filenames", "dir", "dirs", "directory",
                "directories", "folder", "notebook", "dirpath", "pathname"}
-_PATH_KEYS = {"src", "dst", "dest", "source", "destination", "target", "from", "to", "root", "location", "cwd",
-              "workdir", "output", "input"}
+_PATH_KEYS = {"cwd", "workdir"}
+# keys that name a path only sometimes (`target: prod`, `source: web`): their value must look like one
+_MAYBE_PATH_KEYS = {"src", "dst", "dest", "source", "destination", "target", "from", "to", "root", "location",
+                    "output", "input"}
+_PATH_SHAPE = re.compile(r"^(?:~|\.{1,2})?/|^\.{1,2}$|^[\w.@+-]+(?:/[\w.@+*?-]+)+/?$|^[\w@+-]+\.[A-Za-z0-9]{1,8}$")
 _CWD_KEYS = {"cwd", "workdir", "working_directory", "workingdirectory", "working_dir", "dir_path", "directory",
              "dir", "cwd_path"}
 _CONTENT_KEYS = {"content", "contents", "new_string", "old_string", "newstring", "oldstring", "new_str", "old_str",
@@ -371,11 +374,13 @@ def _schema_path_keys(schema: dict | None) -> set[str]:
     return out
 
 
-def _is_path_key(key: str, schema_paths: set[str]) -> bool:
+def _is_path_key(key: str, schema_paths: set[str], value: str | None = None) -> bool:
     if key in schema_paths:
         return True
     words = _key_words(key)
-    return bool(set(words) & _PATH_WORDS) or _norm_key(key) in {_norm_key(k) for k in _PATH_KEYS | _PATH_WORDS}
+    if set(words) & _PATH_WORDS or _norm_key(key) in {_norm_key(k) for k in _PATH_KEYS | _PATH_WORDS}:
+        return True
+    return _norm_key(key) in _MAYBE_PATH_KEYS and value is not None and bool(_PATH_SHAPE.match(value.strip()))
 
 
 def _strings(value: Any) -> list[str]:
@@ -914,7 +919,7 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
             if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
                 for item in value[:100]:  # `files: [{path, content}]`: the paths of each entry
                     for k2, v2 in item.items():
-                        if _is_path_key(k2, set()) and isinstance(v2, str) and v2.strip():
+                        if isinstance(v2, str) and v2.strip() and _is_path_key(k2, set(), v2):
                             if _URL.match(v2) and not v2.startswith("file://"):
                                 has_url = True
                             else:
@@ -924,8 +929,8 @@ def classify_call(name: str | None, arguments: str | None, *, schema: dict | Non
                         elif _norm_key(k2) in {_norm_key(k) for k in _CONTENT_KEYS}:
                             has_content = True
                 continue
-            if _is_path_key(key, schema_paths):
-                for v in _strings(value):
+            for v in _strings(value):
+                if _is_path_key(key, schema_paths, v):
                     if _URL.match(v) and not v.startswith("file://"):
                         has_url = True
                     else:
