@@ -200,6 +200,7 @@ def run_on_ray(spec: Spec, out: Path, *, address: str, resume: bool = False, pus
     try:
         ray.init(address=address, logging_level="ERROR", log_to_driver=False, configure_logging=False)
     except Exception as exc:  # noqa: BLE001 - ConnectionError, RuntimeError, ValueError: all in words
+        _close(runner)
         raise ExperimentError(f"cannot reach the Ray cluster at {address!r}: {exc}") from None
     stopping = threading.Event()
     previous: dict[int, Any] = {}
@@ -212,6 +213,8 @@ def run_on_ray(spec: Spec, out: Path, *, address: str, resume: bool = False, pus
             previous[sig] = signal.signal(sig, on_signal)
     try:
         nodes = _alive_nodes(ray)
+        if not nodes:
+            raise ExperimentError(f"the Ray cluster at {address!r} has no live node with a CPU; nothing was sent")
         echo(f"experiment {manifest.name}: {len(todo)} runs as Ray tasks on {len(nodes)} node(s) at {address} "
              f"into {out}")
         task = ray.remote(num_cpus=1, max_retries=max_retries, retry_exceptions=False)(run_on_node)
@@ -266,7 +269,8 @@ def run_on_ray(spec: Spec, out: Path, *, address: str, resume: bool = False, pus
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         ray.shutdown()
-    return _close(runner)
+        manifest = _close(runner)
+    return manifest
 
 
 def _close(runner: Runner) -> ExperimentManifest:

