@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -94,6 +95,73 @@ def _missing(argv: list[str]) -> str | None:
     return None if shutil.which(prog) else prog
 
 
+# Started beside a task, in a session of its own: reads the process groups of the run's proxy and
+# commands from its stdin and, when stdin ends without the word `finished` (the task failed, or its
+# worker died: killed, cancelled), ends those still there (SIGTERM, then SIGKILL). Without it a worker killed mid-run would leave its
+# run's proxy listening and its command running on the node.
+WATCHDOG = """
+import os, signal, sys, time
+
+def alive(group):
+    try:
+        os.killpg(group, 0)
+        return True
+    except OSError:
+        return False
+
+lines = [line.strip() for line in sys.stdin if line.strip()]
+if lines and lines[-1] == "finished":  # the task ended its run itself
+    sys.exit(0)
+groups = [int(line) for line in lines]
+for sig, grace in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 0.0)):
+    groups = [g for g in groups if alive(g)]
+    for g in groups:
+        try:
+            os.killpg(g, sig)
+        except OSError:
+            pass
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and any(alive(g) for g in groups):
+        time.sleep(0.1)
+"""
+
+
+class _Watchdog:
+    def __init__(self, runner: Runner) -> None:
+        self.runner, self.seen = runner, set()
+        self.proc = subprocess.Popen([sys.executable, "-c", WATCHDOG], stdin=subprocess.PIPE, text=True,
+                                     start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+        self.thread.start()
+
+    def _groups(self) -> list[int]:
+        r = self.runner
+        with r._lock:
+            procs = list(r._running.values()) + [p.proc for p in r._per_run.values()]
+            procs += [f.result().proc for f in r._proxies.values() if f.done() and f.exception() is None]
+        return [p.pid for p in procs]
+
+    def _watch(self) -> None:
+        assert self.proc.stdin is not None
+        while not self.done.wait(0.1):
+            for pid in self._groups():
+                if pid not in self.seen:
+                    self.seen.add(pid)
+                    self.proc.stdin.write(f"{pid}\n")
+                    self.proc.stdin.flush()
+
+    def close(self, finished: bool) -> None:
+        """`finished`: the run ended as it should (its proxy stopped): nothing to end."""
+        self.done.set()
+        self.thread.join()
+        assert self.proc.stdin is not None
+        if finished:
+            self.proc.stdin.write("finished\n")
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
 def _tar(directory: Path) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
@@ -124,22 +192,27 @@ def run_on_node(spec: Spec, fixture_tar: bytes | None, run: dict[str, Any], push
         runner = Runner(spec, tmp / "exp", parallel=1, routes=list(spec.routes), echo=lambda _line: None)
         runner.proxy_per_run = True
         (tmp / "exp").mkdir(mode=0o700)
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxtap-proxy") as pool:
-            runner._pool = pool
+        watchdog, finished = _Watchdog(runner), False
+        try:
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxtap-proxy") as pool:
+                runner._pool = pool
 
-            def once() -> RunRecord:
-                runner._ensure_proxy(item)
-                return runner.run_one(item)
+                def once() -> RunRecord:
+                    runner._ensure_proxy(item)
+                    return runner.run_one(item)
 
-            if spec.server is not None:
-                from ctxtap.modelserver import ModelServer
+                if spec.server is not None:
+                    from ctxtap.modelserver import ModelServer
 
-                with ModelServer(script=spec.server.script, retry_after_s=spec.server.retry_after_s) as server:
-                    runner.server_url = server.url
-                    runner.routes += [f"{host}={server.url}" for host in spec.server.hosts]
+                    with ModelServer(script=spec.server.script, retry_after_s=spec.server.retry_after_s) as server:
+                        runner.server_url = server.url
+                        runner.routes += [f"{host}={server.url}" for host in spec.server.hosts]
+                        record = once()
+                else:
                     record = once()
-            else:
-                record = once()
+            finished = True
+        finally:
+            watchdog.close(finished)  # ends the run's proxy and command if an error left them running
         run_dir = tmp / "exp" / RUNS_DIR / item.run_id
         record.node = name
         runner._save(record, run_dir)
