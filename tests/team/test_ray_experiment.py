@@ -251,3 +251,45 @@ def test_a_node_without_the_command_refuses_by_name(cluster, tmp_path) -> None:
             assert all(f"node {node})" in r.error for node in alive), r.error
     finally:
         bare.kill()
+
+
+def test_ctrl_c_cancels_the_cluster_runs_and_resume_completes(cluster, tmp_path) -> None:
+    import signal
+
+    spec = make_spec(tmp_path, sleep=3)
+    out = tmp_path / "exp"
+    proc = ctxtap(cluster, "experiment", "run", str(spec), "--out", str(out), "--ray", cluster.address)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not list(cluster.base.glob("*-tmp/ctxtap-run-*/exp/runs/*/work")):
+        time.sleep(0.2)
+    time.sleep(1.0)  # runs are in their commands (3 s each)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stdout + stderr
+    assert "interrupted" in stdout and "--resume" in stderr
+    assert read_manifest(out).status == "interrupted"
+    assert len(read_runs(out)) < 6
+    # the cancelled runs' proxies and commands are gone from the nodes (the watchdog ended them)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _run_processes(cluster):
+        time.sleep(0.5)
+    assert not _run_processes(cluster)
+    code, output = run_ray(cluster, spec, out, "--resume")
+    assert code == 0, output
+    assert read_manifest(out).status == "complete" and len(read_runs(out)) == 6
+
+
+def _run_processes(cluster: Cluster) -> list[str]:
+    """Command lines of the runs' proxies and commands still alive on the cluster's nodes."""
+    from tests.team.raycluster import marked
+
+    found = []
+    for node in cluster.nodes:
+        for pid in marked(node.mark):
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "ctxtap.cli.main proxy" in cmd or "bin/tapagent" in cmd or " agent.py claude" in cmd:
+                found.append(cmd)
+    return found
