@@ -78,7 +78,9 @@ def cluster(tmp_path_factory, ctxtap_config):
         yield c
     finally:
         c.stop()
-        if seaweed is not None:
+        if seaweed is not None and seaweed.process is not None:
+            os.killpg(seaweed.process.pid, 9)  # its data is thrown away: no graceful stop (10 s) needed
+            seaweed.process.wait(10)
             seaweed.stop()
 
 
