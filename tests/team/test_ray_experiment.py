@@ -237,9 +237,11 @@ def test_a_node_without_the_command_refuses_by_name(cluster, tmp_path) -> None:
         runs = read_runs(tmp_path / "exp")
         assert len(runs) == 6 and all(r.status == "completed" for r in runs)
         assert bare.node_id[:12] not in {node_of(r) for r in runs}
-        # Ray placed at least one run on the bare node (every node had a free CPU); it said why it refused
-        assert f"node {bare.node_id[:12]}) refuses run" in output, output
-        assert "its command 'tapagent' is not installed there" in output
+        # where Ray placed a run on the bare node, the node said why it refused (Ray does not promise to place
+        # one there; the command no node has, below, makes every node refuse by name)
+        if f"node {bare.node_id[:12]})" in output:
+            assert f"node {bare.node_id[:12]}) refuses run" in output, output
+            assert "its command 'tapagent' is not installed there" in output
 
         # a command no node has: every run fails to start, each node named
         (tmp_path / "nowhere").mkdir()
