@@ -16,6 +16,7 @@ from ctxtap.analysis.tables import (
     events,
     exposures,
     layout,
+    lineage,
     network,
     prefix,
     requests,
@@ -40,6 +41,7 @@ TABLES: list[Table] = [
     threads.TABLE,
     layout.TABLE,
     events.TABLE,
+    *lineage.TABLES,
 ]
 
 
