@@ -56,8 +56,10 @@ GENERATION_COLUMNS: Columns = [
     ("replaced_first_request_number", I64, "#N of the request where the earliest replaced block entered the "
                                            "thread's history."),
     ("replaced_last_request_number", I64, "#N of the request where the latest replaced block entered it."),
-    ("dropped_where", S, "Where the replaced blocks were: `all` (no history block kept), `oldest` (before every "
-                         "kept one), `newest` (after every kept one), `scattered`."),
+    ("dropped_where", S, "Where the replaced blocks were: `all` (no history block kept), `oldest` (one run with "
+                         "newer history kept after it; a kept head such as the task may come before it: a window), "
+                         "`newest` (one run at the end: nothing after it kept), `scattered` (several runs: cleared "
+                         "tool results, say)."),
     ("kept_blocks", I64, "History blocks of the previous request the new one still carries."),
     ("kept_tokens", I64, "Their estimated tokens."),
     ("summary_blocks", I64, "Summary blocks new in this request (see kind_rule)."),
@@ -179,10 +181,11 @@ def build_generations(ctx: BuildContext) -> list[Row]:
             start = 0
             if prev_i is not None:
                 prev = recs[prev_i]
-                m, _ = align(prev.content_ids, rec.content_ids)
                 start = common_prefix(prev.content_ids, rec.content_ids)
-                if m < len(prev.content_ids):
-                    row = _generation(ctx, prev_i, i, entered, compactions.get(rec.placement.session_id, []))
+                m, holes = align(prev.content_ids, rec.content_ids, shared=start)
+                if m < len(prev.content_ids) or holes:
+                    row = _generation(ctx, prev_i, i, m, holes, entered,
+                                      compactions.get(rec.placement.session_id, []))
                     if row is not None:
                         generation += 1
                         row["generation"] = generation
@@ -193,17 +196,39 @@ def build_generations(ctx: BuildContext) -> list[Row]:
     return rows
 
 
-def _generation(ctx: BuildContext, prev_i: int, cur_i: int, entered: dict[int, int],
+def _where(history: list[int], dropped: list[int], kept: list[int]) -> str:
+    """Where in the history the dropped blocks were (see dropped_where)."""
+    if not kept:
+        return "all"
+    order = {p: k for k, p in enumerate(history)}
+    first, last = order[dropped[0]], order[dropped[-1]]
+    if last - first + 1 != len(dropped):
+        return "scattered"
+    return "oldest" if kept[-1] > dropped[-1] else "newest"
+
+
+def _generation(ctx: BuildContext, prev_i: int, cur_i: int, m: int, holes: list[int], entered: dict[int, int],
                 compactions: list[int]) -> Row | None:
+    """The new generation `cur_i` starts, if it starts one: `m` and `holes` are the two requests' alignment."""
     recs, requests = ctx.recs, ctx.tables["requests"]
     prev, cur = recs[prev_i], recs[cur_i]
     before, after = _Req(ctx, prev), _Req(ctx, cur)
+    tokens = ctx.content_tokens
+    if m == len(prev.content_ids):
+        # the whole previous request lines up: a block changed in place is an edit (a date, a hash), unless
+        # it is history cut to under half its size (a tool result cleared, context editing)
+        dropped = [h for h in holes if before.role[h] in HISTORY_ROLES and before.kind[h] != "tool_definition"
+                   and tokens[cur.content_ids[h]] * 2 < tokens[prev.content_ids[h]]]
+        if not dropped:
+            return None
     now = set(cur.content_ids)
     history = before.history()
-    dropped = [p for p in history if prev.content_ids[p] not in now]
+    if m < len(prev.content_ids):
+        dropped = [p for p in history if prev.content_ids[p] not in now]
     if not dropped:
         return None  # blocks moved or the tool list changed: the history is all still there
-    kept = [p for p in history if prev.content_ids[p] in now]
+    gone = set(dropped)
+    kept = [p for p in history if p not in gone]
     was = set(prev.content_ids)
     new = [p for p in range(len(cur.content_ids)) if cur.content_ids[p] not in was]
     # the session's compaction request between the two; the one whose answer the new blocks carry first
@@ -221,6 +246,7 @@ def _generation(ctx: BuildContext, prev_i: int, cur_i: int, entered: dict[int, i
             break
     if compaction is None and between:
         compaction, match = between[-1], "between"
+    where = _where(history, dropped, kept)
     labelled = [p for p in new if after.source[p] == "summary" or after.kind[p] in SUMMARY_KINDS]
     summaries = labelled + ([carrier] if carrier is not None and carrier not in labelled else [])
     if not (_complete(prev) and _complete(cur)):
@@ -231,18 +257,10 @@ def _generation(ctx: BuildContext, prev_i: int, cur_i: int, entered: dict[int, i
         kind, rule = "compaction", "compaction-answer-carried"
     elif match == "between":
         kind, rule = "unknown", "compaction-answer-not-found"
-    elif kept and min(dropped) > max(kept):
+    elif where == "newest":
         kind, rule = "rewind", "dropped-newest-only"
     else:
         kind, rule = "trimming", "dropped-without-summary"
-    if not kept:
-        where = "all"
-    elif max(dropped) < min(kept):
-        where = "oldest"
-    elif min(dropped) > max(kept):
-        where = "newest"
-    else:
-        where = "scattered"
     replaced_tokens = before.tok(dropped)
     summary_tokens = after.tok(summaries)
     was_row, row = requests[prev_i], requests[cur_i]

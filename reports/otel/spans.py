@@ -99,11 +99,21 @@ def build_spans(con, content: bool = False, redact: Callable[[str], str] | None 
     spans: list[Span] = []
     turn_spans: dict[tuple[str, str, int], Span] = {}
     by_request: dict[tuple[str, str], dict] = {}
+    proposed = {(r["capture_id"], r["request_id"]) for r in requests}
+    # a subagent whose delegation call has a tool span gets its own invoke_agent span under that span
+    delegated = {(c["capture_id"], c["call_id"]) for c in calls if (c["capture_id"], c["request_id"]) in proposed}
+    children: dict[tuple[str, str], Span] = {}
     for r in requests:
         key = (r["capture_id"], r["session_id"], int(r["turn_index"] or 0))
         trace = _id(16, r["capture_id"], r["session_id"])
-        turn = turn_spans.get(key)
         start, end = _ns(r["ts_start"]), _ns(r["ts_end"] or r["ts_start"])
+        if r["thread_kind"] == "subagent" and (r["capture_id"], r["parent_call_id"]) in delegated:
+            turn = children.get((r["capture_id"], r["thread_id"]))
+            if turn is None:
+                turn = children[(r["capture_id"], r["thread_id"])] = _child_agent(r, trace, start, end)
+                spans.append(turn)
+        else:
+            turn = turn_spans.get(key)
         if turn is None:
             turn = turn_spans[key] = Span(
                 trace, _id(8, *map(str, key)), None, f"invoke_agent {r['client'] or 'agent'}", start, end, "internal",
@@ -146,7 +156,32 @@ def build_spans(con, content: bool = False, redact: Callable[[str], str] | None 
                     error=c["result_status"] if c["result_status"] in ("error", "denied") else None)
         turn.end_ns = max(turn.end_ns, span.end_ns)
         spans.append(span)
+    _cover_children(spans, children.values())
     return spans
+
+
+def _child_agent(r: dict, trace: bytes, start: int, end: int) -> Span:
+    """A subagent's invoke_agent span, under the tool span of the call that delegated to it."""
+    parent = _id(8, r["capture_id"], r["session_id"], "tool", r["parent_call_id"])
+    return Span(trace, _id(8, r["capture_id"], r["session_id"], "agent", r["thread_id"]), parent,
+                f"invoke_agent {r['client'] or 'agent'}", start, end, "internal",
+                _clean({"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": r["client"],
+                        "gen_ai.agent.id": r["thread_id"], "gen_ai.provider.name": _provider_name(r["provider"]),
+                        "gen_ai.conversation.id": r["session_id"], "ctxtap.turn_index": r["turn_index"],
+                        "ctxtap.thread_id": r["thread_id"], "ctxtap.thread_kind": r["thread_kind"],
+                        "ctxtap.parent_thread_id": r["parent_thread_id"], "ctxtap.parent_call_id": r["parent_call_id"],
+                        "ctxtap.client_version": r["client_version"], "ctxtap.capture_id": r["capture_id"]}))
+
+
+def _cover_children(spans: list[Span], children) -> None:
+    """The agent spans above a subagent's hold its time (a delegation's tool span is left as measured)."""
+    by_id = {s.span_id: s for s in spans}
+    for child in children:
+        up = by_id.get(child.parent_id) if child.parent_id else None
+        while up is not None:
+            if up.attributes.get("gen_ai.operation.name") == "invoke_agent":
+                up.start_ns, up.end_ns = min(up.start_ns, child.start_ns), max(up.end_ns, child.end_ns)
+            up = by_id.get(up.parent_id) if up.parent_id else None
 
 
 def _chat_attributes(r: dict, by_source: dict[str, int]) -> dict[str, Any]:
