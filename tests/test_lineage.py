@@ -110,11 +110,12 @@ def _session(histories: list[list[dict]], gap: float = 2.0) -> list[dict]:
 def synthetic(tmp_path_factory, ctxtap_config):
     cap = synthetic_capture(tmp_path_factory.mktemp("lineage") / "s30", 30, compact_every=10)
     con = connect([cap])
-    yield con
+    yield cap, con
     con.close()
 
 
 def test_each_compaction_of_the_synthetic_session_is_a_generation_with_its_replaced_range(synthetic) -> None:
+    _cap, synthetic = synthetic
     rows = fetch_rows(synthetic, "SELECT * FROM context_generations ORDER BY request_number")
     # compactions before main requests 10 and 20; the timestamp added to the system prompt at request 10
     # and the TTL gap at 15 change no history, so they start no generation
@@ -336,3 +337,24 @@ def test_real_client_sessions_show_no_invented_generation_or_delegation(tmp_path
                                                     "USING (capture_id, request_id) WHERE b.tool_name = 'Agent'")}
     assert {"claude-code", "kimi-code"} <= offered
     assert fetch_rows(con, "SELECT count(*) AS n FROM requests WHERE thread_kind = 'main'")[0]["n"] >= 20
+
+
+# --- the session page ------------------------------------------------------------------------------------
+
+
+def test_the_session_page_names_each_generation_and_what_started_each_subagent(synthetic, delegation,
+                                                                               tmp_path) -> None:
+    import re
+
+    from ctxtap.reports.html.render import render_report
+
+    cap, _con = delegation
+    html = render_report([cap], tmp_path / "delegation.html").path.read_text()
+    text = re.sub(r"<[^>]+>", "", html)
+    assert "Started by the Task call toolu_spawn of request #1" in " ".join(text.split())
+    assert "fresh context" in text and "inherited context" in text and "not a subset of the parent" in text
+    html = render_report([synthetic[0]], tmp_path / "synthetic.html").path.read_text()
+    assert html.count('<table class="generations">') == 1  # the main thread's
+    rows = re.findall(r'<table class="generations">(.*?)</table>', html, re.S)[0]
+    assert rows.count("compaction</span>") == 2 and "answer-carried" in rows
+

@@ -130,6 +130,8 @@ class ThreadView:
     has_usage: bool
     open: bool = True  # the first threads start expanded; many subagent threads start collapsed
     bin_size: int = 1  # requests per chart column (1: one column per request)
+    generations: list[Row] = field(default_factory=list)  # context_generations rows: compactions, trimmings
+    delegation: Row | None = None  # a subagent's delegations row: its packet, context and tools
 
 
 @dataclass

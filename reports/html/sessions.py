@@ -190,6 +190,10 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
         by_session[r["session_id"]].append(r)
     totals = {r["session_id"]: r for r in fetch(con, "SELECT * FROM sessions")}
     growth = {g["thread_id"]: g for g in fetch(con, "SELECT * FROM growth")}
+    generations: dict[str, list[Row]] = defaultdict(list)
+    for g in fetch(con, "SELECT * FROM context_generations ORDER BY request_number"):
+        generations[g["thread_id"]].append(g)
+    delegations = {d["thread_id"]: d for d in fetch(con, "SELECT * FROM delegations")}
     by_source: dict[str, dict[str, int]] = defaultdict(dict)
     sql, params = "SELECT request_id, source, tokens_estimated FROM tokens_by_source", []
     if not detail.is_full:  # binned threads read thread_bin_sources instead
@@ -238,7 +242,8 @@ def build_sessions(cap: CaptureInfo, con: duckdb.DuckDBPyConnection, blocks: Blo
             threads.append(ThreadView(
                 thread_id=tid, label=label, kind=kind, rows=trows, growth=growth.get(tid),
                 growth_svg=growth_svg, cache_svg=cache_svg,
-                events=cache_events(trows), has_usage=has_usage, open=len(threads) < 2, bin_size=k))
+                events=cache_events(trows), has_usage=has_usage, open=len(threads) < 2, bin_size=k,
+                generations=generations.get(tid, []), delegation=delegations.get(tid)))
         side = [r for r in rows if r.get("thread_kind") == "side"]
         main_rows = [r for r in rows if r.get("thread_kind") != "side"]
         main_ribbon = Ribbon(f"{anchor}-main", [_ribbon_row(r, cap.capture_id) for r in main_rows])
