@@ -178,7 +178,7 @@ def build_generations(ctx: BuildContext) -> list[Row]:
             if not rec.content_ids:
                 continue  # nothing read (a failed parse, a warm-up): no evidence either way
             number = requests[i]["seq_in_session"] + 1
-            start = 0
+            start, m, holes = 0, 0, []
             if prev_i is not None:
                 prev = recs[prev_i]
                 start = common_prefix(prev.content_ids, rec.content_ids)
@@ -190,7 +190,13 @@ def build_generations(ctx: BuildContext) -> list[Row]:
                         generation += 1
                         row["generation"] = generation
                         rows.append(row)
-            for cid in rec.content_ids[start:]:
+            if prev_i is not None and m == len(recs[prev_i].content_ids):
+                # only what changed in place and what follows is new (a per-request hash early on must not
+                # make every request walk its whole history)
+                fresh = [rec.content_ids[h] for h in holes] + list(rec.content_ids[m:])
+            else:
+                fresh = rec.content_ids[start:]
+            for cid in fresh:
                 entered.setdefault(cid, number)
             prev_i = i
     return rows
