@@ -36,6 +36,7 @@ class RunEnvironment(BaseModel):
     git_branch: str | None = None
     git_head: str | None = None
     git_remote: str | None = None
+    git_dirty: bool | None = None  # uncommitted changes or untracked files when the run started (None: not a repository)
     entries: list[str] = Field(default_factory=list)  # names of the working directory's top-level entries
     prompt: str | None = None  # a shell prompt as the client showed it (`user@host:~/proj$`), import only
 
@@ -52,6 +53,16 @@ def _git(cwd: Path, *args: str) -> str | None:
         return None
     out = done.stdout.strip()
     return out if done.returncode == 0 and out else None
+
+
+def _dirty(cwd: Path) -> bool | None:
+    """Whether the work tree has changes or untracked files (`git status --porcelain`); None outside a repository."""
+    try:
+        done = subprocess.run(["git", "-C", str(cwd), "status", "--porcelain", "--untracked-files=normal"],
+                              capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(done.stdout.strip()) if done.returncode == 0 else None
 
 
 def _user() -> str | None:
@@ -78,7 +89,7 @@ def collect(cwd: Path | None = None) -> RunEnvironment:
         os=f"{uname.system} {uname.release}".strip() or None, kernel=uname.version or None,
         shell=os.environ.get("SHELL") or None, date=datetime.date.today().isoformat(),
         git_branch=_git(cwd, "rev-parse", "--abbrev-ref", "HEAD"), git_head=_git(cwd, "rev-parse", "HEAD"),
-        git_remote=_git(cwd, "remote", "get-url", "origin"), entries=_entries(cwd),
+        git_remote=_git(cwd, "remote", "get-url", "origin"), git_dirty=_dirty(cwd), entries=_entries(cwd),
     )
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, computed_field
 
 from ctxtap.analysis.compare.diff import RequestDiff, request_diff
 from ctxtap.analysis.db import dataset_dir, fetch_rows
+from ctxtap.analysis.rules import conditions as cond
 from ctxtap.analysis.threads.requestref import RefError, resolve_request, resolve_session
 
 _IDS = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
@@ -86,9 +87,19 @@ class SourceTokens(BaseModel):
     b_total: int = 0
 
 
+class ConditionsDiff(BaseModel):
+    """The two runs' conditions (the `run_conditions` view, a session's row or a capture's sessions merged)
+    and those that differ: [{field, label, a, b}]."""
+
+    a: dict[str, Any]
+    b: dict[str, Any]
+    differences: list[dict[str, str]]
+
+
 class RunDiff(BaseModel):
     a: Run
     b: Run
+    conditions: ConditionsDiff | None = None
     layout: RequestDiff | None = None
     layout_note: str | None = None  # why there is no layout diff
     metrics: list[Metric]
@@ -272,6 +283,25 @@ def _miss_causes(con: Any, run: Run) -> dict[str, int]:
     return {k: int(v) for k, v in rows}
 
 
+def run_conditions(con: Any, run: Run) -> dict[str, Any]:
+    """The run's conditions: its session's row of `run_conditions`, or every session of the capture with
+    the distinct values of each field joined (`0.171.0, 0.172.0`)."""
+    rows = fetch_rows(con, "SELECT * FROM run_conditions WHERE capture_id = ? AND (? IS NULL OR session_id = ?) "
+                           "ORDER BY request_id", [run.capture_id, run.session_id, run.session_id])
+    merged: dict[str, Any] = {}
+    for field, _ in cond.FIELDS:
+        values = list(dict.fromkeys(cond.as_words(r.get(field)) for r in rows))
+        merged[field] = ", ".join(values) if values else cond.UNKNOWN
+    for field in ("sandbox_source", "approval_source", "working_dir_source", "mcp_source"):
+        merged[field] = "; ".join(dict.fromkeys(str(r[field]) for r in rows if r.get(field))) or None
+    return merged
+
+
+def conditions_diff(con: Any, a: Run, b: Run) -> ConditionsDiff:
+    ca, cb = run_conditions(con, a), run_conditions(con, b)
+    return ConditionsDiff(a=ca, b=cb, differences=cond.differences(ca, cb))
+
+
 def run_diff(con: Any, a: Run, b: Run, *, normalise: Callable[[str], str] | None = None) -> RunDiff:
     """Runs A and B side by side over one connection that reads both captures."""
     ma, mb = run_metrics(con, a), run_metrics(con, b)
@@ -288,8 +318,9 @@ def run_diff(con: Any, a: Run, b: Run, *, normalise: Callable[[str], str] | None
     else:
         missing = [r.label for r in (a, b) if not r.first_main_request_id]
         note = f"no main-loop request with context blocks in {', '.join(missing)}: no layout to compare"
-    return RunDiff(a=a, b=b, layout=layout, layout_note=note, metrics=metrics, sources=sources,
-                   a_miss_causes=_miss_causes(con, a), b_miss_causes=_miss_causes(con, b))
+    return RunDiff(a=a, b=b, conditions=conditions_diff(con, a, b), layout=layout, layout_note=note,
+                   metrics=metrics, sources=sources, a_miss_causes=_miss_causes(con, a),
+                   b_miss_causes=_miss_causes(con, b))
 
 
 def _num(value: Any) -> float | None:
@@ -352,6 +383,19 @@ def _op_words(layout: RequestDiff) -> str:
     return ", ".join(parts)
 
 
+def condition_lines(c: ConditionsDiff) -> Iterator[str]:
+    """`conditions differ: approval mode never -> on-request` per difference, or the shared conditions."""
+    if not c.differences:
+        yield f"conditions: same ({cond.summary(c.a)})"
+        return
+    for diff in c.differences:
+        yield f"conditions differ: {cond.difference_line(diff)}"
+        source = f"{diff['field']}_source"  # where the value was read, for the fields that say
+        if c.a.get(source) or c.b.get(source):
+            yield f"  A: {c.a.get(source) or 'no evidence'}"
+            yield f"  B: {c.b.get(source) or 'no evidence'}"
+
+
 def text_lines(d: RunDiff, *, max_blocks: int = 40, max_diff_lines: int = 12) -> Iterator[str]:
     """The terminal form of a run diff."""
     for tag, run in (("A", d.a), ("B", d.b)):
@@ -359,6 +403,9 @@ def text_lines(d: RunDiff, *, max_blocks: int = 40, max_diff_lines: int = 12) ->
         what += f" {run.session_id}" if run.session_id and run.kind != "capture" else ""
         yield f"{tag}  {run.label}  ({what})"
     yield ""
+    if d.conditions is not None:
+        yield from condition_lines(d.conditions)
+        yield ""
     if d.layout is None:
         yield f"layout: {d.layout_note}"
     else:

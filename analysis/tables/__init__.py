@@ -21,6 +21,7 @@ from ctxtap.analysis.tables import (
     prefix,
     requests,
     retries,
+    run_conditions,
     threads,
     tool_calls,
 )
@@ -42,6 +43,7 @@ TABLES: list[Table] = [
     layout.TABLE,
     events.TABLE,
     *lineage.TABLES,
+    run_conditions.TABLE,
 ]
 
 
