@@ -127,6 +127,7 @@ def test_each_compaction_of_the_synthetic_session_is_a_generation_with_its_repla
     for row in rows:
         prev, cur = requests[row["previous_request_id"]], requests[row["request_id"]]
         assert prev["thread_id"] == cur["thread_id"] == row["thread_id"] and prev["purpose"] == "main"
+        assert row["placed_in_thread_id"] is None
         assert row["previous_request_number"] == prev["request_number"] < row["request_number"]
         # the whole message history of the previous request was replaced; nothing of it kept
         assert row["replaced_from_position"] == n_tools_and_system
@@ -185,6 +186,26 @@ def test_history_dropped_without_a_summary_is_trimming_and_the_newest_alone_a_re
     # the rewind dropped the step request 7 added (its call and result), nothing older
     assert (rewind["replaced_first_request_number"], rewind["replaced_last_request_number"]) == (7, 7)
     assert rewind["replaced_blocks"] == 3
+
+
+def test_a_window_that_keeps_too_little_to_stay_in_its_thread_is_still_that_thread_s_trimming(
+        tmp_path, ctxtap_config) -> None:
+    loop = _loop(8)
+    full = loop[-1]  # the task and seven steps
+    # request 9 keeps the task and the two newest steps only: too little of the thread to join it
+    window = [full[0], *full[-4:], *_step(8)]
+    # request 10 sends the task again, alone: a retry, no generation of anything
+    con = _analyse(tmp_path / "window", _session([*loop, window, [full[0]]]))
+    threads = {r["request_number"]: r for r in fetch_rows(con, "SELECT request_number, thread_id, thread_kind, "
+                                                                "thread_rule FROM requests")}
+    assert threads[9]["thread_id"] != threads[8]["thread_id"] and threads[9]["thread_kind"] == "retry"
+    (row,) = fetch_rows(con, "SELECT * FROM context_generations")
+    assert (row["request_number"], row["previous_request_number"], row["kind"], row["dropped_where"]) == (
+        9, 8, "trimming", "oldest")
+    assert row["thread_id"] == threads[8]["thread_id"] and row["placed_in_thread_id"] == threads[9]["thread_id"]
+    assert row["replaced_blocks"] == 15 and (row["replaced_first_request_number"],
+                                            row["replaced_last_request_number"]) == (2, 6)
+    assert row["kept_blocks"] == 7 and row["generation"] == 2
 
 
 def test_cleared_tool_results_are_trimming_and_an_edit_in_place_is_not(tmp_path, ctxtap_config) -> None:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 
 from ctxtap.analysis.blocks.sequences import align, common_prefix
@@ -28,12 +29,17 @@ HISTORY_ROLES = frozenset({"user", "assistant", "tool"})
 CONVERSATION_SOURCES = frozenset({"user_task", "assistant_output", "tool_call", "tool_result", "summary", "mixed"})
 SUMMARY_KINDS = frozenset({"compaction"})  # a provider's own compaction item (Responses `compaction`)
 COMPACTION_PURPOSES = frozenset({"compaction"})
+RESTARTED = frozenset({"task-already-seen", "new-task"})  # thread rules of a chain that continues none
 ANSWER_PROBE = 200  # characters of a compaction answer looked for in the new history (normalised)
 
 GENERATION_COLUMNS: Columns = [
     ("session_id", S, "Session."),
     ("thread_id", S, "Thread whose history was replaced."),
     ("thread_kind", S, "Its kind (requests.thread_kind)."),
+    ("placed_in_thread_id", S, "The thread the request was placed in when it is another: a request that keeps "
+                               "less than the session assigner's share of its thread's blocks starts a thread of "
+                               "its own (a `retry` or a new `main` chain), yet carries this thread's newer history "
+                               "(a window) or its compaction's answer; null when it stayed in the thread."),
     ("generation", I64, "The context generation this request starts: the thread's first request starts 1, each "
                         "row the next."),
     ("kind", S, "`compaction` (a summary new in this request stands for the dropped history), `trimming` "
@@ -167,10 +173,14 @@ def build_generations(ctx: BuildContext) -> list[Row]:
         if call.purpose.purpose in COMPACTION_PURPOSES or call.request.endpoint == "compact":
             compactions[recs[i].placement.session_id].append(i)
     rows: list[Row] = []
-    for members in _by_thread(recs).values():
+    entered_in: dict[str, dict[int, int]] = {}
+    generations: dict[str, int] = {}
+    threads = _by_thread(recs)
+    for thread, members in threads.items():
         if recs[members[0]].placement.thread_kind == "side":
             continue  # titles, probes and compaction requests themselves: no history of their own
-        entered: dict[int, int] = {}  # content id -> request number where it entered the thread's history
+        # content id -> request number where it entered the thread's history
+        entered: dict[int, int] = entered_in.setdefault(thread, {})
         generation = 1
         prev_i = None
         for i in members:
@@ -199,6 +209,47 @@ def build_generations(ctx: BuildContext) -> list[Row]:
             for cid in fresh:
                 entered.setdefault(cid, number)
             prev_i = i
+        generations[thread] = generation
+    rows.extend(_across_threads(ctx, threads, entered_in, generations, compactions))
+    return rows
+
+
+def _across_threads(ctx: BuildContext, threads: dict[str, list[int]], entered_in: dict[str, dict[int, int]],
+                    generations: dict[str, int], compactions: dict[str, list[int]]) -> list[Row]:
+    """A request that kept under the session assigner's share of its thread's blocks starts a thread of its
+    own (a `retry`, or a `main` chain with a new task): when it carries the newer part of the latest
+    main request before it (a window) or that request's compaction answer, it is that thread's next
+    generation, placed in another thread."""
+    recs = ctx.recs
+    loops: dict[str, list[tuple[float, int]]] = defaultdict(list)  # session -> its main and retry requests
+    for i, rec in enumerate(recs):
+        if rec.placement.thread_kind in ("main", "retry") and rec.content_ids:
+            loops[rec.placement.session_id].append((rec.call.ts_start, i))
+    for starts in loops.values():
+        starts.sort()
+    rows = []
+    for thread, members in threads.items():
+        first = next((i for i in members if recs[i].content_ids), None)
+        if first is None or recs[first].placement.thread_rule not in RESTARTED:
+            continue
+        rec = recs[first]
+        starts = loops.get(rec.placement.session_id, [])
+        k = bisect_left(starts, (rec.call.ts_start, -1))
+        prev_i = next((j for _, j in reversed(starts[:k]) if recs[j].placement.thread_id != thread), None)
+        if prev_i is None:
+            continue
+        prev = recs[prev_i]
+        start = common_prefix(prev.content_ids, rec.content_ids)
+        m, holes = align(prev.content_ids, rec.content_ids, shared=start)
+        row = _generation(ctx, prev_i, first, m, holes, entered_in.get(prev.placement.thread_id, {}),
+                          compactions.get(rec.placement.session_id, []))
+        if row is None or not (row["kind"] == "compaction" or (
+                row["kind"] == "trimming" and row["dropped_where"] in ("oldest", "scattered"))):
+            continue  # a task started again without its history is a retry, not a new generation
+        owner = prev.placement.thread_id
+        generations[owner] = generations.get(owner, 1) + 1
+        row["generation"] = generations[owner]
+        rows.append(row)
     return rows
 
 
@@ -276,8 +327,10 @@ def _generation(ctx: BuildContext, prev_i: int, cur_i: int, m: int, holes: list[
     entries = [entered[prev.content_ids[p]] for p in dropped if prev.content_ids[p] in entered]
     crow = requests[compaction] if compaction is not None else None
     return {
-        "session_id": cur.placement.session_id, "thread_id": cur.placement.thread_id,
-        "thread_kind": cur.placement.thread_kind, "generation": None, "kind": kind, "kind_rule": rule,
+        "session_id": cur.placement.session_id, "thread_id": prev.placement.thread_id,
+        "thread_kind": prev.placement.thread_kind,
+        "placed_in_thread_id": cur.placement.thread_id if cur.placement.thread_id != prev.placement.thread_id
+        else None, "generation": None, "kind": kind, "kind_rule": rule,
         "request_id": cur.request_id, "request_number": row["seq_in_session"] + 1,
         "previous_request_id": prev.request_id, "previous_request_number": was_row["seq_in_session"] + 1,
         "replaced_from_position": min(dropped), "replaced_to_position": max(dropped),
