@@ -249,6 +249,55 @@ def test_a_compaction_request_whose_answer_is_not_found_leaves_the_kind_unknown(
     assert row["compaction_request_id"] == comp[0]["request_id"]
 
 
+def _codex_entry(path: str, body: dict, output: list[dict], start: float, kind: str = "turn") -> dict:
+    headers = [("content-type", "application/json"), ("user-agent", "codex_exec/0.171.0 (Linux; x86_64)"),
+               ("originator", "codex_exec"), ("session-id", SESSION), ("thread-id", SESSION)]
+    obj = "response.compaction" if path.endswith("/compact") else "response"
+    answer = {"id": f"resp_{int(start)}", "object": obj, "status": "completed", "model": "gpt-5.5", "output": output,
+              "usage": {"input_tokens": 800, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 40,
+                        "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 840}}
+    return _entry(f"https://api.openai.com{path}", headers, json.dumps(body).encode(), 200,
+                  [("content-type", "application/json")], json.dumps(answer).encode(), start, 0.8)
+
+
+def test_a_responses_compaction_item_replacing_the_history_is_a_compaction(tmp_path, ctxtap_config) -> None:
+    developer = {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": RULES}]}
+    task = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": TASK}]}
+    tools = [{"type": "function", "name": "shell", "description": "Run a shell command. " * 10,
+              "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}}]
+    history = [developer, task]
+    entries = []
+    for k in range(4):
+        call = {"type": "function_call", "call_id": f"call_{k}", "name": "shell",
+                "arguments": json.dumps({"cmd": f"grep -n TODO src/m{k}.py"})}
+        body = {"model": "gpt-5.5", "input": list(history), "tools": tools, "stream": False,
+                "prompt_cache_key": SESSION}
+        entries.append(_codex_entry("/v1/responses", body, [call], START + 2 * k))
+        history += [call, {"type": "function_call_output", "call_id": f"call_{k}",
+                           "output": f"src/m{k}.py:{k}: TODO " + "line " * 40}]
+    compacted = [task, {"type": "compaction", "encrypted_content": "gAAAA" + "x" * 400}]
+    entries.append(_codex_entry("/v1/responses/compact", {"model": "gpt-5.5", "input": history, "instructions": ""},
+                                compacted, START + 10))
+    after = [developer, *compacted, {"type": "message", "role": "user",
+                                     "content": [{"type": "input_text", "text": "Now run the tests."}]}]
+    entries.append(_codex_entry("/v1/responses", {"model": "gpt-5.5", "input": after, "tools": tools,
+                                                  "stream": False, "prompt_cache_key": SESSION},
+                                [{"type": "message", "role": "assistant",
+                                  "content": [{"type": "output_text", "text": "Done."}]}], START + 12))
+    con = _analyse(tmp_path / "codex", entries)
+    (row,) = fetch_rows(con, "SELECT * FROM context_generations")
+    comp = fetch_rows(con, "SELECT request_id, request_number, purpose, endpoint FROM requests "
+                           "WHERE endpoint = 'compact'")
+    assert (row["kind"], row["kind_rule"]) == ("compaction", "summary-block")
+    assert (row["request_number"], row["previous_request_number"]) == (6, 4)
+    # the three calls and outputs request 4 carried were replaced; the task the compaction kept stays
+    assert row["replaced_blocks"] == 6 and row["kept_blocks"] == 1 and row["dropped_where"] == "newest"
+    assert (row["replaced_first_request_number"], row["replaced_last_request_number"]) == (2, 4)
+    assert row["summary_blocks"] == 1
+    # its answer is encrypted: the compaction request is named for running between the two
+    assert row["compaction_request_id"] == comp[0]["request_id"] and row["compaction_match"] == "between"
+
+
 # --- delegation: a parent's Task calls and their children ------------------------------------------------
 
 

@@ -83,7 +83,8 @@ GENERATION_COLUMNS: Columns = [
     ("compaction_purpose", S, "Its purpose label (requests.purpose)."),
     ("compaction_purpose_rule", S, "The rule that gave it (requests.purpose_rule)."),
     ("compaction_match", S, "`answer-carried` (its answer is in a block new in this request), `between` (it ran "
-                            "between the two requests; its answer was not found), null (none ran)."),
+                            "between the two requests; its answer was not found in the new history, or cannot be "
+                            "read there: an encrypted compaction item), null (none ran)."),
 ]
 
 DELEGATION_COLUMNS: Columns = [
