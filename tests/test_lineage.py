@@ -390,6 +390,17 @@ def test_the_child_agent_span_hangs_under_the_parent_tool_span(delegation) -> No
     # the parent's own chats stay under its turn
     parent_chats = [c for c in chats if c.attributes["ctxtap.thread_kind"] == "main"]
     assert len(parent_chats) == 2 and all(by_id[c.parent_id].parent_id is None for c in parent_chats)
+    # and so on the wire: OTLP protobuf, decoded again
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from ctxtap.reports.otel.otlp import to_request
+
+    back = ExportTraceServiceRequest()
+    back.ParseFromString(to_request(spans).SerializeToString())
+    wire = {s.span_id: s for rs in back.resource_spans for ss in rs.scope_spans for s in ss.spans}
+    for call_id, agent in children.items():
+        assert wire[agent.span_id].parent_span_id == tools[call_id].span_id
+        assert wire[agent.span_id].name.startswith("invoke_agent")
 
 
 # --- the real clients: nothing invented ----------------------------------------------------------------
