@@ -11,6 +11,13 @@ A run is *not executed* when it never reached the tool loop: the command did not
 main-loop model call succeeded and the calls that were made failed on auth, quota or
 configuration (or none was made). Not-executed runs are counted apart and left out of pass@k
 and of every tool and token distribution; timed-out runs count as failures.
+
+Gates (the spec's `gates`, `ctxtap check`'s flags) are zero tolerance: a run that broke one is failed
+whatever its check said (`passed` false, `answer_passed` the check's verdict, `gate_failures` what
+broke), so pass@k and pass^k count only runs that kept them. Each run's conditions (the
+`run_conditions` view: client and version, model, sandbox and approval modes, git commit, rules and
+tool-schema digests, MCP servers) are compared within each variant and between variants, and every
+difference is said; the working directory is left out (every run has its own copy of the fixture).
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from pydantic import BaseModel, Field
 
 from ctxtap.analysis.compare.diff import RequestDiff, request_diff
 from ctxtap.analysis.db import connect, fetch_rows
+from ctxtap.analysis.rules import conditions as cond
 
 MANIFEST = "experiment.json"
 RUN_FILE = "run.json"
@@ -47,7 +55,7 @@ class RunRecord(BaseModel):
     status: RunStatus
     exit_code: int | None = None
     check_exit_code: int | None = None  # null: no check configured (or the command never ran)
-    passed: bool | None = None  # check exit 0 (without a check: command exit 0); null when not run
+    passed: bool | None = None  # check exit 0 (without a check: command exit 0) and every gate kept; null when not run
     error: str | None = None  # why it failed to start / timed out, in words
     command: list[str] = Field(default_factory=list)
     env_names: list[str] = Field(default_factory=list)  # variables the variant set (their values are not kept)
@@ -65,6 +73,10 @@ class RunRecord(BaseModel):
     client_version: str | None = None
     model: str | None = None
     node: str | None = None  # the Ray node that ran it (`experiment run --ray`); null on the local runner
+    gates: list[str] = Field(default_factory=list)  # the spec's gates as `ctxtap check` spells them
+    answer_passed: bool | None = None  # with gates: the check's own verdict (passed also needs every gate kept)
+    gates_passed: bool | None = None  # null: no gates, or the run never ran
+    gate_failures: list[dict[str, Any]] = Field(default_factory=list)  # [{gate, judged, violations, what, how}]
 
 
 class ExperimentManifest(BaseModel):
@@ -210,6 +222,9 @@ class VariantReport(BaseModel):
     distributions: list[Distribution]
     first_request: str | None = None  # capture id/request id of the majority layout's first main request
     majority_share: float | None = None  # share of executed runs whose first request has that layout
+    n_gate_failures: int = 0  # executed runs that broke a gate (each counted failed)
+    n_answer_passed_gate_failed: int = 0  # of those, runs whose check passed: failed on the gate alone
+    conditions: dict[str, str] = Field(default_factory=dict)  # the variant's conditions (majority of its runs)
 
 
 class HeadlineDelta(BaseModel):
@@ -233,6 +248,59 @@ class ExperimentReport(BaseModel):
     layout_variants: tuple[str, str] | None = None
     headline: list[HeadlineDelta]
     notes: list[str]
+    gates: list[str] = Field(default_factory=list)  # the gates every run was judged by (zero tolerance)
+    # conditions that differ between variants (each against the first): [{a_variant, b_variant, field, label, a, b}]
+    condition_differences: list[dict[str, str]] = Field(default_factory=list)
+    # conditions that differ between runs of one variant: [{variant, field, label, values: {value: runs}}]
+    condition_spread: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# the conditions compared between runs: all but the working directory, which is each run's own copy
+COMPARED = tuple(f for f, _ in cond.FIELDS if f != "working_dir")
+
+
+def _conditions(con: Any) -> dict[str, dict[str, Any]]:
+    """capture id -> the run's conditions (its sessions' `run_conditions` rows merged)."""
+    rows: dict[str, list[dict[str, Any]]] = {}
+    try:
+        for row in fetch_rows(con, "SELECT * FROM run_conditions ORDER BY capture_id, request_id"):
+            rows.setdefault(row["capture_id"], []).append(row)
+    except Exception:  # a dataset written before the view existed: no conditions to compare
+        return {}
+    return {cid: cond.merge_rows(r) for cid, r in rows.items()}
+
+
+def _majority(values: list[str]) -> str:
+    counts: dict[str, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return max(counts, key=lambda v: (counts[v], -values.index(v)))
+
+
+def _compare_conditions(variants: list[VariantReport], runs: list[dict[str, Any]],
+                        by_capture: dict[str, dict[str, Any]]) -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """Set each variant's conditions (the majority of its runs'); the differences between variants and the
+    spread inside each."""
+    spread: list[dict[str, Any]] = []
+    for v in variants:
+        mine = [by_capture[r["capture_id"]] for r in runs
+                if r["variant"] == v.name and r.get("capture_id") in by_capture]
+        if not mine:
+            continue
+        for field in COMPARED:
+            values = [str(c.get(field, cond.UNKNOWN)) for c in mine]
+            v.conditions[field] = _majority(values)
+            counts = {x: values.count(x) for x in dict.fromkeys(values)}
+            if len(counts) > 1:
+                spread.append({"variant": v.name, "field": field, "label": cond.LABELS[field], "values": counts})
+    diffs: list[dict[str, str]] = []
+    first = variants[0] if variants and variants[0].conditions else None
+    for v in variants[1:]:
+        if first is None or not v.conditions:
+            continue
+        for d in cond.differences(first.conditions, v.conditions, COMPARED):
+            diffs.append({"a_variant": first.name, "b_variant": v.name, **d})
+    return diffs, spread
 
 
 def _captures(directory: Path, runs: Sequence[RunRecord]) -> dict[str, Path]:
@@ -288,10 +356,12 @@ def experiment_report(directory: Path, *, k: Sequence[int] | None = None,
     per_capture: dict[str, dict[str, Any]] = {}
     con = None
     firsts: dict[str, tuple[str, str]] = {}
+    run_conditions: dict[str, dict[str, Any]] = {}
     if captures:
         con = connect(list(captures.values()))
         per_capture = {row["capture_id"]: row for row in fetch_rows(con, RUN_METRICS_SQL)}
         firsts = _first_layouts(con)
+        run_conditions = _conditions(con)
     cap_ids = {rid: _capture_id(path) for rid, path in captures.items()}
 
     runs: list[dict[str, Any]] = []
@@ -301,7 +371,8 @@ def experiment_report(directory: Path, *, k: Sequence[int] | None = None,
                                "status": rec.status if rec else "missing", "recorded": rec is not None}
         if rec:
             row.update(rec.model_dump(include={"repeat", "exit_code", "check_exit_code", "passed", "error",
-                                               "command_s", "proxy_wait_s", "finalize_s", "analysis_s"}))
+                                               "command_s", "proxy_wait_s", "finalize_s", "analysis_s", "gates",
+                                               "answer_passed", "gates_passed", "gate_failures"}))
         metrics = per_capture.get(cap_ids.get(run_id) or "", {})
         row.update({k_: v for k_, v in metrics.items() if k_ != "capture_id"})
         row["capture_id"] = cap_ids.get(run_id)
@@ -345,7 +416,10 @@ def experiment_report(directory: Path, *, k: Sequence[int] | None = None,
             n_failed_to_start=sum(1 for r in recorded if r["status"] == "failed_to_start"),
             n_interrupted=sum(1 for r in recorded if r["status"] == "interrupted"),
             n_missing=len(mine) - len(recorded), passes=c, pass_k=pk, distributions=dists,
-            first_request=first_ref, majority_share=share))
+            first_request=first_ref, majority_share=share,
+            n_gate_failures=sum(1 for r in executed if r.get("gates_passed") is False),
+            n_answer_passed_gate_failed=sum(1 for r in executed if r.get("gates_passed") is False
+                                            and r.get("answer_passed"))))
 
     layout, layout_variants = None, None
     if con is not None and len(manifest.variants) >= 2:
@@ -355,11 +429,14 @@ def experiment_report(directory: Path, *, k: Sequence[int] | None = None,
             layout = request_diff(con, ra, rb, a_capture_id=ca, b_capture_id=cb, normalise=normalise)
             layout_variants = (va, vb)
     headline = _headline(variants, notes)
+    differences, spread = _compare_conditions(variants, runs, run_conditions)
+    gates = next((list(by_id[r].gates) for r in manifest.plan if r in by_id and by_id[r].gates), [])
     status = manifest.status
     if any(v.n_missing for v in variants) and status == "complete":
         status = "partial"
     return ExperimentReport(directory=str(directory), name=manifest.name, status=status, variants=variants,
-                            runs=runs, layout=layout, layout_variants=layout_variants, headline=headline, notes=notes)
+                            runs=runs, layout=layout, layout_variants=layout_variants, headline=headline, notes=notes,
+                            gates=gates, condition_differences=differences, condition_spread=spread)
 
 
 def _variant_of(run_id: str, manifest: ExperimentManifest) -> str:
@@ -407,6 +484,10 @@ def _headline(variants: list[VariantReport], notes: list[str]) -> list[HeadlineD
 def report_lines(rep: ExperimentReport) -> list[str]:
     """The terminal form of an experiment report."""
     lines = [f"experiment {rep.name}  ({rep.directory}, {rep.status})", ""]
+    if rep.gates:
+        lines += [f"gates: {' '.join(rep.gates)} (zero tolerance: a run that broke one failed, whatever its check "
+                  "said; pass@k and pass^k count only runs that kept them)", ""]
+    lines += condition_lines(rep)
     for v in rep.variants:
         extra = []
         for label, n in (("not executed", v.n_not_executed), ("timed out", v.n_timed_out),
@@ -414,8 +495,15 @@ def report_lines(rep: ExperimentReport) -> list[str]:
                          ("not run yet", v.n_missing)):
             if n:
                 extra.append(f"{n} {label}")
+        if v.n_gate_failures:
+            extra.append(f"{v.n_gate_failures} broke a gate, {v.n_answer_passed_gate_failed} of them passed the check")
         lines.append(f"variant {v.name}: {v.n_runs} of {v.n_planned} runs recorded, {v.n_executed} executed, "
                      f"{v.passes} passed" + (f" ({', '.join(extra)})" if extra else ""))
+        for r in rep.runs:
+            if r["variant"] == v.name and r.get("gates_passed") is False:
+                check = {True: "check passed", False: "check failed", None: "no check verdict"}[r.get("answer_passed")]
+                lines.append(f"  run {r['run_id']}: failed, {check}, broke "
+                             + "; ".join(gate_failure_words(f) for f in r.get("gate_failures") or []))
         for p in v.pass_k:
             lines.append(f"  pass@{p.k} = {p.pass_at_k:.3f}   pass^{p.k} = {p.pass_hat_k:.3f}   (k = {p.k} <= n = "
                          f"{v.n_executed})")
@@ -442,6 +530,30 @@ def report_lines(rep: ExperimentReport) -> list[str]:
     for note in rep.notes:
         lines.append(f"note: {note}")
     return lines
+
+
+def gate_failure_words(failure: dict[str, Any]) -> str:
+    """`--no-writes: README.md (modified)`, or `--no-writes: cannot judge (why)`."""
+    if not failure.get("judged", True):
+        return f"{failure['gate']}: cannot judge ({failure.get('how', '')})"
+    what = list(failure.get("what") or [])
+    more = int(failure.get("violations") or 0) - len(what)
+    return f"{failure['gate']}: {', '.join(what)}" + (f" and {more} more" if more > 0 else "")
+
+
+def condition_lines(rep: ExperimentReport) -> list[str]:
+    """`conditions differ between variants A and B: approval mode never -> on-request`, and any spread within
+    a variant; or the conditions every variant shares."""
+    lines = []
+    for d in rep.condition_differences:
+        lines.append(f"conditions differ between variants {d['a_variant']} and {d['b_variant']}: "
+                     f"{cond.difference_line(d)}")
+    for s in rep.condition_spread:
+        values = ", ".join(f"{value} ({n} run{'s' if n != 1 else ''})" for value, n in s["values"].items())
+        lines.append(f"conditions differ between runs of variant {s['variant']}: {s['label']} {values}")
+    if not lines and rep.variants and rep.variants[0].conditions:
+        lines.append(f"conditions: same in every run ({cond.summary(rep.variants[0].conditions)})")
+    return lines + ([""] if lines else [])
 
 
 def report_json(rep: ExperimentReport) -> str:

@@ -286,15 +286,9 @@ def _miss_causes(con: Any, run: Run) -> dict[str, int]:
 def run_conditions(con: Any, run: Run) -> dict[str, Any]:
     """The run's conditions: its session's row of `run_conditions`, or every session of the capture with
     the distinct values of each field joined (`0.171.0, 0.172.0`)."""
-    rows = fetch_rows(con, "SELECT * FROM run_conditions WHERE capture_id = ? AND (? IS NULL OR session_id = ?) "
-                           "ORDER BY request_id", [run.capture_id, run.session_id, run.session_id])
-    merged: dict[str, Any] = {}
-    for field, _ in cond.FIELDS:
-        values = list(dict.fromkeys(cond.as_words(r.get(field)) for r in rows))
-        merged[field] = ", ".join(values) if values else cond.UNKNOWN
-    for field in ("sandbox_source", "approval_source", "working_dir_source", "mcp_source"):
-        merged[field] = "; ".join(dict.fromkeys(str(r[field]) for r in rows if r.get(field))) or None
-    return merged
+    return cond.merge_rows(fetch_rows(con, "SELECT * FROM run_conditions WHERE capture_id = ? AND (? IS NULL OR "
+                                           "session_id = ?) ORDER BY request_id",
+                                      [run.capture_id, run.session_id, run.session_id]))
 
 
 def conditions_diff(con: Any, a: Run, b: Run) -> ConditionsDiff:

@@ -277,6 +277,21 @@ def differences(a: dict[str, Any], b: dict[str, Any], fields: Sequence[str] | No
     return out
 
 
+SOURCE_FIELDS = ("sandbox_source", "approval_source", "working_dir_source", "mcp_source")
+
+
+def merge_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Several sessions' `run_conditions` rows as one run's conditions: each field's distinct values in
+    words, joined (`0.171.0, 0.172.0`); `unknown` without a row."""
+    merged: dict[str, Any] = {}
+    for field, _ in FIELDS:
+        values = list(dict.fromkeys(as_words(r.get(field)) for r in rows))
+        merged[field] = ", ".join(values) if values else UNKNOWN
+    for field in SOURCE_FIELDS:
+        merged[field] = "; ".join(dict.fromkeys(str(r[field]) for r in rows if r.get(field))) or None
+    return merged
+
+
 def difference_line(diff: dict[str, str]) -> str:
     return f"{diff['label']} {diff['a']} -> {diff['b']}"
 
@@ -289,6 +304,6 @@ def summary(conditions: dict[str, Any]) -> str:
                          ("mcp_servers", "MCP")):
         value = as_words(conditions.get(field))
         if field == "git_head" and value != UNKNOWN:
-            value = value[:12] + (" (dirty)" if conditions.get("git_dirty") else "")
+            value = value[:12] + (" (dirty)" if conditions.get("git_dirty") in (True, "yes") else "")
         parts.append(f"{label} {value}")
     return ", ".join(parts)

@@ -42,6 +42,7 @@ from ctxtap.analysis.compare.experiment import (
 from ctxtap.analysis.db import connect
 from ctxtap.capture.paths import redaction_key
 from ctxtap.capture.private import private_dir, tighten, user_umask
+from ctxtap.experiment.gates import RunWatch
 from ctxtap.experiment.proxy import SharedProxy, start_proxy
 from ctxtap.experiment.spec import Spec, fill, fixture_digest
 from ctxtap.redaction.redactor import Redactor
@@ -334,9 +335,12 @@ class Runner:
         env = {**os.environ, **proxy_env, **variant.env, "CTXTAP_EXPERIMENT_RUN": item.run_id}
         if spec.diagnostics:  # ctxtap's own senders in the command ask for the provider's cache verdict
             env["CTXTAP_CACHE_DIAGNOSTICS"] = "1"
+        watch = RunWatch.start(work, spec.gate_set())  # the work directory's facts (and receipt) before the run
+        rec.gates = watch.gates.flags() if watch.gates else []
         rec.started_at = time.time()
         status, code, seconds, error = self._execute(argv, work, env, run_dir, "command")
         rec.status, rec.exit_code, rec.command_s, rec.error = status, code, seconds, error
+        watch.command_ended(run_dir / "capture")  # before the check, which may write files of its own
         if status == "completed" and spec.check is not None and not self.killing.is_set():
             check = fill(spec.argv("check"), values)
             cstatus, ccode, cseconds, cerror = self._execute(check, work, env, run_dir, "check")
@@ -354,11 +358,21 @@ class Runner:
         if (capture / "manifest.json").exists():
             t0 = time.perf_counter()
             try:
+                watch.keep(capture, rec.command)
                 ensure_analysis(capture)
                 rec.analysis_s = time.perf_counter() - t0
                 rec.client, rec.client_version, rec.model = _identity(capture)
+                if watch.gates is not None and rec.passed is not None:  # zero tolerance: a broken gate fails the run
+                    rec.answer_passed = rec.passed
+                    rec.gates_passed, rec.gate_failures = watch.judge(capture)
+                    rec.passed = rec.passed and rec.gates_passed
             except Exception as exc:  # the run is still recorded; the report says what is missing
                 rec.error = (rec.error + "; " if rec.error else "") + f"analysis failed: {exc}"
+        if watch.gates is not None and rec.passed and rec.gates_passed is None:
+            rec.passed = False  # gates that could not be judged are not kept
+            rec.error = (rec.error + "; " if rec.error else "") + "gates not judged: the run's capture was not analysed"
+        if watch.receipt_error:
+            rec.error = (rec.error + "; " if rec.error else "") + watch.receipt_error
         return self._save(rec, run_dir)
 
     def _execute(self, argv: list[str], cwd: Path, env: dict[str, str], run_dir: Path,

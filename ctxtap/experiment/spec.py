@@ -11,6 +11,7 @@
     routes = []                    # --route HOST=URL for the recording proxy
     diagnostics = false            # ask providers why their cache missed, where ctxtap sends (replay --send)
     push = "s3://bucket/prefix"    # optional, with --ray: every run's node pushes its capture to this store
+    gates = ["--no-writes", "--allow-write answer.json"]   # optional: `ctxtap check`'s flags, zero tolerance
 
     [server]                       # optional: ctxtap's scripted model server on loopback,
     script = "default"             # with the provider hosts routed to it ({server_url})
@@ -25,6 +26,11 @@ argument, so a value with spaces stays one argument (and an argument that is a l
 with an empty value is left out). Built-in placeholders: {variant}, {repeat},
 {run_id}, {work_dir}, {run_dir}, {server_url} (with [server]) and {python}
 (the interpreter ctxtap runs on).
+
+With `gates`, a run that breaks one fails whatever its check says (run.json keeps the check's own
+verdict as `answer_passed` and the broken gates as `gate_failures`), so pass@k and pass^k count only
+runs that kept every gate; the runner takes an effect receipt of each run's work directory for them
+(`ctxtap.experiment.gates`).
 
 With `diagnostics` (or `ctxtap experiment run --diagnostics`) every run's environment has
 CTXTAP_CACHE_DIAGNOSTICS=1: a command that is ctxtap's own sender (`ctxtap replay CAPTURE --send`)
@@ -42,6 +48,9 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ctxtap.analysis.rules.constraints import Gates
+from ctxtap.experiment.gates import parse_gates
 
 BUILTINS = ("variant", "repeat", "run_id", "work_dir", "run_dir", "server_url", "python")
 DEMO_HOSTS = ("api.anthropic.com", "api.openai.com", "api.kimi.com", "generativelanguage.googleapis.com")
@@ -80,6 +89,7 @@ class Spec(BaseModel):
     diagnostics: bool = False
     server: ServerSpec | None = None
     push: str | None = None  # a store URL the runs' captures are pushed to (`run --ray`; --push overrides)
+    gates: list[str] = Field(default_factory=list)  # `ctxtap check` flags every run must keep (zero tolerance)
     # set by load_spec, not by the file
     path: Path | None = None
     digest: str = ""
@@ -105,6 +115,10 @@ class Spec(BaseModel):
     def argv(self, which: str = "command") -> list[str]:
         raw = getattr(self, which)
         return shlex.split(raw) if isinstance(raw, str) else list(raw)
+
+    def gate_set(self) -> Gates | None:
+        """The gates as `ctxtap check` judges them; None when the spec sets none."""
+        return parse_gates(self.gates) if self.gates else None
 
     def fixture_dir(self) -> Path | None:
         if self.fixture is None:
@@ -191,6 +205,10 @@ def load_spec(path: Path) -> Spec:
     spec.path, spec.text = path.resolve(), text
     spec.digest = hashlib.sha256(text.encode()).hexdigest()
     _check_placeholders(spec, path, text)
+    try:
+        spec.gate_set()
+    except ValueError as exc:
+        raise SpecError(f"{path}:{_line_of(text, 'gates')}: gates: {exc}") from None
     fixture = spec.fixture_dir()
     if fixture is not None and not fixture.is_dir():
         raise SpecError(f"{path}:{_line_of(text, 'fixture')}: fixture {spec.fixture!r} is not a directory "
