@@ -100,6 +100,11 @@ def test_the_report_counts_gate_failures_as_failures_and_says_which_gate(gated, 
     assert "variant scribbler: 1 of 1 runs recorded, 1 executed, 0 passed (1 broke a gate, 1 of them passed the " \
            "check)" in text
     assert "run 000-scribbler: failed, check passed, broke --no-writes: README.md (modified)" in text
+    page = out.parent / "exp.html"
+    run_ctxtap(["experiment", "report", str(out), "--html", str(page)], ctxtap_config)
+    html = page.read_text()
+    assert "Run 000-scribbler failed (its check passed): broke --no-writes: README.md (modified)." in html
+    assert "conditions differ between variants reader and scribbler: approval mode default -&gt; acceptEdits" in html
 
 
 def test_the_report_flags_conditions_that_differ_between_variants(gated, ctxtap_config) -> None:

@@ -154,6 +154,9 @@ def test_diff_flags_a_different_approval_mode(codex_pair, ctxtap_config) -> None
     diffs = as_json["conditions"]["differences"]
     assert {"field": "approval", "label": "approval mode", "a": "never", "b": "on-request"} in diffs
     assert "conditions differ: approval mode never -> on-request" in text
+    page = a.parent / "diff.html"
+    run_ctxtap(["diff", str(a), str(b), "-o", str(page)], ctxtap_config)
+    assert "Conditions differ: approval mode never -&gt; on-request" in page.read_text()
     assert "Approval policy is currently on-request" in text  # where B's value was read
     # the rest of the rules is the same sentence for sentence; the permissions text is a rule too
     assert [d["field"] for d in diffs] == ["approval", "rules_digest"] or [d["field"] for d in diffs] == ["approval"]
@@ -212,3 +215,21 @@ def test_permission_mode_from_the_recorded_command_and_mcp_servers_from_tools(tm
     assert fields == ["approval", "tools_digest", "mcp_servers"], fields
     assert "conditions differ: approval mode acceptEdits -> bypassPermissions" in text
     assert "conditions differ: MCP servers offered none -> github" in text
+
+
+def test_push_pseudonymise_replaces_the_working_directory(codex_pair) -> None:
+    """`push --pseudonymise` sends run_conditions through publish's personal-data pass (`publish` itself leaves
+    the table out: tests/test_effects.py checks that no file it writes holds the working directory)."""
+    import pyarrow.parquet as pq
+
+    from ctxtap.capture.manifest import Manifest
+    from ctxtap.store.pseudonymise import Pseudonymiser
+
+    capture = codex_pair[0]
+    [part] = list((capture / "analysis" / "run_conditions").glob("capture_id=*/*.parquet"))
+    table = pq.read_table(part)
+    assert table.column("working_dir").to_pylist() == ["/home/alice/work/demo-repo"]
+    out = Pseudonymiser.for_capture(capture, Manifest.load(capture)).table(table)
+    [cwd] = out.column("working_dir").to_pylist()
+    assert "alice" not in cwd and cwd.endswith("/work/demo-repo"), cwd
+    assert out.column("approval").to_pylist() == ["never"]  # the conditions themselves stay comparable

@@ -15,6 +15,7 @@ from markupsafe import Markup
 from ctxtap import __version__
 from ctxtap.analysis.compare.diff import BlockChange
 from ctxtap.analysis.compare.rundiff import Run, RunDiff, fmt_delta, fmt_value, verdict
+from ctxtap.analysis.rules import conditions as cond
 from ctxtap.reports.html import palette
 from ctxtap.reports.html.output import write_private
 from ctxtap.reports.html.render import _static, environment
@@ -95,6 +96,7 @@ class DiffPage:
     miss_b: str
     generated: str
     version: str
+    conditions: list[str] = field(default_factory=list)  # `conditions differ: ...` lines, or the shared conditions
 
 
 def _lines(change: BlockChange) -> list[DiffLine]:
@@ -186,7 +188,18 @@ def diff_page(d: RunDiff) -> DiffPage:
         layout_heading=_layout_heading(d.a, d.b), first_divergence=first_words, block_summary=summary,
         cache_line=cache, layout_note=note, block_rows=rows,
         hidden_same=hidden, source_rows=sources, metric_groups=groups, miss_a=_misses(d.a_miss_causes),
-        miss_b=_misses(d.b_miss_causes), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), version=__version__)
+        miss_b=_misses(d.b_miss_causes), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), version=__version__,
+        conditions=_conditions(d))
+
+
+def _conditions(d: RunDiff) -> list[str]:
+    """The runs' conditions in words; a page may be shared, so a differing working directory is named, not shown."""
+    if d.conditions is None:
+        return []
+    if not d.conditions.differences:
+        return [f"Conditions: the same ({cond.summary(d.conditions.a)})."]
+    return [f"Conditions differ: {cond.LABELS['working_dir']}" if x["field"] == "working_dir"
+            else f"Conditions differ: {cond.difference_line(x)}" for x in d.conditions.differences]
 
 
 def render_diff_page(d: RunDiff) -> str:

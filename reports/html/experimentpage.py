@@ -14,7 +14,7 @@ from pathlib import Path
 from markupsafe import Markup, escape
 
 from ctxtap import __version__
-from ctxtap.analysis.compare.experiment import ExperimentReport
+from ctxtap.analysis.compare.experiment import ExperimentReport, condition_lines, gate_failure_words
 from ctxtap.reports.html import palette
 from ctxtap.reports.html.output import write_private
 from ctxtap.reports.html.render import _static, environment
@@ -146,7 +146,7 @@ def experiment_page(rep: ExperimentReport) -> ExperimentPage:
     return ExperimentPage(title=f"ctxtap experiment: {rep.name}", directory=Path(rep.directory).name,
                           status=rep.status, variant_rows=rows, charts=charts, headline=headline, headline_pair=pair,
                           layout_pair=layout_pair, layout_words=layout_words, layout_counts=layout_counts,
-                          notes=list(rep.notes), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), version=__version__)
+                          notes=_gate_and_condition_notes(rep) + list(rep.notes), generated=time.strftime("%Y-%m-%d %H:%M:%S %Z"), version=__version__)
 
 
 def write_experiment_page(rep: ExperimentReport, out: Path) -> Path:
@@ -154,3 +154,17 @@ def write_experiment_page(rep: ExperimentReport, out: Path) -> Path:
                                                                      css=Markup(_static("report.css")))
     write_private(out, html.encode("utf-8"))
     return out
+
+
+def _gate_and_condition_notes(rep: ExperimentReport) -> list[str]:
+    """The gates and the runs that broke one; the conditions that differ (or those every run shares)."""
+    out = []
+    if rep.gates:
+        out.append(f"Gates: {' '.join(rep.gates)}; zero tolerance: a run that broke one failed, whatever its check said.")
+    for r in rep.runs:
+        if r.get("gates_passed") is False:
+            check = {True: "its check passed", False: "its check failed"}.get(r.get("answer_passed"), "no check verdict")
+            out.append(f"Run {r['run_id']} failed ({check}): broke "
+                       + "; ".join(gate_failure_words(f) for f in r.get("gate_failures") or []) + ".")
+    return out + [line for line in condition_lines(rep) if line]
+
