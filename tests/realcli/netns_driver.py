@@ -12,7 +12,7 @@ path or host of this machine (the recordings become fixtures). The mounts exist 
 inside the namespace.
 
 Usage: python netns_driver.py --out CAPTURE --server-log FILE [--route-host HOST]...
-           [--script NAME] [--no-websocket] [--show REAL=FAKE]... [--hostname NAME]
+           [--script NAME] [--record-arg=OPT]... [--no-websocket] [--show REAL=FAKE]... [--hostname NAME]
            [--chdir DIR] -- COMMAND...
        python netns_driver.py --probe-mounts FAKE...   (exit 0: these could be shown here)
 Exit status: the command's, as passed through by `ctxtap record`; 90-99 for setup failures.
@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the CLI under `ctxtap replay CAPTURE` (its recorded answers) instead of recording "
                              "it against the model server")
     parser.add_argument("--replay-arg", action="append", default=[], help="an option for `ctxtap replay`")
+    parser.add_argument("--record-arg", action="append", default=[],
+                        help="an option for `ctxtap record` (e.g. --record-arg=--check --record-arg=--no-writes)")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     raw = sys.argv[1:] if argv is None else argv
     if raw[:1] == ["--probe-mounts"]:
@@ -165,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.call([sys.executable, "-m", "ctxtap.cli.main", "replay", args.replay, "--out", args.out,
                                 *args.replay_arg, "--", *command], stdin=subprocess.DEVNULL)
     server, url = start_model_server(args.script, not args.no_websocket, args.server_log)
-    record = [sys.executable, "-m", "ctxtap.cli.main", "record", "--offline", "--out", args.out]
+    record = [sys.executable, "-m", "ctxtap.cli.main", "record", "--offline", "--out", args.out, *args.record_arg]
     for host in args.route_host:
         record += ["--route", f"{host}={url}"]
     print(f"netns_driver: model server {url}; running {command[0]}", file=sys.stderr, flush=True)

@@ -51,7 +51,7 @@ def _prepare(spec: CliSpec, root: Path, home: Path, instructions: bool) -> tuple
 
 def run_cli(spec: CliSpec, command: list[Path], path_dirs: list[Path], config: Path, root: Path,
             script: str = SCRIPT, instructions: bool = False, replay: Path | None = None,
-            replay_args: tuple[str, ...] = ()) -> CliRun:
+            replay_args: tuple[str, ...] = (), record_args: tuple[str, ...] = ()) -> CliRun:
     """Run the CLI once under `ctxtap record` in the namespace; also report repository changes.
 
     INSTRUCTIONS puts AGENTS.md, CLAUDE.md and GEMINI.md in the fixture repository.
@@ -79,7 +79,8 @@ def run_cli(spec: CliSpec, command: list[Path], path_dirs: list[Path], config: P
     argv = [*(seen(c) for c in command), *spec.args(repo)]
     show = {real_home.resolve(): FIXED_HOME, cache: FIXED_AGENTS} if fixed else None
     result = run_in_netns(argv, cwd=repo, env=env, out=out, hosts=spec.hosts, websocket=spec.websocket, work=root,
-                          script=script, show=show, replay=replay, replay_args=replay_args)
+                          script=script, show=show, replay=replay, replay_args=replay_args,
+                          record_args=record_args)
     repo_changes = checks.repo_problems(before, workspace.snapshot(real_repo), spec.state_dirs)
     hidden = tuple(str(p) for p in show) if show else ()
     if show and sys.prefix != sys.base_prefix:  # ctxtap's virtualenv: its bin is on the CLI's PATH

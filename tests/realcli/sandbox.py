@@ -121,7 +121,7 @@ def _tail(text: str, lines: int = 40) -> str:
 def run_in_netns(command: list[str], *, cwd: Path, env: dict[str, str], out: Path, hosts: tuple[str, ...],
                  websocket: bool, work: Path, script: str = "basic", timeout: float = RUN_TIMEOUT_S,
                  show: dict[Path, Path] | None = None, replay: Path | None = None,
-                 replay_args: tuple[str, ...] = ()) -> RunResult:
+                 replay_args: tuple[str, ...] = (), record_args: tuple[str, ...] = ()) -> RunResult:
     """`ctxtap record --route HOST=<model server>` around COMMAND, all inside one offline namespace.
 
     SHOW maps real directories to the fixed paths the CLI sees them at (and sets the
@@ -145,6 +145,7 @@ def run_in_netns(command: list[str], *, cwd: Path, env: dict[str, str], out: Pat
         argv.append("--no-websocket")
     if replay is not None:  # `ctxtap replay REPLAY` instead of `ctxtap record`
         argv += ["--replay", str(replay), *(f"--replay-arg={a}" for a in replay_args)]
+    argv += [f"--record-arg={a}" for a in record_args]
     argv += ["--", *command]
     stdout_path, stderr_path = work / "stdout.txt", work / "stderr.txt"
     started = time.monotonic()
