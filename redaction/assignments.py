@@ -66,6 +66,8 @@ _ASSIGN_RES = tuple(
 _SEP = rb"(?:" + _INDEX + rb")?(?:\\*[\"'`])?[ \t]*!?(?::=|=>|=|:)"
 _NO_SEP = rb"[ \t]+\\*[\"'`]"  # `password "..."`: strong names only
 _NAME_CHAR = rb"[A-Za-z0-9_.\-]"
+# A bare `pass`/`pw`/`pwd` may hold a short password when a user name is assigned beside it (judged later).
+_PAIRED_VALUE = rb"[ \t]*(?:\\*[\"'`])?[^\s\"'`\\]{6}"
 _RANDOM_VALUE = (
     rb"[ \t]*(?:[bBrRuUfF]{1,2})?(?:\\*[\"'`])?(?:(?:bearer|basic|token|bot)[ \t]+)?[A-Za-z0-9+/=_.~:%\-]{16}"
 )
@@ -77,9 +79,9 @@ def _triggers() -> list[tuple[int, Trigger]]:
     def add(index: int, pattern: bytes, literal: bytes) -> None:
         out.append((index, Trigger(pattern, literals=(literal,), window=60, som=True, caseless=True)))
 
-    def split(index: int, kw: bytes) -> None:
+    def split(index: int, kw: bytes, value: bytes = _RANDOM_VALUE) -> None:
         add(index, _NAME_CHAR + kw + _SEP, kw)
-        add(index, rb"(?:^|[^A-Za-z0-9_.\-])" + kw + _SEP + _RANDOM_VALUE, kw)
+        add(index, rb"(?:^|[^A-Za-z0-9_.\-])" + kw + _SEP + value, kw)
 
     def strong(index: int, pattern: bytes, literal: bytes) -> None:
         add(index, pattern + _SEP, literal)
@@ -91,11 +93,11 @@ def _triggers() -> list[tuple[int, Trigger]]:
     split(1, b"token")
     strong(2, b"secrete?", b"secret")
     strong(3, rb"pass(?:word|wd|phrase)", b"pass")
-    split(3, b"pass")
+    split(3, b"pass", _PAIRED_VALUE)
     add(3, _NAME_CHAR + b"pass" + _TAIL + _SEP, b"pass")  # `db_pass_secure :=`
-    split(4, b"pwd")
+    split(4, b"pwd", _PAIRED_VALUE)
     add(4, _NAME_CHAR + b"pwd" + _TAIL + _SEP, b"pwd")
-    split(4, b"pw")
+    split(4, b"pw", _PAIRED_VALUE)
     add(5, b"authorization" + _SEP, b"authorization")
     split(5, b"auth")
     add(6, _NAME_CHAR + rb"credentials?" + _SEP, b"credential")
@@ -488,6 +490,19 @@ def _next_stop(stops: list[int], start: int, end: int) -> int:
     return stops[i] if i < len(stops) and stops[i] < end else end
 
 
+# A user's name assigned beside a weak password name (`pass`, `pw`, `pwd`): the pair says it is a password.
+_USER_NAME_RE = re.compile(
+    rb"(?i)(?:^|(?<=[\s{,;(&?\"'`]))(?:\\*[\"'`])?(?:user(?:[_-]?(?:name|id))?|login|uid|usr|account)(?:\\*[\"'`])?"
+    rb"[ \t]*(?::(?!//)|=(?!=))"
+)
+_PAIR_REACH = 160  # bytes before the password's name and after its separator
+
+
+def _user_named_near(data: bytes, name_start: int, sep_end: int) -> bool:
+    """A user name is assigned within a short reach of a password name (the same record or the line before)."""
+    return _USER_NAME_RE.search(data, max(0, name_start - _PAIR_REACH), min(len(data), sep_end + _PAIR_REACH)) is not None
+
+
 def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span | None:
     kw_start, kw_end = m.span("kw")
     kw = m.group("kw").lower()
@@ -512,6 +527,9 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     if named is None:
         return None
     kind, strong = named
+    paired = not strong and kind == "password" and _user_named_near(data, start, m.end())
+    if paired:
+        strong = True  # `user=alice pass=...`, `{"username": ..., "pw": ...}`: a pair names what `pass` holds
     if tail is not None and not (strong and _secret_tail(tail)):
         return None  # `key_name`, `password_length`: the words after the keyword say what it is
     sep = m.group("sep")
@@ -588,6 +606,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
                and (sep in (b"=", b":=") or sep == b":" and _at_line_start(data, start) > 0))
     if quoted and b"\\" in value:
         value = value.replace(b"\\", b"")  # judged without its escapes
+    if paired and b" " in value:
+        return None  # `pass: Skipped because flaky`: a weak name's value with spaces is prose, pair or not
     if not strong and not looks_random(value):
         return None  # the common case (`"key": "status"`), decided before the slower checks
     if b" " in value:

@@ -10,6 +10,12 @@ LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash option
 `-U user%password`, and a literal piped into a command that reads a secret from its standard
 input (`echo pw | docker login --password-stdin`, `echo pw | sudo -S ...`, `chpasswd`,
 `passwd --stdin`, `gh auth login --with-token`, or a here-string `<<< pw` after one).
+
+A class rather than a list for remote execution and database tools: a command that names its user with a
+flag (`-u admin`, `-U sa`, `--username alice`, `/u:alice`) takes the password with the short flag beside
+it (`-p`, `-P`, `-pw`, `/p:`) — psexec, sqlcmd, plink, xfreerdp, mosquitto, rabbitmqadmin and whatever
+tool comes next. Values that are ports, paths or URLs stay, and so do the container runtimes and
+`sudo`, whose `-u`/`-p` mean a uid, published ports and a prompt.
 """
 
 from __future__ import annotations
@@ -49,8 +55,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     # `-u user:pass`, `--user=user:pass`, `-u 'user:pass'`
     Trigger(rb"(?:^|[ \t])(?:-u|--user)(?:[ \t]+|=)", literals=(b"-u",), window=12, caseless=True),
     # Java's and OpenSSL's single-dash options: `keytool -storepass x`, `openssl ... -passout pass:x`
-    Trigger(rb"[ \t]-[a-z]*pass(?:word|wd|phrase|out|in)?[ \t]+", literals=(b"pass",), window=30, som=True,
-            caseless=True),
+    Trigger(rb"[ \t]-(?:[a-z]*pass(?:word|wd|phrase|out|in)?|pwd?)[ \t]+", literals=(b"pass", b"-pw"), window=30,
+            som=True, caseless=True),
     # commands that read a secret from their standard input: the literal piped or fed into them
     Trigger(
         rb"--[a-z0-9\-]*(?:pass|pwd|token|secret)[a-z0-9\-]*-stdin|--stdin-pass[a-z]*|--with-token",
@@ -64,6 +70,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     # Samba's `-U [domain\\]user%password` (smbclient, rpcclient, smbcacls, smbget, ...)
     Trigger(rb"(?:smbclient|rpcclient|smbcacls|smbget|smbtree|smbmap|smbpasswd)[ \t]", literals=(b"smb", b"rpcclient"),
             window=20, som=True),
+    # a user named by a flag: its password flag beside it in the same command (`-u admin -p pw`)
+    Trigger(rb"[ \t](?:-[uU][ \t]|--user(?:name)?[ \t=]|/u(?:ser)?:)", literals=(b"-u", b"--user", b"/u"),
+            window=12, caseless=True),
 )
 
 # A shell word: quoted (possibly JSON-escaped quotes) or bare up to a space, quote or escape.
@@ -72,7 +81,7 @@ _LONG_RE = re.compile(rb"(?i)--(?:[a-z0-9]+[-_])*(?P<kw>" + _LONG_WORDS + rb")[ 
 _LINE_END_RE = re.compile(rb"\n|\\n|\\r|;|&&|\|\|")
 _ATTACHED_RE = re.compile(rb"[ \t]-p(?P<v>\\*[\"'][^\"'\\\n]{1,256}\\*[\"']|[^\s\"'`\\;|&<>()]{1,256})")
 _SPACED_RE = re.compile(rb"[ \t](?:-p|-a|-w|--pass|--password)[ \t]+")  # `-w`: the ldap tools' bind password
-_SINGLE_DASH_RE = re.compile(rb"(?i)[ \t]-(?P<name>[a-z]*pass(?:word|wd|phrase|out|in)?)[ \t]+")
+_SINGLE_DASH_RE = re.compile(rb"(?i)[ \t]-(?P<name>[a-z]*pass(?:word|wd|phrase|out|in)?|pwd?)[ \t]+")
 _OPENSSL_SOURCE_RE = re.compile(rb"(?i)pass:")  # `pass:x`
 _OPENSSL_ELSEWHERE_RE = re.compile(rb"(?i)(?:env|file|fd):|stdin\Z")  # where OpenSSL reads it: no secret
 _USER_RE = re.compile(
@@ -109,6 +118,13 @@ _TRAILING_LINE_END_RE = re.compile(rb"(?:\\+[nr])+\Z")  # printf's `\n` after th
 _SUDO_ARG_OPTIONS = frozenset(b"ugpCDhrtTU")  # sudo's options that take an argument
 _SAMBA_USER_RE = re.compile(rb"[ \t](?:-U[ \t]*|--user(?:name)?[= \t][ \t]*)(?P<q>\\*[\"'])?(?P<u>[^\s%\"']{1,128})%")
 _PIPE_REACH = 600  # how far before the consumer the producer may begin
+_PAIR_PASS_RE = re.compile(rb"[ \t](?:(?:-p|-P|-pw|--pw)[ \t]+|/(?:p|pw|pass|password):)")
+# What ends the command before a flag: a line end, a shell operator, or the JSON string that opens it.
+_COMMAND_SEP_RE = re.compile(rb"\n|\\+[nr]|;|&&|\|\|?|`|\$\(|\\*\"[ \t]*[:,\[][ \t]*\\*\"")
+_COMMAND_REACH = 512  # bytes before a user flag its command may begin
+# Where `-u` is a uid and `-p`/`-P` publish ports or set a prompt: never a user and password pair.
+_NOT_PAIRED_RE = re.compile(rb"[ \t\"']*(?:\S*/)?(?:sudo|doas|runuser|su|docker|podman|nerdctl|kubectl|crictl|ctr|uv|pip3?|pipx)\b")
+_PORTISH_RE = re.compile(rb"[0-9.:,\-]+(?:/(?:tcp|udp|sctp))?")
 
 
 _OPEN_QUOTE_RE = re.compile(rb"\\*[\"']")
@@ -173,7 +189,11 @@ def _piped_secret(data: bytes, consumer: int, out: list[Span], user_colon: bool 
 
 def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
-    long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba = hits
+    long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named = hits
+    done = -1  # every user flag of one command reads the same command once
+    for _start, end in user_named:  # (no start of match: the flag's end is inside its command)
+        if end > done:
+            done = _paired_password(data, end, out)
     for start, _ in stdin_flags:
         _piped_secret(data, start, out)
     for start, end in stdin_commands:
@@ -252,3 +272,34 @@ def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Spa
         value = data[v_start:v_end]
         if value and not value.startswith(b"-") and not is_non_secret_value(value, quoted, b"pass"):
             out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
+
+
+def _command_start(data: bytes, pos: int) -> int:
+    """Where the command holding `pos` begins: after the last separator or line end before it."""
+    lo = begin = max(0, pos - _COMMAND_REACH)
+    for m in _COMMAND_SEP_RE.finditer(data, lo, pos):
+        begin = m.end()
+    return begin
+
+
+def _paired_password(data: bytes, end: int, out: list[Span]) -> int:
+    """The password flag's value in a command whose user flag (ending at `end`) names a user; returns
+    where the command ends (or the flag, when it names no user)."""
+    pos = end
+    while data[pos : pos + 1] in (b" ", b"\t"):
+        pos += 1
+    if _word(data, pos) is None or data[pos : pos + 1] == b"-":
+        return end  # `cp -u -p`: a flag, not a user
+    begin, stop = _command_start(data, end), _line_end(data, end)
+    if _NOT_PAIRED_RE.match(data, begin, stop):
+        return stop
+    for m in _PAIR_PASS_RE.finditer(data, begin, stop):
+        word = _word(data, m.end())
+        if word is None:
+            continue
+        value = data[word[0] : word[1]]
+        if (value.startswith((b"-", b"/", b"./", b"~")) or b"://" in value or _PORTISH_RE.fullmatch(value)
+                or is_non_secret_value(value, word[2], b"pass")):
+            continue
+        out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
+    return stop

@@ -1,10 +1,16 @@
-"""A literal compared with a credential's variable: `if ("hunter2" == password)`.
+"""Credential literals in code: one compared with a credential's variable (`if ("hunter2" == password)`),
+and the password of a user and password pair handed to an auth call (`HTTPBasicAuth("alice", "pw")`).
 
 Code that checks a hard-coded password writes the literal on either side of
 the comparison. `password == "x"` is an assignment-like form (see
 `redaction.assignments`); this module covers the literal written first, as
 in Yoda conditions and in tests: the name after the operator says the
 literal is a secret.
+
+The pair is a class, not a list of libraries: a call or keyword whose name ends in `auth` or
+`credential(s)` given two string literals (`auth=("alice", "pw")`, `BasicAuth(...)`,
+`SetBasicAuth(...)`, `NetworkCredential(...)`, `UsernamePasswordCredentials(...)`) holds a user
+and a password, in that order.
 """
 
 from __future__ import annotations
@@ -18,16 +24,27 @@ from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 # A closing quote (the literal's), a comparison, the first character of a name.
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[\"'`][ \t]{0,4}[!=]==?[ \t]{0,4}[A-Za-z_$]", literals=(b"==", b"!="), window=12),
+    # an auth call or keyword given a literal: `HTTPBasicAuth("alice", ...`, `auth=('alice', ...`
+    Trigger(rb"(?:auth|credentials?)[ \t]*(?:=[ \t]*)?[(\[][ \t]*\\*[\"'`]", literals=(b"auth", b"credential"),
+            window=40, caseless=True),
 )
 
 _NAME_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 # The literal before the operator, quotes possibly escaped (code inside a JSON string), anchored at its end.
 _LITERAL_RE = re.compile(rb"(?P<esc>\\*)(?P<q>[\"'`])(?P<v>[^\s\"'`\\]{4,256})(?P=esc)(?P=q)[ \t]{0,4}[!=]==?[ \t]{0,4}\Z")
 _REACH = 300
+# After the first literal's opening quote: the user, its closing quote, a comma, the password literal, the end.
+_PAIR_RE = re.compile(rb"(?P<user>[^\s\"'`\\]{1,64})\\*[\"'`][ \t]*,[ \t]*(?P<esc>\\*)(?P<q>[\"'`])"
+                      rb"(?P<v>[^\s\"'`\\]{4,256})(?P=esc)(?P=q)[ \t]*[,)\]]")
 
 
 def find_comparison_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
-    """Append spans of literals compared with a strong name; `hits[0]` are where `TRIGGERS[0]` matched."""
+    """Append spans of literals compared with a strong name and of auth calls' passwords; `hits[i]` are where
+    `TRIGGERS[i]` matched."""
+    for _, end in hits[1]:
+        m = _PAIR_RE.match(data, end)
+        if m is not None and not is_non_secret_literal(m.group("v"), b"pass"):
+            out.append(Span(m.start("v"), m.end("v"), "password", PRIORITY_ASSIGNMENT))
     for _, end in hits[0]:
         name_start = end - 1
         name = _NAME_RE.match(data, name_start)

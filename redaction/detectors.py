@@ -393,6 +393,21 @@ _PEM_RE = re.compile(
 )
 _GCP_BEFORE_RE = re.compile(rb'private_key\\*"\s*:\s*\\*"$')
 
+# A private key's DER body in base64 without its BEGIN line (a file cut, a key pasted alone): the
+# structure, not a label. Every private key format starts a SEQUENCE with a small version INTEGER (PKCS#1
+# RSA and DSA 0, PKCS#8 0 or 1, SEC1 EC 1, PKCS#12 3); certificates, public keys and requests start
+# their SEQUENCE with another SEQUENCE or a long INTEGER. In base64, by the SEQUENCE's length form
+# (two length bytes, one, none): `MII..[AQgw]IBA`, `MI[E-H].AgE[ABD]`, `M[A-H].CAQ[A-H]`; OpenSSH's own
+# format starts with the base64 of `openssh-key-v1`.
+_DER_KEY_HEAD = (rb"(?:MII[A-Za-z0-9+/]{2}[AQgw]IB[AD]|MI[EFGH][A-Za-z0-9+/]AgE[ABD]"
+                 rb"|M[A-H][AEIMQUYcgkosw048]CAQ[A-H]|b3BlbnNzaC1rZXktdjE)")
+_BASE64_LINE_RE = re.compile(rb"[A-Za-z0-9+/]*={0,2}")
+_LINE_BREAK_RE = re.compile(rb"(?:\r?\n|\\+[nr])+[ \t]*")
+_DER_KEY_MIN = 60  # base64 characters: the smallest key (Ed25519 in PKCS#8) is 64
+_KEY_LINE_ENDS = frozenset(b"\r\n\"'`-<")  # what may follow a body's line: a break, a quote, `-----END`, a tag
+_FULL_LINE = 40  # a body goes on after a line break only after a full line (PEM's are 64, MIME's 76)
+_BASE64_CHARS = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
 # Webhook URLs, with or without their scheme (`hooks.slack.com/services/...` in prose).
 _SLACK_HOOK_RE = re.compile(rb"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<v>[A-Za-z0-9_/+\-]{20,})")
 _DISCORD_HOOK_RE = re.compile(
@@ -442,16 +457,17 @@ CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
         window=8,
         som=True,
     ),
+    Trigger(_DER_KEY_HEAD, literals=(b"MI", b"CAQ", b"b3BlbnNzaC1rZXktdjE"), window=0, som=True),
 )
 
 
 def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures, Entra secrets,
-    SoftLayer keys in URLs and password hashes.
+    SoftLayer keys in URLs, password hashes and private keys' base64 bodies without their BEGIN line.
 
     `hits[i]` are the (start, end) matches of `CONTEXT_TRIGGERS[i]`.
     """
-    pem, url, slack, discord, azure, sig, softlayer, password_hash = hits
+    pem, url, slack, discord, azure, sig, softlayer, password_hash, der_key = hits
     for start, _ in pem:
         m = _PEM_RE.match(data, start)
         if m is not None:
@@ -489,6 +505,29 @@ def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list
         m = _PASSWORD_HASH_RE.match(data, start)
         if m is not None:
             out.append(Span(m.start(), m.end(), "password-hash", PRIORITY_FORMAT))
+    for start, _ in der_key:
+        if start > 0 and data[start - 1] in _BASE64_CHARS and not escape_before(data, start):
+            continue  # inside a longer base64 run (an image): not where a key begins
+        end, chars = _der_key_end(data, start)
+        if chars >= _DER_KEY_MIN:
+            out.append(Span(start, end, "private-key", PRIORITY_FORMAT))
+
+
+def _der_key_end(data: bytes, start: int) -> tuple[int, int]:
+    """Where a base64 key body from `start` ends (its lines, each but the last full), and its characters."""
+    line = _BASE64_LINE_RE.match(data, start)
+    end, chars = line.end(), line.end() - start
+    while end - line.start() >= _FULL_LINE and data[end - 1 : end] != b"=":
+        brk = _LINE_BREAK_RE.match(data, end)
+        if brk is None:
+            break
+        line = _BASE64_LINE_RE.match(data, brk.end())
+        stop = line.end()
+        if stop == line.start() or (stop < len(data) and data[stop] not in _KEY_LINE_ENDS
+                                    and not escape_before(data, stop + 2)):
+            break  # a line of prose or code after the key (`end of it`): not part of it
+        end, chars = line.end(), chars + line.end() - line.start()
+    return end, chars
 
 
 def _glued_before(data: bytes, start: int) -> bool:
