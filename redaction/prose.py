@@ -25,10 +25,14 @@ _NAMES = (
     rb"|bearer[ -]?token|client[ -]?secret|private[ -]?key|token"
 )
 # "is", "was", a colon or a dash; not `=` (an assignment, read by the name rules with code in mind)
-_LINK = (rb"(?:[ \t]+(?:is|was|will[ \t]+be|would[ \t]+be)[ \t]+"
+_LINK = (rb"(?:[ \t]+(?:is|was|will[ \t]+be|would[ \t]+be|is[ \t]+now|(?:set[ \t]+|changed[ \t]+)?to"
+         rb"|for[ \t]+[^\s\"'`\\]{1,64}[ \t]+(?:is|was))[ \t]+"
          rb"|[ \t]*(?::|\xe2\x80\x94|\xe2\x80\x93|\\u201[34]|-{1,2})[ \t]+)")  # em and en dashes, raw or escaped
 
 _CELL_NAME = rb"[A-Za-z0-9_.\-]*(?:pass|pwd|secret|key|token|credential|auth)[A-Za-z0-9_.\-]*"
+
+# "log in with password Xy7!pq2z": a password's name followed by the value alone
+_BARE_NAME = rb"pass(?:word|phrase|wd)"
 
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:" + _NAMES + rb")" + _LINK, literals=(b"pass", b"key", b"token", b"secret"), window=40,
@@ -36,12 +40,20 @@ TRIGGERS: tuple[Trigger, ...] = (
     # `| DB_PASSWORD | value |`: a cell that is a secret's name, then the next cell's start
     # (cells padded with spaces, as Markdown writes them: `|A_KEY|B(?:x)|` is a regex's alternation)
     Trigger(rb"\|[ \t]+`?" + _CELL_NAME + rb"`?[ \t]+\|", literals=(b"|",), window=100, caseless=True),
+    Trigger(rb"(?:^|[^A-Za-z0-9_.\-])" + _BARE_NAME + rb"[ \t]+[^\s]", literals=(b"pass",), window=30, caseless=True),
 )
 _ROW_RE = re.compile(rb"\|[ \t]+`?(?P<name>" + _CELL_NAME + rb")`?[ \t]+\|[ \t]+(?P<q>`?)(?P<v>[^\s|`\\]{8,256})(?P=q)[ \t]+\|",
                      re.I)
 
 _PROSE_RE = re.compile(rb"(?i)(?P<name>" + _NAMES + rb")(?P<link>" + _LINK + rb")"
                        + rb"(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}]{8,256}))")
+_BARE_RE = re.compile(rb"(?i)(?P<name>" + _BARE_NAME + rb")[ \t]+(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,128})(?P=q)"
+                      rb"|(?P<bv>[^\s\"'`\\()\[\]{}]{8,128}))")
+_DIGITS_RE = re.compile(rb"[0-9]")
+_UPPER_RE = re.compile(rb"[A-Z]")
+_LOWER_RE = re.compile(rb"[a-z]")
+_PASSWORD_SYMBOL_RE = re.compile(rb"[!@#$%^&*?~]")
+_INNER_DOT_OR_SLASH_RE = re.compile(rb"[./](?=.)")  # `file2.txt`, `v1.2.3`, `docs/pass1`: no password alone
 _LETTER_RE = re.compile(rb"[A-Za-z]")
 _DIGIT_OR_SYMBOL_RE = re.compile(rb"[0-9!#$%&*+=?@^~|/]")
 _ENTITY_RE = re.compile(rb"&(?:[A-Za-z]{2,8}|#x?[0-9A-Fa-f]{1,6});")  # HTML source: `&quot;`, `&#x3C;`
@@ -51,9 +63,11 @@ _TRAILING = b".,;:"  # sentence punctuation after a bare value (`!` and `?` may 
 def find_prose_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append spans of credentials given in a sentence or a table row; `hits[i]` are where `TRIGGERS[i]`
     matched."""
-    sentences, rows = hits
+    sentences, rows, bare = hits
     for _, end in rows:
         _row_value(data, end, out)
+    for _, end in bare:
+        _bare_value(data, end, out)
     n = len(data)
     for _, end in sentences:
         m = next((m for m in _PROSE_RE.finditer(data, max(0, end - 48), min(n, end + 260))
@@ -77,6 +91,31 @@ def find_prose_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[S
         if _reads_as_secret(data[v_start:v_end], m.group(group), quoted, b"password"):
             kind = "password" if m.group("name").lower().startswith(b"pass") else "generic-secret"
             out.append(Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT))
+
+
+def _bare_value(data: bytes, end: int, out: list[Span]) -> None:
+    """`password Xy7!pq2z`: the word right after a password's name, when it cannot be a word of the sentence
+    (letters and digits, eight or more, no inner dot or slash, nothing `is_non_secret_value` recognises)."""
+    m = next((m for m in _BARE_RE.finditer(data, max(0, end - 16), min(len(data), end + 140)) if m.end() > end - 1), None)
+    if m is None or m.start() >= end:
+        return
+    group = "qv" if m.group("qv") is not None else "bv"
+    v_start, v_end = m.span(group)
+    while group == "bv" and v_end > v_start and data[v_end - 1] in _TRAILING:
+        v_end -= 1
+    value = data[v_start:v_end]
+    if _password_shaped(value) and not _INNER_DOT_OR_SLASH_RE.search(value) and _reads_as_secret(
+            value, m.group(group), group == "qv", b"password"):
+        out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
+
+
+def _password_shaped(value: bytes) -> bool:
+    """Not a term with a number in it (`policy2024`, `Argon2id`, `PBKDF2-HMAC`): mixed case with two digits or
+    more, or a password symbol beside letters and a digit."""
+    digits = len(_DIGITS_RE.findall(value))
+    if _UPPER_RE.search(value) and _LOWER_RE.search(value) and digits >= 2:
+        return True
+    return digits >= 1 and _PASSWORD_SYMBOL_RE.search(value) is not None and _LETTER_RE.search(value) is not None
 
 
 def _row_value(data: bytes, end: int, out: list[Span]) -> None:

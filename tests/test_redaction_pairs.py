@@ -148,3 +148,26 @@ def test_public_certificates_keys_and_random_base64_stay(redactor: Redactor) -> 
         blob = base64.b64encode(rnd.randbytes(3000)).decode()
         wrapped = "\n".join(blob[i : i + 76] for i in range(0, len(blob), 76))
         assert redactor.redact_bytes(wrapped.encode()).decode().count("[REDACTED:private-key") == 0
+
+
+@pytest.mark.parametrize("text", [
+    f"user alice, password {SECRET}",
+    f"Log in as alice with password {SECRET}.",
+    f"Use password {SECRET} for the admin account",
+    "the vault opens with password P@ssw0rd!",
+    f"set the password to {SECRET} and restart",
+    f"Password for alice is {SECRET}",
+    f"the password is now {SECRET}",
+])
+def test_a_password_written_into_a_sentence_is_redacted(redactor: Redactor, text: str) -> None:
+    assert_redacted_everywhere(redactor, text, SECRET if SECRET in text else "P@ssw0rd!")
+
+
+@pytest.mark.parametrize("text", [
+    "password reset for user123", "password hashing/verification", "the password file2.txt", "password v1.2.3a",
+    "password 12345678", "password policy2024 draft", "password bcrypt2b cost", "password Argon2id parameters",
+    "password PBKDF2-HMAC", "password SHA256 hashes", "password to access the server",
+    "password for alice is unknown", "password OAuth2 flow", "Password for user admin123 was reset",
+])
+def test_terms_after_the_word_password_stay(redactor: Redactor, text: str) -> None:
+    assert_kept_everywhere(redactor, text)
