@@ -45,8 +45,7 @@ def serve(captures, ui_port, open_browser, store_clients=(), store_since=None, s
 
     Captures are analysed first if needed. A capture still being recorded is
     followed live (read-only). Ctrl-C stops the server. CAPTURES may be one store URL
-    (s3://BUCKET/PREFIX) with --client, --since, --capture: the selected captures' datasets are
-    fetched into a private temporary folder, removed when the server stops.
+    (s3://BUCKET/PREFIX) with --client, --since, --capture: the selected captures are read in place.
     """
     from ctxtap.analysis.live import LiveAnalysis
     from ctxtap.capture.store import Capture, CaptureError
@@ -61,11 +60,18 @@ def serve(captures, ui_port, open_browser, store_clients=(), store_since=None, s
     if any(c.startswith("s3://") for c in captures):
         if len(captures) != 1:
             raise click.UsageError("give one store URL, or capture directories, not both")
-        from ctxtap.cli.store import materialise
+        from ctxtap.cli.store import store_reader
+        from ctxtap.reports.live.sources import StoreSource
 
-        pulled, folder = materialise(captures[0], store_clients, store_since, store_captures, endpoint_url)
-        work.append(folder)
-        captures = tuple(pulled)
+        reader = store_reader(captures[0], store_clients, store_since, store_captures, endpoint_url)
+        for capture_id in reader.capture_ids:
+            src = StoreSource(reader, capture_id)
+            try:
+                src.check()
+            except DatasetError as exc:
+                raise click.ClickException(f"capture {capture_id} in {reader.store} cannot be read ({exc})") from None
+            sources.append(src)
+        captures = ()
     else:
         for c in captures:
             if not Path(c).is_dir():

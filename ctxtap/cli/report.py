@@ -40,21 +40,21 @@ def report(captures: tuple[str, ...], output: Path | None, title: str | None, ma
         ctxtap report captures/20260727-101500-ab12cd
 
     CAPTURES may be one store URL (s3://BUCKET/PREFIX) with --client, --since, --capture: the
-    selected captures' datasets are fetched into a private temporary folder for the report.
+    selected captures' datasets are read in place (each capture named by its id).
     """
     if any(c.startswith("s3://") for c in captures):
         if len(captures) != 1:
             raise click.UsageError("give one store URL, or capture directories, not both")
-        import shutil
+        from ctxtap.cli.store import store_reader
+        from ctxtap.reports.html.context import Connections
 
-        from ctxtap.cli.store import materialise
-
-        paths, work = materialise(captures[0], store_clients, store_since, store_captures, endpoint_url,
-                                  dataset_only=True)
-        try:  # the datasets as pushed: nothing to analyse (the recorded bodies stayed in the store)
-            _report(paths, output or Path(COMPARISON_DEFAULT), title, max_mb, analyse=False)
+        reader = store_reader(captures[0], store_clients, store_since, store_captures, endpoint_url)
+        connections = Connections(lambda keys: reader.connect([k.name for k in keys]))
+        try:  # the datasets as pushed: nothing to analyse
+            _report([Path(cid) for cid in reader.capture_ids], output or Path(COMPARISON_DEFAULT), title, max_mb,
+                    connections=connections)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            connections.close()
         return
     for c in captures:
         if not Path(c).is_dir():
@@ -62,10 +62,12 @@ def report(captures: tuple[str, ...], output: Path | None, title: str | None, ma
     _report([Path(c) for c in captures], output, title, max_mb)
 
 
-def _report(paths: list[Path], output: Path | None, title: str | None, max_mb: float, analyse: bool = True) -> None:
+def _report(paths: list[Path], output: Path | None, title: str | None, max_mb: float, analyse: bool = True,
+            connections=None) -> None:  # noqa: ANN001 - a reports.html.context.Connections, imported on use
     from ctxtap.capture.store import CaptureError
     from ctxtap.cli.failures import writable_dir_problem
     from ctxtap.reports.html.render import render_report
+    from ctxtap.store.location import StoreError
 
     out = output or default_output(paths)
     problem = writable_dir_problem(out.parent, "-o")
@@ -74,14 +76,17 @@ def _report(paths: list[Path], output: Path | None, title: str | None, max_mb: f
     from ctxtap.cli.main import _ensure
     from ctxtap.cli.progress import steps
 
-    if analyse:
+    if analyse and connections is None:
         _ensure(paths)  # analysis first, with its own progress
     try:
         with steps() as shown:
             shown.phase(f"rendering the report of {len(paths)} capture(s)")
-            result = render_report(paths, out, title=title, max_bytes=int(max_mb * 1_000_000), analyse=analyse)
+            result = render_report(paths, out, title=title, max_bytes=int(max_mb * 1_000_000), analyse=analyse,
+                                   connections=connections)
     except CaptureError as exc:
         raise click.ClickException(str(exc)) from exc
+    except StoreError as exc:
+        raise click.ClickException(str(exc)) from None
     note = f", {result.truncated_texts} long texts truncated" if result.truncated_texts else ""
     if result.aggregated:
         note += (f", aggregated to fit: {result.left_out_texts} texts left out, see the notes at the top"

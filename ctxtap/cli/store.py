@@ -4,8 +4,6 @@ Registered by ctxtap.cli.main (loaded on use)."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable
 from datetime import date, datetime
 from pathlib import Path
@@ -55,28 +53,16 @@ def store_connection(url: str, clients, since, captures, endpoint_url, allow_ext
     return con
 
 
-def materialise(url: str, clients, since, captures, endpoint_url, dataset_only: bool = False
-                ) -> tuple[list[Path], Path]:
-    """For `report` and `serve` over a store: the selected captures pulled into a private temporary
-    folder (the caller removes it); `dataset_only`, their analysis datasets alone (what a report
-    reads). Returns their directories and the folder."""
-    from ctxtap.store.layout import list_captures
-    from ctxtap.store.location import StoreError, StoreURL, s3_filesystem
-    from ctxtap.store.pull import pull_capture
+def store_reader(url: str, clients, since, captures, endpoint_url):
+    """The store's selected captures, read in place (`ctxtap.store.query.StoreReader`) by `report` and `serve`."""
+    from ctxtap.store.location import StoreError
+    from ctxtap.store.query import StoreReader
 
-    work = Path(tempfile.mkdtemp(prefix="ctxtap-store-"))
     try:
-        filesystem = s3_filesystem(endpoint_url)
-        entries = list_captures(filesystem, StoreURL.parse(url), clients=clients, since=_day(since, "--since"),
-                                captures=captures)
-        if not entries:
-            raise StoreError(f"no capture in {url} matches the filters (ctxtap ls {url} lists them)")
-        dirs = [pull_capture(url, e.capture_id, work, filesystem=filesystem, dataset_only=dataset_only).directory
-                for e in entries]
+        return StoreReader(url, clients=clients, since=_day(since, "--since"), captures=captures,
+                           endpoint_url=endpoint_url)
     except (StoreError, OSError) as exc:
-        shutil.rmtree(work, ignore_errors=True)
         raise click.ClickException(str(exc)) from None
-    return dirs, work
 
 
 @click.command()

@@ -92,16 +92,45 @@ def datasets(filesystem: fs.FileSystem, selection: StoreSelection) -> dict[str, 
     return out
 
 
+# what each store connection registered: a cursor (another thread's handle on the same database) does
+# not see a connection's registered datasets, so `store_cursor` registers them again on it
+_REGISTERED: dict[int, dict[str, ds.Dataset | pa.Table]] = {}
+
+
+def store_cursor(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """A cursor of a store connection that reads the same tables (for a server's worker threads)."""
+    cur = con.cursor()
+    for table, data in _REGISTERED.get(id(con), {}).items():
+        cur.register(f"_store_{table}", data)
+    return cur
+
+
+def subset(selection: StoreSelection, capture_ids: Iterable[str]) -> StoreSelection:
+    """The part of a selection that holds these captures (no request to the store)."""
+    ids = set(capture_ids)
+    out = StoreSelection(selection.store, [e for e in selection.entries if e.capture_id in ids])
+    for table, paths in selection.files.items():
+        for path in paths:
+            if any(part.startswith("capture_id=") and part[len("capture_id="):] in ids for part in path.split("/")):
+                out.files.setdefault(table, []).append(path)
+                m = _PART.search(path)
+                if m is not None:
+                    out.digests.setdefault(table, {}).setdefault(m["digest"], path)
+    return out
+
+
 def connect_store(url: str, *, clients: Iterable[str] = (), since: date | None = None, captures: Iterable[str] = (),
                   endpoint_url: str | None = None, filesystem: fs.FileSystem | None = None,
-                  threads: int | None = None, allow_external: bool = False,
+                  threads: int | None = None, allow_external: bool = False, selection: StoreSelection | None = None,
                   ) -> tuple[duckdb.DuckDBPyConnection, StoreSelection]:
     """A sandboxed DuckDB connection with the named views over the store's selected captures
-    (`allow_external`: `sql --allow-external`, local files readable and writable as with local captures)."""
+    (`allow_external`: `sql --allow-external`, local files readable and writable as with local captures;
+    `selection`: one made before, so no listing is repeated)."""
     store = StoreURL.parse(url)
     filesystem = filesystem or s3_filesystem(endpoint_url)
     try:
-        selection = select(filesystem, store, clients=clients, since=since, captures=captures)
+        if selection is None:
+            selection = select(filesystem, store, clients=clients, since=since, captures=captures)
         if not selection.entries:
             raise StoreError(f"no capture in {store} matches the filters (ctxtap ls {store} lists them)")
         tables = datasets(filesystem, selection)
@@ -111,6 +140,7 @@ def connect_store(url: str, *, clients: Iterable[str] = (), since: date | None =
     for table, data in tables.items():
         con.register(f"_store_{table}", data)
         con.execute(f"CREATE OR REPLACE VIEW t_{table} AS SELECT * EXCLUDE (clients, day) FROM _store_{table}")
+    _REGISTERED[id(con)] = tables
     for path in view_files():
         con.execute(path.read_text())
     if not allow_external:  # with it, the caller locks the configuration once it has set what it needs
@@ -118,3 +148,56 @@ def connect_store(url: str, *, clients: Iterable[str] = (), since: date | None =
         con.execute("SET enable_external_access = false")
         con.execute("SET lock_configuration = true")
     return con, selection
+
+
+class StoreReader:
+    """The selected captures of a store, read in place by `report`, `serve` and `experiment report`:
+    the store is listed once, then each set of captures gets its own sandboxed connection over just
+    its files, and a recorded flow's headers are read from its capture's Parquet object on demand."""
+
+    def __init__(self, url: str, *, clients: Iterable[str] = (), since: date | None = None,
+                 captures: Iterable[str] = (), endpoint_url: str | None = None,
+                 filesystem: fs.FileSystem | None = None) -> None:
+        self.store = StoreURL.parse(url)
+        self.filesystem = filesystem or s3_filesystem(endpoint_url)
+        try:
+            self.selection = select(self.filesystem, self.store, clients=clients, since=since, captures=captures)
+        except OSError as exc:
+            raise StoreError(f"cannot read {self.store}: {exc}") from exc
+        if not self.selection.entries:
+            raise StoreError(f"no capture in {self.store} matches the filters (ctxtap ls {self.store} lists them)")
+        self._flows: dict[str, str | None] = {}  # capture id -> its flows object (None: not pushed)
+
+    @property
+    def capture_ids(self) -> list[str]:
+        return [e.capture_id for e in self.selection.entries]
+
+    def connect(self, capture_ids: Iterable[str] | None = None, *, threads: int | None = None,
+                ) -> duckdb.DuckDBPyConnection:
+        """A sandboxed connection over these captures (default: every selected one)."""
+        part = self.selection if capture_ids is None else subset(self.selection, capture_ids)
+        con, _ = connect_store(str(self.store), filesystem=self.filesystem, selection=part, threads=threads)
+        return con
+
+    def flow(self, capture_id: str, flow_id: str) -> dict | None:
+        """One flow's stored (redacted) request and response heads, as `analysis.live.stored_flow` reads
+        them from a local capture; None when the capture's flows were not pushed (`--pseudonymise`)."""
+        from ctxtap.analysis.live import HEADER_COLUMNS
+        from ctxtap.capture.finalize import FLOWS_FILE
+        from ctxtap.store.pull import read_index
+
+        if capture_id not in self._flows:
+            entry = next(e for e in self.selection.entries if e.capture_id == capture_id)
+            objects = read_index(self.filesystem, self.store, entry).get("objects", [])
+            key = next((o["key"] for o in objects if o.get("path") == FLOWS_FILE), None)
+            self._flows[capture_id] = entry.capture_path(self.store, key) if key else None
+        path = self._flows[capture_id]
+        if path is None:
+            return None
+        try:
+            table = pq.read_table(path, filesystem=self.filesystem, columns=HEADER_COLUMNS,
+                                  filters=[("flow_id", "=", flow_id)])
+        except OSError as exc:
+            raise StoreError(f"cannot read {path}: {exc}") from exc
+        rows = table.to_pylist()
+        return rows[0] if rows else None

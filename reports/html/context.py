@@ -9,7 +9,7 @@ the section builders (sessions, overview, comparison), and one partial.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import duckdb
@@ -32,15 +32,18 @@ class Connections:
     every view over the datasets (a quarter of a second for a capture), and a report reads the same
     captures for its plan, each capture, the overview and every re-planned render."""
 
-    def __init__(self) -> None:
+    def __init__(self, opener: Callable[[list[Path]], duckdb.DuckDBPyConnection] | None = None) -> None:
+        """`opener`: how a set of captures is opened (default: their local datasets; `ctxtap report` over
+        a store passes one that reads the store in place, the captures named by their ids)."""
         self._open: dict[tuple[Path, ...], duckdb.DuckDBPyConnection] = {}
+        self._opener = opener
 
     def get(self, captures: Sequence[Path]) -> duckdb.DuckDBPyConnection:
         from ctxtap.analysis.db import connect
 
         key = tuple(Path(p) for p in captures)
         if key not in self._open:
-            self._open[key] = connect(list(key))
+            self._open[key] = (self._opener or connect)(list(key))
         return self._open[key]
 
     def close(self) -> None:

@@ -121,16 +121,21 @@ def _text_notes(ctx: ReportContext) -> list[str]:
 
 
 def render_report(captures: Sequence[Path], out: Path, *, title: str | None = None,
-                  max_bytes: int = DEFAULT_MAX_BYTES, analyse: bool = True) -> RenderResult:
-    """Analyse the captures if needed, then write the report to `out` (atomically)."""
+                  max_bytes: int = DEFAULT_MAX_BYTES, analyse: bool = True,
+                  connections: Connections | None = None) -> RenderResult:
+    """Analyse the captures if needed, then write the report to `out` (atomically). `connections`: how
+    the captures are opened when they are not local folders (a store read in place; no analysis then)."""
     from ctxtap.analysis.build import ensure_analysis
 
     start = time.perf_counter()
-    paths = list(dict.fromkeys(Path(c).resolve() for c in captures))  # the same capture twice is one
+    if connections is not None:
+        paths, analyse = list(dict.fromkeys(Path(c) for c in captures)), False
+    else:
+        paths = list(dict.fromkeys(Path(c).resolve() for c in captures))  # the same capture twice is one
     if analyse:
         for path in paths:
             ensure_analysis(path)
-    cons = Connections()
+    cons = connections or Connections()
     total, min_text_bytes = plan_inputs(paths, cons)
     detail = first_detail(total, max_bytes, min_text_bytes)
     previous_page = None

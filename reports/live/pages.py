@@ -49,7 +49,7 @@ def request_ribbon(src: CaptureSource, r: dict[str, Any]) -> dict[str, Any]:
     blocks = BlockData()
     blocks.compact = True  # embed only the two rows' occurrences and texts
     ids = [i for i in (r.get("previous_request_id"), r["request_id"]) if i]
-    blocks.add_capture(src.cursor(), capture_id, f"ctxtap sql {src.path}", request_ids=ids)  # not the whole capture
+    blocks.add_capture(src.cursor(), capture_id, f"ctxtap sql {src.sql_target}", request_ids=ids)  # not the whole capture
     blocks.load_positions(capture_id, ids)
     rows = []
     for rid in ids:

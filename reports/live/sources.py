@@ -18,6 +18,7 @@ import duckdb
 
 from ctxtap.analysis.db import connect, fetch_rows, point_at
 from ctxtap.analysis.live import LiveAnalysis, stored_flow
+from ctxtap.store.query import StoreReader, store_cursor
 
 
 class DatasetError(Exception):
@@ -43,6 +44,7 @@ class CaptureSource:
     def __init__(self, capture_dir: Path) -> None:
         self.path = Path(capture_dir)
         self.name = self.path.name
+        self.sql_target = str(self.path)  # what `ctxtap sql` is given to read this capture
         self._con: duckdb.DuckDBPyConnection | None = None
         self._lock = threading.Lock()
 
@@ -70,6 +72,28 @@ class CaptureSource:
 
     def flow(self, flow_id: str) -> dict[str, Any] | None:
         return stored_flow(self.path, flow_id)
+
+
+class StoreSource(CaptureSource):
+    """One capture of a store, read in place (`ctxtap serve s3://...`): its tables through a sandboxed
+    connection over its objects, a flow's heads fetched from its Parquet object when a page asks."""
+
+    def __init__(self, reader: StoreReader, capture_id: str) -> None:
+        super().__init__(Path(capture_id))
+        self.reader, self.capture_id = reader, capture_id
+        self.sql_target = f"{reader.store} --capture {capture_id}"
+
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        return self.reader.connect([self.capture_id])
+
+    def cursor(self) -> duckdb.DuckDBPyConnection:
+        with self._lock:
+            if self._con is None:
+                self._con = self._connect()
+            return store_cursor(self._con)
+
+    def flow(self, flow_id: str) -> dict[str, Any] | None:
+        return self.reader.flow(self.capture_id, flow_id)
 
 
 class LiveSource(CaptureSource):

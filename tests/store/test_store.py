@@ -121,13 +121,24 @@ def test_sql_allow_external_over_a_store(store, two_captures, tmp_path):
     assert out.read_text().splitlines()[1] == str(rows(str(two_captures[0]), "SELECT count(*) AS n FROM requests")[0]["n"])
 
 
-def test_report_over_a_store(store, two_captures, tmp_path):
+def test_report_over_a_store_reads_it_in_place(store, two_captures, tmp_path, monkeypatch):
+    """`ctxtap report URL` reads the store's datasets in place (no temporary copy) and shows what the report
+    of the same capture read locally shows."""
+    import re
+    import tempfile
+
     push_capture(two_captures[1], store)
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     out = tmp_path / "team.html"
     result = run("report", store, "--client", "kimi-code", "-o", str(out))
-    assert "wrote" in result.stdout
+    assert not list(temp.glob("ctxtap-store-*")), "nothing is copied out of the store"
+    local = run("report", str(two_captures[1]), "-o", str(tmp_path / "local.html"))
+    counts = r"(\d+) sessions, (\d+) requests, (\d+) distinct block texts"
+    assert re.search(counts, result.stdout).groups() == re.search(counts, local.stdout).groups(), result.stdout
     html = out.read_text()
-    assert "kimi-code" in html and "<html" in html.lower()
+    assert "kimi-code" in html and "<html" in html.lower() and capture_id(two_captures[1]) in html
 
 
 class _FailingAfter:
@@ -243,8 +254,22 @@ def test_pseudonymised_push(store, two_captures):
     assert "/home/alice" not in html and "kimi-code" in html
 
 
+def _first(data, key: str):
+    """The first value of `key` anywhere in a JSON document."""
+    if isinstance(data, dict):
+        if data.get(key):
+            return data[key]
+        data = list(data.values())
+    for item in data if isinstance(data, list) else []:
+        found = _first(item, key)
+        if found:
+            return found
+    return None
+
+
 def test_serve_over_a_store(store, two_captures, tmp_path, ctxtap_config):
-    """`ctxtap serve URL --client ...` serves the selected captures and removes its fetched copy when it stops."""
+    """`ctxtap serve URL --client ...` serves the selected captures read in place: sessions, and a request's
+    page with its recorded headers fetched from the capture's flows object."""
     import http.client
     import os
     import signal
@@ -269,7 +294,6 @@ def test_serve_over_a_store(store, two_captures, tmp_path, ctxtap_config):
             elif not line and proc.poll() is not None:
                 break
         assert url, "".join(seen)
-        assert list(temp.glob("ctxtap-store-*")), "the selected captures are fetched into a private folder"
         port, path = int(url.split(":")[2].split("/")[0]), "/" + url.split("/", 3)[3]
         con = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         con.request("GET", path)
@@ -281,11 +305,24 @@ def test_serve_over_a_store(store, two_captures, tmp_path, ctxtap_config):
         sessions = con.getresponse()
         body = sessions.read().decode()
         assert sessions.status == 200 and "kimi-code" in body, body[:500]
+        session_id = _first(json.loads(body), "session_id")
+        con.request("GET", f"/api/c/0/requests?session={session_id}", headers={"Cookie": cookie})
+        rid = _first(json.loads(con.getresponse().read()), "request_id")
+        con.request("GET", f"/c/0/request?id={rid}", headers={"Cookie": cookie})
+        page = con.getresponse()
+        text = page.read().decode()
+        from ctxtap.analysis.live import stored_flow
+
+        flow_id = rows(str(two_captures[1]), f"SELECT flow_id FROM requests WHERE request_id = '{rid}'")[0]["flow_id"]
+        local = stored_flow(two_captures[1], flow_id)  # what serving the local capture shows
+        names = [k for k, _ in json.loads(local["request_headers"])]
+        assert page.status == 200 and names and all(f"<code>{k}</code>" in text for k in names), text[-3000:]
+        assert local["url"] and local["url"] in text
+        assert not list(temp.glob("ctxtap-store-*")), "nothing is copied out of the store"
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
     finally:
         proc.kill()
-    assert not list(temp.glob("ctxtap-store-*")), "the fetched copy is removed when the server stops"
 
 
 def test_record_push(store, tmp_path, ctxtap_config):
