@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -73,6 +73,8 @@ class RunRecord(BaseModel):
     client_version: str | None = None
     model: str | None = None
     node: str | None = None  # the Ray node that ran it (`experiment run --ray`); null on the local runner
+    store: str | None = None  # the store its node pushed the capture to (`--push`); null when not pushed
+    capture_id: str | None = None  # the pushed capture's id in that store
     gates: list[str] = Field(default_factory=list)  # the spec's gates as `ctxtap check` spells them
     answer_passed: bool | None = None  # with gates: the check's own verdict (passed also needs every gate kept)
     gates_passed: bool | None = None  # null: no gates, or the run never ran
@@ -344,25 +346,45 @@ def _fmt(value: float | None, unit: str) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
 
 
-def experiment_report(directory: Path, *, k: Sequence[int] | None = None,
-                      normalise: Any = None) -> ExperimentReport:
-    """Read an experiment directory (complete or partial) and its captures into a report."""
+def _pushed(directory: Path, records: Sequence[RunRecord]) -> tuple[str, dict[str, str]] | None:
+    """(store, run id -> capture id) when runs were pushed to one store and no run has a capture only here."""
+    pushed = {r.run_id: (r.store, r.capture_id) for r in records if r.store and r.capture_id}
+    stores = {store for store, _ in pushed.values()}
+    if len(stores) != 1 or any(rid not in pushed for rid in _captures(directory, records)):
+        return None
+    return stores.pop(), {rid: cid for rid, (_, cid) in pushed.items()}
+
+
+def experiment_report(directory: Path, *, k: Sequence[int] | None = None, normalise: Any = None,
+                      open_store: Callable[[str, list[str]], Any] | None = None) -> ExperimentReport:
+    """Read an experiment directory (complete or partial) and its captures into a report.
+
+    `open_store(url, capture_ids)` (a sandboxed connection over captures of a store): when every run's
+    capture was pushed to one store (`experiment run --ray --push`), the captures are read there, in
+    place, rather than from the copies that came back."""
     directory = Path(directory)
     manifest = read_manifest(directory)
     records = read_runs(directory)
     by_id = {r.run_id: r for r in records}
-    captures = _captures(directory, records)
     notes: list[str] = []
     per_capture: dict[str, dict[str, Any]] = {}
     con = None
     firsts: dict[str, tuple[str, str]] = {}
     run_conditions: dict[str, dict[str, Any]] = {}
-    if captures:
-        con = connect(list(captures.values()))
+    pushed = _pushed(directory, records) if open_store is not None else None
+    if pushed is not None:
+        store, cap_ids = pushed
+        con = open_store(store, sorted(set(cap_ids.values())))
+        notes.append(f"the runs' captures were read in place from {store} ({len(cap_ids)} captures)")
+    else:
+        captures = _captures(directory, records)
+        if captures:
+            con = connect(list(captures.values()))
+        cap_ids = {rid: _capture_id(path) for rid, path in captures.items()}
+    if con is not None:
         per_capture = {row["capture_id"]: row for row in fetch_rows(con, RUN_METRICS_SQL)}
         firsts = _first_layouts(con)
         run_conditions = _conditions(con)
-    cap_ids = {rid: _capture_id(path) for rid, path in captures.items()}
 
     runs: list[dict[str, Any]] = []
     for run_id in manifest.plan:

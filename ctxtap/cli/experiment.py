@@ -96,22 +96,32 @@ def run(spec_path: Path, out: Path | None, parallel: int | None, resume: bool, d
               help="In the layout diff, --ignore-ids (the default) counts blocks that differ only in UUIDs and hex "
                    "ids as the same (volatile: every run has its own), as `ctxtap diff` does; --strict-ids counts "
                    "them as changed.")
-def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int, ...], ignore_ids: bool) -> None:
+@click.option("--local", "local_only", is_flag=True,
+              help="Read the runs' captures that came back into DIRECTORY even when they were pushed to a store "
+                   "(`run --ray --push`); by default pushed runs are read in place from their store.")
+@click.option("--endpoint-url", metavar="URL", help="S3-compatible endpoint of that store (else the AWS environment).")
+def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int, ...], ignore_ids: bool,
+           local_only: bool, endpoint_url: str | None) -> None:
     """Per variant: runs, passes, pass@k / pass^k, not-executed runs apart, p50/p95/max of turns,
     model and tool calls, tokens, cost, TTFT and end-to-end time; the layout diff between the first
-    two variants; bootstrap intervals of the median differences. Reads partial experiments too."""
+    two variants; bootstrap intervals of the median differences. Reads partial experiments too.
+    When every run's capture was pushed to one store (`run --ray --push`), reads them there."""
     from ctxtap.analysis.compare.experiment import experiment_report, report_json, report_lines
     from ctxtap.analysis.compare.rundiff import mask_ids
     from ctxtap.cli.failures import writable_dir_problem
+    from ctxtap.store.location import StoreError
 
     if html_path is not None:
         problem = writable_dir_problem(html_path.parent, "-o")
         if problem:
             raise click.ClickException(problem)
     try:
-        rep = experiment_report(directory, k=ks or None, normalise=mask_ids if ignore_ids else None)
+        rep = experiment_report(directory, k=ks or None, normalise=mask_ids if ignore_ids else None,
+                                open_store=None if local_only else _store_opener(endpoint_url))
     except FileNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
+    except StoreError as exc:
+        raise click.ClickException(f"{exc} (--local reads the copies in {directory})") from None
     if html_path is not None:
         from ctxtap.reports.html.experimentpage import write_experiment_page
 
@@ -123,3 +133,14 @@ def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int
         click.echo(line)
     if html_path is not None:
         click.echo(f"wrote {html_path}")
+
+
+def _store_opener(endpoint_url: str | None):
+    """How `experiment report` opens pushed runs' captures: a store connection over just those captures."""
+
+    def open_store(url: str, capture_ids: list[str]):
+        from ctxtap.store.query import StoreReader
+
+        return StoreReader(url, captures=capture_ids, endpoint_url=endpoint_url).connect()
+
+    return open_store

@@ -215,13 +215,14 @@ def run_on_node(spec: Spec, fixture_tar: bytes | None, run: dict[str, Any], push
             watchdog.close(finished)  # ends the run's proxy and command if an error left them running
         run_dir = tmp / "exp" / RUNS_DIR / item.run_id
         record.node = name
-        runner._save(record, run_dir)
-        tighten(run_dir, skip=(WORK_DIR,))
         pushed = None
         if push and (run_dir / "capture" / "manifest.json").exists():
             from ctxtap.store.push import push_capture
 
-            pushed = str(push_capture(run_dir / "capture", push))
+            result = push_capture(run_dir / "capture", push)
+            pushed, record.store, record.capture_id = str(result), push, result.capture_id
+        runner._save(record, run_dir)  # with where its capture went: `experiment report` reads it there
+        tighten(run_dir, skip=(WORK_DIR,))
         return {"record": record.model_dump(mode="json"), "node": name, "tar": _tar(run_dir), "pushed": pushed}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -199,6 +199,22 @@ def test_push_sends_every_run_capture_to_the_store_from_its_node(cluster, tmp_pa
     rows = query.communicate(timeout=120)[0].strip().splitlines()
     assert rows[-1].split(",")[0] == "6", rows
 
+    # `experiment report` reads the pushed runs in the store; the same figures as from the local copies
+    def report(*extra: str) -> dict:
+        out, err = ctxtap(cluster, "experiment", "report", str(tmp_path / "exp"), "--json", *extra).communicate(
+            timeout=300)
+        assert out.strip(), err
+        return json.loads(out)
+
+    local = report("--local")
+    for capture in (tmp_path / "exp" / "runs").glob("*/capture"):
+        shutil.rmtree(capture)  # nothing left here: only the store can answer
+    stored = report()
+    assert any("read in place from " + url in n for n in stored["notes"]), stored["notes"]
+    assert all(r.store == url and r.capture_id in ids for r in read_runs(tmp_path / "exp"))
+    for key in ("variants", "runs", "headline"):
+        assert stored[key] == local[key], key
+
 
 def test_a_node_killed_mid_run_loses_no_run(cluster, tmp_path) -> None:
     n3 = cluster.add_node("n3", [str(cluster.bindir)])
