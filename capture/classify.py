@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ctxtap.capture.wire import Headers, header_value, lower_headers
+from ctxtap.capture.headers import Headers, header_value, lower_headers
 
 if TYPE_CHECKING:
     from ctxtap.capture.bodies import BodyView

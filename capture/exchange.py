@@ -11,7 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ctxtap.capture.bodies import BodyView
-from ctxtap.capture.wire import header_value
+from ctxtap.capture.headers import header_value
 
 
 class WsMessage(BaseModel):

@@ -40,9 +40,9 @@ from ctxtap.capture.events import (
     is_terminal_ws_message,
     ws_message_type,
 )
+from ctxtap.capture.headers import flow_transport, header_value, is_event_stream
 from ctxtap.capture.private import private_dir
 from ctxtap.capture.spool import LOCK_NAME, SpoolFile
-from ctxtap.capture.wire import flow_transport, header_value, is_event_stream
 from ctxtap.redaction.eventstream import EventStreamRedactor
 from ctxtap.redaction.json_stream import JsonStreamRedactor
 from ctxtap.redaction.layered import capture_redactor, ruleset_version

@@ -25,8 +25,8 @@ from ctxtap.capture.events import (
     WsMessageEvent,
 )
 from ctxtap.capture.finalize import finalize
+from ctxtap.capture.headers import header_value
 from ctxtap.capture.manifest import Manifest, new_capture_id
-from ctxtap.capture.wire import header_value
 from ctxtap.capture.writer import CaptureWriter
 
 

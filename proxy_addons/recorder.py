@@ -49,9 +49,9 @@ from ctxtap.capture.events import (  # noqa: E402
     WsMessageEvent,
     is_terminal_ws_message,
 )
+from ctxtap.capture.headers import is_event_stream  # noqa: E402
 from ctxtap.capture.ids import new_capture_id  # noqa: E402
 from ctxtap.capture.paths import default_captures_dir, redaction_key  # noqa: E402
-from ctxtap.capture.wire import is_event_stream  # noqa: E402
 from ctxtap.capture.writer_proc import ProcessWriter  # noqa: E402
 from ctxtap.proxy_addons.router import Router  # noqa: E402
 from ctxtap.proxy_addons.sweep import Sweeper  # noqa: E402

@@ -19,7 +19,7 @@ from typing import Any
 
 from ctxtap.analysis.parsing.canonical import loads
 from ctxtap.analysis.parsing.models import ErrorInfo, ErrorLayer
-from ctxtap.capture.wire import lower_headers
+from ctxtap.capture.headers import lower_headers
 
 
 @dataclass(frozen=True)

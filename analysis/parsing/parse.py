@@ -31,7 +31,7 @@ from ctxtap.analysis.threads.purpose import Facts, classify_purpose
 from ctxtap.capture.bodies import as_bytes
 from ctxtap.capture.classify import classify_client, model_host, stream_key
 from ctxtap.capture.exchange import Exchange, WsMessage
-from ctxtap.capture.wire import body_transport, lower_headers
+from ctxtap.capture.headers import body_transport, lower_headers
 from ctxtap.wire.sse import is_sse_response
 
 __all__ = ["ParseState", "ProtocolMatch", "parse_exchange", "parse_exchanges", "route"]

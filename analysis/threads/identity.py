@@ -28,7 +28,7 @@ from ctxtap.analysis.clients.rules import IdentityContext, IdentityStep
 from ctxtap.analysis.parsing.models import CallIdentity
 from ctxtap.capture.bodies import BodyView
 from ctxtap.capture.classify import classify_client
-from ctxtap.capture.wire import lower_headers
+from ctxtap.capture.headers import lower_headers
 
 _steps: dict[tuple[int, frozenset[str]], list[IdentityStep]] = {}
 

@@ -1,4 +1,6 @@
-"""Small wire facts every layer asks about: header lookup, SSE sniffing and the transport of a response.
+"""Header lookup, SSE sniffing and the transport of a response: small facts every layer asks about.
+
+(Named `headers`, apart from the `wire/` layer of codecs.)
 
 Headers are kept as recorded (a list of pairs, original case and order), so lookups
 are case-insensitive and the first value wins. Pure and dependency-free: the proxy
