@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from ctxtap.capture.bodies import BodyEncoder
 from ctxtap.capture.writer import _Stream
-from ctxtap.redaction import Redactor, json_stream
+from ctxtap.redaction import Redactor
 from ctxtap.redaction.json_stream import JsonStreamRedactor, looks_like_json_stream
+from ctxtap.wire import ndjson
 from tests.secret_corpus import _chunks, generate_secrets
 
 KEY = b"\x02" * 32
@@ -135,7 +136,7 @@ def test_what_is_not_a_stream_of_values_is_kept_exactly(monkeypatch):
     """Text that only starts like JSON, brackets that do not balance, and an element past the
     bound (a 100 MB single JSON document must not be held whole) are given up on: every byte is
     kept, and a key in them is still redacted as plain text."""
-    monkeypatch.setattr(json_stream, "MAX_ELEMENT_BYTES", 4096)
+    monkeypatch.setattr(ndjson, "MAX_ELEMENT_BYTES", 4096)  # the framer's bound (wire.ndjson)
     redactor = Redactor(KEY, "c")
     key = "sk-ant-api03-" + "Wq4" * 30 + "AA"
     cases = {
