@@ -44,9 +44,9 @@ def diff(a: str, b: str, as_json: bool, html_path: Path | None, ignore_ids: bool
         parse_target,
         resolve,
         run_diff,
-        text_lines,
     )
     from ctxtap.analysis.db import connect
+    from ctxtap.cli.diff_text import text_lines
     from ctxtap.cli.failures import writable_dir_problem
     from ctxtap.cli.main import _ensure
 

@@ -106,8 +106,9 @@ def report(directory: Path, as_json: bool, html_path: Path | None, ks: tuple[int
     model and tool calls, tokens, cost, TTFT and end-to-end time; the layout diff between the first
     two variants; bootstrap intervals of the median differences. Reads partial experiments too.
     When every run's capture was pushed to one store (`run --ray --push`), reads them there."""
-    from ctxtap.analysis.compare.experiment import experiment_report, report_json, report_lines
+    from ctxtap.analysis.compare.experiment import experiment_report, report_json
     from ctxtap.analysis.compare.rundiff import mask_ids
+    from ctxtap.cli.experiment_text import report_lines
     from ctxtap.cli.failures import writable_dir_problem
     from ctxtap.store.location import StoreError
 

@@ -14,7 +14,8 @@ from markupsafe import Markup
 
 from ctxtap import __version__
 from ctxtap.analysis.compare.diff import BlockChange
-from ctxtap.analysis.compare.rundiff import Run, RunDiff, fmt_delta, fmt_value, verdict
+from ctxtap.analysis.compare.rundiff import Run, RunDiff
+from ctxtap.analysis.compare.words import fmt_delta, fmt_value, verdict
 from ctxtap.analysis.rules import conditions as cond
 from ctxtap.reports.html import palette
 from ctxtap.reports.html.output import write_private

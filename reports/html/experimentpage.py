@@ -14,7 +14,9 @@ from pathlib import Path
 from markupsafe import Markup, escape
 
 from ctxtap import __version__
-from ctxtap.analysis.compare.experiment import ExperimentReport, condition_lines, gate_failure_words
+from ctxtap.analysis.compare.experiment import ExperimentReport
+from ctxtap.analysis.compare.words import condition_lines, gate_failure_words
+from ctxtap.analysis.compare.words import fmt_amount as _fmt
 from ctxtap.reports.html import palette
 from ctxtap.reports.html.output import write_private
 from ctxtap.reports.html.render import _static, environment
@@ -68,18 +70,6 @@ class ExperimentPage:
     notes: list[str]
     generated: str
     version: str
-
-
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None:
-        return "n/a"
-    if unit == "usd":
-        return f"{'-' if value < 0 else ''}${abs(value):,.6f}"
-    if unit == "s":
-        return f"{value:,.2f} s"
-    if unit == "ms":
-        return f"{value:,.0f} ms"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
 
 
 def _axis(values: list[float]) -> tuple[float, float]:
