@@ -18,13 +18,17 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/ctxtap demo
 
+# Three workers (pytest-xdist): most tests wait on the processes they start. A file's tests stay on one
+# worker (--dist loadfile), so a module's fixtures are built once. TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 3
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The edit loop: everything but the integration tests (processes, browsers, real CLIs, the big
 # session captures; marker set by tests/conftest.py). `make test` runs them all.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -x -m "not integration and not realcli"
+	$(BIN)/python -m pytest -q -x -m "not integration and not realcli" -n $(TEST_WORKERS) --dist loadfile
 
 # The wheel as a user installs it: built, installed offline into a fresh virtualenv, the demo run
 # from outside the repository (CI's wheel tier).
@@ -56,7 +60,7 @@ test-mitm12:
 	fi; \
 	echo "test-mitm12: $$($$py --version) with mitmproxy 12 in $(VENV12)"; \
 	$(MAKE) --no-print-directory $(STAMP12) PYTHON12="$$py" && \
-	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider -m "mitmproxy and not realcli"
+	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider -m "mitmproxy and not realcli" -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

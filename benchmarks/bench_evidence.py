@@ -1,6 +1,6 @@
 """Evidence benchmark: what the evidence tables and the OpenTelemetry export cost, beside the build.
 
-For synthetic Claude-Code-shaped sessions of growing length (tests/test_report_synthetic.py,
+For synthetic Claude-Code-shaped sessions of growing length (tests/synthetic.py,
 imported and analysed), prints side by side:
   1. the time of the exposures, network and retries table builders against the whole table
      phase (target: the three together <= 10% of it);
@@ -77,7 +77,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     with tempfile.TemporaryDirectory(prefix="ctxtap-bench-evidence-") as tmp:
         os.environ.setdefault("CTXTAP_CONFIG_DIR", str(Path(tmp) / "config"))
-        from tests.test_report_synthetic import synthetic_capture
+        from tests.synthetic import synthetic_capture
 
         results = []
         for n in sizes:

@@ -194,7 +194,7 @@ def browse(browser, url: str) -> dict[str, float]:
 
 
 def bench_scale(tmp: Path, confdir: Path, n: int, browser) -> None:
-    from tests.test_report_synthetic import synthetic_capture
+    from tests.synthetic import synthetic_capture
 
     results = {}
     for size in (1000, n):

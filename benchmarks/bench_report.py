@@ -4,7 +4,7 @@ Run: .venv/bin/python benchmarks/bench_report.py [--sizes 100 1000 10000] [--loa
      [--keep DIR] [--breakdown]
 
 Each session is the synthetic Claude-Code-shaped session of
-tests/test_report_synthetic.py, generated as HAR, imported and analysed (not
+tests/synthetic.py, generated as HAR, imported and analysed (not
 timed; reused from --keep DIR when there), then rendered (timed, within
 --max-size MB) and opened from file:// in headless Chromium (/usr/bin/chromium
 via Playwright): DOMContentLoaded and load come from the Navigation Timing
@@ -98,7 +98,7 @@ def main() -> int:
     os.environ.setdefault("CTXTAP_CONFIG_DIR", str(work / "config"))
 
     from ctxtap.reports.html.render import render_report
-    from tests.test_report_synthetic import synthetic_capture
+    from tests.synthetic import synthetic_capture
 
     rows = []
     for n in args.sizes:

@@ -58,7 +58,7 @@ NARROW = "SELECT client, count(*) AS requests, sum(input_tokens) AS input_tokens
 
 
 def template(work: Path, requests: int) -> Path:
-    from tests.test_report_synthetic import synthetic_capture
+    from tests.synthetic import synthetic_capture
 
     return synthetic_capture(work / "template", requests)
 

@@ -199,7 +199,7 @@ def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int]:
 # Words every match of a rule spanning lines contains (lower case; the rules ignore case), read off
 # the rule's regex: both of its alternatives name `kind:` and `data:`. A window around the keyword
 # (`secret`, a common word in code) without them is not worth the rule's backtracking search
-# (~0.2 ms per 2 KB window). tests/test_redaction_rules.py checks them against the regexes.
+# (~0.2 ms per 2 KB window). tests/redaction/test_redaction_rules.py checks them against the regexes.
 LINES_NEED: dict[str, tuple[bytes, ...]] = {"kubernetes-secret-yaml": (b"kind:", b"data:")}
 
 _TOKEN_TAIL = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")

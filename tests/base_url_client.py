@@ -1,4 +1,4 @@
-"""A client that ignores proxy variables and reads only $OPENAI_BASE_URL (for tests/test_base_url.py)."""
+"""A client that ignores proxy variables and reads only $OPENAI_BASE_URL (for tests/proxy_addons/test_base_url.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A burst of concurrent keep-alive streaming clients through an HTTPS proxy, on loopback.
 
-Used by tests/test_proxy_burst.py and benchmarks/bench_burst.py. Each client opens one
+Used by tests/proxy_addons/test_proxy_burst.py and benchmarks/bench_burst.py. Each client opens one
 CONNECT tunnel, does TLS with the proxy's CA, then sends SSE requests back to back on that
 one connection until the deadline or the shared request budget runs out. All clients
 start at once, so the proxy's first second (fresh connections, fresh certificates, fresh

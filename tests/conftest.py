@@ -58,21 +58,21 @@ def real_clients() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_capture(tmp_path_factory, ctxtap_config) -> Path:
-    from tests.test_report_synthetic import scripted_capture
+    from tests.synthetic import scripted_capture
 
     return scripted_capture(tmp_path_factory.getbasetemp() / "report-demo", ctxtap_config)
 
 
 @pytest.fixture(scope="session")
 def synth30(tmp_path_factory, ctxtap_config) -> Path:
-    from tests.test_report_synthetic import synthetic_capture
+    from tests.synthetic import synthetic_capture
 
     return synthetic_capture(tmp_path_factory.getbasetemp() / "report-s30", 30)
 
 
 @pytest.fixture(scope="session")
 def synth1000(tmp_path_factory, ctxtap_config) -> Path:
-    from tests.test_report_synthetic import synthetic_capture
+    from tests.synthetic import synthetic_capture
 
     return synthetic_capture(tmp_path_factory.getbasetemp() / "report-s1000", 1000)
 
@@ -84,7 +84,7 @@ HUGE_COMPACT_EVERY = 20  # resends less history than the benchmark's session: ~1
 @pytest.fixture(scope="session")
 def synth10k(tmp_path_factory, ctxtap_config) -> Path:
     """A 10,000-request session (about a minute to generate, import and analyse on two cores)."""
-    from tests.test_report_synthetic import synthetic_capture
+    from tests.synthetic import synthetic_capture
 
     return synthetic_capture(tmp_path_factory.getbasetemp() / "report-s10000", HUGE_REQUESTS,
                              compact_every=HUGE_COMPACT_EVERY)
@@ -101,7 +101,7 @@ def huge_report(synth10k, tmp_path_factory):
 @pytest.fixture(scope="session")
 def corpus_captures(tmp_path_factory, ctxtap_config) -> list[Path]:
     from tests import corpus
-    from tests.test_report_synthetic import corpus_captures_in
+    from tests.synthetic import corpus_captures_in
 
     if not corpus.available():
         pytest.skip(corpus.SKIP_REASON)

@@ -7,7 +7,7 @@ A provider (`requests.provider`: `anthropic`, `openai`, `google`, ...) says its 
 the credential a re-send needs. The analyzer's `Protocol` classes parse; these facts are what the
 layers that must not import the analyzer (redaction, capture) and the layers that should not have to
 find them (replay, export) read. Adding a family or provider is one `register_*` call here (or from a
-plug-in); `tests/test_wire_families.py` adds a toy family and finds every consumer served.
+plug-in); `tests/wire/test_wire_families.py` adds a toy family and finds every consumer served.
 """
 
 from __future__ import annotations

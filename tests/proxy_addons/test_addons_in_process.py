@@ -1,6 +1,6 @@
 """The addons in process, with mitmproxy's own test helpers (`taddons`, `tflow`): the router's
 rewriting and offline answers, and the recorder's chain from request headers to a finalized capture,
-without starting a proxy. The proxy-process tests (tests/test_proxy_*.py) cover the same addons on
+without starting a proxy. The proxy-process tests (tests/proxy_addons/test_proxy_*.py) cover the same addons on
 the wire."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ this machine is recorded. Two variants: `basic` (the tier's run) and `instructio
 (the same with AGENTS.md, CLAUDE.md and GEMINI.md in the repository). A run is kept
 only if it passes the tier's checks; its capture is exported as HAR (bodies as
 stored, i.e. already redacted), gzipped, next to a JSON file with the versions, the
-command and the counts the offline import test (tests/test_realcli_fixtures.py) expects.
+command and the counts the offline import test (tests/ingest/test_realcli_fixtures.py) expects.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ is `<variant>.har.gz` (the capture exported with `ctxtap export CAPTURE --har FI
 i.e. decoded and redacted; gzipped) and `<variant>.json` (package, client version, the exact command
 and environment as the CLI saw them, its config files with the key masked, the counts `ctxtap info
 --json` gave for the recording, and which instruction files reached the model).
-`tests/test_realcli_fixtures.py` imports every one offline (`ctxtap import`) and checks those counts,
+`tests/ingest/test_realcli_fixtures.py` imports every one offline (`ctxtap import`) and checks those counts,
 the client, that every request parses and every tool call comes back as a result, and where the
 instruction files went.
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -89,6 +91,7 @@ class Cluster:
     env: dict[str, str]
     address: str = ""
     nodes: list[Node] = field(default_factory=list)
+    ray_temp: str = ""  # Ray's session folder (see `_ray_temp`)
 
     def _start(self, name: str, args: list[str], path_extra: list[str], head: bool = False) -> Node:
         mark = uuid.uuid4().hex
@@ -108,12 +111,18 @@ class Cluster:
         self.nodes.append(node)
         return node
 
+    def _ray_temp(self) -> str:
+        """Ray's session folder, short: its AF_UNIX socket paths must stay under 108 bytes, which a
+        pytest-xdist worker's base folder (`.../pytest-N/popen-gwK/...`) would pass."""
+        self.ray_temp = tempfile.mkdtemp(prefix="ray-")
+        return self.ray_temp
+
     def start_head(self, path_extra: list[str]) -> Node:
         port = free_port()
         self.address = f"127.0.0.1:{port}"
         node = self._start("head", ["--head", "--port", str(port), "--include-dashboard", "false",
                                     "--dashboard-host", "127.0.0.1",
-                                    "--temp-dir", str(self.base / "ray")], path_extra, head=True)
+                                    "--temp-dir", self._ray_temp()], path_extra, head=True)
         self.wait_nodes(1)
         node.node_id = self.alive()[0]
         return node
@@ -184,3 +193,5 @@ class Cluster:
     def stop(self) -> None:
         for node in reversed(self.nodes):
             node.kill()
+        if self.ray_temp:
+            shutil.rmtree(self.ray_temp, ignore_errors=True)

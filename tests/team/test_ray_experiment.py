@@ -278,9 +278,11 @@ def test_ctrl_c_cancels_the_cluster_runs_and_resume_completes(cluster, tmp_path)
 
     spec = make_spec(tmp_path, sleep=3)
     out = tmp_path / "exp"
+    pattern = "*-tmp/ctxtap-run-*/exp/runs/*/work"
+    stale = set(cluster.base.glob(pattern))  # a killed node's runs leave theirs behind: wait for a new one
     proc = ctxtap(cluster, "experiment", "run", str(spec), "--out", str(out), "--ray", cluster.address)
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and not list(cluster.base.glob("*-tmp/ctxtap-run-*/exp/runs/*/work")):
+    while time.monotonic() < deadline and not set(cluster.base.glob(pattern)) - stale:
         time.sleep(0.2)
     time.sleep(1.0)  # runs are in their commands (3 s each)
     proc.send_signal(signal.SIGINT)

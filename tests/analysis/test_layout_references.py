@@ -1,0 +1,67 @@
+"""Every client's hand-checked reference layout is read right — with its own rules and without them —
+and the project instructions each CLI sends are found, by segment."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_generalisation as bench  # noqa: E402
+
+from ctxtap.analysis.parsing.parse import parse_exchanges  # noqa: E402
+from tests.realcli_fixtures import FIXTURES, load_fixture  # noqa: E402
+
+REFERENCES = sorted(bench.REFERENCES.glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", REFERENCES, ids=[p.stem for p in REFERENCES])
+def test_reference_layout_with_and_without_the_clients_rules(path: Path) -> None:
+    ref = tomllib.loads(path.read_text())
+    name = ref.get("name", path.stem)
+    full = bench.run(name, ref, ())
+    if full.error:
+        pytest.skip(full.error)
+    off = bench.run(name, ref, (ref["client"],))
+    assert full.share >= 0.95, f"{name}: {full.share:.1%} of tokens keep their source with every rule"
+    assert off.share >= 0.90, f"{name}: {off.share:.1%} of tokens keep their source without {ref['client']}'s rules"
+    assert off.side_found == off.side_expected and off.side_extra == 0
+    assert off.threads_right == off.threads_expected
+
+
+INSTRUCTED = [p.parent.name for p in sorted(FIXTURES.glob("*/instructions.json"))
+              if json.loads(p.read_text())["instructions_seen"]]
+
+
+@pytest.mark.parametrize("cli", INSTRUCTED)
+def test_project_instructions_are_found_by_segment(cli: str) -> None:
+    """The instruction file each CLI sent (tests/realcli/workspace.py) lies inside a project-instructions
+    segment, with the CLI's own rules and without them."""
+    from tests.realcli.workspace import INSTRUCTION_FILES
+
+    meta = json.loads((FIXTURES / cli / "instructions.json").read_text())
+    for disabled in ((), (meta["client"],)):
+        calls = list(parse_exchanges(load_fixture(FIXTURES / cli, "instructions"), disabled_clients=disabled))
+        main = next(c for c in calls if c.purpose.purpose == "main")
+        found = b""
+        for block in main.request.blocks:
+            data = block.text.encode()
+            for part in block.segments or [block]:
+                if part.source == "project_instructions":
+                    found += data[getattr(part, "start", 0):getattr(part, "end", len(data))]
+        for name in meta["instructions_seen"]:
+            heading = INSTRUCTION_FILES[name].splitlines()[0].encode()
+            assert heading in found, f"{cli}: {name} is not inside a project-instructions segment (rules off: {disabled})"
+
+
+@pytest.mark.parametrize("cli", sorted(p.name for p in FIXTURES.iterdir() if (p / "basic.har.gz").exists()))
+def test_the_tiers_own_recordings_match_the_references(cli: str) -> None:
+    from tests.layout_check import layout_problems
+
+    problems = layout_problems(cli, list(parse_exchanges(load_fixture(FIXTURES / cli))))
+    assert not problems, "\n".join(problems)
