@@ -11,7 +11,7 @@ import random
 import pytest
 
 from ctxtap.redaction import Redactor
-from tests.redaction_checks import assert_kept_everywhere, assert_redacted_everywhere
+from tests.redaction_checks import assert_kept_everywhere, assert_redacted_everywhere, in_tool_result
 
 SECRET = "Wonderland1865"
 
@@ -116,12 +116,14 @@ def _keys() -> list[tuple[str, list[str]]]:
     out = []
     for key in (ed25519.Ed25519PrivateKey.generate(), ec.generate_private_key(ec.SECP256R1()),
                 rsa.generate_private_key(65537, 2048)):
-        for fmt in (ser.PrivateFormat.PKCS8, ser.PrivateFormat.TraditionalOpenSSL, ser.PrivateFormat.OpenSSH):
+        formats = {"PKCS8": ser.PrivateFormat.PKCS8, "TraditionalOpenSSL": ser.PrivateFormat.TraditionalOpenSSL,
+                   "OpenSSH": ser.PrivateFormat.OpenSSH}  # named here: older cryptography enums have no .name
+        for fmt_name, fmt in formats.items():
             try:
                 pem = key.private_bytes(ser.Encoding.PEM, fmt, ser.NoEncryption()).decode()
             except ValueError:
                 continue  # Ed25519 has no traditional form
-            out.append((f"{type(key).__name__}-{fmt.name}", pem.strip().splitlines()[1:-1]))
+            out.append((f"{type(key).__name__}-{fmt_name}", pem.strip().splitlines()[1:-1]))
     return out
 
 
@@ -131,7 +133,7 @@ def test_a_private_key_body_without_its_begin_line_is_redacted_to_its_last_line(
         redactor: Redactor, name: str, lines: list[str], tail: str) -> None:
     text = "the key:\n" + "\n".join(lines) + tail
     for shown in (redactor.redact_bytes(text.encode()).decode(),
-                  __import__("tests.redaction_checks", fromlist=["in_tool_result"]).in_tool_result(redactor, text)):
+                  in_tool_result(redactor, text)):
         assert not any(line[i : i + 12] in shown for line in lines for i in range(0, len(line) - 12, 6)), shown
         assert "[REDACTED:private-key:" in shown and shown.endswith(tail) and shown.startswith("the key:\n")
 
