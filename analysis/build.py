@@ -201,7 +201,7 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
                                       strict=True) if m and r == "full")
         exchanges = progress(exchanges, total)
     memo = ParseMemo()
-    with runfacts.using(capture.manifest.environment):  # the recorded machine's facts, for the segment reader
+    with runfacts.using(capture.manifest.environment, capture.manifest.command):  # the recorded machine's facts, for the segment reader
         for call in parse_exchanges(exchanges, memo if reuse else None):
             rec = add_call(store, assigner, call)
             stats.blocks_total += len(call.request.blocks)

@@ -269,7 +269,7 @@ class LiveAnalysis:
             except Exception as exc:  # a damaged body: the flow is skipped, and said so
                 self.errors.append(f"flow {flow['flow_id']}: {type(exc).__name__}: {exc}")
                 continue
-            with runfacts.using(self._capture.manifest.environment):
+            with runfacts.using(self._capture.manifest.environment, self._capture.manifest.command):
                 for call in parse_exchange(exchange, self._state, self._memo):
                     self._recs.append(add_call(self._store, self._assigner, call))
                     self._history.append((call.call_key, self._shared(call.request.blocks)))

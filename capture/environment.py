@@ -38,11 +38,13 @@ class RunEnvironment(BaseModel):
     git_remote: str | None = None
     git_dirty: bool | None = None  # uncommitted changes or untracked files when the run started (None: not a repository)
     entries: list[str] = Field(default_factory=list)  # names of the working directory's top-level entries
-    prompt: str | None = None  # a shell prompt as the client showed it (`user@host:~/proj$`), import only
+    shell_prompt: str | None = None  # a shell prompt as the client showed it (`user@host:~/proj$`), import only
+    prompt: str | None = None  # the task the run was given (import only; record reads it from the command line)
 
     def values(self) -> list[str]:
-        """Every fact that is a string, for a reader that looks for them in text."""
-        return [v for v in self.model_dump(exclude={"entries"}).values() if isinstance(v, str) and v]
+        """Every fact of the machine that is a string, for a reader that looks for them in text (the task
+        prompt is what the run was asked, not a fact of the machine)."""
+        return [v for v in self.model_dump(exclude={"entries", "prompt"}).values() if isinstance(v, str) and v]
 
 
 def _git(cwd: Path, *args: str) -> str | None:

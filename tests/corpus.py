@@ -26,6 +26,9 @@ RUNS = (
     "long/codex-sse",
     "long/kimi-code",
 )
+CORPUS2_ROOT = Path(
+    os.environ.get("CTXTAP_REAL_CLIENTS_2", Path(__file__).resolve().parents[2] / "shared" / "real-clients-2")
+)
 SKIP_REASON = f"real-client corpus not found at {CORPUS_ROOT} (set CTXTAP_REAL_CLIENTS to its path)"
 
 
@@ -80,13 +83,23 @@ def flow_to_exchange(flow) -> Exchange:  # a mitmproxy HTTPFlow
 
 
 @cache
-def load_run(run: str) -> tuple[Exchange, ...]:
-    """Every flow of one run, in capture order."""
+def load_run(run: str, root: Path | None = None) -> tuple[Exchange, ...]:
+    """Every flow of one run (of ../shared/real-clients, or of `root`), in capture order."""
     from mitmproxy import io
 
-    with open(CORPUS_ROOT / run / "flows.mitm", "rb") as fh:
+    with open((root or CORPUS_ROOT) / run / "flows.mitm", "rb") as fh:
         flows = list(io.FlowReader(fh).stream())
     return tuple(flow_to_exchange(f) for f in flows if hasattr(f, "request"))
+
+
+def recorded_command(run: str, root: Path | None = None) -> list[str]:
+    """The command line a run of the second corpus was recorded with (its `cmd.txt`'s `+ ...` line, as
+    `ctxtap record -- ...` would keep it), or [] when it has none."""
+    import shlex
+
+    path = (root or CORPUS2_ROOT) / run / "cmd.txt"
+    lines = path.read_text().splitlines() if path.is_file() else []
+    return next((shlex.split(ln[2:]) for ln in lines if ln.startswith("+ ")), [])
 
 
 # --- hand-written protocol fixtures (tests/fixtures/protocols) -----------------------

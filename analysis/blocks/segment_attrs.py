@@ -10,7 +10,7 @@ fallback had labelled it — takes the detectors' reading.
 
 from __future__ import annotations
 
-from ctxtap.analysis.blocks.segments import byte_offsets, read_pieces
+from ctxtap.analysis.blocks.segments import Piece, byte_offsets, read_pieces
 from ctxtap.analysis.parsing.models import Block, Segment
 from ctxtap.analysis.threads import runfacts
 
@@ -31,7 +31,12 @@ PRESETS: dict[str, dict[str, str]] = {
     "plugin_catalogue": dict(source="plugin_catalogue", authority="platform", scope="global", lifetime="session",
                              content_type="instruction"),
     "summary": dict(source="summary", authority="data", scope="session", lifetime="session", content_type="data"),
+    # the text a client wraps around the task it was given: the client's own, for this turn
+    "platform_rules": dict(source="platform_rules", authority="platform", scope="turn", lifetime="turn",
+                           content_type="instruction"),
 }
+TASK_RULE = "argv.task"
+TEMPLATE_RULE = "argv.task-template"
 
 
 # generic rules that judged a whole block by a part of its content: the rest of such a block is
@@ -58,7 +63,8 @@ def with_segments(block: Block) -> Block:
     a text seen before (the same system prompt on every request) is reused."""
     if block.kind not in SEGMENTED_KINDS or block.bytes < MIN_BYTES:
         return block
-    key = (block.content_hash, block.role, block.rule_id, *(getattr(block, a) for a in ATTRS), runfacts.current())
+    key = (block.content_hash, block.role, block.rule_id, *(getattr(block, a) for a in ATTRS), runfacts.current(),
+           runfacts.tasks() if block.rule_id == TASK_RULE else ())
     if key in _CACHE:
         update = _CACHE[key]
     else:
@@ -69,9 +75,34 @@ def with_segments(block: Block) -> Block:
     return block if update is None else block.model_copy(update=update)
 
 
+def _task_pieces(text: str) -> list[Piece] | None:
+    """A text holding the known task: the task's span as the task, what is around it read by the
+    detectors, and what they do not recognise as the client's template (None: no task in it)."""
+    span = runfacts.find_task(text)
+    if span is None:
+        return None
+    start, end = span
+    if not text[:start].strip():
+        start = 0
+    if not text[end:].strip():
+        end = len(text)
+    out: list[Piece] = []
+    for lo, hi in ((0, start), (end, len(text))):
+        if hi <= lo:
+            continue
+        for p in read_pieces(text[lo:hi]):
+            source, rule = (p.source, p.rule_id) if p.source else ("platform_rules", TEMPLATE_RULE)
+            out.append(Piece(lo + p.start, lo + p.end, source, rule, p.evidence or "around the task", p.label))
+        if lo == 0:
+            out.append(Piece(start, end, "user_task", TASK_RULE, "the task the run was given"))
+    if start == 0:
+        out.insert(0, Piece(start, end, "user_task", TASK_RULE, "the task the run was given"))
+    return out
+
+
 def _reading(block: Block) -> dict | None:
     """The attribute changes the block's sections call for, or None."""
-    pieces = read_pieces(block.text)
+    pieces = (_task_pieces(block.text) if block.rule_id == TASK_RULE else None) or read_pieces(block.text)
     own = {a: getattr(block, a) for a in ATTRS}
     own_rule = block.rule_id
     if block.rule_id in CONTENT_GUESSES and block.role in ROLE_DEFAULTS and len(pieces) > 1:

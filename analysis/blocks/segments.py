@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ctxtap.analysis.rules.detectors import Detection, catalogue_intro, detect, looks_like_list
-from ctxtap.analysis.threads.runfacts import states_facts
+from ctxtap.analysis.rules.detectors import Detection, catalogue_intro, detect, fact_line, looks_like_list
+from ctxtap.analysis.threads.runfacts import current, stated_fact, states_facts
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$")
 _OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z][\w.:-]*)(?:[ \t][^<>]*)?>")
@@ -184,7 +184,8 @@ def _recorded_fact(text: str, unit: Unit) -> Detection | None:
 
 def _environment_sections(units: list[Unit], readings: list) -> None:
     """Commentary that follows the environment inside its section is environment too (`The tree only
-    shows the first two levels...` after a directory listing); anything else breaks the run."""
+    shows the first two levels...` after a directory listing); anything else breaks the run. A tag's
+    section ends at its closing tag: what follows `</env>` is not the environment."""
     previous = None
     for i, unit in enumerate(units):
         if unit.kind == "blank":
@@ -192,9 +193,10 @@ def _environment_sections(units: list[Unit], readings: list) -> None:
         if unit.kind == "heading":
             previous = readings[i]
             continue
-        if readings[i] is None and previous is not None and previous.rule_id == "detect.environment-section":
+        if (readings[i] is None and previous is not None and previous.rule_id == "detect.environment-section"
+                and unit.kind != "tag"):
             readings[i] = previous
-        previous = readings[i]
+        previous = None if unit.kind == "tag" else readings[i]
 
 
 def _quoted_files(units: list[Unit], readings: list) -> None:
@@ -214,6 +216,74 @@ def _quoted_files(units: list[Unit], readings: list) -> None:
 
 
 MAX_DEPTH = 3  # tags inside tags read this deep
+_LINE_READ = frozenset({"detect.environment", "detect.environment-line", "detect.recorded-fact"})
+PROSE_WORDS = 4  # a line of four words or more that states no fact is a sentence, not a value
+
+
+_WEAK_FACTS = frozenset({"env-phrase", "run-condition"})  # a sentence that states a value: only inside what reads as environment
+
+
+def _line_fact(line: str, weak: bool) -> Detection | None:
+    """The environment a single line states (a recorded fact first), or None."""
+    facts = current()
+    recorded = stated_fact(line.strip(), facts) if facts else None
+    if recorded is not None:
+        return Detection("runtime_environment", "detect.recorded-fact", f"states the recorded {recorded}")
+    kind = fact_line(line)
+    if kind is None or (kind in _WEAK_FACTS and not weak):
+        return None
+    return Detection("runtime_environment", "detect.environment-line", kind)
+
+
+def _line_reads(text: str, unit: Unit, found: Detection | None) -> tuple[list, list, list] | None:
+    """Each line of a paragraph read on its own: (spans, fact readings, is-a-sentence), or None when
+    the paragraph's reading is not one lines can refine (a section, a catalogue, a quoted file)."""
+    if unit.kind != "paragraph" or (found is not None and found.rule_id not in _LINE_READ):
+        return None
+    spans = [(unit.start + a, unit.start + b) for a, b in _lines(text[unit.start:unit.end])]
+    reads = [_line_fact(text[a:b], found is not None) for a, b in spans]
+    prose = [r is None and len(text[a:b].split()) >= PROSE_WORDS for (a, b), r in zip(spans, reads, strict=True)]
+    return spans, reads, prose
+
+
+def _demote(text: str, units: list[Unit], readings: list) -> None:
+    """A paragraph read as environment by its words in which no line states a fact, and which is
+    mostly sentences (rules that mention a repository, a sandbox or a path), is not the environment."""
+    for i, unit in enumerate(units):
+        found = readings[i]
+        if found is None or found.source != "runtime_environment":
+            continue
+        lines = _line_reads(text, unit, found)
+        if lines is not None and not any(lines[1]) and sum(lines[2]) * 2 >= len(lines[0]):
+            readings[i] = None
+
+
+def _fact_lines(text: str, unit: Unit, found: Detection | None) -> list[tuple[int, int, Detection | None]]:
+    """A paragraph of sentences with fact lines among them (`Current date: ...` after the rules): the
+    environment is the lines that state the facts, the sentences keep the paragraph's other reading.
+    A paragraph of fact lines (and short entries between them) is environment whole."""
+    whole = [(unit.start, unit.end, found)]
+    lines = _line_reads(text, unit, found)
+    if lines is None:
+        return whole
+    spans, reads, prose = lines
+    first = next((r for r in reads if r is not None), None)
+    if first is None:
+        return whole
+    if not any(prose):
+        return [(unit.start, unit.end, found or first)]
+    for k in range(len(spans) - 1):  # a line that introduces the facts below it (`... running in:`) is theirs
+        if prose[k] and reads[k + 1] is not None and text[spans[k][0]:spans[k][1]].rstrip().endswith(":"):
+            reads[k], prose[k] = reads[k + 1], False
+    out: list[tuple[int, int, Detection | None]] = []
+    label: Detection | None = None
+    for (a, b), r, is_prose in zip(spans, reads, prose, strict=True):
+        label = r if r is not None else None if is_prose else label  # a short entry goes with the line above
+        if out and (out[-1][2] is None) == (label is None):
+            out[-1] = (out[-1][0], b, out[-1][2])
+        else:
+            out.append((a, b, label))
+    return out
 
 
 def _nested(text: str, unit: Unit, found: Detection | None, depth: int) -> list[tuple[int, int, Detection | None]]:
@@ -254,6 +324,7 @@ def read_pieces(text: str, depth: int = 0) -> list[Piece]:
         readings.append(None if u.kind == "blank" else _reading(text, u, before))
         if u.kind != "blank":
             before = text[u.start:u.end].strip().splitlines()[-1]
+    _demote(text, units, readings)
     content = [i for i, u in enumerate(units) if u.kind != "blank"]
     for k in range(len(content) - 2, -1, -1):  # headings take what follows them, nested ones too
         i, nxt = content[k], content[k + 1]
@@ -282,7 +353,8 @@ def read_pieces(text: str, depth: int = 0) -> list[Piece]:
             pieces[-1] = Piece(last.start, unit.end, last.source, last.rule_id, last.evidence, last.label)
             continue
         label = unit.label if unit.kind in ("tag", "heading") else unit.section
-        for start, end, reading in _nested(text, unit, found, depth):
+        parts = _fact_lines(text, unit, found) if unit.kind == "paragraph" else _nested(text, unit, found, depth)
+        for start, end, reading in parts:
             source = reading.source if reading else None
             rule = reading.rule_id if reading else None
             if pieces and pieces[-1].source == source and pieces[-1].rule_id == rule:

@@ -43,7 +43,9 @@ from ctxtap.analysis.clients.rules import (
     IdentityStep,
     PurposeRule,
     Rule,
+    before_known_task,
     first_user_text,
+    holds_known_task,
     info,
     is_date_reminder,
     is_reminder,
@@ -79,6 +81,11 @@ RULES = (
          stage=KIND),
     Rule("generic.compaction-item", "provider compaction items summarise history", kind_is("compaction"),
          SUMMARY, stage=KIND),
+    Rule("argv.task", "the user text holding the task the run was given (its command line or `import --prompt`): "
+         "that span is the task, the text wrapped around it is read apart", holds_known_task, USER_TASK,
+         stage=TEXT_GENERIC),
+    Rule("argv.not-the-task", "user text before the known task: context the client added, unattributed unless a "
+         "detector reads it", before_known_task, UNKNOWN, stage=TEXT_GENERIC),
     Rule("generic.date-reminder", "date-only `<system-reminder>`", is_date_reminder, ENVIRONMENT,
          stage=TEXT_GENERIC),
     Rule("generic.system-reminder", "`<system-reminder>` text", is_reminder, REMINDER, stage=TEXT_GENERIC),

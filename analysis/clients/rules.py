@@ -83,6 +83,8 @@ class Context:
     user_task_seen: bool = False
     # user text parts that share their message with a later text part: context, not the task
     leading_parts: frozenset[int] = frozenset()
+    # the id of the first user text holding the task the run was given (None: no known task in it)
+    task_part: Any = None
 
 
 Match = Callable[[BlockDraft, Context], bool]
@@ -237,6 +239,17 @@ def user_context_part(d: BlockDraft, ctx: Context) -> bool:
     """Before the task: a tag-wrapped user text, or a part that comes before the message's last text part."""
     return (d.kind == "message_text" and d.role == "user" and not ctx.user_task_seen
             and (id(d) in ctx.leading_parts or wrapped_in_tag(d.text)))
+
+
+def holds_known_task(d: BlockDraft, ctx: Context) -> bool:
+    """The user text that holds the task the run was given (command line, `import --prompt`)."""
+    return d.kind == "message_text" and d.role == "user" and not ctx.user_task_seen and ctx.task_part == id(d)
+
+
+def before_known_task(d: BlockDraft, ctx: Context) -> bool:
+    """User text before the known task, in a request that holds it: the client added it, it is not the task."""
+    return (d.kind == "message_text" and d.role == "user" and not ctx.user_task_seen
+            and ctx.task_part not in (None, id(d)))
 
 
 def first_user_text(d: BlockDraft, ctx: Context) -> bool:

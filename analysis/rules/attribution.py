@@ -24,6 +24,7 @@ from ctxtap.analysis.blocks.segment_attrs import with_segments
 from ctxtap.analysis.clients import registry
 from ctxtap.analysis.clients.rules import UNKNOWN, Context, Rule, is_text, leading_user_parts
 from ctxtap.analysis.parsing.models import Block
+from ctxtap.analysis.threads import runfacts
 
 _tables: dict[tuple[int, frozenset[str]], list[Rule]] = {}
 
@@ -112,6 +113,18 @@ class _LeadingParts:
         return draft_id in self._ids
 
 
+def _task_part(drafts: list[BlockDraft], known: tuple[str, ...]) -> int | None:
+    """The id of the first user text that holds a known task prompt (runfacts.tasks), or None. Only
+    the first turn is looked at (the task is given before the model first answers), so a long
+    session's requests cost no more than its first."""
+    for d in drafts:
+        if d.role == "assistant":
+            return None
+        if d.kind == "message_text" and d.role == "user" and runfacts.find_task(d.text, known) is not None:
+            return id(d)
+    return None
+
+
 def _attribute_one(draft: BlockDraft, position: int, ctx: Context, context: tuple, table: list[Rule],
                    memo: Any) -> Block:
     """One draft's block (the first matching rule decides); updates whether a user task was seen."""
@@ -155,9 +168,13 @@ def attribute_scanned(drafts: list[BlockDraft], client: str, api: str, memo: Any
     """
     disabled = frozenset(disabled_clients)
     table = rules(disabled)
+    known = runfacts.tasks()
     ctx = Context(client=client, api=api, cwd=find_cwd(drafts, memo),
-                  leading_parts=_LeadingParts(drafts))  # type: ignore[arg-type]
+                  leading_parts=_LeadingParts(drafts),  # type: ignore[arg-type]
+                  task_part=_task_part(drafts, known) if known else None)
     context = (client, api, ctx.cwd, disabled) if disabled else (client, api, ctx.cwd)
+    if known:
+        context = (*context, known)
     blocks: list[Block] = []
     seen: list[bool] = []  # after each position: whether a user task came so far
     scan, start = BlockScan(), 0

@@ -35,7 +35,7 @@ _ENV_PHRASE = re.compile(
 _DATE = re.compile(r"\b(?:19|20)\d\d-[01]\d-[0-3]\d(?!\d)|\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)[a-z]*,? "
                    r"(?:\d{1,2} )?(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d")
 _TREE = re.compile(r"(?m)^[\s│|]*(?:├──|└──|├─|└─|\|--|`--)")
-_UNAME = re.compile(r"\b(?:Linux|Darwin) \S+ \d+\.\d+\.\d+\S* .*(?:GNU/Linux|x86_64|arm64|aarch64)")
+_UNAME = re.compile(r"\b(?:Linux|Darwin) (?:\S+ )?\d+\.\d+\.\d+\S* .*(?:GNU/Linux|x86_64|arm64|aarch64)")
 _ABS_PATH = re.compile(r"(?<![\w.$])(?:/home/|/Users/|/root/|/tmp/|/workspace|/mnt/|/var/|/opt/|/srv/|[A-Z]:\\)[\w.~/\\-]*")
 
 _PROJECT_FILE = re.compile(r"(?i)\b(?:AGENTS|CLAUDE|GEMINI|QWEN|CRUSH|CONVENTIONS|COPILOT)\.md\b|\.cursorrules\b"
@@ -55,13 +55,12 @@ _CATALOGUE_WORD = re.compile(r"(?i)\b(skills?|plugins?|slash commands?|commands|
 _PLUGIN_WORD = re.compile(r"(?i)\b(skills?|plugins?|slash commands?|commands|extensions?|prompts?)\b")
 # a catalogue entry names something: `- name: what it does`, `- name (...)` or a bare name; numbered
 # steps and bold `**Word:**` bullets are how rules are written, not catalogues
-_ITEM = re.compile(r"^\s*(?:[-*•+]\s+)?`?(?!\*)[A-Za-z@/][\w.:/@-]{1,63}`?\s*(?:$|[:—–(]|-\s)")
+_ITEM = re.compile(r"^\s*(?:[-*•+]\s+)?[`\"']?(?!\*)[A-Za-z@/][\w.:/@-]{1,63}[`\"']?\s*(?:$|[:—–(]|-\s)")
 _ITEM_CONT = re.compile(r"^\s{2,}\S")  # a wrapped or indented continuation of the item above
 
 ENV_SECTION = re.compile(r"(?i)^(?:env|environment(?:[ _]?(?:context|info|details|information))?|session[ _]context"
                          r"|(?:working|runtime|execution|current|your)[ _]environment|operating[ _]system"
-                         r"|(?:outside|inside)[ _]of[ _](?:a[ _])?sandbox|sandbox(?:[ _](?:mode|status))?"
-                         r"|git[ _]repository|repository[ _]status"
+                         r"|sandbox[ _](?:mode|status)|repository[ _]status"
                          r"|system[ _]?info(?:rmation)?|workspace(?:[ _]info)?|runtime(?:[ _]context)?|machine"
                          r"|context[ _]?info|gitstatus|git[ _]status|directory[ _](?:structure|listing)|os|working[ _]directory"
                          r"|date(?:[ _]and[ _]time)?|current[ _]date|time)$")
@@ -121,8 +120,46 @@ def environment(text: str, label: str = "") -> Detection | None:
     lines = max(1, sum(1 for ln in text.splitlines() if ln.strip()))
     if score >= 2 and (score >= lines / 4 or score >= 6):
         return Detection("runtime_environment", "detect.environment", first)
-    if score >= 1 and lines <= 3 and len(text) < 400 and first != "absolute-path":
+    if score >= 1 and lines <= 3 and len(text) < 400 and first not in ("absolute-path", "env-phrase"):
         return Detection("runtime_environment", "detect.environment-line", first)
+    return None
+
+
+# a run condition stated as a value inside a sentence: "`sandbox_mode` is `workspace-write`",
+# "Approval policy is currently never", "network access is restricted"
+_CONDITION = re.compile(r"(?i)\b(?:sandbox[ _]mode|approval[ _]policy|permission[ _]mode|network[ _]access)`?\s+is\s+"
+                        r"(?:currently\s+|set\s+to\s+)?[`'\"]?[\w-]+")
+_NUMBERED = re.compile(r"^\d{1,2}[.)]\s+")
+_VALUE_WORDS_MAX = 8  # `Platform: linux`, not `Platform: use the tool the user's platform offers`
+_FACT_VALUE = re.compile(r"(?i)(?:^|[\s`'\"(])(?:/|~/|[A-Z]:\\)\S*|\b(?:linux|darwin|macos|windows|win32|bash|zsh|fish"
+                         r"|powershell|x86_64|arm64|aarch64)\b|\d")
+
+
+def fact_line(line: str) -> str | None:
+    """What environment fact a single line states as a value, or None: `Working directory: /x`,
+    `<cwd>/x</cwd>`, a `uname` line, a tree line, `Today's date is 2026-12-01`. A sentence of rules
+    that names the platform or the date in passing states nothing."""
+    text = _NUMBERED.sub("", line.strip(), count=1)
+    if not text or len(text) > 240:
+        return None
+    m = _ENV_LINE.match(text)
+    if m is not None:
+        value = text[m.end() - 1:]
+        if len(value.split()) <= _VALUE_WORDS_MAX:
+            return "env-line"
+    if _ENV_TAG_CONTENT.match(text) and re.search(r"</\w+>\s*$", text):
+        return "env-tag"
+    if _UNAME.search(text):
+        return "uname"
+    if _TREE.match(text):
+        return "directory-tree"
+    phrase = _ENV_PHRASE.search(text)
+    if phrase is not None and len(text.split()) <= 16 and _FACT_VALUE.search(text[phrase.end():]):
+        return "env-phrase"
+    if _DATE.fullmatch(text.rstrip(".")):
+        return "date"
+    if _CONDITION.search(text):
+        return "run-condition"
     return None
 
 
@@ -222,5 +259,5 @@ def detect(text: str, label: str = "", tag: str = "", intro: str = "") -> Detect
             return quoted
         score, first = _env_score(text)
         return Detection("runtime_environment", "detect.environment", first) if score >= 2 else found
-    return (summary(text, name) or project_instructions(text, name) or catalogue(text, name)
-            or environment(text, name))
+    listed = None if text.lstrip().startswith(("```", "~~~")) else catalogue(text, name)  # a fence is an example
+    return summary(text, name) or project_instructions(text, name) or listed or environment(text, name)

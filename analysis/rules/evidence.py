@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from typing import Literal
 
-Evidence = Literal["client-rule", "recorded-fact", "pattern", "structure", "position", "unattributed"]
+Evidence = Literal["client-rule", "recorded-fact", "argv", "cross-session", "pattern", "structure", "position",
+                   "unattributed"]
 
 # generic rules that read the wire's structure (a block's kind), not its words
 _STRUCTURE = frozenset({
     "generic.mcp-tool", "generic.tool-definition", "generic.tool-call", "generic.tool-result", "generic.reasoning",
     "generic.compaction-item", "generic.user-media", "generic.assistant-text",
 })
-_UNATTRIBUTED = frozenset({"generic.unknown", "generic.user-context-part"})
+_UNATTRIBUTED = frozenset({"generic.unknown", "generic.user-context-part", "argv.not-the-task"})
 
 
 def evidence_kind(rule_id: str | None) -> Evidence:
-    """`client-rule`, `recorded-fact` (a line states a fact `record` kept), `pattern` (a detector or a generic text pattern), `structure` (the block's
+    """`client-rule`, `recorded-fact` (a line states a fact `record` kept), `argv` (the task the run was
+    given, found verbatim), `cross-session` (constant over sessions of one client version), `pattern` (a detector or a generic text pattern), `structure` (the block's
     kind on the wire), `position` (where the text sits: system text, the first user text) or
     `unattributed`."""
     if not rule_id or rule_id in _UNATTRIBUTED:
@@ -29,6 +31,8 @@ def evidence_kind(rule_id: str | None) -> Evidence:
     if rule_id == "detect.recorded-fact":
         return "recorded-fact"
     family = rule_id.split(".", 1)[0]
+    if family in ("argv", "cross-session"):
+        return family  # the task the run was given; text constant over sessions of one client version
     if family == "detect":
         return "pattern"
     if family != "generic":

@@ -18,8 +18,11 @@ from typing import Any
 Facts = tuple[tuple[str, str], ...]  # (fact name, value), e.g. ("cwd", "/home/alice/shop")
 
 _FACTS: ContextVar[Facts] = ContextVar("ctxtap_run_facts", default=())
+_TASKS: ContextVar[tuple[str, ...]] = ContextVar("ctxtap_run_tasks", default=())
 FACT_NAMES = ("cwd", "home", "user", "host", "os", "kernel", "shell", "date", "git_branch", "git_head",
-              "git_remote", "prompt")
+              "git_remote", "shell_prompt")
+TASK_MIN_CHARS = 12  # `-m "fix it"` is too short to find honestly; a task sentence is not
+TASK_MIN_WORDS = 3
 MIN_VALUE_CHARS = 3  # a one- or two-letter user name says nothing on its own
 MAX_LINES = 40  # a unit of value lines longer than this is a listing, not the client's environment block
 _KEY_VALUE = re.compile(r"^\s*(?:[-*•]\s+)?\**(?P<key>[A-Za-z][\w .()/'-]{0,40}?)\**\s*(?::|=|\bis\b)\s*"
@@ -38,18 +41,63 @@ def facts_of(environment: dict[str, Any] | None) -> Facts:
     return tuple(out)
 
 
+def tasks_of(environment: dict[str, Any] | None, command: list[str] | None = None) -> tuple[str, ...]:
+    """The task prompts a run was given: `import --prompt`, and the recorded command line's arguments
+    that read as a sentence (`claude -p "list the files here"`, `--message=...`), longest first.
+
+    A flag, a path or a word or two is no task; a prompt given on stdin or typed into a UI is not
+    known, and the reader falls back to where the text sits."""
+    found: list[str] = []
+    given = (environment or {}).get("prompt")
+    if isinstance(given, str):
+        found.append(given)
+    for arg in (command or [])[1:]:
+        if arg.startswith("-") and "=" in arg:
+            arg = arg.split("=", 1)[1]
+        found.append(arg)
+    out = {t.strip() for t in found if isinstance(t, str) and _sentence(t.strip())}
+    return tuple(sorted(out, key=len, reverse=True))
+
+
+def _sentence(text: str) -> bool:
+    return (len(text) >= TASK_MIN_CHARS and len(text.split()) >= TASK_MIN_WORDS and not text.startswith("-")
+            and "[REDACTED:" not in text)
+
+
 @contextmanager
-def using(environment: dict[str, Any] | None) -> Iterator[Facts]:
-    """Read a capture with its recorded facts in force (the segment reader asks `current()`)."""
+def using(environment: dict[str, Any] | None, command: list[str] | None = None) -> Iterator[Facts]:
+    """Read a capture with its recorded facts and task prompts in force (the segment reader and the
+    attribution rules ask `current()` and `tasks()`)."""
     token = _FACTS.set(facts_of(environment))
+    task_token = _TASKS.set(tasks_of(environment, command))
     try:
         yield _FACTS.get()
     finally:
         _FACTS.reset(token)
+        _TASKS.reset(task_token)
 
 
 def current() -> Facts:
     return _FACTS.get()
+
+
+def tasks() -> tuple[str, ...]:
+    return _TASKS.get()
+
+
+def find_task(text: str, known: tuple[str, ...] | None = None) -> tuple[int, int] | None:
+    """Where a known task prompt sits in `text` (character offsets), or None: the prompt as given,
+    or with its whitespace as the client reflowed it."""
+    for task in tasks() if known is None else known:
+        at = text.find(task)
+        if at >= 0:
+            return at, at + len(task)
+        words = task.split()
+        pattern = re.compile(r"\s+".join(re.escape(w) for w in words))
+        m = pattern.search(text)
+        if m is not None:
+            return m.start(), m.end()
+    return None
 
 
 def _clean(value: str) -> str:
@@ -59,7 +107,7 @@ def _clean(value: str) -> str:
 def _matches(name: str, fact: str, value: str) -> bool:
     """The value is the fact itself (a path compared without its trailing slash, names without case)."""
     value = _clean(value)
-    if name in ("cwd", "home", "git_remote", "prompt", "shell"):
+    if name in ("cwd", "home", "git_remote", "shell_prompt", "shell"):
         return value == fact.rstrip("/") or (name == "shell" and value == fact.rsplit("/", 1)[-1])
     if name in ("user", "host", "os", "kernel", "git_branch"):
         return value.lower() == fact.lower()

@@ -423,12 +423,16 @@ def proxy(port, out, routes, model_hosts, record_all, offline, redact, listen_ho
 @click.option("--host", help="The recorded machine's host name.")
 @click.option("--os", "os_name", help="The recorded machine's OS, as the client would print it.")
 @click.option("--date", help="The date the run was recorded (YYYY-MM-DD).")
-@click.option("--prompt", help="The shell prompt as the client showed it (e.g. 'alice@box:~/shop$').")
-def import_(files, out, model_hosts, record_all, redact, cwd, user, host, os_name, date, prompt) -> None:
+@click.option("--prompt", help="The task the run was given, as typed (the reader finds it in the requests: that "
+                              "span is the task, and the text a client wrapped around it is read apart).")
+@click.option("--shell-prompt", help="The shell prompt as the client showed it (e.g. 'alice@box:~/shop$').")
+def import_(files, out, model_hosts, record_all, redact, cwd, user, host, os_name, date, prompt,
+            shell_prompt) -> None:
     """Import mitmproxy flow files and HAR into a capture (redacted like live traffic).
 
-    --cwd, --user, --host, --os, --date and --prompt give the facts of the machine the traffic came
-    from; like record's own, they are kept in the capture's private manifest and never published."""
+    --cwd, --user, --host, --os, --date and --shell-prompt give the facts of the machine the traffic
+    came from, and --prompt the task it was given (record reads that from the command line); like
+    record's own, they are kept in the capture's private manifest and never published."""
     import shutil
 
     from ctxtap.capture.environment import RunEnvironment
@@ -443,7 +447,8 @@ def import_(files, out, model_hosts, record_all, redact, cwd, user, host, os_nam
         from ctxtap.cli.progress import steps
 
         with steps() as shown:
-            facts = RunEnvironment(cwd=cwd, user=user, host=host, os=os_name, date=date, prompt=prompt)
+            facts = RunEnvironment(cwd=cwd, user=user, host=host, os=os_name, date=date, prompt=prompt,
+                                   shell_prompt=shell_prompt)
             manifest = import_files(files, out, redaction_key(), parse_model_hosts(model_hosts), record_all, redact,
                                     track=shown.track, require_entries=True, environment=facts)
     except BaseException as exc:

@@ -90,7 +90,8 @@ def test_prefix_and_cache_verdicts(scenario):
     injected = main[2]
     assert injected["divergence_kind"] == "changed"
     assert injected["first_divergent_path"] == "system[1]"
-    assert injected["first_divergent_source"] == "platform_rules"
+    # the timestamp line is the environment, the rest of the block rules: a block of two sources
+    assert injected["first_divergent_source"] == "mixed"
     assert "a timestamp inserted" in injected["divergence_summary"]
     assert injected["common_prefix_blocks"] == 3  # two tool definitions and the billing block
     gap = main[5]

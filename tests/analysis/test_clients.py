@@ -27,7 +27,8 @@ ATTRIBUTION_ORDER = [
     "codex.compaction-summary", "codex.harness-notice", "codex.item-kind", "kimi.system-prompt",
     "kimi.compaction-request", "kimi.compaction-summary", "kimi.date-reminder", "kimi.system-reminder",
     "grok.system-prompt", "gemini.system-prompt", "gemini.session-context", "gemini.compression-request",
-    "gemini.state-snapshot", "opencode.system-prompt", "opencode.env", "generic.date-reminder",
+    "gemini.state-snapshot", "opencode.system-prompt", "opencode.env", "argv.task", "argv.not-the-task",
+    "generic.date-reminder",
     "generic.system-reminder", "generic.project-file", "generic.environment", "generic.system-text",
     "generic.assistant-text", "generic.user-context-part", "generic.first-user-text-task", "generic.user-text-task", "generic.user-media",
     "generic.unknown",
@@ -62,7 +63,8 @@ def test_engines_keep_the_rule_order():
 
 def test_every_client_module_owns_its_rules():
     for client in registry.clients():
-        prefix = {"claude_code": "claude.", "gemini_cli": "gemini."}.get(client.name, client.name + ".")
+        prefix = {"claude_code": ("claude.",), "gemini_cli": ("gemini.",),
+                  "generic": ("generic.", "argv.")}.get(client.name, (client.name + ".",))  # argv: the run's own task
         assert all(rule.id.startswith(prefix) for rule in client.rules), client.name
 
 

@@ -65,12 +65,13 @@ def test_import_takes_the_facts_and_publish_and_export_strip_them(tmp_path, ctxt
     cap = tmp_path / "cap"
     cwd = "/srv/qz-project-4411"
     done = _ctxtap(["import", str(_har(tmp_path / "run.har")), "--out", str(cap), "--cwd", cwd, "--user", USER,
-                    "--host", HOST, "--os", "Linux 6.8", "--date", "2026-11-30", "--prompt", f"{USER}@{HOST}:~$"],
+                    "--host", HOST, "--os", "Linux 6.8", "--date", "2026-11-30", "--shell-prompt", f"{USER}@{HOST}:~$",
+                    "--prompt", "Fix the failing test."],
                    ctxtap_config)
     assert done.returncode == 0, done.stderr
     env = json.loads((cap / "manifest.json").read_text())["environment"]
     assert env == {"cwd": cwd, "user": USER, "host": HOST, "os": "Linux 6.8", "date": "2026-11-30",
-                   "prompt": f"{USER}@{HOST}:~$"}
+                   "shell_prompt": f"{USER}@{HOST}:~$", "prompt": "Fix the failing test."}
     assert _ctxtap(["publish", str(cap), "-o", str(tmp_path / "pub")], ctxtap_config).returncode == 0
     (tmp_path / "x").mkdir()
     exported = _ctxtap(["export", str(cap), "--otlp-json", str(tmp_path / "x" / "spans.jsonl"),
@@ -91,9 +92,9 @@ RULES_AND_FACTS = ("You are Helper, a careful coding agent.\n\nAlways run the te
                    "feature/qz-77\n\nKeep answers short and cite the files you change.")
 
 
-def _explained(tmp_path: Path, config: Path, name: str, facts: list[str]) -> list[dict]:
+def _explained(tmp_path: Path, config: Path, name: str, facts: list[str], user: str = "Fix it.") -> list[dict]:
     body = {"model": "coder-1", "tools": [{"type": "function", "function": {"name": "shell", "parameters": {}}}],
-            "messages": [{"role": "system", "content": RULES_AND_FACTS}, {"role": "user", "content": "Fix it."}]}
+            "messages": [{"role": "system", "content": RULES_AND_FACTS}, {"role": "user", "content": user}]}
     reply = {"id": "c", "object": "chat.completion", "model": "coder-1", "choices": [
         {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31}}
@@ -118,3 +119,21 @@ def test_a_line_stating_a_recorded_fact_is_environment_a_sentence_naming_it_is_n
     assert rules["source"] == "platform_rules"  # the path inside a sentence of rules stays rules
     without = _explained(tmp_path, ctxtap_config, "without", [])
     assert not any(s["evidence"] == "recorded-fact" for s in without)
+
+
+TASK = "Rename the helper in utils.py and update its three callers"
+WRAPPED = (f"Please solve this issue: {TASK}\n\nWork in small steps and run one command per reply.\n\n"
+           "<system_information>\nLinux 6.8.0-45-generic #45 SMP PREEMPT_DYNAMIC x86_64\n</system_information>\n\n"
+           "Submit with `echo DONE` when finished.")
+
+
+def test_import_prompt_grounds_the_task_inside_a_template(tmp_path, ctxtap_config) -> None:
+    grounded = _explained(tmp_path, ctxtap_config, "argv", ["--prompt", TASK], user=WRAPPED)
+    task = [s for s in grounded if s["source"] == "user_task"]
+    assert [(s["evidence"], s["excerpt"]) for s in task] == [("argv", TASK)]
+    around = [s for s in grounded if s["path"] == task[0]["path"] and s is not task[0]]
+    assert {s["source"] for s in around} == {"platform_rules", "runtime_environment"}
+    assert any(s["evidence"] == "argv" and s["source"] == "platform_rules" for s in around)
+    # without the prompt the reader can only go by position: the whole message is the task
+    bare = _explained(tmp_path, ctxtap_config, "bare", [], user=WRAPPED)
+    assert [s["evidence"] for s in bare if s["source"] == "user_task"] == ["position"]
