@@ -44,6 +44,7 @@ from ctxtap.analysis.clients.rules import (
     PurposeRule,
     Rule,
     before_known_task,
+    canned_before_task,
     first_user_text,
     holds_known_task,
     info,
@@ -86,6 +87,8 @@ RULES = (
          stage=TEXT_GENERIC),
     Rule("argv.not-the-task", "user text before the known task: context the client added, unattributed unless a "
          "detector reads it", before_known_task, UNKNOWN, stage=TEXT_GENERIC),
+    Rule("argv.canned-turn", "assistant text before the known task: the model had not answered yet, the client "
+         "wrote it (a canned example exchange)", canned_before_task, PLATFORM, stage=TEXT_GENERIC),
     Rule("generic.date-reminder", "date-only `<system-reminder>`", is_date_reminder, ENVIRONMENT,
          stage=TEXT_GENERIC),
     Rule("generic.system-reminder", "`<system-reminder>` text", is_reminder, REMINDER, stage=TEXT_GENERIC),

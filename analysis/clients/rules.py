@@ -252,6 +252,13 @@ def before_known_task(d: BlockDraft, ctx: Context) -> bool:
             and ctx.task_part not in (None, id(d)))
 
 
+def canned_before_task(d: BlockDraft, ctx: Context) -> bool:
+    """Assistant text before the known task: the model has not answered yet, so the client wrote it
+    (a canned example exchange, an `Ok.` to its own instructions)."""
+    return (d.kind == "message_text" and d.role == "assistant" and not ctx.user_task_seen
+            and ctx.task_part is not None)
+
+
 def first_user_text(d: BlockDraft, ctx: Context) -> bool:
     return d.kind == "message_text" and d.role == "user" and not ctx.user_task_seen
 

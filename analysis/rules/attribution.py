@@ -113,12 +113,16 @@ class _LeadingParts:
         return draft_id in self._ids
 
 
+TASK_SEARCH_DRAFTS = 200
+
+
 def _task_part(drafts: list[BlockDraft], known: tuple[str, ...]) -> int | None:
     """The id of the first user text that holds a known task prompt (runfacts.tasks), or None. Only
-    the first turn is looked at (the task is given before the model first answers), so a long
-    session's requests cost no more than its first."""
-    for d in drafts:
-        if d.role == "assistant":
+    what comes before the first tool call is looked at (the task is given before the model acts; a
+    client's canned example exchange may come first), so a long session's requests cost no more
+    than its first."""
+    for n, d in enumerate(drafts):
+        if d.kind in ("tool_call", "tool_result") or n >= TASK_SEARCH_DRAFTS:
             return None
         if d.kind == "message_text" and d.role == "user" and runfacts.find_task(d.text, known) is not None:
             return id(d)

@@ -28,6 +28,7 @@ ATTRIBUTION_ORDER = [
     "kimi.compaction-request", "kimi.compaction-summary", "kimi.date-reminder", "kimi.system-reminder",
     "grok.system-prompt", "gemini.system-prompt", "gemini.session-context", "gemini.compression-request",
     "gemini.state-snapshot", "opencode.system-prompt", "opencode.env", "argv.task", "argv.not-the-task",
+    "argv.canned-turn",
     "generic.date-reminder",
     "generic.system-reminder", "generic.project-file", "generic.environment", "generic.system-text",
     "generic.assistant-text", "generic.user-context-part", "generic.first-user-text-task", "generic.user-text-task", "generic.user-media",

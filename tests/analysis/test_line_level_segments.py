@@ -104,3 +104,16 @@ def test_a_request_without_the_known_task_reads_as_before() -> None:
     with runfacts.using({}, ["agent", "-t", TASK]):
         assert attribute(drafts, "unknown", "messages")[0].rule_id == "generic.first-user-text-task"
     assert Context(client="x", api="y").task_part is None
+
+
+def test_an_example_exchange_before_the_known_task_is_the_clients_not_the_users_or_the_models() -> None:
+    drafts = [_draft("Change get_factorial() to use math.factorial", item=0),
+              _draft("To make this change we need to modify app.py.", role="assistant", item=1),
+              _draft(TASK, item=2), _draft("I will rename it.", role="assistant", item=3)]
+    with runfacts.using({}, ["agent", "--message", TASK]):
+        blocks = attribute(drafts, "unknown", "messages")
+    assert [(b.source, b.rule_id) for b in blocks] == [
+        ("unknown", "argv.not-the-task"), ("platform_rules", "argv.canned-turn"), ("user_task", "argv.task"),
+        ("assistant_output", "generic.assistant-text")]
+    assert [b.source for b in attribute(drafts, "unknown", "messages")] == [
+        "user_task", "assistant_output", "user_task", "assistant_output"]  # without the command line: by position
