@@ -62,7 +62,8 @@ BLOCK_SEGMENTS: Columns = [
     ("label", S, "The heading or tag that starts the segment, if any (`Environment`, `system-reminder`)."),
     ("evidence", S, "What the label rests on, from rule_id: `client-rule` (a client's own rule), `recorded-fact` "
                     "(a line states, as its value, a fact `record` kept of the machine: cwd, user, host, date, git "
-                    "branch...), `pattern` (a detector or a client-independent text pattern), `structure` (the block's kind on the wire), "
+                    "branch...), `argv` (the task the run was given, found verbatim; the template around it; a canned "
+                    "turn before it), `pattern` (a detector or a client-independent text pattern), `structure` (the block's kind on the wire), "
                     "`position` (where the text sits: system text, a user's plain text), `unattributed`."),
 ]
 
