@@ -18,6 +18,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ctxtap.capture.file_lines import fingerprint
+
 MAX_ENTRIES = 200  # top-level names kept: a listing, not an inventory
 GIT_TIMEOUT_S = 2.0
 
@@ -38,13 +40,15 @@ class RunEnvironment(BaseModel):
     git_remote: str | None = None
     git_dirty: bool | None = None  # uncommitted changes or untracked files when the run started (None: not a repository)
     entries: list[str] = Field(default_factory=list)  # names of the working directory's top-level entries
+    # line fingerprints of the files a client could quote (capture.file_lines): {path: [hash, ...]}
+    files: dict[str, list[str]] = Field(default_factory=dict)
     shell_prompt: str | None = None  # a shell prompt as the client showed it (`user@host:~/proj$`), import only
     prompt: str | None = None  # the task the run was given (import only; record reads it from the command line)
 
     def values(self) -> list[str]:
         """Every fact of the machine that is a string, for a reader that looks for them in text (the task
         prompt is what the run was asked, not a fact of the machine)."""
-        return [v for v in self.model_dump(exclude={"entries", "prompt"}).values() if isinstance(v, str) and v]
+        return [v for v in self.model_dump(exclude={"entries", "files", "prompt"}).values() if isinstance(v, str) and v]
 
 
 def _git(cwd: Path, *args: str) -> str | None:
@@ -92,6 +96,7 @@ def collect(cwd: Path | None = None) -> RunEnvironment:
         shell=os.environ.get("SHELL") or None, date=datetime.date.today().isoformat(),
         git_branch=_git(cwd, "rev-parse", "--abbrev-ref", "HEAD"), git_head=_git(cwd, "rev-parse", "HEAD"),
         git_remote=_git(cwd, "remote", "get-url", "origin"), git_dirty=_dirty(cwd), entries=_entries(cwd),
+        files=fingerprint(cwd, Path.home()),
     )
 
 

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from ctxtap.analysis.rules.detectors import Detection, catalogue_intro, detect, fact_line, looks_like_list
-from ctxtap.analysis.threads.runfacts import current, stated_fact, states_facts
+from ctxtap.analysis.threads.runfacts import current, quoted_file, recorded_files, stated_fact, states_facts
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$")
 _OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z][\w.:-]*)(?:[ \t][^<>]*)?>")
@@ -157,7 +157,14 @@ class Piece:
 
 
 def _reading(text: str, unit: Unit, before: str = "") -> Detection | None:
-    """What the detectors make of a unit: under its own heading first, then under the enclosing ones."""
+    """What the detectors make of a unit: the recorded file it quotes first, then what it says under
+    its own heading, then under the enclosing ones."""
+    if unit.kind != "heading":
+        quoted = quoted_file(inner_text(text, unit))
+        if quoted is not None:
+            path, instruction = quoted
+            return Detection("project_instructions" if instruction else "runtime_environment",
+                             "detect.recorded-file", f"quotes {path}")
     for label in (unit.section, *unit.outer):
         if unit.kind == "fence":
             found = detect(text[unit.start:unit.end], label=label, intro=before)
@@ -258,6 +265,20 @@ def _demote(text: str, units: list[Unit], readings: list) -> None:
             readings[i] = None
 
 
+def _unquoted_projects(readings: list) -> None:
+    """With the workspace's files recorded, project instructions are where an instruction file is
+    quoted: a marker or a section name that quotes none of them (a rule that names AGENTS.md, a
+    slot left empty) is not."""
+    if recorded_files() is None:
+        return  # no record of the files: the markers are all there is
+    if any(r is not None and r.rule_id == "detect.recorded-file" and r.source == "project_instructions"
+           for r in readings):
+        return
+    for i, found in enumerate(readings):
+        if found is not None and found.source == "project_instructions" and found.rule_id.startswith("detect.project"):
+            readings[i] = None
+
+
 def _fact_lines(text: str, unit: Unit, found: Detection | None) -> list[tuple[int, int, Detection | None]]:
     """A paragraph of sentences with fact lines among them (`Current date: ...` after the rules): the
     environment is the lines that state the facts, the sentences keep the paragraph's other reading.
@@ -325,6 +346,7 @@ def read_pieces(text: str, depth: int = 0) -> list[Piece]:
         if u.kind != "blank":
             before = text[u.start:u.end].strip().splitlines()[-1]
     _demote(text, units, readings)
+    _unquoted_projects(readings)
     content = [i for i, u in enumerate(units) if u.kind != "blank"]
     for k in range(len(content) - 2, -1, -1):  # headings take what follows them, nested ones too
         i, nxt = content[k], content[k + 1]

@@ -28,7 +28,7 @@ def evidence_kind(rule_id: str | None) -> Evidence:
     `unattributed`."""
     if not rule_id or rule_id in _UNATTRIBUTED:
         return "unattributed"
-    if rule_id == "detect.recorded-fact":
+    if rule_id in ("detect.recorded-fact", "detect.recorded-file"):
         return "recorded-fact"
     family = rule_id.split(".", 1)[0]
     if family in ("argv", "cross-session"):

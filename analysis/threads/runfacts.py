@@ -15,10 +15,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from ctxtap.capture.file_lines import is_instruction_file, line_hash
+
 Facts = tuple[tuple[str, str], ...]  # (fact name, value), e.g. ("cwd", "/home/alice/shop")
 
 _FACTS: ContextVar[Facts] = ContextVar("ctxtap_run_facts", default=())
 _TASKS: ContextVar[tuple[str, ...]] = ContextVar("ctxtap_run_tasks", default=())
+# line fingerprint -> (file path, is an instruction file); None: no files were recorded
+_FILES: ContextVar[dict[str, tuple[str, bool]] | None] = ContextVar("ctxtap_run_files", default=None)
 FACT_NAMES = ("cwd", "home", "user", "host", "os", "kernel", "shell", "date", "git_branch", "git_head",
               "git_remote", "shell_prompt")
 TASK_MIN_CHARS = 12  # `-m "fix it"` is too short to find honestly; a task sentence is not
@@ -70,11 +74,52 @@ def using(environment: dict[str, Any] | None, command: list[str] | None = None) 
     attribution rules ask `current()` and `tasks()`)."""
     token = _FACTS.set(facts_of(environment))
     task_token = _TASKS.set(tasks_of(environment, command))
+    files_token = _FILES.set(files_of(environment))
     try:
         yield _FACTS.get()
     finally:
         _FACTS.reset(token)
         _TASKS.reset(task_token)
+        _FILES.reset(files_token)
+
+
+def files_of(environment: dict[str, Any] | None) -> dict[str, tuple[str, bool]] | None:
+    """{line fingerprint: (file, is an instruction file)} of the recorded workspace, or None when the
+    capture kept no file fingerprints (an import, or a capture recorded before they were kept)."""
+    files = (environment or {}).get("files")
+    if not isinstance(files, dict):
+        return None
+    out: dict[str, tuple[str, bool]] = {}
+    for path, hashes in files.items():
+        instruction = is_instruction_file(path)
+        for h in hashes if isinstance(hashes, list) else []:
+            if h not in out or instruction:
+                out[h] = (path, instruction)
+    return out
+
+
+def recorded_files() -> dict[str, tuple[str, bool]] | None:
+    return _FILES.get()
+
+
+MIN_QUOTED_LINES = 2
+QUOTED_SHARE = 0.6
+
+
+def quoted_file(text: str) -> tuple[str, bool] | None:
+    """(file, is an instruction file) when most of the text's lines are lines of one recorded file
+    (two at least): the client quoted or attached it. None otherwise, or when no files were kept."""
+    files = _FILES.get()
+    if not files:
+        return None
+    hashes = [h for h in map(line_hash, text.splitlines()) if h]
+    hits = [files[h] for h in hashes if h in files]
+    if len(hits) < MIN_QUOTED_LINES or len(hits) < QUOTED_SHARE * len(hashes):
+        return None
+    counts: dict[tuple[str, bool], int] = {}
+    for hit in hits:
+        counts[hit] = counts.get(hit, 0) + 1
+    return max(counts, key=counts.__getitem__)
 
 
 def current() -> Facts:

@@ -65,7 +65,7 @@ class Pseudonymiser:
                         identity.learn_text(value)
         env = manifest.environment or {}
         identity.learn_facts(env.get("user"), env.get("host"),
-                             [str(env[k]) for k in ("cwd", "home", "prompt") if env.get(k)])
+                             [str(env[k]) for k in ("cwd", "home", "shell_prompt") if env.get(k)])
         for text in _strings(manifest.command or []):
             identity.learn_text(text)
         identity.refresh_accounts()

@@ -96,7 +96,7 @@ def _learn_identity(data: CaptureData) -> Identity:
         identity.learn_text(text)
     env = data.capture.manifest.environment  # the recorded machine's facts (ctxtap.capture.environment)
     identity.learn_facts(env.get("user"), env.get("host"),
-                         [str(env[k]) for k in ("cwd", "home", "prompt") if env.get(k)])
+                         [str(env[k]) for k in ("cwd", "home", "shell_prompt") if env.get(k)])
     identity.refresh_accounts()
     return identity
 

@@ -34,6 +34,7 @@ def test_record_keeps_the_facts_in_the_private_manifest(tmp_path, ctxtap_config)
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "notes.txt").write_text("hello")
+    (ws / "AGENTS.md").write_text("Run the whole test suite before every commit.\n")
     out = tmp_path / "cap"
     with ModelServer(script=json.dumps({"steps": [{"text": "hi"}]})) as srv:
         done = _ctxtap(["record", "--out", str(out), "--no-telemetry", "--no-effects", "--base-url",
@@ -41,7 +42,8 @@ def test_record_keeps_the_facts_in_the_private_manifest(tmp_path, ctxtap_config)
     assert done.returncode == 0, done.stderr
     manifest = json.loads((out / "manifest.json").read_text())
     env = manifest["environment"]
-    assert env["cwd"] == str(ws.resolve()) and env["entries"] == ["notes.txt"]
+    assert env["cwd"] == str(ws.resolve()) and env["entries"] == ["AGENTS.md", "notes.txt"]
+    assert list(env["files"]) == ["AGENTS.md"] and "suite" not in json.dumps(env["files"])  # fingerprints only
     assert {"home", "user", "host", "os", "date"} <= set(env)
     assert (out / "manifest.json").stat().st_mode & 0o077 == 0  # private, like the capture
 
@@ -136,4 +138,4 @@ def test_import_prompt_grounds_the_task_inside_a_template(tmp_path, ctxtap_confi
     assert any(s["evidence"] == "argv" and s["source"] == "platform_rules" for s in around)
     # without the prompt the reader can only go by position: the whole message is the task
     bare = _explained(tmp_path, ctxtap_config, "bare", [], user=WRAPPED)
-    assert [s["evidence"] for s in bare if s["source"] == "user_task"] == ["position"]
+    assert {s["evidence"] for s in bare if s["source"] == "user_task"} == {"position"}
