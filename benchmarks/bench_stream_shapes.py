@@ -26,8 +26,8 @@ sys.path.insert(0, str(ROOT))
 from ctxtap.capture.bodies import BodyEncoder  # noqa: E402
 from ctxtap.capture.writer import _Stream  # noqa: E402
 from ctxtap.redaction import Redactor  # noqa: E402
-from tests.redaction.test_redaction_eventstream import invoke_stream  # noqa: E402
-from tests.redaction.test_redaction_json_stream import _cohere_sse, _gemini_array, _ollama_chat  # noqa: E402
+from tests.redaction.eventstream_frames import invoke_stream  # noqa: E402
+from tests.redaction.json_stream_bodies import _cohere_sse, _gemini_array, _ollama_chat  # noqa: E402
 
 
 def anthropic_sse(chunks: list[str]) -> bytes:

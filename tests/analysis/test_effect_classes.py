@@ -264,7 +264,7 @@ def _sql(capture: Path, query: str) -> list[dict]:
 # --- a recorded run joined to its receipt -----------------------------------------------------------
 @pytest.fixture(scope="module")
 def joined_run(tmp_path_factory, ctxtap_config) -> Path:
-    from tests.capture.test_effects import _record
+    from tests.capture.recorded_agent import _record
 
     steps = [{"calls": ["echo hi > notes.txt",
                         {"command": "x", "tool": "Write", "arguments": {"file_path": "plan.md", "content": "# plan"}},

@@ -16,7 +16,7 @@ from ctxtap.analysis.db import connect, fetch_rows
 from ctxtap.analysis.tables.events import wall_time_ms
 from ctxtap.capture.paths import redaction_key
 from ctxtap.ingest.importer import import_files
-from tests.capture.test_telemetry_receiver import claude_tool_result_logs
+from tests.capture.otlp_logs import claude_tool_result_logs
 from tests.proxyharness import run_ctxtap
 from tests.realcli_fixtures import fixture_entries, otlp_event, write_capture
 

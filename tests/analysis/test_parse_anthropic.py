@@ -5,15 +5,8 @@ from __future__ import annotations
 import json
 
 from ctxtap.analysis.parsing.parse import parse_exchange
+from tests.analysis.claude_headers import CLAUDE_HEADERS
 from tests.corpus import fixture, http_exchange
-
-CLAUDE_HEADERS = [
-    ("User-Agent", "claude-cli/2.1.300 (external, cli)"),
-    ("X-Claude-Code-Session-Id", "sess-from-header"),
-    ("x-app", "cli"),
-    ("x-claude-code-prompt-id", "prompt-1"),
-    ("x-claude-1p-request-class", "main"),
-]
 
 
 def one_call(ex):

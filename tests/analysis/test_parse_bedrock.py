@@ -7,9 +7,9 @@ import base64
 import json
 
 from ctxtap.analysis.parsing.parse import parse_exchange
-from tests.analysis.test_parse_anthropic import CLAUDE_HEADERS
+from tests.analysis.claude_headers import CLAUDE_HEADERS
 from tests.corpus import fixture, http_exchange
-from tests.redaction.test_redaction_eventstream import frame
+from tests.redaction.eventstream_frames import frame
 
 HOST = "bedrock-runtime.us-east-1.amazonaws.com"
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

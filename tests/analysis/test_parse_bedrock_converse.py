@@ -7,7 +7,7 @@ import json
 
 from ctxtap.analysis.parsing.parse import parse_exchange
 from tests.corpus import http_exchange
-from tests.redaction.test_redaction_eventstream import frame
+from tests.redaction.eventstream_frames import frame
 
 HOST = "bedrock-runtime.us-west-2.amazonaws.com"
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

@@ -16,32 +16,8 @@ import pytest
 
 from ctxtap.capture.effects import compare
 from ctxtap.capture.workspace import SnapshotLimits, take
-from ctxtap.modelserver import ModelServer
+from tests.capture.recorded_agent import _record, _workspace
 from tests.proxyharness import ROOT, ctxtap_env
-
-AGENT = ROOT / "tests" / "shell_agent.py"
-
-
-def _workspace(path: Path) -> Path:
-    path.mkdir()
-    (path / ".git").mkdir()
-    (path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-    (path / ".gitignore").write_text("node_modules\n")
-    (path / "README.md").write_text("# demo\n")
-    (path / ".env").write_text("TOKEN=x\n")
-    return path
-
-
-def _record(tmp: Path, name: str, steps: list, config: Path, check: str | None = None,
-            extra: tuple[str, ...] = ()) -> tuple[Path, subprocess.CompletedProcess]:
-    ws, out = _workspace(tmp / f"{name}-ws"), tmp / f"{name}-cap"
-    with ModelServer(script=json.dumps({"steps": steps})) as srv:
-        args = ["record", "--out", str(out), "--no-telemetry", "--route", f"api.anthropic.com={srv.url}", *extra]
-        args += ["--check", check] if check else []
-        env = ctxtap_env(config) | {"PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, "-m", "ctxtap.cli.main", *args, "--", sys.executable, str(AGENT)],
-                              cwd=ws, env=env, capture_output=True, text=True, timeout=240)
-    return out, done
 
 
 def _ctxtap(args: list[str], config: Path) -> subprocess.CompletedProcess:
@@ -219,7 +195,7 @@ def _tool_result_log(call_id: str, ts_ns: int, **attrs: str) -> bytes:
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
-    from tests.capture.test_telemetry_receiver import claude_tool_result_logs
+    from tests.capture.otlp_logs import claude_tool_result_logs
 
     req = ExportLogsServiceRequest()
     req.ParseFromString(claude_tool_result_logs(ts_ns))

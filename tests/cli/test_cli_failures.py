@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from tests.cli.one_call_har import HAR
 from tests.proxyharness import ROOT, ctxtap_env, run_ctxtap, start_proxy
 
 
@@ -19,25 +20,6 @@ def fails(args, config, *, code: int = 1, timeout: float = 120, **kw) -> str:
     assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
     assert "Traceback" not in result.stderr + result.stdout, result.stderr
     return result.stderr
-
-
-HAR = {"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "entries": [{
-    "startedDateTime": "2026-11-29T10:00:00.000Z", "time": 12,
-    "request": {"method": "POST", "url": "https://api.anthropic.com/v1/messages", "httpVersion": "HTTP/1.1",
-                "headers": [{"name": "content-type", "value": "application/json"},
-                            {"name": "user-agent", "value": "claude-cli/2.0.0 (external, cli)"}],
-                "queryString": [], "cookies": [], "headersSize": -1, "bodySize": -1,
-                "postData": {"mimeType": "application/json", "text": json.dumps({
-                    "model": "claude-haiku-4-5", "max_tokens": 5,
-                    "messages": [{"role": "user", "content": "hi"}]})}},
-    "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
-                 "headers": [{"name": "content-type", "value": "application/json"}], "cookies": [],
-                 "content": {"size": 2, "mimeType": "application/json", "text": json.dumps({
-                     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-haiku-4-5",
-                     "content": [{"type": "text", "text": "hello"}], "stop_reason": "end_turn",
-                     "usage": {"input_tokens": 3, "output_tokens": 1}})},
-                 "redirectURL": "", "headersSize": -1, "bodySize": -1},
-    "cache": {}, "timings": {"send": 1, "wait": 10, "receive": 1}}]}}
 
 
 @pytest.fixture(scope="module")

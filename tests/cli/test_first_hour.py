@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 import pytest
 
-from tests.cli.test_cli_failures import HAR
+from tests.cli.one_call_har import HAR
 from tests.proxyharness import ROOT, run_ctxtap
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import http.client
 import json
 import os
@@ -12,16 +11,14 @@ import subprocess
 import sys
 import threading
 import time
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
-import brotli
 import pytest
-import zstandard
 
 from ctxtap.modelserver import Engine, Fault, ModelServer, Script
 from ctxtap.modelserver.client import HttpClient, WsClient, WsRejected
+from tests.modelserver.model_client import post
 
 BASH = {
     "name": "Bash",
@@ -38,37 +35,6 @@ BIG_SYSTEM = "You are a careful coding agent. " * 400  # ~12.8 KB: well above th
 def srv() -> Iterator[ModelServer]:
     with ModelServer() as server:
         yield server
-
-
-def zstd_streaming(data: bytes) -> bytes:
-    """zstd as Codex sends it: a streamed frame without the content size in its header."""
-    obj = zstandard.ZstdCompressor(level=3).compressobj()
-    return obj.compress(data) + obj.flush()
-
-
-def post(
-    srv: ModelServer,
-    path: str,
-    body: Any,
-    headers: list[tuple[str, str]] | None = None,
-    encoding: str | None = None,
-) -> tuple[int, dict[str, str], bytes]:
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    hdrs = [("Content-Type", "application/json"), *(headers or [])]
-    if encoding:
-        data = {
-            "gzip": gzip.compress,
-            "br": brotli.compress,
-            "zstd": zstd_streaming,
-            "deflate": zlib.compress,
-        }[encoding](data)
-        hdrs.append(("Content-Encoding", encoding))
-    client = HttpClient(srv.url)
-    try:
-        resp = client.request("POST", path, data, hdrs)
-        return resp.status, {k.lower(): v for k, v in resp.headers}, resp.raw.read()
-    finally:
-        client.close()
 
 
 def sse(raw: bytes) -> list[tuple[str | None, Any]]:

@@ -10,7 +10,7 @@ import pytest
 
 from ctxtap.modelserver import ModelServer
 from ctxtap.modelserver.structured import example_for, requested_schema
-from tests.modelserver.test_modelserver import post
+from tests.modelserver.model_client import post
 
 # Gemini CLI 0.61's model router (NumericalClassifierStrategy), as recorded by the real-CLI tier.
 ROUTER_SCHEMA = {

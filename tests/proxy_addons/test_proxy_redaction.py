@@ -177,7 +177,7 @@ def test_a_key_in_a_file_attached_as_base64_stays_off_disk(tmp_path, ctxtap_conf
     stored as sent and `base64 -d` read it)."""
     import base64
 
-    from tests.redaction.test_redaction_base64 import DOC, KEY, PASSWORD, _carriers, _readable
+    from tests.redaction.base64_files import DOC, KEY, PASSWORD, _carriers, _readable
 
     encoded = base64.b64encode(DOC).decode()
     bodies = _carriers(encoded)
@@ -303,8 +303,8 @@ def test_a_key_streamed_in_json_values_or_bedrock_frames_stays_off_disk(tmp_path
     """A key a model echoes in pieces across the elements of a JSON-array stream, the lines of
     an NDJSON one or Bedrock's frames (no single element holds it) went to disk in pieces: only
     SSE and WebSocket deltas were joined, and Bedrock's base64 payloads were not read at all."""
-    from tests.redaction.test_redaction_eventstream import invoke_stream, streamed_text
-    from tests.redaction.test_redaction_json_stream import _gemini_array, _ollama_chat
+    from tests.redaction.eventstream_frames import invoke_stream, streamed_text
+    from tests.redaction.json_stream_bodies import _gemini_array, _ollama_chat
 
     key = "sk-ant-api03-" + "Jt5" * 30 + "AA"
     chunks = ["Your key is ", key[:9], key[9:31], key[31:70], key[70:], ", keep it safe."]

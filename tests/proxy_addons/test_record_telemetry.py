@@ -18,7 +18,7 @@ EXPORTER = r'''#!PYTHON
 """Exports one log record to the OTLP endpoint in its environment, like an OTel SDK would."""
 import json, os, sys, urllib.request
 sys.path.insert(0, ROOT)
-from tests.capture.test_telemetry_receiver import claude_tool_result_logs
+from tests.capture.otlp_logs import claude_tool_result_logs
 endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get("GEMINI_TELEMETRY_OTLP_ENDPOINT")
 with open(os.environ["SEEN_FILE"], "w") as fh:
     json.dump({"argv": sys.argv, "env": {k: v for k, v in os.environ.items()

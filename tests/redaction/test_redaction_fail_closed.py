@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxtap.redaction import Redactor
-from tests.redaction.test_redaction_rules import BACKENDS, KEY, _assert_redacted
+from tests.redaction.rule_checks import BACKENDS, KEY, _assert_redacted
 
 
 @pytest.fixture(params=BACKENDS)

@@ -20,12 +20,11 @@ from ctxtap.redaction import KINDS, PLACEHOLDER_RE, Redactor
 from ctxtap.redaction.engine import hyperscan_available
 from ctxtap.redaction.gitleaks import RULES_FILE, TranslationError, load_rules, translate_re2
 from ctxtap.redaction.scanner import get_scanner
+from tests.redaction.rule_checks import BACKENDS, KEY, _assert_redacted, _kinds
 
-KEY = b"\x07" * 32
 ALNUM = string.ascii_letters + string.digits
 UPPER = string.ascii_uppercase + string.digits
 HEX = "0123456789abcdef"
-BACKENDS = ["hyperscan", "python"] if hyperscan_available() else ["python"]
 
 
 def _r(rng: random.Random, alphabet: str, n: int) -> str:
@@ -37,25 +36,6 @@ def redactor(request: pytest.FixtureRequest) -> Redactor:
     r = Redactor(KEY, "rules", backend=request.param)
     assert r.backend == request.param
     return r
-
-
-def _kinds(text: str) -> set[str]:
-    return {m.group().decode().split(":")[1] for m in PLACEHOLDER_RE.finditer(text.encode())}
-
-
-def _assert_redacted(redactor: Redactor, text: str, secret: str, kind: str | None = None) -> str:
-    """`secret` gone from `text` in raw and JSON-escaped placements, no fragment of 8+ chars left."""
-    for body in (text, json.dumps({"content": text})):
-        out = redactor.redact_text(body)
-        pieces = [p for p in re.split(r"[|:@/%]", secret) if len(p) >= 8]
-        outside = PLACEHOLDER_RE.sub(b"", out.encode()).decode()
-        assert secret not in out and json.dumps(secret)[1:-1] not in out, out
-        assert not [p for p in pieces if p in outside], out
-        assert "[REDACTED:" in out, out
-        if kind is not None:
-            assert kind in _kinds(out), out
-        assert redactor.redact_text(out) == out  # idempotent
-    return redactor.redact_text(text)
 
 
 # --- the vendored gitleaks rules ---------------------------------------------------------

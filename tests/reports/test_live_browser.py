@@ -16,7 +16,7 @@ import pytest
 from ctxtap.modelserver import ModelServer
 from tests.conftest import ARTIFACTS
 from tests.livescenario import record_live
-from tests.reports.test_report_browser import ARGS, CHROMIUM, VIEWPORT
+from tests.reports.browser_support import ARGS, CHROMIUM, VIEWPORT
 
 pytestmark = pytest.mark.browser
 

@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ctxtap.analysis.db import connect
 from ctxtap.reports.otel.otlp import from_json, to_json, to_request
 from ctxtap.reports.otel.spans import build_spans
-from tests.analysis.test_evidence_tables import AWS_KEY, evidence_har
+from tests.analysis.evidence_support import AWS_KEY, evidence_har
 from tests.proxyharness import run_ctxtap
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.analysis.test_evidence_tables import evidence_har
+from tests.analysis.evidence_support import evidence_har
 from tests.conftest import ROOT
 from tests.proxyharness import run_ctxtap
 

@@ -20,7 +20,7 @@ import pytest
 
 from ctxtap.reports.html.render import render_report
 from tests.conftest import ARTIFACTS
-from tests.reports.test_report_browser import ARGS, CHROMIUM
+from tests.reports.browser_support import ARGS, CHROMIUM
 
 pytestmark = pytest.mark.browser
 

@@ -7,76 +7,17 @@ downloaded). Screenshots go to test-artifacts/ for a human look.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ctxtap.reports.html.render import render_report
-from tests.conftest import ARTIFACTS
-from tests.reports.test_report import FIVE_MB
+from tests.reports.browser_support import open_report, screenshot
+from tests.reports.html_checks import FIVE_MB
 from tests.synthetic import HOSTILE
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
-VIEWPORT = {"width": 1300, "height": 1000}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        pytest.skip("Chromium is not installed at /usr/bin/chromium (Debian: apt-get install chromium); "
-                    "report browser tests skipped")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-@dataclass
-class Opened:
-    page: Any
-    url: str
-    errors: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-    def assert_clean(self) -> None:
-        assert self.errors == [], self.errors
-        assert self.requests == [self.url], self.requests
-        assert self.dialogs == [], self.dialogs
-
-
-@contextmanager
-def open_report(browser: Any, path: Path) -> Iterator[Opened]:
-    context = browser.new_context(viewport=VIEWPORT)
-    page = context.new_page()
-    opened = Opened(page, path.resolve().as_uri())
-    page.on("console", lambda m: opened.errors.append(f"console.{m.type}: {m.text}")
-            if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: opened.errors.append(f"pageerror: {e}"))
-    page.on("request", lambda r: opened.requests.append(r.url))
-    page.on("dialog", lambda d: (opened.dialogs.append(d.message), d.dismiss()))
-    page.goto(opened.url, wait_until="load")
-    try:
-        yield opened
-    finally:
-        context.close()
-
-
-def screenshot(page: Any, name: str, full_page: bool = False) -> Path:
-    ARTIFACTS.mkdir(exist_ok=True)
-    out = ARTIFACTS / name
-    page.screenshot(path=str(out), full_page=full_page)
-    return out
 
 
 def painted_pixels(page: Any, selector: str) -> int:

@@ -12,7 +12,6 @@ from ctxtap.capture.paths import redaction_key
 from ctxtap.ingest.importer import import_files
 from tests.proxyharness import run_ctxtap
 from tests.realcli_fixtures import FIXTURES
-from tests.reports.test_report_browser import browser  # noqa: F401 - the headless Chromium fixture
 
 
 def _section(html: str) -> str:
@@ -49,8 +48,8 @@ def test_timeline_of_a_claude_run_shows_telemetry_timed_tools_and_decisions(real
 
 
 @pytest.mark.browser
-def test_events_timeline_in_the_browser(browser, real_clients, tmp_path, ctxtap_config) -> None:  # noqa: F811
-    from tests.reports.test_report_browser import open_report, screenshot
+def test_events_timeline_in_the_browser(browser, real_clients, tmp_path, ctxtap_config) -> None:
+    from tests.reports.browser_support import open_report, screenshot
 
     out = tmp_path / "cap"
     run_ctxtap(["import", str(real_clients / "basic" / "claude" / "flows.mitm"), "--out", str(out)], ctxtap_config)

@@ -9,9 +9,9 @@ import pytest
 
 from ctxtap.reports.html.evidence import headlines
 from ctxtap.reports.html.render import render_report
-from tests.analysis.test_evidence_tables import AWS_KEY, evidence_har
+from tests.analysis.evidence_support import AWS_KEY, evidence_har
 from tests.proxyharness import run_ctxtap
-from tests.reports.test_report_browser import browser, open_report, screenshot  # noqa: F401 (fixture)
+from tests.reports.browser_support import open_report, screenshot
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def test_evidence_section_in_the_html(report):
 
 
 @pytest.mark.browser
-def test_evidence_section_reads_in_chromium(browser, report):  # noqa: F811
+def test_evidence_section_reads_in_chromium(browser, report):
     with open_report(browser, report) as opened:
         page = opened.page
         page.click('nav a[href="#evidence"]')

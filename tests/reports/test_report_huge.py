@@ -22,7 +22,7 @@ from ctxtap.reports.html.blockdata import BlockData, Ribbon, RibbonRow, decode_r
 from ctxtap.reports.html.budget import Detail, first_detail, head_and_tail, sql_command
 from ctxtap.reports.html.render import RenderResult, render_report
 from tests.conftest import HUGE_REQUESTS
-from tests.reports.test_report import FIVE_MB, assert_self_contained, embedded
+from tests.reports.html_checks import FIVE_MB, assert_self_contained, embedded
 
 TWO_MB = 2_000_000
 
