@@ -258,7 +258,39 @@ def classify_client(headers: Iterable[tuple[str, str]], body_head: bytes | BodyV
         for name, marker in _BODY_RULES:
             if marker in body_head:
                 return ClientClass(name, None, f"body:{name}")
-    return _named_by_wire(h, ua)
+    named = _named_by_wire(h, ua)
+    if named.rule in _UNNAMED_RULES and body_head:
+        own = self_name(bytes(body_head[:SELF_NAME_BYTES]))
+        if own is not None:
+            return ClientClass(own, None, "body:self-name")
+    return named
+
+
+_UNNAMED_RULES = frozenset({"ua:generic", "header:x-stainless", "none"})
+SELF_NAME_BYTES = 16384
+# "You are Cline, an AI coding agent", "You are Qwen Code, ...": a client that names itself to the model
+# at the start of an instruction string of the body itself (not inside a quoted history)
+_SELF_NAME = re.compile(rb'"(?:text|content|system|instructions)"\s*:\s*"You are '
+                        rb"([A-Z][A-Za-z0-9]*(?:[ -](?:[A-Z][A-Za-z0-9]*|CLI|Code|Agent))*)[,.:;!]")
+# a model family is not a client ("You are Claude, a large language model"); a word is not a name
+_NOT_CLIENT_NAMES = frozenset({
+    "claude", "chatgpt", "gpt", "gemini", "grok", "qwen", "kimi", "llama", "mistral", "deepseek", "glm",
+    "a", "an", "the", "ai", "assistant", "helpful", "now", "here", "this", "not", "my", "our", "your",
+})
+
+
+def self_name(body_head: bytes) -> str | None:
+    """The name a client gives itself in its instructions (`You are Cline, ...`), or None: a model
+    family's name or a plain word is no client's."""
+    m = _SELF_NAME.search(body_head)
+    if m is None:
+        return None
+    name = m.group(1).decode("ascii", "replace")
+    if name.split()[0].lower() in _NOT_CLIENT_NAMES and len(name.split()) == 1:
+        return None
+    if name.lower() in _NOT_CLIENT_NAMES:
+        return None
+    return client_name(name.replace(" ", ""))
 
 
 # Product tokens that name a library, SDK or runtime, not the program using it (compared lower-case,
@@ -349,6 +381,8 @@ def client_evidence(rule: str) -> str:
         return "x-title"
     if rule == "header:referer":
         return "referer"
+    if rule == "body:self-name":
+        return "self-name"
     if rule in ("none", "ua:generic", "header:x-stainless") or not rule:
         return "unattributed"
     return "rule"

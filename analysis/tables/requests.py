@@ -44,7 +44,9 @@ COLUMNS: Columns = [
     ("client_version", S, "Client version when known."),
     ("client_evidence", S, "What the client's name rests on: `rule` (a client rule of ctxtap's), `user-agent` "
                            "(the user agent's first product token that is no library or runtime), `x-title` or "
-                           "`referer` (OpenRouter's app attribution headers), `unattributed` (nothing names it: "
+                           "`referer` (OpenRouter's app attribution headers), `self-name` (behind an SDK's user agent, the "
+                           "name the client gives itself at the start of its instructions: `You are Cline, ...`), "
+                           "`unattributed` (nothing names it: "
                            "the name is `unknown` or `unknown (SDK)`)."),
     ("provider", S, "Provider of the API host."),
     ("api", S, "`messages`, `bedrock-messages` and `vertex-messages` (Messages on Amazon Bedrock and Google "

@@ -32,6 +32,20 @@ def test_sdk_and_runtime_tokens_are_not_client_names() -> None:
         assert client.startswith("unknown") and version is None and evidence == "unattributed", ua
 
 
+def test_behind_an_sdk_a_client_that_names_itself_to_the_model_is_named_so() -> None:
+    sdk = [("user-agent", "ai-sdk/anthropic/4.0.42 runtime/bun/1.3.1")]
+    body = json.dumps({"system": [{"type": "text", "text": "You are Zephyrix Code, a terminal agent. Be brief."}],
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()
+    cc = classify_client(sdk, body)
+    assert (cc.client, client_evidence(cc.rule)) == ("zephyrix-code", "self-name")
+    for system in ("You are Claude, a large language model.", "You are a helpful assistant.", "You are GPT-5.",
+                   "Act as an expert software developer."):
+        cc = classify_client(sdk, json.dumps({"system": system}).encode())
+        assert cc.client.startswith("unknown") and client_evidence(cc.rule) == "unattributed", system
+    # a product token in the user agent still wins over the body
+    assert classify_client([("user-agent", "QwenCode/0.24.4")], body).client == "qwen-code"
+
+
 def test_openrouter_attribution_headers_name_an_app_behind_an_sdk() -> None:
     sdk = ("user-agent", "OpenAI/JS 4.67.0")
     assert _named([sdk, ("x-title", "Kilo Code"), ("http-referer", "https://kilocode.ai")]) == (
