@@ -1,5 +1,6 @@
 """The layers of ARCHITECTURE.md hold: import-linter's contracts pass, a back-import fails, and the
-import graph sees every production module (a folder without `__init__.py` would hide its imports)."""
+import graph sees every production module (a folder without `__init__.py` would hide its imports); no test
+or benchmark imports a test module."""
 
 from __future__ import annotations
 
@@ -112,3 +113,73 @@ def test_ruff_bans_a_bare_pipeline_import(tmp_path: Path) -> None:
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1 and "`analysis` is banned" in result.stdout and ":2:" not in result.stdout, \
         result.stdout + result.stderr
+
+
+# Benchmarks that still import the ordinary-content classes through their test module: each is to import
+# them from tests.redaction.ordinary_content and leave this set (the test fails while a file is listed
+# that no longer does).
+TEST_MODULE_IMPORTS_PENDING = {"benchmarks/bench_secret_engines.py", "benchmarks/bench_token_detector.py"}
+
+
+def _test_module_imports(rel: Path, source: str) -> list[str]:
+    """`line module` for each test module (`test_*`) that the file `rel` (from the root) imports: `import
+    tests.x.test_y`, `from tests.x.test_y import ...`, `from tests.x import test_y`, the relative forms,
+    `__import__` and `importlib.import_module` of a constant name, and an import line in a string (a script
+    a test writes and runs)."""
+    import ast
+    import re
+
+    package = list(rel.parent.parts)
+    found = {f"{source.count(chr(10), 0, m.start()) + 1} {m.group(1)}"
+             for m in re.finditer(r"^[ \t]*(?:from|import)[ \t]+(tests(?:\.\w+)*\.test_\w+)", source, re.M)}
+    for node in ast.walk(ast.parse(source)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            names = [module, *(f"{module}.{a.name}" for a in node.names if a.name.startswith("test_"))]
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)
+              and getattr(node.func, "id", getattr(node.func, "attr", None)) in ("__import__", "import_module")):
+            names = [node.args[0].value]
+        found |= {f"{node.lineno} {n}" for n in names
+                  if n.split(".")[0] == "tests" and any(part.startswith("test_") for part in n.split("."))}
+    return sorted(found)
+
+
+def test_no_test_or_benchmark_imports_a_test_module() -> None:
+    """A test module holds tests: what several files share is a support module (tests/synthetic.py,
+    tests/reports/browser_support.py, ...) and a fixture they share is in a conftest.py (issue 35)."""
+    sources = [p for folder in ("tests", "benchmarks") for p in (ROOT / folder).rglob("*.py")
+               if "__pycache__" not in p.parts]
+    assert len(sources) > 150
+    offenders = {}
+    for path in sources:
+        rel = path.relative_to(ROOT)
+        if found := _test_module_imports(rel, path.read_text(encoding="utf-8")):
+            offenders[rel.as_posix()] = found
+    assert not offenders.keys() - TEST_MODULE_IMPORTS_PENDING, {
+        name: found for name, found in offenders.items() if name not in TEST_MODULE_IMPORTS_PENDING}
+    assert TEST_MODULE_IMPORTS_PENDING <= offenders.keys(), \
+        f"no longer imports a test module: {sorted(TEST_MODULE_IMPORTS_PENDING - offenders.keys())}"
+
+
+@pytest.mark.parametrize(("line", "caught"), [
+    pytest.param("from tests.reports.test_report import FIVE_MB", True, id="from-module-import"),
+    pytest.param("import tests.redaction.test_redaction_rules", True, id="import-module"),
+    pytest.param("from tests.cli import test_cli_failures", True, id="from-package-import-module"),
+    pytest.param("from .test_modelserver import post", True, id="relative"),
+    pytest.param("def f():\n    from tests.capture.test_effects import _record", True, id="in-a-function"),
+    pytest.param("__import__('tests.capture.test_effects')", True, id="__import__"),
+    pytest.param("importlib.import_module('tests.cli.test_cli_failures')", True, id="import_module"),
+    pytest.param('SCRIPT = """\nimport sys\nfrom tests.capture.test_telemetry_receiver import logs\n"""', True,
+                 id="in-a-script-string"),
+    pytest.param("from tests.reports.html_checks import FIVE_MB", False, id="support-module"),
+    pytest.param("from .model_client import post", False, id="relative-support-module"),
+    pytest.param("from tests import corpus", False, id="tests-package"),
+    pytest.param("import test_support_elsewhere", False, id="outside-tests"),
+])
+def test_an_import_of_a_test_module_is_caught(line: str, caught: bool) -> None:
+    assert bool(_test_module_imports(Path("tests/modelserver/probe.py"), line)) == caught
