@@ -127,7 +127,7 @@ def recall(redact: Redact, quick: bool) -> dict[str, list[int]]:
 
 
 def ordinary(redact: Redact) -> tuple[int, int]:
-    from tests.redaction.test_redaction_ordinary import CLASSES
+    from tests.redaction.ordinary_content import CLASSES
 
     altered = total = 0
     for name, make in CLASSES.items():

@@ -10,7 +10,7 @@ detector runs (its trigger in an engine of its own, no vendored or ctxtap rule, 
 each true positive is placed as the matrix places it (neutral header and query, percent-encoded
 query, prose, JSON, JSON in JSON, env with and without a name, YAML, TOML, the upstream line),
 and a case counts as kept off disk when no 8-byte fragment of the secret survives the detector's
-spans. False positives: the lines of the ordinary-content corpus (`tests/redaction/test_redaction_ordinary.py`)
+spans. False positives: the lines of the ordinary-content corpus (`tests/redaction/ordinary_content.py`)
 the detector alone alters.
 """
 
@@ -108,7 +108,7 @@ def score(alone: Alone) -> dict[str, dict[str, list[int]]]:
 
 def ordinary(alone: Alone) -> list[tuple[str, int, int, list[str]]]:
     """(class, altered lines, lines, examples) over the ordinary-content corpus, raw and in JSON."""
-    from tests.redaction.test_redaction_ordinary import CLASSES
+    from tests.redaction.ordinary_content import CLASSES
 
     rows = []
     for name, make in CLASSES.items():
