@@ -36,6 +36,7 @@ from ctxtap.analysis.protocols.common import (
     stream_outcome,
 )
 from ctxtap.analysis.protocols.registry import Endpoint, Protocol, RequestContext
+from ctxtap.wire.ndjson import split_values
 
 
 def parse_request(body: Any, path: str = "", memo: Any = None) -> RequestDraft:
@@ -101,11 +102,10 @@ def parse_response(raw: bytes | None) -> ParsedResponse:
     error = None
     bad = 0
     done = False
-    for line in (raw or b"").splitlines():
-        if not line.strip():
-            continue
+    values, bad = split_values(raw or b"")
+    for value in values:
         try:
-            obj = json.loads(line)
+            obj = json.loads(value)
         except ValueError:
             bad += 1
             continue

@@ -94,3 +94,11 @@ def test_ollama_cloud_is_recorded_in_full():
         flow = classify_flow(HOST, path)
         assert flow.is_model and flow.provider == "ollama" and flow.endpoint == "generate"
     assert not classify_flow(HOST, "/api/tags", "GET").is_model
+
+
+def test_lines_that_are_not_json_are_counted_and_a_value_over_lines_is_one() -> None:
+    noisy = STREAM.replace(b"\n", b"\nnot json at all\n", 1)
+    response = _call("/api/chat", CHAT, noisy).response
+    assert response.text == "Fixing it now." and response.parse_status != "ok" and "1" in (response.parse_error or "")
+    pretty = json.dumps(json.loads(STREAM.splitlines()[-1]), indent=2).encode()  # one object over many lines
+    assert _call("/api/chat", CHAT, STREAM[: STREAM.rindex(b'{"model"')] + pretty).response.parse_status == "ok"
