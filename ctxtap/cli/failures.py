@@ -20,7 +20,7 @@ from ctxtap.capture.spool import writer_alive
 LOOPBACK = "127.0.0.1"
 DEBUG_ENV = "CTXTAP_DEBUG"
 # Errors of ctxtap's own modules whose message already names the cause and what to do.
-USER_ERRORS = {"CaptureError", "ImportError_", "PublishError", "ProxyStartError"}
+USER_ERRORS = {"CaptureError", "ImportError_", "PublishError", "ProxyStartError", "ProfileError"}
 
 
 def loopback_problem() -> str | None:

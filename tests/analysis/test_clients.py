@@ -39,13 +39,13 @@ PURPOSE_ORDER = [
     "probe", "max_tokens_1", "title", "side_call", "request_class", "structured_output", "side_shape", "turn",
     "tools_present", "user_task_no_tools",
 ]
-IDENTITY_ORDER = [
-    "generic.recorded_client", "gemini_cli.client_from_prompt_id", "claude_code.version_in_body",
-    "claude_code.session_header", "codex.sessions", "claude_code.user_id", "gemini_cli.body_session",
-    "generic.session_header", "generic.thread_headers", "codex.threads", "grok.conversation_thread",
-    "codex.parent_thread", "codex.turns", "claude_code.prompt_id", "gemini_cli.prompt_id",
-    "generic.prompt_cache_key", "kimi.session_from_cache_key", "grok.conversation_session", "kimi.device_id",
-    "generic.body_user",
+IDENTITY_ORDER = [  # built-in profiles' steps are named for what they read (analysis/clients/*.toml)
+    "generic.recorded_client", "gemini_cli.client_from_profile", "claude_code.version_in_body",
+    "claude_code.session_header", "codex.sessions", "claude_code.user_id", "gemini_cli.session_id_from_body",
+    "generic.session_header", "generic.thread_headers", "codex.threads", "grok.thread_id_from_header",
+    "codex.parent_thread", "codex.turns", "claude_code.prompt_id", "gemini_cli.turn_id_from_body",
+    "generic.prompt_cache_key", "kimi.session_id_from_cache_key", "grok.session_id_from_header",
+    "kimi.user_id_from_header", "generic.body_user",
 ]
 
 
