@@ -198,7 +198,9 @@ def _id_step(spec: IdentitySpec, client: str) -> IdentityStep:
         if spec.header:
             c.put(spec.field, c.headers.get(spec.header.lower()), f"header.{spec.header.lower()}")
         elif spec.body:
-            value = c.facts.get(spec.body)
+            value: Any = c.facts
+            for part in spec.body.split("."):  # `metadata.sessionId`: a field of a body fact
+                value = value.get(part) if isinstance(value, dict) else None
             c.put(spec.field, value if isinstance(value, str) else None, f"body.{spec.body}")
         else:
             key = c.ident.prompt_cache_key or ""
@@ -253,7 +255,11 @@ def parse(data: dict[str, Any], where: str) -> Client:
         if not profile.ids:
             raise ValueError("ids is empty: name at least one client id")
         return to_client(profile)
-    except (ValidationError, ValueError, re.error) as exc:
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg'].removeprefix('Value error, ')}"
+                             for e in exc.errors())
+        raise ProfileError(f"client profile {where}: {problems}") from exc
+    except (ValueError, re.error) as exc:
         raise ProfileError(f"client profile {where}: {exc}") from exc
 
 

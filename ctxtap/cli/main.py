@@ -152,7 +152,7 @@ class _Commands(click.Group):
                "replay": "ctxtap.cli.replay", "diff": "ctxtap.cli.diff", "experiment": "ctxtap.cli.experiment",
                "serve": "ctxtap.cli.live", "check": "ctxtap.cli.check", "layout": "ctxtap.cli.layout",
                "push": "ctxtap.cli.store", "pull": "ctxtap.cli.store", "rm": "ctxtap.cli.store",
-               "ls": "ctxtap.cli.store"}
+               "ls": "ctxtap.cli.store", "clients": "ctxtap.cli.clients"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*super().list_commands(ctx), *self.PLUGINS})
