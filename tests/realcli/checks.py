@@ -103,11 +103,12 @@ def title_problems(calls: list[ModelCall], title_model: str) -> list[str]:
 
 
 def loop_problems(calls: list[ModelCall], client: str, final_text: str, scripted_calls: int,
-                  title_model: str | None = None) -> list[str]:
+                  title_model: str | None = None, shell_output: bool = True) -> list[str]:
     """Everything the analysis must see in one recorded basic loop, live or imported from a fixture.
 
     Every call parses and is CLIENT's; every proposed tool call comes back as a result;
-    the `ls` result really lists the fixture repository; the last main call answers
+    the `ls` result really lists the fixture repository (unless SHELL_OUTPUT is False: a CLI whose
+    shell tool loses its output in the sandbox); the last main call answers
     FINAL_TEXT; TITLE_MODEL's title side request is there.
     """
     if len(calls) < 2:
@@ -115,7 +116,7 @@ def loop_problems(calls: list[ModelCall], client: str, final_text: str, scripted
     problems = parse_problems(calls, client)
     links, results = link_problems(calls, scripted_calls)
     problems += links
-    if not any("pyproject.toml" in b.text and "data.csv" in b.text for b in results):
+    if shell_output and not any("pyproject.toml" in b.text and "data.csv" in b.text for b in results):
         problems.append(f"no tool result lists the fixture repository: {[b.text[:80] for b in results]}")
     main_calls = [c for c in calls if c.purpose.purpose == "main"]
     if not main_calls or main_calls[-1].response.text != final_text:

@@ -78,6 +78,9 @@ class CliSpec:
     installer: str = "npm"  # "npm", or "pip" (a virtualenv made by Python `python`)
     python: str | None = None  # the Python minor version a pip-installed CLI needs, e.g. "3.13"
     title_model: str | None = None  # the CLI also asks this (smaller) model for a title, with no tools
+    # False: the CLI's shell tool loses its output in the sandbox (Qwen Code's node-pty answers `ls` with
+    # "Output: (empty)" here, as in ../shared/real-clients-2): the listing is not checked, the loop is
+    shell_output: bool = True
 
     @property
     def install_spec(self) -> str:
@@ -87,6 +90,19 @@ class CliSpec:
 def _claude(home: Path) -> Setup:
     key = anthropic_key()
     return Setup(env={"ANTHROPIC_API_KEY": key}, secrets=(key,))
+
+
+def _anthropic_key_only(home: Path) -> Setup:
+    """A CLI that reads ANTHROPIC_API_KEY and nothing else (pi, mini-swe-agent)."""
+    key = anthropic_key()
+    return Setup(env={"ANTHROPIC_API_KEY": key, "MSWEA_CONFIGURED": "true"}, secrets=(key,))
+
+
+def _qwen(home: Path) -> Setup:
+    """Qwen Code on DashScope's OpenAI-compatible endpoint, as a DashScope key is configured."""
+    key = f"sk-{_rand(32, string.hexdigits.lower()[:16])}"
+    return Setup(env={"OPENAI_API_KEY": key, "OPENAI_BASE_URL": "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+                      "OPENAI_MODEL": "qwen3-coder-plus", "QWEN_CODE_NO_RELAUNCH": "true"}, secrets=(key,))
 
 
 def _claude_bedrock(home: Path) -> Setup:
@@ -299,6 +315,20 @@ CLIS: dict[str, CliSpec] = {
             args=lambda repo: ["run", "--model", "amazon-bedrock/anthropic.claude-sonnet-4-5-20250929-v1:0", TASK],
             setup=_opencode_bedrock, client="opencode", api="bedrock-converse",
             hosts=("bedrock-runtime.us-east-1.amazonaws.com",), title_model="us.anthropic.claude-haiku-4-5-20251001-v1:0",
+        ),
+        CliSpec(
+            # pi names itself nowhere on the wire (the Anthropic SDK's user agent, no session header):
+            # ctxtap must say so rather than guess
+            name="pi", package="@mariozechner/pi-coding-agent@0.73.1", command="pi",
+            args=lambda repo: ["-p", "--mode", "json", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
+                               TASK],
+            setup=_anthropic_key_only, client="unknown (Anthropic/JS)", api="messages", hosts=("api.anthropic.com",),
+        ),
+        CliSpec(
+            name="qwen-code", package="@qwen-code/qwen-code@0.24.4", command="qwen",
+            args=lambda repo: ["--auth-type", "openai", "--yolo", "--output-format", "json", TASK],
+            setup=_qwen, client="qwen-code", api="chat-completions", hosts=("dashscope-intl.aliyuncs.com",),
+            node22=True, state_dirs=(".qwen",), shell_output=False,
         ),
         CliSpec(
             # 1.50.0 is the last real release: 1.51 and 1.52 only download a remote install script.

@@ -70,7 +70,8 @@ def _verify(spec: CliSpec, run: CliRun, config: Path) -> dict:
     if info["by_client"] != {spec.client: info["model_requests"]} or not info["redactions"]:
         raise RecordingError(f"{spec.name}: clients {info['by_client']}, redactions {info['redactions']}")
     calls = list(parse_exchanges(Capture.open(run.capture).exchanges()))
-    problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model)
+    problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model,
+                                   spec.shell_output)
     stored = all_stored_bytes(run.capture)
     problems += checks.leaked_secrets(stored, run.setup.secrets) + checks.leaked_secrets(stored, run.hidden)
     if problems:

@@ -56,7 +56,8 @@ def test_real_cli_tool_loop_is_recorded(cli: str, realcli_tools: Toolbox, ctxtap
     assert info["redactions"], f"no credential was redacted: was the dummy key ever sent?\n{summary}"
 
     calls = _model_calls(capture)
-    problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model)
+    problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model,
+                                   spec.shell_output)
     assert not problems, "\n".join(problems)
     # where rules, environment, task, instructions and tool results sit (by segment), side requests, threads
     problems = layout_problems(cli, calls)
