@@ -66,6 +66,8 @@ ENV_SECTION = re.compile(r"(?i)^(?:env|environment(?:[ _]?(?:context|info|detail
                          r"|date(?:[ _]and[ _]time)?|current[ _]date|time)$")
 PROJECT_SECTION = re.compile(r"(?i)^(?:project[ _](?:information|instructions|context|rules|guidelines|memory)"
                              r"|user[ _]instructions|agents\.md.*|claude\.md.*|gemini\.md.*)$")
+# a heading that is the path of an instruction file (`## /repo/AGENTS.md`): the file's text follows it
+FILE_HEADING = re.compile(r"(?i)^`?(?:[\w.~-]*/)*(?:AGENTS|CLAUDE|GEMINI|QWEN|KIMI|CRUSH|CONVENTIONS)(?:\.local)?\.md`?:?$")
 CATALOGUE_SECTION = re.compile(r"(?i)^(?:available[ _])?(?:(?:agent[ _])?skills?|plugins?|agents?|agent[ _]types"
                                r"|sub[ _]?agents?|tools"
                                r"|deferred[ _]tools|commands|slash[ _]commands|mcp(?:[ _]servers)?|extensions)"
@@ -174,6 +176,8 @@ def project_intro(text: str) -> Detection | None:
 
 def project_instructions(text: str, label: str = "") -> Detection | None:
     """Project instructions: a quoted AGENTS.md / CLAUDE.md / GEMINI.md or a project-rules section."""
+    if label and not text and FILE_HEADING.match(label.strip()):
+        return Detection("project_instructions", "detect.project-file", f"heading {label.strip()!r}")
     if label and PROJECT_SECTION.match(label.strip()):
         return Detection("project_instructions", "detect.project-section", f"section {label!r}")
     intro = project_intro("\n".join(text.lstrip().splitlines()[:1]))

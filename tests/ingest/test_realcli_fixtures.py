@@ -29,7 +29,7 @@ from tests.realcli.runs import FINAL_TEXT, SCRIPTED_CALLS
 # Credential shapes of the tier's dummy keys: a committed fixture must hold none of them unredacted.
 KEY_SHAPES = re.compile(rb"sk-ant-api03-[\w-]{20,}|sk-proj-[\w-]{20,}|xai-[A-Za-z0-9]{20,}|AIza[\w-]{30,}"
                         rb"|\bsk-[A-Za-z0-9]{40,}|ABSK[A-Za-z0-9+/]{40,}")
-FOREIGN_HOME = re.compile(rb"/home/(?!alice\b)[\w.-]+|pytest-of-")
+FOREIGN_HOME = re.compile(rb"/home/(?!alice\b|user/project\b)[\w.-]+|pytest-of-")  # /home/user/project: docs' example
 
 
 FIXTURES = [(cli, variant) for cli in sorted(CLIS) for variant in VARIANTS]
