@@ -36,6 +36,9 @@ PRESETS: dict[str, dict[str, str]] = {
                            content_type="instruction"),
 }
 TASK_RULE = "argv.task"
+# blocks read whole: a turn the client wrote before the model answered is its own, files and all (the
+# "files" of a canned example exchange are examples, not the workspace)
+WHOLE_RULES = frozenset({"argv.canned-turn"})
 TEMPLATE_RULE = "argv.task-template"
 
 
@@ -61,7 +64,7 @@ def with_segments(block: Block) -> Block:
 
     Reading a block depends only on its text, role and what the rule said, so the reading of
     a text seen before (the same system prompt on every request) is reused."""
-    if block.kind not in SEGMENTED_KINDS or block.bytes < MIN_BYTES:
+    if block.kind not in SEGMENTED_KINDS or block.bytes < MIN_BYTES or block.rule_id in WHOLE_RULES:
         return block
     key = (block.content_hash, block.role, block.rule_id, *(getattr(block, a) for a in ATTRS), runfacts.current(),
            runfacts.tasks() if block.rule_id == TASK_RULE else ())

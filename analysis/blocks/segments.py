@@ -13,7 +13,15 @@ import re
 from dataclasses import dataclass
 
 from ctxtap.analysis.rules.detectors import Detection, catalogue_intro, detect, fact_line, looks_like_list
-from ctxtap.analysis.threads.runfacts import current, quoted_file, recorded_files, stated_fact, states_facts
+from ctxtap.analysis.threads.runfacts import (
+    current,
+    lists_entries,
+    names_entry,
+    quoted_file,
+    recorded_files,
+    stated_fact,
+    states_facts,
+)
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(\S.*?)[ \t#]*$")
 _OPEN_TAG = re.compile(r"^[ \t]*<([A-Za-z][\w.:-]*)(?:[ \t][^<>]*)?>")
@@ -186,6 +194,8 @@ def _recorded_fact(text: str, unit: Unit) -> Detection | None:
         return None
     whole = text[unit.start:unit.end]
     fact = states_facts(whole) or (states_facts(inner_text(text, unit)) if unit.kind == "tag" else None)
+    if fact is None and lists_entries(inner_text(text, unit)):
+        fact = "working directory's entries"
     return Detection("runtime_environment", "detect.recorded-fact", f"states the recorded {fact}") if fact else None
 
 
@@ -263,6 +273,32 @@ def _demote(text: str, units: list[Unit], readings: list) -> None:
         lines = _line_reads(text, unit, found)
         if lines is not None and not any(lines[1]) and sum(lines[2]) * 2 >= len(lines[0]):
             readings[i] = None
+
+
+def _listings(text: str, units: list[Unit], readings: list) -> None:
+    """Units of one entry each, one after another (`README.md`, blank, `src/app.py:` and its outline...),
+    that name the recorded working directory's entries: together a listing of it, the environment."""
+    run: list[int] = []
+
+    def close() -> None:
+        if len(run) >= MIN_LISTING_UNITS:
+            found = Detection("runtime_environment", "detect.recorded-fact", "lists the recorded working directory")
+            for i in run:
+                readings[i] = found
+        run.clear()
+
+    for i, unit in enumerate(units):
+        if unit.kind == "blank":
+            continue
+        first = text[unit.start:unit.end].lstrip().split("\n", 1)[0]
+        if readings[i] is None and unit.kind in ("paragraph", "fence") and names_entry(first):
+            run.append(i)
+        else:
+            close()
+    close()
+
+
+MIN_LISTING_UNITS = 3
 
 
 def _unquoted_projects(readings: list) -> None:
@@ -347,6 +383,7 @@ def read_pieces(text: str, depth: int = 0) -> list[Piece]:
             before = text[u.start:u.end].strip().splitlines()[-1]
     _demote(text, units, readings)
     _unquoted_projects(readings)
+    _listings(text, units, readings)
     content = [i for i, u in enumerate(units) if u.kind != "blank"]
     for k in range(len(content) - 2, -1, -1):  # headings take what follows them, nested ones too
         i, nxt = content[k], content[k + 1]

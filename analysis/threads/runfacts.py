@@ -23,6 +23,8 @@ _FACTS: ContextVar[Facts] = ContextVar("ctxtap_run_facts", default=())
 _TASKS: ContextVar[tuple[str, ...]] = ContextVar("ctxtap_run_tasks", default=())
 # line fingerprint -> (file path, is an instruction file); None: no files were recorded
 _FILES: ContextVar[dict[str, tuple[str, bool]] | None] = ContextVar("ctxtap_run_files", default=None)
+_ENTRIES: ContextVar[frozenset[str]] = ContextVar("ctxtap_run_entries", default=frozenset())
+MIN_LISTED = 3  # a listing names three of the working directory's entries at least
 FACT_NAMES = ("cwd", "home", "user", "host", "os", "kernel", "shell", "date", "git_branch", "git_head",
               "git_remote", "shell_prompt")
 TASK_MIN_CHARS = 12  # `-m "fix it"` is too short to find honestly; a task sentence is not
@@ -75,12 +77,36 @@ def using(environment: dict[str, Any] | None, command: list[str] | None = None) 
     token = _FACTS.set(facts_of(environment))
     task_token = _TASKS.set(tasks_of(environment, command))
     files_token = _FILES.set(files_of(environment))
+    entries = (environment or {}).get("entries")
+    entries_token = _ENTRIES.set(frozenset(e for e in entries if isinstance(e, str)) if isinstance(entries, list)
+                                 else frozenset())
     try:
         yield _FACTS.get()
     finally:
         _FACTS.reset(token)
         _TASKS.reset(task_token)
         _FILES.reset(files_token)
+        _ENTRIES.reset(entries_token)
+
+
+_LISTED = re.compile(r"^[\s│├└─|`*-]*\.?/?([^\s/`]+)")
+
+
+def names_entry(line: str) -> bool:
+    """The line starts with one of the recorded working directory's top-level entries (or a path under one)."""
+    m = _LISTED.match(line)
+    return m is not None and m.group(1).rstrip(":") in _ENTRIES.get()
+
+
+def lists_entries(text: str) -> bool:
+    """A listing of the recorded working directory: most lines name one of its top-level entries (or a
+    path under one), three at least (`ls` output, a repository map, a tree)."""
+    entries = _ENTRIES.get()
+    if not entries:
+        return False
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    named = sum(1 for ln in lines if (m := _LISTED.match(ln)) and m.group(1).rstrip(":") in entries)
+    return named >= MIN_LISTED and named * 2 >= len(lines)
 
 
 def files_of(environment: dict[str, Any] | None) -> dict[str, tuple[str, bool]] | None:

@@ -69,3 +69,14 @@ def test_a_pasted_repository_file_is_data_with_its_name(tmp_path) -> None:
     with runfacts.using({"files": files}):
         piece = next(p for p in read_pieces(pasted) if p.rule_id == "detect.recorded-file")
     assert piece.evidence == "quotes src/app.py"
+
+
+def test_a_listing_of_the_recorded_working_directory_is_the_environment() -> None:
+    listing = ("Here are summaries of some files present in my git repository.\nDo not propose changes to these "
+               "files.\n\n.gitignore\n\nREADME.md\n\nconfig/settings.env.example\n\nsrc/app.py:\n│def main\n")
+    entries = {"entries": [".gitignore", "README.md", "config", "src", "data.csv"]}
+    with runfacts.using(entries):
+        read = [(p.source, p.rule_id) for p in read_pieces(listing)]
+    assert read[0] == (None, None) and ("runtime_environment", "detect.recorded-fact") in read
+    with runfacts.using({"entries": ["Makefile", "lib", "tests"]}):  # another directory's names: not a listing
+        assert {p.source for p in read_pieces(listing)} == {None}
