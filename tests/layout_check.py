@@ -18,7 +18,7 @@ REFERENCE_OF = {"claude": "claude-code", "claude-bedrock": "claude-code", "claud
                 "codex": "codex", "codex-sse": "codex-sse", "kimi-code": "kimi-code",
                 "grok": "grok-cli", "gemini": "gemini-cli", "opencode": "opencode", "opencode-bedrock": "opencode",
                 "kimi-cli": "kimi-cli", "pi": "pi", "mini-swe-agent": "mini-swe-agent",
-                "qwen-code": "qwen-code"}
+                "qwen-code": "qwen-code", "cline": "cline"}
 
 
 # Runs that open with requests of their own before the reference's calls: Claude Code on Bedrock

@@ -66,8 +66,10 @@ ENV_SECTION = re.compile(r"(?i)^(?:env|environment(?:[ _]?(?:context|info|detail
                          r"|date(?:[ _]and[ _]time)?|current[ _]date|time)$")
 PROJECT_SECTION = re.compile(r"(?i)^(?:project[ _](?:information|instructions|context|rules|guidelines|memory)"
                              r"|user[ _]instructions|agents\.md.*|claude\.md.*|gemini\.md.*)$")
-# a heading that is the path of an instruction file (`## /repo/AGENTS.md`): the file's text follows it
-FILE_HEADING = re.compile(r"(?i)^`?(?:[\w.~-]*/)*(?:AGENTS|CLAUDE|GEMINI|QWEN|KIMI|CRUSH|CONVENTIONS)(?:\.local)?\.md`?:?$")
+# a heading that names an instruction file by itself (`## /repo/AGENTS.md`, `## Workspace AGENTS.md`): the
+# file's text follows it
+FILE_HEADING = re.compile(r"(?i)^(?:[\w'-]+ ){0,3}`?(?:[\w.~-]*/)*(?:AGENTS|CLAUDE|GEMINI|QWEN|KIMI|CRUSH|CONVENTIONS)"
+                          r"(?:\.local)?\.md`?:?$")  # `## Workspace AGENTS.md` too
 CATALOGUE_SECTION = re.compile(r"(?i)^(?:available[ _])?(?:(?:agent[ _])?skills?|plugins?|agents?|agent[ _]types"
                                r"|sub[ _]?agents?|tools"
                                r"|deferred[ _]tools|commands|slash[ _]commands|mcp(?:[ _]servers)?|extensions)"

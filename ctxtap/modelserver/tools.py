@@ -3,7 +3,7 @@
 Each CLI names and parameterizes its shell tool differently (Claude/Kimi
 `Bash{command,description}`, Grok `bash`, Codex `shell_command`/`exec_command`
 or the code-mode `exec` custom tool taking JavaScript, Gemini
-`run_shell_command`), and a call in the wrong shape is rejected by the client.
+`run_shell_command`, Cline `run_commands` taking a list), and a call in the wrong shape is rejected by the client.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ SHELL_TOOL_NAMES = (
     "Shell",
     "exec",
     "local_shell",
+    "run_commands",  # Cline: {"commands": [string]}, independent commands
 )
 
 
@@ -69,6 +70,8 @@ def _arguments_for(tool: ToolSpec, call: ScriptedCall) -> dict[str, Any]:
     command = call.command
     if tool.name == "shell" or (props.get("command") or {}).get("type") == "array":
         args: dict[str, Any] = {"command": ["bash", "-lc", command]}
+    elif "commands" in props and "command" not in props:
+        args = {"commands": [command]}  # a list of commands, each run on its own
     elif tool.name == "exec_command" or ("cmd" in props and "command" not in props):
         args = {"cmd": command}
     elif "command" in props or not props:

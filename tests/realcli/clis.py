@@ -105,6 +105,16 @@ def _qwen(home: Path) -> Setup:
                       "OPENAI_MODEL": "qwen3-coder-plus", "QWEN_CODE_NO_RELAUNCH": "true"}, secrets=(key,))
 
 
+def _cline(home: Path) -> Setup:
+    """Cline's provider settings as `cline auth -p anthropic -k KEY -m claude-sonnet-4-5` writes them
+    (read off that command, run offline in a throwaway HOME)."""
+    key = anthropic_key()
+    settings = {"version": 1, "lastUsedProvider": "anthropic", "modes": {}, "providers": {"anthropic": {
+        "settings": {"provider": "anthropic", "apiKey": key, "model": "claude-sonnet-4-5"},
+        "updatedAt": "2026-12-01T10:00:00.000Z", "tokenSource": "manual"}}}
+    return Setup(files={".cline/data/settings/providers.json": json.dumps(settings, indent=2)}, secrets=(key,))
+
+
 def _claude_bedrock(home: Path) -> Setup:
     """Claude Code on Amazon Bedrock with a Bedrock API key (a bearer token, no request signing):
     the same Messages body, the model in the path, the stream as AWS event-stream frames."""
@@ -329,6 +339,11 @@ CLIS: dict[str, CliSpec] = {
             args=lambda repo: ["--auth-type", "openai", "--yolo", "--output-format", "json", TASK],
             setup=_qwen, client="qwen-code", api="chat-completions", hosts=("dashscope-intl.aliyuncs.com",),
             node22=True, state_dirs=(".qwen",), shell_output=False,
+        ),
+        CliSpec(
+            # a Bun binary on the Vercel AI SDK: the user agent names the SDK, the system prompt names Cline
+            name="cline", package="cline@3.0.65", command="cline", args=lambda repo: ["--json", TASK],
+            setup=_cline, client="cline", api="messages", hosts=("api.anthropic.com",), state_dirs=(".cline",),
         ),
         CliSpec(
             # 1.50.0 is the last real release: 1.51 and 1.52 only download a remote install script.
