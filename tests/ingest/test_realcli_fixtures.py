@@ -57,7 +57,7 @@ def test_fixture_imports_and_reads_as_recorded(cli: str, variant: str, tmp_path:
     calls = list(parse_exchanges(capture.exchanges()))
     assert len(calls) == counts["model_requests"]
     problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model,
-                                   spec.shell_output)
+                                   spec.shell_output, spec.finish)
     assert not problems, "\n".join(problems)
     assert {c.identity.client_version for c in calls} == {meta["client_version"]}
     assert instructions_seen(tmp_path / "cap") == meta["instructions_seen"]

@@ -103,18 +103,21 @@ def title_problems(calls: list[ModelCall], title_model: str) -> list[str]:
 
 
 def loop_problems(calls: list[ModelCall], client: str, final_text: str, scripted_calls: int,
-                  title_model: str | None = None, shell_output: bool = True) -> list[str]:
+                  title_model: str | None = None, shell_output: bool = True, finish: str | None = None) -> list[str]:
     """Everything the analysis must see in one recorded basic loop, live or imported from a fixture.
 
     Every call parses and is CLIENT's; every proposed tool call comes back as a result;
     the `ls` result really lists the fixture repository (unless SHELL_OUTPUT is False: a CLI whose
-    shell tool loses its output in the sandbox); the last main call answers
+    shell tool loses its output in the sandbox); FINISH, the call a CLI stops on, has no result; the
+    last main call answers
     FINAL_TEXT; TITLE_MODEL's title side request is there.
     """
     if len(calls) < 2:
         return [f"only {len(calls)} model calls"]
     problems = parse_problems(calls, client)
     links, results = link_problems(calls, scripted_calls)
+    if finish is not None:  # the CLI stops on its finishing call: no later request carries that result
+        links = [p for p in links if not p.startswith("tool call") or calls[-1].call_key not in p]
     problems += links
     if shell_output and not any("pyproject.toml" in b.text and "data.csv" in b.text for b in results):
         problems.append(f"no tool result lists the fixture repository: {[b.text[:80] for b in results]}")

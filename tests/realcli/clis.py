@@ -81,6 +81,9 @@ class CliSpec:
     # False: the CLI's shell tool loses its output in the sandbox (Qwen Code's node-pty answers `ls` with
     # "Output: (empty)" here, as in ../shared/real-clients-2): the listing is not checked, the loop is
     shell_output: bool = True
+    # the tool call the CLI needs before it stops (mini-swe-agent ends only on its submit command): the
+    # scripted final step makes it, with the final text, and no request carries its result
+    finish: str | None = None
 
     @property
     def install_spec(self) -> str:
@@ -344,6 +347,13 @@ CLIS: dict[str, CliSpec] = {
             # a Bun binary on the Vercel AI SDK: the user agent names the SDK, the system prompt names Cline
             name="cline", package="cline@3.0.65", command="cline", args=lambda repo: ["--json", TASK],
             setup=_cline, client="cline", api="messages", hosts=("api.anthropic.com",), state_dirs=(".cline",),
+        ),
+        CliSpec(
+            # litellm's Anthropic client, non-streaming; the task inside the client's own template
+            name="mini-swe-agent", package="mini-swe-agent==2.4.6", command="mini", installer="pip", python="3.12",
+            args=lambda repo: ["--model", "anthropic/claude-sonnet-4-5", "--yolo", "--exit-immediately", "-t", TASK],
+            setup=_anthropic_key_only, client="unknown (litellm)", api="messages", hosts=("api.anthropic.com",),
+            finish="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
         ),
         CliSpec(
             # 1.50.0 is the last real release: 1.51 and 1.52 only download a remote install script.

@@ -23,12 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from ctxtap.analysis.parsing.parse import parse_exchanges
 from ctxtap.capture.store import Capture
 from tests.proxyharness import all_stored_bytes, run_ctxtap
 from tests.realcli import checks, workspace
 from tests.realcli.clis import CLIS, TASK, CliSpec
-from tests.realcli.runs import FINAL_TEXT, SCRIPT, SCRIPTED_CALLS, CliRun, run_cli
+from tests.realcli.runs import FINAL_TEXT, SCRIPT, SCRIPTED_CALLS, CliRun, read_calls, run_cli
 from tests.realcli.sandbox import FIXED_AGENTS, FIXED_HOME, FIXED_HOSTNAME, namespace
 from tests.realcli.toolbox import Timings, install_all
 
@@ -64,14 +63,14 @@ def instructions_seen(capture: Path) -> list[str]:
 def _verify(spec: CliSpec, run: CliRun, config: Path) -> dict:
     """The tier's checks on one run; returns `ctxtap info --json` of its capture."""
     result = run.result
-    if result.returncode != 0 or FINAL_TEXT not in result.stdout or run.repo_changes:
+    if result.returncode != 0 or FINAL_TEXT not in " ".join(result.stdout.split()) or run.repo_changes:
         raise RecordingError(f"{spec.name}: the run failed ({run.repo_changes})\n{result.describe()}")
     info = json.loads(run_ctxtap(["info", str(run.capture), "--json"], config).stdout)
     if info["by_client"] != {spec.client: info["model_requests"]} or not info["redactions"]:
         raise RecordingError(f"{spec.name}: clients {info['by_client']}, redactions {info['redactions']}")
-    calls = list(parse_exchanges(Capture.open(run.capture).exchanges()))
+    calls = read_calls(run.capture)
     problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model,
-                                   spec.shell_output)
+                                   spec.shell_output, spec.finish)
     stored = all_stored_bytes(run.capture)
     problems += checks.leaked_secrets(stored, run.setup.secrets) + checks.leaked_secrets(stored, run.hidden)
     if problems:

@@ -21,6 +21,32 @@ FINAL_TEXT = next(step.text for step in _basic.steps if step.is_final)
 SCRIPTED_CALLS = sum(len(step.calls) for step in _basic.steps)  # pwd and ls, in parallel
 
 
+def read_calls(capture: Path) -> list:
+    """The capture's model calls read as `ctxtap analyze` reads them: with the machine facts and the
+    command line `ctxtap record` kept (the task the run was given)."""
+    from ctxtap.analysis.parsing.parse import parse_exchanges
+    from ctxtap.analysis.threads import runfacts
+    from ctxtap.capture.store import Capture
+
+    cap = Capture.open(capture)
+    with runfacts.using(cap.manifest.environment, cap.manifest.command):
+        return list(parse_exchanges(cap.exchanges()))
+
+
+def script_for(spec: CliSpec, script: str = SCRIPT) -> str:
+    """The script's name, or (for a CLI that stops only on a tool call of its own) the script as JSON
+    with that call in its final step, beside the final text."""
+    if spec.finish is None:
+        return script
+    import json
+    import shlex
+
+    steps = Script.load(script).model_dump(exclude_none=True)["steps"]
+    final = steps[-1]
+    final["calls"] = [{"command": f"{spec.finish} && echo {shlex.quote(final['text'])}"}]
+    return json.dumps({"steps": steps})
+
+
 @dataclass
 class CliRun:
     result: RunResult
@@ -59,6 +85,7 @@ def run_cli(spec: CliSpec, command: list[Path], path_dirs: list[Path], config: P
     Where the namespace allows, the CLI sees HOME at FIXED_HOME and the install cache
     at FIXED_AGENTS, so its requests name no path of this machine.
     """
+    script = script_for(spec, script)
     fixed = namespace().fixed_paths
     cache = install.cache_root().resolve()
     real_home = root / "home"
