@@ -76,5 +76,9 @@ def test_project_instructions_are_found_by_segment(cli: str) -> None:
 def test_the_tiers_own_recordings_match_the_references(cli: str) -> None:
     from tests.layout_check import layout_problems
 
-    problems = layout_problems(cli, list(parse_exchanges(load_fixture(FIXTURES / cli))))
+    from ctxtap.analysis.threads import runfacts
+
+    meta = json.loads((FIXTURES / cli / "basic.json").read_text())
+    with runfacts.using({}, meta["argv"]):  # the command line the tier recorded it with, as record keeps it
+        problems = layout_problems(cli, list(parse_exchanges(load_fixture(FIXTURES / cli))))
     assert not problems, "\n".join(problems)
