@@ -317,6 +317,12 @@ def extract_redaction(rev: str, into: Path) -> Path:
     ).stdout
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(into, filter="data")
+    # Code imports `ctxtap.redaction`, not `redaction`: a `ctxtap` package first on the path whose
+    # `redaction` is the extracted one and whose other subpackages are this checkout's.
+    package = into / "ctxtap"
+    package.mkdir(exist_ok=True)
+    (package / "__init__.py").write_text(f"__path__.append({str(ROOT / 'ctxtap')!r})\n")
+    (package / "redaction").symlink_to(into / "redaction", target_is_directory=True)
     return into
 
 
