@@ -21,7 +21,8 @@ The name decides, the value confirms:
   `max_tokens`, `input_tokens` and friends are plural and never match.
 
 Code is the main source of false positives (`password = get_password()`,
-`token: str`, `apiKey: process.env.KEY`), hence the value checks below.
+`token: str`, `apiKey: process.env.KEY`), hence the value checks (`redaction.false_positives`);
+what a name says is `redaction.names`'.
 """
 
 from __future__ import annotations
@@ -30,33 +31,37 @@ import bisect
 import re
 
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.entropy import shannon_entropy
+from ctxtap.redaction.false_positives import (
+    IDENTIFIER_RE,
+    REFERENCE_RE,
+    REJECT_LIMIT,
+    REJECTED,
+    is_non_secret,
+    looks_random,
+    passphrase,
+    secret_tail,
+)
+from ctxtap.redaction.names import (
+    ESCAPED_LINE,
+    KEYWORD_PATTERNS,
+    NAME_BYTES,
+    NAME_TAIL,
+    at_line_start,
+    name_kind,
+    name_start,
+)
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
-# Keywords a secret's name ends with, searched in the lower-cased body, each
-# with its own regex: one literal prefix per regex is what lets `re` skip
-# ahead quickly (a single alternation is tried at nearly every byte).
-_KEYWORD_PATTERNS = (
-    rb"key",
-    rb"token",
-    rb"secrete?",
-    rb"pass(?:word|wd|phrase)?",
-    rb"pwd?",
-    rb"auth(?:orization)?",
-    rb"credentials?",
-    rb"signature",
-)
 # keyword, words after it (`password_super_secure`, strong names only), an index (`secret[25]`),
 # optional closing quote of a quoted name (possibly escaped), separator; or, under a strong name,
 # no separator before a quoted value (`password "..."`).
-_TAIL = rb"(?:[_\-][A-Za-z0-9]{1,24}){1,3}"
 _INDEX = rb"\[[0-9]{0,4}\]"
 _ASSIGN_RES = tuple(
     re.compile(
-        rb"(?i)(?P<kw>" + kw + rb")(?P<tail>" + _TAIL + rb")?(?P<idx>" + _INDEX + rb")?(?P<close>\\*[\"'`])?[ \t]*"
+        rb"(?i)(?P<kw>" + kw + rb")(?P<tail>" + NAME_TAIL + rb")?(?P<idx>" + _INDEX + rb")?(?P<close>\\*[\"'`])?[ \t]*"
         rb"(?P<sep>:=|=>|=(?!=)|:(?!:)|[!=]==?|(?<=[ \t])(?=\\*[\"'`]))"
     )
-    for kw in _KEYWORD_PATTERNS
+    for kw in KEYWORD_PATTERNS
 )
 # The same without lookaheads, for the engine; the Python regex confirms each hit.
 # A keyword that is weak as a whole name (`"key": "status"` is in every telemetry
@@ -85,18 +90,18 @@ def _triggers() -> list[tuple[int, Trigger]]:
 
     def strong(index: int, pattern: bytes, literal: bytes) -> None:
         add(index, pattern + _SEP, literal)
-        add(index, pattern + _TAIL + _SEP, literal)  # `password_super_secure = `
+        add(index, pattern + NAME_TAIL + _SEP, literal)  # `password_super_secure = `
         add(index, pattern + _NO_SEP, literal)
 
     split(0, b"key")
-    add(0, b"key" + _TAIL + _SEP, b"key")  # `apikey_myservice:` (the name before `key` must be strong)
+    add(0, b"key" + NAME_TAIL + _SEP, b"key")  # `apikey_myservice:` (the name before `key` must be strong)
     split(1, b"token")
     strong(2, b"secrete?", b"secret")
     strong(3, rb"pass(?:word|wd|phrase)", b"pass")
     split(3, b"pass", _PAIRED_VALUE)
-    add(3, _NAME_CHAR + b"pass" + _TAIL + _SEP, b"pass")  # `db_pass_secure :=`
+    add(3, _NAME_CHAR + b"pass" + NAME_TAIL + _SEP, b"pass")  # `db_pass_secure :=`
     split(4, b"pwd", _PAIRED_VALUE)
-    add(4, _NAME_CHAR + b"pwd" + _TAIL + _SEP, b"pwd")
+    add(4, _NAME_CHAR + b"pwd" + NAME_TAIL + _SEP, b"pwd")
     split(4, b"pw", _PAIRED_VALUE)
     add(5, b"authorization" + _SEP, b"authorization")
     split(5, b"auth")
@@ -118,7 +123,6 @@ ASSIGNMENT_KINDS: tuple[str, ...] = (
     "basic-auth",
     "signature",
 )
-_NAME_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 _MAX_NAME = 80
 
 # What may follow the separator before the value proper: spaces, a string
@@ -135,229 +139,6 @@ _QUOTED_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\]*")
 _BARE_RUN_RE = re.compile(rb"[^ \t\n\r\x0b\x0c\"'`\\&;,<>(){}\[\]]*")
 # A quoted value with spaces (a passphrase) under a strong name: up to the closing quote.
 _SPACED_RUN_RE = re.compile(rb"[^\n\r\"'`\\]{1,256}")
-
-
-# Names whose values the analysis needs or that are not credentials.
-NOT_SECRET_NAMES = frozenset(
-    """
-    promptcachekey cachekey idempotencykey xidempotencykey dedupkey dedupekey deduplicationkey
-    sortkey partitionkey primarykey foreignkey rowkey hashkey rangekey uniquekey compositekey
-    shardkey clusterkey indexkey publickey publishablekey routingkey objectkey s3key filekey
-    bucketkey lookupkey groupkey mapkey dictkey statekey eventkey messagekey toolkey hotkey
-    shortcutkey i18nkey translationkey labelkey fieldkey columnkey featurekey flagkey metrickey
-    attributekey itemkey nodekey parentkey childkey propkey datakey valuekey namekey typekey
-    idkey entrykey storekey querykey conversationkey threadkey requestkey
-    pagekey cursorkey continuationkey
-    bostoken eostoken padtoken unktoken septoken clstoken masktoken nexttoken nextpagetoken
-    pagetoken continuationtoken paginationtoken synctoken nextsynctoken resumetoken cursortoken
-    cancellationtoken canceltoken maxtoken stoptoken starttoken endtoken specialtoken lasttoken
-    firsttoken prevtoken previoustoken imagetoken audiotoken videotoken thinktoken tooltoken
-    decodertoken fimtoken
-    bypass compass
-    """.lower().split()
-)
-
-_STRONG_KEY_SUFFIXES = (
-    "apikey",
-    "secretkey",
-    "privatekey",
-    "accesskey",
-    "accountkey",
-    "storagekey",
-    "masterkey",
-    "signingkey",
-    "encryptionkey",
-    "authkey",
-    "licensekey",
-    "clientkey",
-    "appkey",
-    "adminkey",
-    "servicekey",
-    "subscriptionkey",
-    "webhookkey",
-    "hmackey",
-    "jwtkey",
-    "consumerkey",
-    "deploykey",
-)
-_STRONG_TOKEN_SUFFIXES = (
-    "accesstoken",
-    "authtoken",
-    "refreshtoken",
-    "apitoken",
-    "idtoken",
-    "bearertoken",
-    "sessiontoken",
-    "securitytoken",
-    "oauthtoken",
-    "bottoken",
-)
-
-_NON_SECRET_WORDS = frozenset(
-    b"""
-    none null nil true false undefined yes no on off required optional str string bytes int
-    integer bool boolean any object text number secret password passwd token key apikey api_key
-    changeme placeholder redacted hidden masked empty example todo tbd n/a na unset default
-    """.split()
-)
-_IDENTIFIER_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
-_ENV_NAME_RE = re.compile(rb"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-_RANDOM_CHARS_RE = re.compile(rb"[A-Za-z0-9+/=_.~:%\-]+")
-_PATH_RE = re.compile(rb"(?:\.{0,2}|~)/[\w.\-]+(?:/[\w.\-]*)+")
-_NUMBERISH_RE = re.compile(rb"[0-9.,_:\-]+|0[xX][0-9a-fA-F_]+|0[oObB][0-7_]+")
-# `${VAR}`, `$VAR`, `%(name)s`, `%VAR%`, `{{ tpl }}`, `{name}`, `<your key>`, `[list]`, `(regex)`, YAML `!tag`,
-# `*alias`, `&anchor`, `@reference`, `=` (a second `=`), `#fff`.
-_REFERENCE_RE = re.compile(
-    rb"\$|%\(?[A-Za-z_]|\{|<|\[|\(|![A-Za-z]+$|\*[A-Za-z_]*$|&[A-Za-z_]+$|@[A-Za-z_][\w.]*$|=|#[0-9a-fA-F]{3,8}$"
-)
-_DOTTED_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
-_NAME_START_RE = re.compile(rb"[a-z_$]{2}|[A-Z][a-z]|[A-Z]{2}")
-_REAL_WORD_RE = re.compile(rb"[A-Za-z][a-z]{2,}")
-_CAMEL_WORD_RE = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_WORDS_RE = re.compile(rb"_*[a-z][a-z_\-]*\??|[A-Za-z]+\?")
-_EXPRESSION_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:[+*/\-][A-Za-z_][A-Za-z0-9_]*)+")
-_MASK_RE = re.compile(rb"(?i)x{4}|\*{3}|\.\.\.|\xe2\x80\xa6|#{4}")
-# A value made only of mask characters (`xxxx`, `****`, `...`): what a strong name's value must be to count as masked.
-_ALL_MASK_RE = re.compile(rb"(?i)(?:[x*.#_\-]|\xe2\x80\xa6|\xe2\x80\xa2)+")
-# Letters no word has: a run longer than words get (`abcdefghijabcdefghij`), one letter thrice (`npm_xxxxxxx`).
-_LONG_LETTER_RUN_RE = re.compile(rb"[a-z]{16}|([a-z])\1\1")
-# A digit-only value this long under a strong name is a credential (numeric ids and secrets), not a count.
-_MIN_SECRET_DIGITS = 8
-
-
-def _name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> tuple[str, bool] | None:
-    """(placeholder kind, strong?) for a name ending in `kw`, or None if not a secret's name.
-
-    `env_style` names (`SERVICE_KEY`, all capitals) make `*_KEY` strong: in env
-    files and settings modules they hold keys, unlike `sort_key` in JSON.
-    """
-    norm = name.replace(b"_", b"").replace(b"-", b"").replace(b".", b"").decode("ascii")
-    if norm in NOT_SECRET_NAMES:
-        return None
-    bare = name == kw
-    boundary = bare or camel or name[-len(kw) - 1 : -len(kw)] in (b"_", b"-", b".")
-    word = kw.decode("ascii")
-    if word in ("password", "passwd", "passphrase"):
-        return "password", True
-    if word in ("pwd", "pw", "pass"):
-        if bare:
-            return "password", False  # `pass = ...`, `PWD=/home/me`: the value must look random
-        return ("password", True) if boundary and norm != "oldpwd" else None
-    if word in ("secret", "secrete"):
-        return "generic-secret", True
-    if word == "authorization":
-        return "authorization", True
-    if word == "signature":
-        return ("signature", False) if boundary else None
-    if word == "key":
-        strong = norm.endswith(_STRONG_KEY_SUFFIXES)
-        if not (boundary or strong):
-            return None  # monkey, turkey, hotkey
-        if norm.endswith("secretaccesskey") or norm == "awssecretkey":
-            return "aws-secret-key", True
-        if norm.endswith("sharedaccesskey"):
-            return "azure-connection-string", True
-        if norm == "accountkey" or (norm.endswith(("accountkey", "storagekey")) and "azure" in norm):
-            return "azure-storage-key", True
-        return "generic-secret", strong or (env_style and not bare)
-    if word == "token":
-        strong = norm.endswith(_STRONG_TOKEN_SUFFIXES)
-        if not (boundary or strong):
-            return None
-        return "generic-secret", not bare
-    if not boundary:
-        return None  # oauth, bauth
-    return "generic-secret", False  # auth, credential(s): values must look random
-
-
-_DIGIT_CHARS = b"0123456789"
-_LETTER_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-
-
-def looks_random(value: bytes) -> bool:
-    """A weak name's value must look like a credential, not a word, path or id.
-
-    UUIDs count (API keys and tokens are often UUIDs), and so do random strings
-    with few or no digits, as long as they do not read as a programmer's name.
-    """
-    if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value):
-        return False
-    if _UUID_RE.fullmatch(value):
-        return True
-    digits = len(value) - len(value.translate(None, _DIGIT_CHARS))
-    letters = len(value) - len(value.translate(None, _LETTER_CHARS))
-    if letters < 4:
-        return False
-    if digits >= 2:
-        return True
-    return shannon_entropy(value) >= 3.5 and not _reads_as_identifier(value)
-
-
-def _reads_as_identifier(segment: bytes) -> bool:
-    """`RegEnumKey`, `Ed25519PrivateKey`, `id_GostR3410_94`, but not `RGrN7bgU` or `xKqLpVzRtWmN`.
-
-    Split into camelCase words, a programmer's name has few one-letter words
-    and few digit runs; a generated secret has many.
-    """
-    words = _CAMEL_WORD_RE.findall(segment)
-    singles = sum(1 for w in words if len(w) == 1 and not w.isdigit())
-    digit_runs = sum(1 for w in words if w[:1].isdigit())
-    return singles <= 1 and digit_runs <= 2
-
-
-def _is_code_reference(value: bytes) -> bool:
-    """`win32api.RegEnumKey`, `ed25519.Ed25519PrivateKey`, but not `o2B564.RGrN7bgU`."""
-    if _DOTTED_RE.fullmatch(value) is None:
-        return False
-    segments = value.split(b".")
-    has_word = _REAL_WORD_RE.search(segments[-1]) is not None
-    starts_like_name = _NAME_START_RE.match(segments[0]) is not None
-    return has_word and starts_like_name and all(_reads_as_identifier(segment) for segment in segments)
-
-
-def _is_non_secret(
-    value: bytes, quoted: bool, kw: bytes, code_context: bool = True, strong: bool = False, literal: bool = False
-) -> bool:
-    """Values that are clearly not secrets: empty, numbers, booleans, references, masks, code.
-
-    `code_context` is False for tight `NAME=value` (env files), where a dotted
-    value is data, not `module.Attribute`. Under a `strong` name the checks fail
-    closed: a value only partly masked (`npm_xxxxxxxx`) or a long digit run
-    (`740969285179606295`) is redacted. A `literal` (a string assigned to a strong name
-    in code or config: `password = "rootpasswd"`) is a secret even when it is one word.
-    """
-    if len(value) < 4:
-        return True
-    if _REFERENCE_RE.match(value):
-        return True
-    if _ALL_MASK_RE.fullmatch(value) if strong else _MASK_RE.search(value):
-        return True
-    lower = value.lower()
-    if lower in _NON_SECRET_WORDS:
-        return True
-    if _NUMBERISH_RE.fullmatch(value) and not (strong and value.isdigit() and len(value) >= _MIN_SECRET_DIGITS):
-        return True
-    if b"://" in value or _ENV_NAME_RE.fullmatch(value) or _PATH_RE.fullmatch(value):
-        return True
-    if any(c in b"0123456789" for c in value):
-        return not quoted and code_context and _is_code_reference(value)  # `rfc3279.RSAPublicKey`
-    # No digit from here on.
-    if b"your" in lower or (kw and kw.rstrip(b"s") in lower):  # no name given (gitleaks rules): no name to echo
-        return True  # your-api-key-here, "password": "passwordField"
-    if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value) and not (literal and value.isalpha()):
-        return True  # "password": "unreserved", "token": "string?"
-    if quoted:
-        return False
-    if _IDENTIFIER_RE.fullmatch(value) or _EXPRESSION_RE.fullmatch(value):
-        # `password=password`, `token: str`, `key = self.api_key`, `pwd+pwd`; but
-        # `PASS=xKqLpVzRtWmN` does not read as a name.
-        if strong and _LONG_LETTER_RUN_RE.search(lower):
-            return False  # `npm_xxxxxxxxxxx`: no programmer's name
-        if strong and not code_context:
-            return len(value) < 12 or b"." in value  # `DB_PASS=TestSourcePassword`: env data, not code
-        return len(value) < 12 or b"." in value or _reads_as_identifier(value)
-    return False
 
 
 def find_assignment_spans(
@@ -402,38 +183,22 @@ def _values(data: bytes, by_start: dict[int, re.Pattern[bytes]], out: list[Span]
         tail = data[m.end() : hi]
         cacheable = (hi == n or b"\n" in tail or b"\\" in tail) and _next_stop(sorted_stops, m.end(), hi) == hi
         key = (data[lo:hi], m.start() - lo, m.re.pattern) if cacheable else None
-        if key is not None and key in _REJECTED:
+        if key is not None and key in REJECTED:
             continue
         span = _assignment_value(data, m, sorted_stops)
         if span is not None:
             out.append(span)
             bisect.insort(sorted_stops, span.start)
         elif key is not None:
-            if len(_REJECTED) >= _REJECT_LIMIT:
-                _REJECTED.clear()
-            _REJECTED.add(key)
+            if len(REJECTED) >= REJECT_LIMIT:
+                REJECTED.clear()
+            REJECTED.add(key)
 
 
 _CLASS_RUNS = frozenset({_QUOTED_RUN_RE, _BARE_RUN_RE})  # `[^...]*`: one class, no escapes
 _last_runs: dict[re.Pattern[bytes], tuple[bytes, int, int]] = {}  # (body, start, end) per run regex
 
 _REJECT_TAIL = 320
-_REJECT_LIMIT = 16384
-_REJECTED: set[tuple[bytes, int, bytes]] = set()
-
-
-_NAME_BYTES = frozenset(_NAME_CHARS | frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
-_NAME_RUN = bytes(sorted(_NAME_BYTES))
-
-
-def name_start(data: bytes, pos: int, limit: int = 0) -> int:
-    """Where the name whose characters run back from `pos` begins (not before `limit`): one rstrip
-    in C; a JSON escape's letter before it (`\\nAPI_KEY=`, a file in a JSON string) is not part of it."""
-    run = data[limit:pos]
-    start = pos - (len(run) - len(run.rstrip(_NAME_RUN)))
-    if start > 0 and start < len(data) and data[start - 1] == 0x5C and data[start] in b"ntr":
-        start += 1
-    return start
 
 
 def _run_end(regex: re.Pattern[bytes], data: bytes, start: int) -> int | None:
@@ -458,23 +223,6 @@ def _run_end(regex: re.Pattern[bytes], data: bytes, start: int) -> int | None:
     if end == start or end - start > _MAX_VALUE:
         return None
     return end
-
-
-# Words after a credential's name that make it describe the credential, not hold it.
-_DESCRIBING_WORDS = frozenset(
-    b"""
-    name names id ids arn ref refs path paths file files dir env var vars url uri type kind length len size
-    min max count field fields label prompt policy pattern regex version provider manager store backend mode
-    format header param rotation expiry expires expiration ttl timeout hint help description desc message msg
-    error errors title placeholder input reset required enabled disabled strength rules rule schema column
-    """.split()
-)
-
-
-def _secret_tail(tail: bytes) -> bool:
-    """`_super_secure`, `_myservice`: still the secret; `_length`, `_file`, `_id`: about it."""
-    words = re.split(rb"[_\-]", tail.lower())
-    return not any(w in _DESCRIBING_WORDS or w.isdigit() for w in words if w)
 
 
 _QUOTED_STATEMENT_RE = re.compile(rb"[ \t]*(\\*)([\"'`])([^\s\"'`\\]{1,256})\1\2[ \t]*(?:[;,)]|\\[nr]|\r?\n|$)")
@@ -508,7 +256,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     kw = m.group("kw").lower()
     tail = m.group("tail")
     name_end = max(kw_end, m.end("tail"), m.end("idx"))
-    if name_end < len(data) and data[name_end] in _NAME_BYTES:
+    if name_end < len(data) and data[name_end] in NAME_BYTES:
         return None  # `tokens`, `keyboard`: the keyword is not the end of the name
     start = name_start(data, kw_start, max(0, kw_end - _MAX_NAME))
     name = data[start:kw_end].lower().lstrip(b"-.")
@@ -523,14 +271,14 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     )
     original = data[kw_end - len(name) : kw_end]
     env_style = original.isupper() and b"-" not in original
-    named = _name_kind(name, kw, camel, env_style)
+    named = name_kind(name, kw, camel, env_style)
     if named is None:
         return None
     kind, strong = named
     paired = not strong and kind == "password" and _user_named_near(data, start, m.end())
     if paired:
         strong = True  # `user=alice pass=...`, `{"username": ..., "pw": ...}`: a pair names what `pass` holds
-    if tail is not None and not (strong and _secret_tail(tail)):
+    if tail is not None and not (strong and secret_tail(tail)):
         return None  # `key_name`, `password_length`: the words after the keyword say what it is
     sep = m.group("sep")
     if not sep and not (strong and _quoted_word_ends_statement(data, m.end())):
@@ -567,7 +315,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     elif comparison:
         return None  # `password == expected`: a comparison with a variable, not a literal
     else:
-        line_start = _at_line_start(data, start) if strong else 0
+        line_start = at_line_start(data, start) if strong else 0
         if strong and ((line_start or env_style) and tight and sep == b"=" or line_start and sep in (b"=", b":=")):
             # `DB_PASS=a,b.c` in an env file or a shell command, `secret = a,b.c` in an INI file: to the space
             v_end = _run_end(_ENV_RUN_RE, data, v_start)
@@ -578,7 +326,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             data_line = tight  # `password = user_password` with spaces may be code: judged as code
         elif line_start and sep == b":" and v_start > pos and m.group("close") is None:
             # `db_pass: p\4ss w0rd` in YAML: to the line's end
-            v_end = _yaml_value_end(data, v_start, escaped=line_start == _ESCAPED_LINE)
+            v_end = _yaml_value_end(data, v_start, escaped=line_start == ESCAPED_LINE)
             data_line = True
         else:
             v_end = _run_end(_BARE_RUN_RE, data, v_start)
@@ -595,7 +343,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
             if word_end is None:
                 return None  # a call or an index: code
             v_end = word_end  # `apikey = m{{h}o)p${e]n`: brackets no expression closes are part of the value
-        if sep == b":" and nxt in (b",", b")", b"=") and _IDENTIFIER_RE.fullmatch(data[v_start:v_end]):
+        if sep == b":" and nxt in (b",", b")", b"=") and IDENTIFIER_RE.fullmatch(data[v_start:v_end]):
             return None  # `private_key: PKCS7PrivateKeyTypes,`: a type annotation
         quoted = False
         tight = tight and v_start == pos and nxt not in (b",", b")")
@@ -603,7 +351,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     # `password = "rootpasswd"`, a YAML line's `password: "rootpasswd"` (a name, not a JSON key, given a
     # string): a literal
     literal = (strong and quoted and m.group("close") is None
-               and (sep in (b"=", b":=") or sep == b":" and _at_line_start(data, start) > 0))
+               and (sep in (b"=", b":=") or sep == b":" and at_line_start(data, start) > 0))
     if quoted and b"\\" in value:
         value = value.replace(b"\\", b"")  # judged without its escapes
     if paired and b" " in value:
@@ -611,9 +359,9 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     if not strong and not looks_random(value):
         return None  # the common case (`"key": "status"`), decided before the slower checks
     if b" " in value:
-        if _is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not _passphrase(value):
+        if is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not passphrase(value):
             return None
-    elif _is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong, literal=literal):
+    elif is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong, literal=literal):
         return None
     scheme = head.group("scheme")
     if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":
@@ -651,43 +399,6 @@ _ENV_RUN_RE = re.compile(rb"(?:[^ \t\n\r\x0b\x0c\"'`\\;&<>()\[\]{}]|\\u[0-9a-fA-
 _LINE_TAIL_RE = re.compile(rb"[^\n\r]{0,257}")
 # What a YAML scalar running to the line's end must not hold: code, quotes, sentence punctuation, a comment.
 _NOT_YAML_SCALAR_RE = re.compile(rb"[(){}\[\];,\"'`]|[.:] |\.$| #| = ")
-_LINE_PREFIX = (b"export ", b"- ", b"set ")
-
-
-_RAW_LINE, _ESCAPED_LINE = 1, 2
-_JSON_VALUE_OPEN_RE = re.compile(rb"[:\[,][ \t]*\\*$")
-
-
-def starts_line(data: bytes, start: int) -> bool:
-    """Does what is at `start` begin its line (raw, escaped in a JSON string, or a JSON string's first)?"""
-    return _at_line_start(data, start) > 0
-
-
-def _at_line_start(data: bytes, start: int) -> int:
-    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `)?
-
-    0 if not, `_RAW_LINE`, or `_ESCAPED_LINE` after an escaped `\\n` (a file inside a JSON string).
-    """
-    i = start
-    while i > 0 and data[i - 1] in b" \t":
-        i -= 1
-    for prefix in _LINE_PREFIX:
-        if data[max(0, i - len(prefix)) : i] == prefix:
-            i -= len(prefix)
-            while i > 0 and data[i - 1] in b" \t":
-                i -= 1
-            break
-    if i == 0 or data[i - 1] in b"\n\r":
-        return _RAW_LINE
-    if data[max(0, i - 2) : i] in (b"\\n", b"\\r"):
-        return _ESCAPED_LINE
-    # the first line of a JSON string value (`"text": "DB_PASS=..."`), escaped or not
-    j = i
-    while j > 0 and data[j - 1] == 0x5C:
-        j -= 1
-    if i > 0 and data[i - 1] == 0x22 and _JSON_VALUE_OPEN_RE.search(data, max(0, j - 1 - 8), j - 1):
-        return _ESCAPED_LINE
-    return 0
 
 
 def _yaml_value_end(data: bytes, start: int, escaped: bool) -> int | None:
@@ -698,9 +409,9 @@ def _yaml_value_end(data: bytes, start: int, escaped: bool) -> int | None:
         cut = min((c for c in (tail.find(b"\\n"), tail.find(b'"')) if c >= 0), default=len(tail))
         tail = tail[:cut].rstrip(b"\\")
     tail = tail.rstrip(b" \t")
-    if len(tail) > 256 or not tail or _NOT_YAML_SCALAR_RE.search(tail) or _REFERENCE_RE.match(tail):
+    if len(tail) > 256 or not tail or _NOT_YAML_SCALAR_RE.search(tail) or REFERENCE_RE.match(tail):
         return word_end
-    if b" " in tail and (len(tail.split()) > 8 or not _passphrase(tail)):
+    if b" " in tail and (len(tail.split()) > 8 or not passphrase(tail)):
         return word_end
     return start + len(tail)
 
@@ -779,42 +490,3 @@ def _escaped_string_end(data: bytes, start: int, quote: bytes) -> int | None:
         pos = i + 1
     return None
 
-
-def _passphrase(value: bytes) -> bool:
-    """Words separated by spaces under a strong name: `correct horse battery staple`."""
-    words = value.split()
-    lowered = value.lower()
-    if len(words) < 2 or b"your" in lowered or b"enter" in lowered or _MASK_RE.search(value):
-        return False
-    return not _REFERENCE_RE.match(value)
-
-
-def is_non_secret_value(value: bytes, quoted: bool, kw: bytes) -> bool:
-    """Is `value`, given under a credential name `kw`, clearly not a secret (empty, a reference, a word)?"""
-    return _is_non_secret(value, quoted, kw, code_context=False)
-
-
-_NAME_KEYWORD = rb"(?i)(?P<kw>" + b"|".join(_KEYWORD_PATTERNS) + rb")"
-_NAME_ENDS_RE = re.compile(_NAME_KEYWORD + rb"\Z")  # the keyword ends the name (`token_password`)
-_NAME_TAIL_RE = re.compile(_NAME_KEYWORD + rb"(?P<tail>" + _TAIL + rb")\Z")  # or words follow it
-
-
-def strong_name_kind(name: bytes) -> tuple[str, bytes] | None:
-    """(placeholder kind, keyword) of a name that says it holds a secret (`db_password`, `privateKey`,
-    `my_password_sec`), else None."""
-    m = _NAME_ENDS_RE.search(name) or _NAME_TAIL_RE.search(name)
-    if m is None:
-        return None
-    at, kw_end = m.span("kw")
-    kw = m.group("kw").lower()
-    camel = at > 0 and name[at] in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ" and name[at - 1] in b"abcdefghijklmnopqrstuvwxyz0123456789"
-    named = _name_kind(name[:kw_end].lower().lstrip(b"-."), kw, camel, name.isupper() and b"-" not in name)
-    tail = m.groupdict().get("tail")
-    if named is None or not named[1] or (tail is not None and not _secret_tail(tail)):
-        return None
-    return named[0], kw
-
-
-def is_non_secret_literal(value: bytes, kw: bytes) -> bool:
-    """Is a string literal compared with a strong name's variable clearly not a secret?"""
-    return _is_non_secret(value, True, kw, strong=True)

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 
-from ctxtap.redaction.assignments import is_non_secret_value, looks_random
 from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.false_positives import is_non_secret_value, looks_random
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 _LONG_WORDS = rb"(?:password|passwd|passphrase|pass|pwd|token|secret|api-?key|key|auth|credentials?)"

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import re
 
-from ctxtap.redaction.assignments import is_non_secret_literal, strong_name_kind
 from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.false_positives import is_non_secret_literal
+from ctxtap.redaction.names import strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 # A closing quote (the literal's), a comparison, the first character of a name.

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import re
 
-from ctxtap.redaction.assignments import is_non_secret_value, name_start, starts_line, strong_name_kind
 from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.false_positives import is_non_secret_value
+from ctxtap.redaction.names import name_start, starts_line, strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 _WORDS = (b"pass", b"pwd", b"secret", b"key", b"salt", b"token")

@@ -17,9 +17,9 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from ctxtap.redaction.assignments import NOT_SECRET_NAMES, is_non_secret_value, looks_random
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import shannon_entropy
+from ctxtap.redaction.false_positives import NOT_SECRET_NAMES, is_non_secret_value, looks_random
 from ctxtap.redaction.gitleaks import GENERIC_RULE, Allowlist, Rule, RuleSet
 from ctxtap.redaction.spans import PRIORITY_GENERIC, PRIORITY_GITLEAKS, Span
 

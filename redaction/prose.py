@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import re
 
-from ctxtap.redaction.assignments import is_non_secret_value, strong_name_kind
 from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.false_positives import is_non_secret_value
+from ctxtap.redaction.names import strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 # Names as a sentence writes them (`API key`, `api-key`); `api_key` is code, the name rules' business.

@@ -11,10 +11,10 @@ from __future__ import annotations
 import collections
 from urllib.parse import unquote
 
-from ctxtap.redaction.assignments import looks_random
 from ctxtap.redaction.detectors import TOKEN_CHARS, is_placeholder_password
 from ctxtap.redaction.encodings import percent_decode
 from ctxtap.redaction.eventstream import redact_eventstream
+from ctxtap.redaction.false_positives import looks_random
 from ctxtap.redaction.headers import header_kind, split_auth_scheme, split_cookies
 from ctxtap.redaction.json_stream import looks_like_json_stream, redact_json_stream
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE, PlaceholderMaker, is_placeholder

@@ -196,9 +196,9 @@ def get_scanner(backend: str | None = None) -> Scanner:
 
 def clear_caches() -> None:
     """Forget remembered verdicts (benchmarks measure cold bodies)."""
-    from ctxtap.redaction import assignments, entropy, gitleaks_match
+    from ctxtap.redaction import entropy, false_positives, gitleaks_match
 
-    assignments._REJECTED.clear()
+    false_positives.REJECTED.clear()
     gitleaks_match._VERDICTS.clear()
     entropy.clear_cache()
     for scanner in list(_scanners.values()):

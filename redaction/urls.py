@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from urllib.parse import unquote, urlsplit
 
-from ctxtap.redaction.assignments import NOT_SECRET_NAMES
+from ctxtap.redaction.false_positives import NOT_SECRET_NAMES
 
 _AUTHORITY_RE = re.compile(r"^(\s*[A-Za-z][A-Za-z0-9+.\-]*://)([^/?#]*)")
 _BRACKETED_PLACEHOLDER_RE = re.compile(r"\[(REDACTED:[a-z0-9-]{1,48}:[0-9a-f]{6})\]")

@@ -1,0 +1,201 @@
+"""What is not a secret though it sits where one could: the value and name checks every detector shares.
+
+Code, docs and configuration are full of near misses under a credential's name: references
+(`${DB_PASSWORD}`, `%(pw)s`, `<your key>`), masks (`****`, `xxxx`), placeholder words
+(`changeme`, `none`), paths, numbers, identifiers and expressions (`token: str`,
+`key = self.api_key`), names that describe a credential (`password_length`) and names the
+analysis needs (`prompt_cache_key`, `next_page_token`). The detectors (the name rules, command
+lines, configuration formats, prose, comparisons, gitleaks' `name = value` rules, the URL
+rules) ask these checks before they report a value, so a heuristic is tuned in one place.
+
+`REJECTED` remembers the name rules' rejections per surrounding text (bodies repeat the same
+lines); `redaction.scanner.clear_caches` empties it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ctxtap.redaction.entropy import shannon_entropy
+
+# Names whose values the analysis needs or that are not credentials.
+NOT_SECRET_NAMES = frozenset(
+    """
+    promptcachekey cachekey idempotencykey xidempotencykey dedupkey dedupekey deduplicationkey
+    sortkey partitionkey primarykey foreignkey rowkey hashkey rangekey uniquekey compositekey
+    shardkey clusterkey indexkey publickey publishablekey routingkey objectkey s3key filekey
+    bucketkey lookupkey groupkey mapkey dictkey statekey eventkey messagekey toolkey hotkey
+    shortcutkey i18nkey translationkey labelkey fieldkey columnkey featurekey flagkey metrickey
+    attributekey itemkey nodekey parentkey childkey propkey datakey valuekey namekey typekey
+    idkey entrykey storekey querykey conversationkey threadkey requestkey
+    pagekey cursorkey continuationkey
+    bostoken eostoken padtoken unktoken septoken clstoken masktoken nexttoken nextpagetoken
+    pagetoken continuationtoken paginationtoken synctoken nextsynctoken resumetoken cursortoken
+    cancellationtoken canceltoken maxtoken stoptoken starttoken endtoken specialtoken lasttoken
+    firsttoken prevtoken previoustoken imagetoken audiotoken videotoken thinktoken tooltoken
+    decodertoken fimtoken
+    bypass compass
+    """.lower().split()
+)
+
+_NON_SECRET_WORDS = frozenset(
+    b"""
+    none null nil true false undefined yes no on off required optional str string bytes int
+    integer bool boolean any object text number secret password passwd token key apikey api_key
+    changeme placeholder redacted hidden masked empty example todo tbd n/a na unset default
+    """.split()
+)
+IDENTIFIER_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
+_ENV_NAME_RE = re.compile(rb"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_RANDOM_CHARS_RE = re.compile(rb"[A-Za-z0-9+/=_.~:%\-]+")
+_PATH_RE = re.compile(rb"(?:\.{0,2}|~)/[\w.\-]+(?:/[\w.\-]*)+")
+_NUMBERISH_RE = re.compile(rb"[0-9.,_:\-]+|0[xX][0-9a-fA-F_]+|0[oObB][0-7_]+")
+# `${VAR}`, `$VAR`, `%(name)s`, `%VAR%`, `{{ tpl }}`, `{name}`, `<your key>`, `[list]`, `(regex)`, YAML `!tag`,
+# `*alias`, `&anchor`, `@reference`, `=` (a second `=`), `#fff`.
+REFERENCE_RE = re.compile(
+    rb"\$|%\(?[A-Za-z_]|\{|<|\[|\(|![A-Za-z]+$|\*[A-Za-z_]*$|&[A-Za-z_]+$|@[A-Za-z_][\w.]*$|=|#[0-9a-fA-F]{3,8}$"
+)
+_DOTTED_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
+_NAME_START_RE = re.compile(rb"[a-z_$]{2}|[A-Z][a-z]|[A-Z]{2}")
+_REAL_WORD_RE = re.compile(rb"[A-Za-z][a-z]{2,}")
+_CAMEL_WORD_RE = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_WORDS_RE = re.compile(rb"_*[a-z][a-z_\-]*\??|[A-Za-z]+\?")
+_EXPRESSION_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:[+*/\-][A-Za-z_][A-Za-z0-9_]*)+")
+_MASK_RE = re.compile(rb"(?i)x{4}|\*{3}|\.\.\.|\xe2\x80\xa6|#{4}")
+# A value made only of mask characters (`xxxx`, `****`, `...`): what a strong name's value must be to count as masked.
+_ALL_MASK_RE = re.compile(rb"(?i)(?:[x*.#_\-]|\xe2\x80\xa6|\xe2\x80\xa2)+")
+# Letters no word has: a run longer than words get (`abcdefghijabcdefghij`), one letter thrice (`npm_xxxxxxx`).
+_LONG_LETTER_RUN_RE = re.compile(rb"[a-z]{16}|([a-z])\1\1")
+# A digit-only value this long under a strong name is a credential (numeric ids and secrets), not a count.
+_MIN_SECRET_DIGITS = 8
+
+
+_DIGIT_CHARS = b"0123456789"
+_LETTER_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def looks_random(value: bytes) -> bool:
+    """A weak name's value must look like a credential, not a word, path or id.
+
+    UUIDs count (API keys and tokens are often UUIDs), and so do random strings
+    with few or no digits, as long as they do not read as a programmer's name.
+    """
+    if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value):
+        return False
+    if _UUID_RE.fullmatch(value):
+        return True
+    digits = len(value) - len(value.translate(None, _DIGIT_CHARS))
+    letters = len(value) - len(value.translate(None, _LETTER_CHARS))
+    if letters < 4:
+        return False
+    if digits >= 2:
+        return True
+    return shannon_entropy(value) >= 3.5 and not _reads_as_identifier(value)
+
+
+def _reads_as_identifier(segment: bytes) -> bool:
+    """`RegEnumKey`, `Ed25519PrivateKey`, `id_GostR3410_94`, but not `RGrN7bgU` or `xKqLpVzRtWmN`.
+
+    Split into camelCase words, a programmer's name has few one-letter words
+    and few digit runs; a generated secret has many.
+    """
+    words = _CAMEL_WORD_RE.findall(segment)
+    singles = sum(1 for w in words if len(w) == 1 and not w.isdigit())
+    digit_runs = sum(1 for w in words if w[:1].isdigit())
+    return singles <= 1 and digit_runs <= 2
+
+
+def _is_code_reference(value: bytes) -> bool:
+    """`win32api.RegEnumKey`, `ed25519.Ed25519PrivateKey`, but not `o2B564.RGrN7bgU`."""
+    if _DOTTED_RE.fullmatch(value) is None:
+        return False
+    segments = value.split(b".")
+    has_word = _REAL_WORD_RE.search(segments[-1]) is not None
+    starts_like_name = _NAME_START_RE.match(segments[0]) is not None
+    return has_word and starts_like_name and all(_reads_as_identifier(segment) for segment in segments)
+
+
+def is_non_secret(
+    value: bytes, quoted: bool, kw: bytes, code_context: bool = True, strong: bool = False, literal: bool = False
+) -> bool:
+    """Values that are clearly not secrets: empty, numbers, booleans, references, masks, code.
+
+    `code_context` is False for tight `NAME=value` (env files), where a dotted
+    value is data, not `module.Attribute`. Under a `strong` name the checks fail
+    closed: a value only partly masked (`npm_xxxxxxxx`) or a long digit run
+    (`740969285179606295`) is redacted. A `literal` (a string assigned to a strong name
+    in code or config: `password = "rootpasswd"`) is a secret even when it is one word.
+    """
+    if len(value) < 4:
+        return True
+    if REFERENCE_RE.match(value):
+        return True
+    if _ALL_MASK_RE.fullmatch(value) if strong else _MASK_RE.search(value):
+        return True
+    lower = value.lower()
+    if lower in _NON_SECRET_WORDS:
+        return True
+    if _NUMBERISH_RE.fullmatch(value) and not (strong and value.isdigit() and len(value) >= _MIN_SECRET_DIGITS):
+        return True
+    if b"://" in value or _ENV_NAME_RE.fullmatch(value) or _PATH_RE.fullmatch(value):
+        return True
+    if any(c in b"0123456789" for c in value):
+        return not quoted and code_context and _is_code_reference(value)  # `rfc3279.RSAPublicKey`
+    # No digit from here on.
+    if b"your" in lower or (kw and kw.rstrip(b"s") in lower):  # no name given (gitleaks rules): no name to echo
+        return True  # your-api-key-here, "password": "passwordField"
+    if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value) and not (literal and value.isalpha()):
+        return True  # "password": "unreserved", "token": "string?"
+    if quoted:
+        return False
+    if IDENTIFIER_RE.fullmatch(value) or _EXPRESSION_RE.fullmatch(value):
+        # `password=password`, `token: str`, `key = self.api_key`, `pwd+pwd`; but
+        # `PASS=xKqLpVzRtWmN` does not read as a name.
+        if strong and _LONG_LETTER_RUN_RE.search(lower):
+            return False  # `npm_xxxxxxxxxxx`: no programmer's name
+        if strong and not code_context:
+            return len(value) < 12 or b"." in value  # `DB_PASS=TestSourcePassword`: env data, not code
+        return len(value) < 12 or b"." in value or _reads_as_identifier(value)
+    return False
+
+
+def passphrase(value: bytes) -> bool:
+    """Words separated by spaces under a strong name: `correct horse battery staple`."""
+    words = value.split()
+    lowered = value.lower()
+    if len(words) < 2 or b"your" in lowered or b"enter" in lowered or _MASK_RE.search(value):
+        return False
+    return not REFERENCE_RE.match(value)
+
+
+def is_non_secret_value(value: bytes, quoted: bool, kw: bytes) -> bool:
+    """Is `value`, given under a credential name `kw`, clearly not a secret (empty, a reference, a word)?"""
+    return is_non_secret(value, quoted, kw, code_context=False)
+
+
+def is_non_secret_literal(value: bytes, kw: bytes) -> bool:
+    """Is a string literal compared with a strong name's variable clearly not a secret?"""
+    return is_non_secret(value, True, kw, strong=True)
+
+
+# Words after a credential's name that make it describe the credential, not hold it.
+_DESCRIBING_WORDS = frozenset(
+    b"""
+    name names id ids arn ref refs path paths file files dir env var vars url uri type kind length len size
+    min max count field fields label prompt policy pattern regex version provider manager store backend mode
+    format header param rotation expiry expires expiration ttl timeout hint help description desc message msg
+    error errors title placeholder input reset required enabled disabled strength rules rule schema column
+    """.split()
+)
+
+
+def secret_tail(tail: bytes) -> bool:
+    """`_super_secure`, `_myservice`: still the secret; `_length`, `_file`, `_id`: about it."""
+    words = re.split(rb"[_\-]", tail.lower())
+    return not any(w in _DESCRIBING_WORDS or w.isdigit() for w in words if w)
+
+
+# The name rules' rejections, keyed by the text around the assignment (see `assignments._values`).
+REJECT_LIMIT = 16384
+REJECTED: set[tuple[bytes, int, bytes]] = set()
