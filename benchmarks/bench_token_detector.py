@@ -106,6 +106,59 @@ def score(alone: Alone) -> dict[str, dict[str, list[int]]]:
     return out
 
 
+KINGFISHER = ROOT / "redaction" / "rules" / "kingfisher.json"
+GITLEAKS = ROOT / "redaction" / "rules" / "gitleaks.toml"
+_LITERAL_HEAD = re.compile(r"^(?:\(\?[a-z]+\))?(?:\\b)?\((?!\?)([A-Za-z0-9_-]{3,})(?=[\[(\\])")
+
+
+def _literal_head(pattern: str) -> str | None:
+    """The literal characters a rule's match starts with (`aio_` of `\\b(aio_[a-zA-Z0-9]{28})\\b`), or None:
+    a rule whose match starts with a fixed head is for a self-identifying token."""
+    text = re.sub(r"(?m)#.*$", "", pattern)
+    text = re.sub(r"\s+", "", text) if pattern.startswith("(?x") or "(?x" in pattern[:8] else text
+    m = _LITERAL_HEAD.match(text)
+    return m.group(1) if m and not m.group(1).isdigit() else None
+
+
+def third_scanner_cases() -> dict[str, list[str]]:
+    """A third scanner's self-identifying examples: every Kingfisher rule whose match starts with a fixed
+    head and whose head no gitleaks rule holds (vendors neither the matrix nor gitleaks knows), with the
+    secrets its own examples carry (its pattern's first group). Nothing here was read to write the detector."""
+    rules = json.loads(KINGFISHER.read_text())["rules"]
+    gitleaks = GITLEAKS.read_text()
+    out: dict[str, list[str]] = {}
+    for rule in rules:
+        head = _literal_head(rule.get("pattern", ""))
+        if head is None or len(head) < 3 or head in gitleaks:
+            continue
+        try:
+            rx = re.compile(rule["pattern"])
+        except re.error:
+            continue
+        found = []
+        for example in rule.get("examples", []):
+            m = rx.search(example)
+            if m:
+                found.append(m.group(1) if m.groups() and m.group(1) else m.group(0))
+        found = [f for f in found if f.lower().startswith(head.lower())]  # the token itself starts with the head
+        if found:
+            out[rule["id"]] = sorted(set(found))
+    return out
+
+
+def score_third(alone: Alone) -> dict[str, list[int]]:
+    """rule -> [kept, cases] for the third scanner's secrets in the neutral placements."""
+    out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for rule, secrets in third_scanner_cases().items():
+        for secret in secrets:
+            for text in (f"X-Thing: {secret}", f"/v1/x?q={secret}&page=2", f"the key is {secret} for now",
+                         json.dumps({"output": f"found {secret}"}), f"value: {secret}"):
+                cell = out[rule]
+                cell[1] += 1
+                cell[0] += not leaked(secret, alone.redact(text))
+    return out
+
+
 def ordinary(alone: Alone) -> list[tuple[str, int, int, list[str]]]:
     """(class, altered lines, lines, examples) over the ordinary-content corpus, raw and in JSON."""
     from tests.redaction.ordinary_content import CLASSES
@@ -156,6 +209,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.families:
             for fam, (k, c) in sorted(fams.items()):
                 print(f"      {fam:60s} {100 * k / c:5.1f} %  ({k}/{c})")
+    third = score_third(alone)
+    kept, cases = sum(c[0] for c in third.values()), sum(c[1] for c in third.values())
+    print(f"  {'third scanner':17s} {len(third):3d} rules,    {cases:5d} cases: recall {100 * kept / cases:5.1f} %"
+          f" ({sum(1 for c in third.values() if c[0] == c[1])} rules complete; Kingfisher's examples of vendors "
+          f"gitleaks does not name, 5 neutral placements)")
+    if args.families:
+        for rule, (k, c) in sorted(third.items()):
+            print(f"      {rule:60s} {100 * k / c:5.1f} %  ({k}/{c})")
     print("  (shaped: the example's token has the structure the detector is written for, a head of letters,\n"
           "   a separator and 20+ characters; the others are JWTs, webhook URLs, glued heads such as AKIA...)")
     print("\nordinary content altered by the detector alone (lines, raw and as a JSON string):")
