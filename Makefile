@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.ctxtap-installed
 
-.PHONY: demo test test-fast test-realcli test-mitm12 wheel lint bench clean screenshot-live
+.PHONY: demo test test-fast test-realcli test-mitm12 coverage wheel lint bench clean screenshot-live
 
 $(STAMP): pyproject.toml
 	@echo "installing ctxtap into $(VENV) (first run only, about 2 minutes)…"
@@ -29,6 +29,10 @@ test: $(STAMP)
 # session captures; marker set by tests/conftest.py). `make test` runs them all.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -x -m "not integration and not realcli" -n $(TEST_WORKERS) --dist loadfile
+
+# Line coverage of `make test`'s run (coverage.py through pytest-cov, worker processes included).
+coverage: $(STAMP)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --cov=. --cov-report=term:skip-covered
 
 # The wheel as a user installs it: built, installed offline into a fresh virtualenv, the demo run
 # from outside the repository (CI's wheel tier).
