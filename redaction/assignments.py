@@ -30,6 +30,7 @@ from __future__ import annotations
 import bisect
 import re
 
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import (
     IDENTIFIER_RE,
@@ -50,7 +51,7 @@ from ctxtap.redaction.names import (
     name_kind,
     name_start,
 )
-from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
+from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, PRIORITY_GITLEAKS, Span
 
 # keyword, words after it (`password_super_secure`, strong names only), an index (`secret[25]`),
 # optional closing quote of a quoted name (possibly escaped), separator; or, under a strong name,
@@ -142,7 +143,7 @@ _SPACED_RUN_RE = re.compile(rb"[^\n\r\"'`\\]{1,256}")
 
 
 def find_assignment_spans(
-    data: bytes, hits: list[list[tuple[int, int]]], out: list[Span], stops: list[int] | None = None
+    data: bytes, hits: TriggerHits, out: list[Span], stops: list[int] | None = None
 ) -> None:
     """Append spans of values assigned to names that say they are secrets.
 
@@ -490,3 +491,35 @@ def _escaped_string_end(data: bytes, start: int, quote: bytes) -> int | None:
         pos = i + 1
     return None
 
+
+def find_assignments(data: bytes, hits: TriggerHits, found: list[Span]) -> None:
+    """`find_assignment_spans` with the starts of the secrets found before by their format or a vendored rule
+    (`found`, priority up to gitleaks') as stops: a bare value ends where such a secret begins."""
+    find_assignment_spans(data, hits, found, [s.start for s in found if s.priority <= PRIORITY_GITLEAKS])
+
+
+DETECTOR = Detector(
+    "assignments",
+    ASSIGNMENT_TRIGGERS,
+    find_assignments,
+    examples=samples(
+        "DB_PASSWORD=<mixed:14>",
+        '{"api_key": "<alnum:20>"}',
+        "[default]\naws_secret_access_key = <b64:40>\n",
+        'password_super_secure = "<mixed:16>"',
+        "user=alice pass=<mixed:14>",  # a weak name beside a user's: a pair
+        '{"password": "<lower:6> horse <lower:8> staple"}',
+    ),
+    near_misses=samples(
+        '{"key": "status", "sort_key": "name"}',
+        "password = get_password()",
+        "def login(token: str, api_key: Optional[str] = None):",
+        'password_length = "12"',
+        '{"password": "unreserved"}',
+        '"prompt_cache_key": "<alnum:20>"',
+        "pass=<mixed:14>",  # a weak name alone: its short word must look random
+        "DB_PASSWORD=${DB_PASSWORD}",
+    ),
+    python_starts=True,
+    reads_found=True,
+)

@@ -13,10 +13,12 @@ left alone.
 
 from __future__ import annotations
 
+import base64
 import binascii
 import re
 from collections.abc import Callable
 
+from ctxtap.redaction.detector import Detector, Scan, TriggerHits, sample
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.spans import Span
 
@@ -100,3 +102,32 @@ def looks_like_text(sample: bytes) -> bool:
         if exc.start < len(sample) - 3:
             return False
     return _CONTROL.search(sample) is None
+
+
+def decode_carried_files(data: bytes, hits: TriggerHits, out: list[Span], scan: Scan) -> None:
+    """`find_base64_spans` in a body that names a carrier (`hits`: where the carriers' triggers matched)."""
+    find_base64_spans(data, out, scan)
+
+
+def _attached(body: str, text: bytes) -> str:
+    """`body` (a JSON request) with its `{}` replaced by `text` in base64."""
+    return body.replace("{}", base64.b64encode(text).decode())
+
+
+_SETTINGS = sample("# app settings\nDB_HOST=db.internal\nDB_PASSWORD=<mixed:14>\nretries = 3\n").encode()
+_ANTHROPIC = '{"type": "base64", "media_type": "text/plain", "data": "{}"}'
+
+# A decoder that nests: a decoded file is a new level (scanned with decoding on, counted against the
+# JSON depth limit), since a file may carry JSON, percent-encoding or base64 of its own.
+DETECTOR = Detector(
+    "base64-files",
+    TRIGGERS,
+    None,
+    examples=(_attached(_ANTHROPIC, _SETTINGS), _attached('{"file_data": "data:text/plain;base64,{}"}', _SETTINGS)),
+    near_misses=(
+        _attached(_ANTHROPIC, b"hello world, nothing secret here\n" * 3),
+        _attached('{"image_url": "data:image/png;base64,{}"}', b"\x89PNG\r\n\x1a\n" + bytes(range(7, 67))),
+    ),
+    decode=decode_carried_files,
+    nests=True,
+)

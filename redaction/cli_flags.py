@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_value, looks_random
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
@@ -187,7 +188,7 @@ def _piped_secret(data: bytes, consumer: int, out: list[Span], user_colon: bool 
             out.append(Span(v_start, v_start + len(value), "password", PRIORITY_ASSIGNMENT))
 
 
-def find_cli_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
     long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named = hits
     done = -1  # every user flag of one command reads the same command once
@@ -303,3 +304,30 @@ def _paired_password(data: bytes, end: int, out: list[Span]) -> int:
             continue
         out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
     return stop
+
+
+DETECTOR = Detector(
+    "command-lines",
+    TRIGGERS,
+    find_cli_spans,
+    examples=samples(
+        "mysql -u root -p<mixed:12> mydb",
+        "sshpass -p <mixed:10> ssh user@host",
+        "curl -u admin:<mixed:14> https://example.com",
+        "docker login --username bob --password <mixed:12> registry.example",
+        "keytool -genkeypair -keystore k.jks -storepass <mixed:12>",
+        'echo "<mixed:12>" | docker login -u bob --password-stdin registry.example',
+        "smbclient -U bob%<mixed:12> //fs/share",
+        "psexec \\\\host -u admin -p <mixed:14> cmd",
+    ),
+    near_misses=(
+        "mkdir -p build/out && docker run -p 8080:80 app",
+        "ssh -p 2222 user@host",
+        "curl -u $USER:$PASS https://example.com",
+        "tool --password-file ./secret.txt --token-type bearer",
+        "mysql -u root -p mydb",  # prompts for the password
+        "openssl rsa -in key.pem -passin env:KEY_PASS -out plain.pem",
+        "echo $REGISTRY_PASSWORD | docker login -u bob --password-stdin",
+        "sudo -u postgres -p 'Password: ' psql",
+    ),
+)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_literal
 from ctxtap.redaction.names import strong_name_kind
@@ -39,7 +40,7 @@ _PAIR_RE = re.compile(rb"(?P<user>[^\s\"'`\\]{1,64})\\*[\"'`][ \t]*,[ \t]*(?P<es
                       rb"(?P<v>[^\s\"'`\\]{4,256})(?P=esc)(?P=q)[ \t]*[,)\]]")
 
 
-def find_comparison_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+def find_comparison_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of literals compared with a strong name and of auth calls' passwords; `hits[i]` are where
     `TRIGGERS[i]` matched."""
     for _, end in hits[1]:
@@ -59,3 +60,23 @@ def find_comparison_spans(data: bytes, hits: list[list[tuple[int, int]]], out: l
         if m is None or is_non_secret_literal(m.group("v"), named[1]):
             continue
         out.append(Span(lo + m.start("v"), lo + m.end("v"), named[0], PRIORITY_ASSIGNMENT))
+
+
+DETECTOR = Detector(
+    "comparisons",
+    TRIGGERS,
+    find_comparison_spans,
+    examples=samples(
+        'if ("<mixed:14>" == password) {',
+        'if ("<mixed:14>" !== my_password_sec) {',
+        'HTTPBasicAuth("alice", "<mixed:14>")',
+        "requests.get(url, auth=('alice', '<mixed:14>'))",
+    ),
+    near_misses=(
+        "if (name == password) {",
+        'if ("expected" == get_password()) {',
+        'requests.get(u, auth=("alice", "password"))',
+        "req.SetBasicAuth(user, pass)",
+        'auth("login", "Please sign in")',
+    ),
+)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_value
 from ctxtap.redaction.names import name_start, starts_line, strong_name_kind
@@ -104,7 +105,7 @@ _HAS_LETTER_RE = re.compile(rb"[A-Za-z]")
 _PG_PORT_RE = re.compile(rb":(?:[0-9]{1,5}|\*):")
 
 
-def find_config_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+def find_config_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of the credentials above; `hits[i]` are the (start, end) matches of `TRIGGERS[i]`."""
     xml, define, conn, netrc, pgpass, pairs, cookies, variables, yaml_keys = hits
     for _, end in yaml_keys:
@@ -308,3 +309,28 @@ def _add(out: list[Span], m: re.Match[bytes], name: bytes, salts: bool = False) 
     value = m.group("v")
     if not is_non_secret_value(value, True, kw):
         out.append(Span(*m.span("v"), kind, PRIORITY_ASSIGNMENT))
+
+
+DETECTOR = Detector(
+    "config-fields",
+    TRIGGERS,
+    find_config_spans,
+    examples=samples(
+        "<connection><user>app</user><password><alnum:14></password></connection>",
+        "define('DB_PASSWORD', '<mixed:14>');",
+        "Server=tcp:db.example.net;Database=app;User ID=svc;Password=<mixed:12>;",
+        "$ cat ~/.pgpass\ndb.internal:5432:appdb:appuser:<mixed:12>\n",
+        "env:\n- name: DB_PASSWORD\n  value: <mixed:14>\n- name: LOG_LEVEL\n  value: debug\n",
+        "> GET / HTTP/1.1\n> Host: api\n> Cookie: theme=dark; sid=<alnum:16>\n",
+        "db:\n  password: >-\n    <alnum:20>\nport: 5432\n",
+    ),
+    near_misses=(
+        "<password>${DB_PASSWORD}</password>",
+        "define('DB_NAME', 'wordpress'); define('DB_PASSWORD', 'changeme');",
+        "Server=db;Database=app;Integrated Security=true;",
+        "Please log in with your login name and password to continue.",
+        "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password\n",
+        "Cookie: theme=dark; lang=en-US\n",
+        "password:\n  ${DB_PASSWORD}\n",
+    ),
+)

@@ -18,9 +18,11 @@ only verify those places:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ctxtap.redaction import url_credentials
+from ctxtap.redaction.detector import Detector, Hit, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.openers import alternatives
 from ctxtap.redaction.spans import PRIORITY_CONTEXT, PRIORITY_FORMAT, Span
@@ -270,7 +272,7 @@ def _reach(pattern: bytes) -> int:
 _REACH = [_reach(f.pattern) for f in TOKEN_FORMATS]
 
 
-def token_starts(data: bytes, hits: list[list[tuple[int, int]]]) -> list[int]:
+def token_starts(data: bytes, hits: TriggerHits) -> list[int]:
     """Where tokens may start, from the token triggers' hits (`hits[i]` for `TOKEN_FORMATS[i]`)."""
     starts: list[int] = []
     for i, found in enumerate(hits):
@@ -377,6 +379,11 @@ def find_token_spans(data: bytes, starts: list[int], out: list[Span]) -> None:
             covered = m.end()
 
 
+def find_tokens(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
+    """Append spans of the token formats (`hits[i]`: where `token_triggers()[i]` matched)."""
+    find_token_spans(data, token_starts(data, hits), out)
+
+
 # --- formats that are not one token --------------------------------------------------
 
 _PEM_LABEL = rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
@@ -434,83 +441,116 @@ _PASSWORD_HASH_RE = re.compile(
     rb"(?![./0-9A-Za-z+=])"
 )
 
-# Triggers of `find_context_spans`, in this order.
-CONTEXT_TRIGGERS: tuple[Trigger, ...] = (
-    Trigger(rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY", literals=(b"-----BEGIN",), window=80, som=True),
-    # a URL's password (`redaction.url_credentials`), reported at an `@` (most URLs have no password:
-    # a bare `://` trigger was three of every four hits on agent bodies)
-    Trigger(url_credentials.TRIGGER, literals=(b"://",), window=url_credentials.REACH,
-            py_pattern=url_credentials.PY_TRIGGER),
-    Trigger(
-        rb"hooks\.slack\.com/(?:services|workflows|triggers)/",
-        literals=(b"hooks.slack.com/",),
-        window=40,
-        som=True,
-    ),
-    Trigger(rb"discord(?:app)?\.com/api/webhooks/", literals=(b"discord",), window=40, som=True),
-    Trigger(rb"[0-9]Q~", literals=(b"Q~",), window=2, som=True),
-    Trigger(rb"sig=", literals=(b"sig=",), window=0, som=True),
-    Trigger(rb"api\.softlayer\.com/soap/", literals=(b"softlayer.com/soap/",), window=8, som=True, caseless=True),
-    Trigger(
-        rb"\$(?:1|apr1|2[abxy]|5|6|y)\$|\{S?SHA(?:256|512)?\}",
-        literals=(b"$1$", b"$apr1$", b"$2a$", b"$2b$", b"$2x$", b"$2y$", b"$5$", b"$6$", b"$y$", b"SHA"),
-        window=8,
-        som=True,
-    ),
-    Trigger(_DER_KEY_HEAD, literals=(b"MI", b"CAQ", b"b3BlbnNzaC1rZXktdjE"), window=0, som=True),
-)
 
-
-def find_context_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
-    """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures, Entra secrets,
-    SoftLayer keys in URLs, password hashes and private keys' base64 bodies without their BEGIN line.
-
-    `hits[i]` are the (start, end) matches of `CONTEXT_TRIGGERS[i]`.
-    """
-    pem, url, slack, discord, azure, sig, softlayer, password_hash, der_key = hits
-    for start, _ in pem:
+def _pem_keys(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, _ in found:
         m = _PEM_RE.match(data, start)
         if m is not None:
             kind = "private-key"
             if _GCP_BEFORE_RE.search(data, max(0, start - 40), start):
                 kind = "gcp-sa-key"
             out.append(Span(m.start(), m.end(), kind, PRIORITY_FORMAT))
-    for start, end in url_credentials.find_url_passwords(data, [end for _, end in url]):
+
+
+def _url_passwords(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, end in url_credentials.find_url_passwords(data, [end for _, end in found]):
         out.append(Span(start, end, "url-password", PRIORITY_CONTEXT))
-    for start, _ in slack:
+
+
+def _slack_hooks(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, _ in found:
         m = _SLACK_HOOK_RE.match(data, start)
         if m is not None:
             out.append(Span(*m.span("v"), "slack-webhook", PRIORITY_FORMAT))
-    for start, _ in discord:
+
+
+def _discord_hooks(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, _ in found:
         m = _DISCORD_HOOK_RE.match(data, start)
         if m is not None:
             out.append(Span(*m.span("v"), "discord-webhook", PRIORITY_FORMAT))
-    for start, _ in azure:
+
+
+def _azure_secrets(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, _ in found:
         begin = start - 3  # three characters and a digit come before `Q~`
         if begin < 0 or data[begin + 3] not in _DIGITS or _glued_before(data, begin):
             continue
         m = _AZURE_SECRET_RE.match(data, begin)
         if m is not None:
             out.append(Span(m.start(), m.end(), "azure-client-secret", PRIORITY_FORMAT))
-    for start, _ in sig:
+
+
+def _sas_signatures(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, _ in found:
         if start > 0 and data[start - 1] in b"?&;":
             m = _SIG_VALUE_RE.match(data, start)
             if m is not None:
                 out.append(Span(*m.span(1), "azure-sas-signature", PRIORITY_CONTEXT))
-    for start, _ in softlayer:
+
+
+def _softlayer_keys(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, _ in found:
         m = _SOFTLAYER_RE.match(data, start)
         if m is not None:
             out.append(Span(*m.span("v"), "softlayer-api-key", PRIORITY_FORMAT))
-    for start, _ in password_hash:
+
+
+def _password_hashes(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, _ in found:
         m = _PASSWORD_HASH_RE.match(data, start)
         if m is not None:
             out.append(Span(m.start(), m.end(), "password-hash", PRIORITY_FORMAT))
-    for start, _ in der_key:
+
+
+def _der_keys(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for start, _ in found:
         if start > 0 and data[start - 1] in _BASE64_CHARS and not escape_before(data, start):
             continue  # inside a longer base64 run (an image): not where a key begins
         end, chars = _der_key_end(data, start)
         if chars >= _DER_KEY_MIN:
             out.append(Span(start, end, "private-key", PRIORITY_FORMAT))
+
+
+# Each trigger with the verifier of what it found (findings are appended in this order).
+_CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None]], ...] = (
+    (Trigger(rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY", literals=(b"-----BEGIN",), window=80, som=True), _pem_keys),
+    # a URL's password (`redaction.url_credentials`), reported at an `@` (most URLs have no password:
+    # a bare `://` trigger was three of every four hits on agent bodies)
+    (Trigger(url_credentials.TRIGGER, literals=(b"://",), window=url_credentials.REACH,
+             py_pattern=url_credentials.PY_TRIGGER), _url_passwords),
+    (Trigger(
+        rb"hooks\.slack\.com/(?:services|workflows|triggers)/",
+        literals=(b"hooks.slack.com/",),
+        window=40,
+        som=True,
+    ), _slack_hooks),
+    (Trigger(rb"discord(?:app)?\.com/api/webhooks/", literals=(b"discord",), window=40, som=True), _discord_hooks),
+    (Trigger(rb"[0-9]Q~", literals=(b"Q~",), window=2, som=True), _azure_secrets),
+    (Trigger(rb"sig=", literals=(b"sig=",), window=0, som=True), _sas_signatures),
+    (Trigger(rb"api\.softlayer\.com/soap/", literals=(b"softlayer.com/soap/",), window=8, som=True, caseless=True),
+     _softlayer_keys),
+    (Trigger(
+        rb"\$(?:1|apr1|2[abxy]|5|6|y)\$|\{S?SHA(?:256|512)?\}",
+        literals=(b"$1$", b"$apr1$", b"$2a$", b"$2b$", b"$2x$", b"$2y$", b"$5$", b"$6$", b"$y$", b"SHA"),
+        window=8,
+        som=True,
+    ), _password_hashes),
+    (Trigger(_DER_KEY_HEAD, literals=(b"MI", b"CAQ", b"b3BlbnNzaC1rZXktdjE"), window=0, som=True), _der_keys),
+)
+CONTEXT_TRIGGERS: tuple[Trigger, ...] = tuple(t for t, _ in _CONTEXT)
+_CONTEXT_VERIFIERS = tuple(verify for _, verify in _CONTEXT)
+
+
+def find_context_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
+    """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures, Entra secrets,
+    SoftLayer keys in URLs, password hashes and private keys' base64 bodies without their BEGIN line.
+
+    `hits[i]` are the (start, end) matches of `CONTEXT_TRIGGERS[i]`.
+    """
+    for verify, found in zip(_CONTEXT_VERIFIERS, hits, strict=True):
+        if found:
+            verify(data, found, out)
 
 
 def _der_key_end(data: bytes, start: int) -> tuple[int, int]:
@@ -540,3 +580,43 @@ def _glued_before(data: bytes, start: int) -> bool:
 def is_placeholder_password(password: bytes) -> bool:
     """`:${DB_PASS}@`, `:<pw>@`, `:****@` and `:your-password@` in docs are templates, not secrets."""
     return url_credentials.is_template_password(password)
+
+
+TOKENS = Detector(
+    "token-formats",
+    tuple(token_triggers()),
+    find_tokens,
+    examples=samples(
+        "cloned it with ghp_<alnum:36> yesterday",
+        "the key sk-ant-api03-<b64url:80> was in the log",
+        '{"aws_access_key_id": "AKIA<upper:16>"}',
+        "token eyJ<b64url:16>.eyJ<b64url:24>. end",  # an unsigned JWT
+        "x\\nghp_<alnum:36>",  # right after a JSON escape
+    ),
+    near_misses=samples(
+        "foo_ghp_<alnum:36>",  # inside a longer run
+        "iVBORw0KGgoAAAANSUhEUgAA/AKIA<upper:16>/x+y",  # the shape inside base64
+        "sk-<alnum:20>",  # too short for any `sk-` format
+        "class APDUResponseHandler:",
+    ),
+)
+
+CONTEXT = Detector(
+    "context-formats",
+    CONTEXT_TRIGGERS,
+    find_context_spans,
+    examples=samples(
+        "-----BEGIN RSA PRIVATE KEY-----\n<b64:64>\n<b64:64>\n",  # cut before its END line
+        "DATABASE_URL=postgres://app:<mixed:12>@db.internal:5432/app",
+        "curl -X POST https://hooks.slack.com/services/T<upper:8>/B<upper:10>/<alnum:24>",
+        "deploy:$2y$10$<crypt:53>\nbob:x",
+        "http://api.softlayer.com/soap/v3.1/<lower:64>",
+    ),
+    near_misses=(
+        "postgres://${DB_USER}:${DB_PASS}@db/app",
+        "see https://example.com:443 (or mail ops@example.com)",
+        "bcrypt hashes start with $2b$ and a cost",
+        "sed -e 's/$1$2/x/' file",
+        "https://hooks.slack.com/services/",
+    ),
+)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.spans import PRIORITY_CONTEXT, Span
 
@@ -64,7 +65,7 @@ def percent_decode(data: bytes, plus_is_space: bool) -> tuple[bytes, list[int]]:
 
 def find_encoded_spans(
     data: bytes,
-    hits: list[list[tuple[int, int]]],
+    hits: TriggerHits,
     out: list[Span],
     scan: Callable[[bytes], list[Span]],
 ) -> None:
@@ -91,3 +92,21 @@ def _scan_run(data: bytes, lo: int, hi: int, out: list[Span], scan: Callable[[by
         start = lo + origin[span.start]
         end = lo + origin[span.end] if span.end < len(origin) else hi
         out.append(Span(start, end, span.kind, min(span.priority, PRIORITY_CONTEXT), encoded=True))
+
+
+# A decoder: the scanner hands it the whole scan (`redaction.detector`), run on the decoded run once
+# without decoding again (a run decodes to its text; `%25` is decoded twice above).
+DETECTOR = Detector(
+    "percent-encoded",
+    TRIGGERS,
+    None,
+    examples=samples(
+        "GET /v1/connect?dsn=postgres%3A%2F%2Fapp%3A<mixed:12>%40db.internal%2Fapp&pool=4",
+        "?hook=https%3A%2F%2Fhooks.slack.com%2Fservices%2FT<upper:8>%2FB<upper:10>%2F<alnum:24>",
+    ),
+    near_misses=(
+        "GET /login?next=https%3A%2F%2Fexample.com%2Fdocs%2Fpage&lang=en",
+        "?q=a%2Bb%3Dc&sort=name%2Fasc",
+    ),
+    decode=find_encoded_spans,
+)

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import shannon_entropy
 from ctxtap.redaction.false_positives import NOT_SECRET_NAMES, is_non_secret_value, looks_random
@@ -217,6 +218,7 @@ class GitleaksDetector:
         self.multiline = frozenset(
             i for i, rule in enumerate(ruleset.rules) if "(?s" in rule.regex or "\\n" in rule.regex or "\\r" in rule.regex
         )
+        self._multiline_order = sorted(self.multiline)
         self._lines_need = {i: LINES_NEED[r.id] for i, r in enumerate(ruleset.rules) if r.id in LINES_NEED}
         for rule in ruleset.rules:
             if rule.gated:
@@ -254,6 +256,14 @@ class GitleaksDetector:
                 if verifier.search(_ESCAPED_SPACE.sub(_whitespace, window)):
                     out.append(pos)
         return out
+
+    def find_all(self, data: bytes, hits: TriggerHits, out: list[Span]) -> None:
+        """`find` with a list of hits per rule (the detector contract): the rules that matched, in order."""
+        self.find(data, [(index, found) for index, found in enumerate(hits) if found], out)
+
+    def lines_at_all(self, data: bytes, hits: TriggerHits) -> list[int]:
+        """`lines_at` with a list of hits per rule (the detector contract)."""
+        return self.lines_at(data, [(index, hits[index]) for index in self._multiline_order if hits[index]])
 
     def find(self, data: bytes, hits: list[tuple[int, list[tuple[int, int]]]], out: list[Span]) -> None:
         """Append a span per verified finding; `hits`: (rule index, its trigger's matches) of the
@@ -328,3 +338,37 @@ def _credential_context(rule: Rule, data: bytes, f: Finding) -> bool:
     if rule.id == GENERIC_RULE:
         return looks_random(value) and not _UUID_RE.fullmatch(value)
     return True
+
+
+def rules_detector(ruleset: RuleSet) -> Detector:
+    """The vendored rule catalogue (gitleaks' rules, Kingfisher's added) as one detector of the registry.
+
+    Made per rule set (the scanner's; tests build scanners of other sets). Its triggers are numbered
+    after every other detector's (the catalogue grows with each refresh, ctxtap's own numbers stay),
+    take their escape-tolerant form themselves (a hit is only a place to verify the rule's regex),
+    and its multi-line rules tell the JSON-string step which strings to open (`lines_at`).
+    """
+    rules = GitleaksDetector(ruleset)
+    return Detector(
+        "rule-catalogue",
+        tuple(rules.triggers),
+        rules.find_all,
+        examples=RULE_EXAMPLES,
+        near_misses=RULE_NEAR_MISSES,
+        numbered_last=True,
+        tolerant_triggers=True,
+        lines_at=rules.lines_at_all,
+    )
+
+
+# Formats and contexts only a vendored rule knows (ctxtap's own detectors have no such format).
+RULE_EXAMPLES: tuple[str, ...] = samples(
+    "the client uses p8e-<lower:32> to sign in",  # gitleaks' adobe-client-secret
+    "deployed with CLOJARS_<lower:60>",  # gitleaks' clojars-api-token
+    'BUNDLE_GEMS__CONTRIBSYS__COM: "<hex:8>:<hex:8>"\n',  # gitleaks' sidekiq-secret
+)
+RULE_NEAR_MISSES: tuple[str, ...] = (
+    '{"password": "unreserved"}',  # a word, with its quotes in the rule's secret group
+    "api_key = os.environ['API_KEY']",
+    '<add key="ClearTextPassword" value="${NUGET_PASSWORD}" />',
+)

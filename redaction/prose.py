@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_value
 from ctxtap.redaction.names import strong_name_kind
@@ -61,7 +62,7 @@ _ENTITY_RE = re.compile(rb"&(?:[A-Za-z]{2,8}|#x?[0-9A-Fa-f]{1,6});")  # HTML sou
 _TRAILING = b".,;:"  # sentence punctuation after a bare value (`!` and `?` may belong to a password)
 
 
-def find_prose_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+def find_prose_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of credentials given in a sentence or a table row; `hits[i]` are where `TRIGGERS[i]`
     matched."""
     sentences, rows, bare = hits
@@ -135,3 +136,25 @@ def _reads_as_secret(value: bytes, written: bytes, quoted: bool, kw: bytes) -> b
     `written`, nothing `is_non_secret_value` recognises."""
     return (len(value) >= 8 and _LETTER_RE.search(value) is not None and _DIGIT_OR_SYMBOL_RE.search(value) is not None
             and not _ENTITY_RE.search(written) and not is_non_secret_value(value, quoted, kw))
+
+
+DETECTOR = Detector(
+    "prose",
+    TRIGGERS,
+    find_prose_spans,
+    examples=samples(
+        "my password is <mixed:14>, can you log in?",
+        "the API key: <alnum:16> (keep it safe)",
+        "password \u2014 <mixed:11>",
+        "| Variable | Value |\n|---|---|\n| PORT | 8080 |\n| DB_PASSWORD | <mixed:12> |\n",
+        "log in with password <mixed:10>",
+    ),
+    near_misses=(
+        "the password is required",
+        "The token is invalid. Please sign in again.",
+        "Your password: ********",
+        "the password is `$DB_PASSWORD` (from the environment)",
+        "The password is correct-horse-battery-staple",
+        "| API_KEY | required | string |\n| DB_PASSWORD | ${DB_PASSWORD} |",
+    ),
+)

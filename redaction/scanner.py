@@ -1,8 +1,14 @@
 """One sweep over a body that collects every finding, settled into non-overlapping spans.
 
-All detectors register their triggers with one engine (`redaction.engine`),
-built once per process: a body is scanned once, and each detector verifies
-only the places its triggers matched.
+Every detector of the registry (`redaction.registry`) registers its triggers with one
+engine (`redaction.engine`), built once per process: a body is scanned once, and each
+detector verifies only the places its triggers matched, called in the registry's order
+with its own hits (`Detector.find`). Three steps recurse into the scan itself and so
+stay special here: the decoders (`Detector.decode`: percent-encoded runs, base64 files)
+hand what they decode back to `find_spans`, and JSON string literals whose escapes
+could hide a rule are decoded and scanned again between the two (`redaction.json_escapes`:
+it has no trigger of its own, it opens strings where any trigger's escape-tolerant form
+matched and where the rule catalogue's multi-line rules would match).
 """
 
 from __future__ import annotations
@@ -11,28 +17,17 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from ctxtap.redaction import (
-    base64_runs,
-    cli_flags,
-    comparisons,
-    config_fields,
-    encodings,
-    json_escapes,
-    kingfisher,
-    prose,
-    vendor_tokens,
+from ctxtap.redaction import json_escapes, kingfisher, registry
+from ctxtap.redaction.detector import Detector, FindDecoded
+from ctxtap.redaction.engine import (
+    HitList,
+    HyperscanEngine,
+    PythonEngine,
+    Trigger,
+    build_engine,
+    uses_hyperscan,
 )
-from ctxtap.redaction.assignments import ASSIGNMENT_TRIGGERS, find_assignment_spans
-from ctxtap.redaction.detectors import (
-    CONTEXT_TRIGGERS,
-    find_context_spans,
-    find_token_spans,
-    token_starts,
-    token_triggers,
-)
-from ctxtap.redaction.engine import HyperscanEngine, PythonEngine, Trigger, build_engine, uses_hyperscan
 from ctxtap.redaction.gitleaks import RuleSet, load_rules
-from ctxtap.redaction.gitleaks_match import GitleaksDetector
 from ctxtap.redaction.openers import UNMODELLED, opener
 from ctxtap.redaction.placeholder import PLACEHOLDER_MARK, PLACEHOLDER_RE
 from ctxtap.redaction.spans import PRIORITY_GITLEAKS, Span, merge_spans
@@ -45,49 +40,54 @@ class Scanner:
 
     def __init__(self, ruleset: RuleSet, backend: str | None = None) -> None:
         self.ruleset = ruleset
-        self.gitleaks = GitleaksDetector(ruleset)
+        self.detectors: tuple[Detector, ...] = registry.detectors_for(ruleset)
         # With Hyperscan, only the JSON string literals where a trigger's escape-tolerant form
-        # matches are decoded and scanned again (`redaction.openers`): gitleaks' triggers take
-        # that form themselves (their hits are only places to verify the rule's own regex),
+        # matches are decoded and scanned again (`redaction.openers`): the rule catalogue's triggers
+        # take that form themselves (their hits are only places to verify the rule's own regex),
         # the others get it as an opener of their own, numbered after every trigger. The
         # fallback opens every literal an escape could hide a rule in.
         self._narrow = uses_hyperscan(backend)
-        rules = self.gitleaks.triggers
-        if self._narrow:
-            rules = [t if (form := opener(t.pattern)) is None else replace(t, pattern=form) for t in rules]
-        groups: list[list[Trigger]] = [
-            token_triggers(),
-            list(CONTEXT_TRIGGERS),
-            list(ASSIGNMENT_TRIGGERS),
-            list(cli_flags.TRIGGERS),
-            list(encodings.TRIGGERS),
-            list(comparisons.TRIGGERS),
-            list(base64_runs.TRIGGERS),
-            list(config_fields.TRIGGERS),
-            list(prose.TRIGGERS),
-            list(vendor_tokens.TRIGGERS),
-            rules,  # gitleaks' rules, last: its hits are numbered from its first trigger
-        ]
-        self._ranges: list[range] = []
+        # Triggers are numbered in registry order, the rule catalogue's after every other's.
+        numbered = sorted(self.detectors, key=lambda d: d.numbered_last)
+        position = {d.name: k for k, d in enumerate(self.detectors)}
+        self._ranges: list[range] = []  # each detector's triggers, in the engine's order
+        self._first = [0] * len(self.detectors)  # by registry position: the number of its first trigger
+        self._size = [len(d.triggers) for d in self.detectors]
+        self._owner: list[int] = []  # by trigger number: its detector's registry position (-1: an opener)
         triggers: list[Trigger] = []
-        for group in groups:
-            self._ranges.append(range(len(triggers), len(triggers) + len(group)))
-            triggers.extend(group)
+        starts: set[int] = set()
+        for d in numbered:
+            own = list(d.triggers)
+            if self._narrow and d.tolerant_triggers:
+                own = [t if (form := opener(t.pattern)) is None else replace(t, pattern=form) for t in own]
+            span = range(len(triggers), len(triggers) + len(own))
+            self._first[position[d.name]] = span.start
+            self._ranges.append(span)
+            self._owner += [position[d.name]] * len(own)
+            if d.python_starts:
+                starts.update(span)
+            triggers.extend(own)
         self._first_opener = len(triggers)
         # hits that never open a JSON string (their rules read escaped text themselves)
         self._not_opening = frozenset(i for i, t in enumerate(triggers) if not t.opens)
         if self._narrow:
             triggers += [
                 Trigger(form, caseless=t.caseless)
-                for t in triggers[: self._ranges[-1].start]
+                for d, span in zip(numbered, self._ranges, strict=True) if not d.tolerant_triggers
+                for t in triggers[span.start : span.stop]
                 if t.opens and (form := opener(t.pattern)) is not None
             ]
             triggers += [Trigger(escape) for escape in UNMODELLED]
+            self._owner += [-1] * (len(triggers) - self._first_opener)
         # The name rules' triggers begin one byte before their keyword: their starts are found
         # in Python (start-of-match tracking would make up most of the Hyperscan database).
-        self.engine: HyperscanEngine | PythonEngine = build_engine(
-            triggers, backend, python_starts=frozenset(self._ranges[2])
-        )
+        self.engine: HyperscanEngine | PythonEngine = build_engine(triggers, backend, python_starts=frozenset(starts))
+        self._finders = [(k, d.find) for k, d in enumerate(self.detectors) if d.find is not None]
+        self._flat: list[tuple[int, FindDecoded]] = [
+            (k, d.decode) for k, d in enumerate(self.detectors) if d.decode is not None and not d.nests]
+        self._nesting: list[tuple[int, FindDecoded]] = [
+            (k, d.decode) for k, d in enumerate(self.detectors) if d.decode is not None and d.nests]
+        self._lines = [(k, d.lines_at) for k, d in enumerate(self.detectors) if d.lines_at is not None]
         self._opened = json_escapes.OpenedStrings()  # resent history: see `OpenedStrings`
 
     @property
@@ -111,36 +111,39 @@ class Scanner:
                 data, found, self._unescaped_spans, depth, memory=self._opened, near=() if self._narrow else None
             )
             return [_whole_escapes(data, s) for s in merge_spans(found, self._protected(data))] if found else []
-        get = hits.by_trigger.get
-        tokens, context, assign, cli, enc, compared, carriers, config, sentences, vendor = (
-            [get(i, _NO_HITS) for i in r] for r in self._ranges[:-1]
-        )
-        first_rule, end = self._ranges[-1].start, self._first_opener  # gitleaks' rules: those that matched
-        gl = sorted((i - first_rule, found) for i, found in hits.by_trigger.items() if first_rule <= i < end)
+        # Each detector's hits, one list per own trigger (None: none of its triggers matched).
+        owner, first, size = self._owner, self._first, self._size
+        per: list[list[HitList | tuple] | None] = [None] * len(size)
+        for i, matched in hits.by_trigger.items():
+            k = owner[i]
+            if k < 0:
+                continue  # an opener
+            own = per[k]
+            if own is None:
+                own = per[k] = [_NO_HITS] * size[k]
+            own[i - first[k]] = matched
         spans: list[Span] = []
-        find_token_spans(data, token_starts(data, tokens), spans)
-        find_context_spans(data, context, spans)
-        self.gitleaks.find(data, gl, spans)
-        find_assignment_spans(data, assign, spans, [s.start for s in spans if s.priority <= PRIORITY_GITLEAKS])
-        cli_flags.find_cli_spans(data, cli, spans)
-        comparisons.find_comparison_spans(data, compared, spans)
-        config_fields.find_config_spans(data, config, spans)
-        prose.find_prose_spans(data, sentences, spans)
-        if vendor[0]:
-            vendor_tokens.find_vendor_token_spans(data, vendor, spans)
+        for k, find in self._finders:
+            own = per[k]
+            if own is not None:
+                find(data, own, spans)
         if decode:
-            encodings.find_encoded_spans(data, enc, spans, self._decoded_spans)
+            for k, decoder in self._flat:
+                own = per[k]
+                if own is not None:
+                    decoder(data, own, spans, self._decoded_spans)
             near = None  # the fallback: every literal holding a hiding run
             if self._narrow:  # only a body with a backslash has a literal to open
                 near = sorted(
                     e - 1 for i, found in hits.by_trigger.items() if i not in self._not_opening for _, e in found
                 ) if b"\\" in data else ()
-            json_escapes.find_escaped_spans(
-                data, spans, self._unescaped_spans, depth, self.gitleaks.lines_at(data, gl), self._opened, near
-            )
-            if depth < json_escapes.MAX_DEPTH and any(carriers):
-                # a file attached as base64 (each level of nesting counted as a JSON level)
-                base64_runs.find_base64_spans(data, spans, lambda decoded: self.find_spans(decoded, depth=depth + 1))
+            lines = [pos for k, lines_at in self._lines if (own := per[k]) is not None for pos in lines_at(data, own)]
+            json_escapes.find_escaped_spans(data, spans, self._unescaped_spans, depth, lines, self._opened, near)
+            if depth < json_escapes.MAX_DEPTH:
+                for k, decoder in self._nesting:
+                    own = per[k]
+                    if own is not None:  # a file attached as base64 (each level of nesting counted as a JSON level)
+                        decoder(data, own, spans, lambda decoded: self.find_spans(decoded, depth=depth + 1))
         if not spans:
             return spans
         return [_whole_escapes(data, s) for s in merge_spans(spans, self._protected(data))]

@@ -21,6 +21,7 @@ import math
 import re
 import zlib
 
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.detectors import escape_before
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import shannon_entropy
@@ -188,7 +189,7 @@ def _base64_tail(data: bytes, start: int, stop: int) -> int:
     return pad
 
 
-def find_vendor_token_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of vendor keys around the trigger's hits (`hits[0]`: (start, end), end only)."""
     (found,) = hits
     done = -1
@@ -227,3 +228,25 @@ def find_vendor_token_spans(data: bytes, hits: list[list[tuple[int, int]]], out:
         if _ID_FIELD_RE.search(data, max(0, start - 40), start):
             continue  # an identifier's field holds a wire id, not a key
         out.append(Span(start, stop, KIND, PRIORITY_GENERIC))  # any named rule names it better
+
+
+# Heads invented for the examples: no rule set lists them, only the structure finds them.
+DETECTOR = Detector(
+    "vendor-tokens",
+    TRIGGERS,
+    find_vendor_token_spans,
+    examples=samples(
+        "export SOMETHING=qzv_<alnum:36>",
+        "see kloppa-live-<alnum:32>.",
+        '{"key": "WXT_v2_<lower:40>"}',
+        "tnx_<letters:34>",  # letters only, as Hugging Face's are
+    ),
+    near_misses=(
+        "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
+        '"tool_use_id": "toolu_01A09q90qw90lq917835lq9Hx"',
+        "integrity sha512-3kQ9GQ5mGF2l5Jk8q6Yy0Xq1s8wZ7u2Yv0m1rRk3o9x2Q==",
+        "def test_user_account_settings_request_handler_3(self) -> None:",
+        "req-550e8400-e29b-41d4-a716-446655440000",
+        '{"encrypted_content": "gAAAAABnX9c2-abcDEF123ghiJKL456mnoPQR789stuVWX0yz"}',
+    ),
+)
