@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.bench_redaction import agent_body, real_bodies, sse_body  # noqa: E402
 from ctxtap.redaction.layered import LayeredRedactor  # noqa: E402
-from ctxtap.redaction.pii import PiiRedactor  # noqa: E402
+from ctxtap.redaction.personal.pii import PiiRedactor  # noqa: E402
 
 ENV_BLOCK = (
     "Primary working directory: /home/alice/work/demo-repo\nGit user: Alice Liddell\n"

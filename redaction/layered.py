@@ -27,7 +27,8 @@ class LayeredRedactor:
     """`Redactor` first (credentials), then `PiiRedactor` (personal data) on its output."""
 
     def __init__(self, key: bytes, capture_id: str = "") -> None:
-        from ctxtap.redaction.pii import PiiRedactor  # only captures that ask for it pay for its rules
+        # only captures that ask for it pay for its rules
+        from ctxtap.redaction.personal.pii import PiiRedactor
 
         self.credentials = Redactor(key, capture_id)
         self.pii = PiiRedactor(key, capture_id)
@@ -68,6 +69,6 @@ def ruleset_version(redact: Iterable[str] = ()) -> str:
     """What to store as the capture's `redaction_ruleset`: `creds-...` or `creds-...+pii-...`."""
     if "pii" not in set(redact or ()):
         return RULESET_VERSION
-    from ctxtap.redaction.pii import PII_RULESET_VERSION
+    from ctxtap.redaction.personal.pii import PII_RULESET_VERSION
 
     return f"{RULESET_VERSION}+{PII_RULESET_VERSION}"

@@ -4,7 +4,7 @@ Three detectors, any one of which blocks publication:
 
 * `credentials` — the recorder's own credential detectors (`redaction.scanner`), and any
   URL that still carries a password (`redaction.url_credentials`);
-* `pii` — the pseudonymiser's rules (`redaction.pii_rules`) with everything the
+* `pii` — the pseudonymiser's rules (`redaction.personal.pii_rules`) with everything the
   run learned about the user, plus whatever the outputs themselves teach;
 * `detect-secrets` — Yelp's scanner run in-process with its format plugins, an
   implementation that shares no code with ours, so a gap in our rules is not
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ctxtap.redaction.detectors import is_placeholder_password
-from ctxtap.redaction.identity import Identity
-from ctxtap.redaction.pii_rules import LearnedMatcher, find_pii_spans, ipv4_exempt
+from ctxtap.redaction.personal.identity import Identity
+from ctxtap.redaction.personal.pii_rules import LearnedMatcher, find_pii_spans, ipv4_exempt
 from ctxtap.redaction.scanner import find_spans
 from ctxtap.redaction.url_credentials import find_url_passwords
 

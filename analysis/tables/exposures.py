@@ -14,7 +14,7 @@ import bisect
 import re
 
 from ctxtap.analysis.tables.base import I64, BuildContext, Columns, Row, S, Table
-from ctxtap.redaction.pii_rules import PII_PLACEHOLDER_RE
+from ctxtap.redaction.personal.pii_rules import PII_PLACEHOLDER_RE
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 
 _CREDENTIAL = re.compile(PLACEHOLDER_RE.pattern.decode("ascii"))

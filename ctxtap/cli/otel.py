@@ -28,7 +28,7 @@ def _redactor(capture_dir: Path):
     from ctxtap.capture.paths import redaction_key
     from ctxtap.capture.store import Capture
     from ctxtap.redaction import Redactor
-    from ctxtap.redaction.pii import PiiRedactor
+    from ctxtap.redaction.personal.pii import PiiRedactor
 
     capture_id = Capture.open(capture_dir).manifest.capture_id
     cred = Redactor(redaction_key(), capture_id)

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ctxtap.redaction.identity import Identity
-from ctxtap.redaction.pii import PiiRedactor
+from ctxtap.redaction.personal.identity import Identity
+from ctxtap.redaction.personal.pii import PiiRedactor
 
 
 def _string_columns(table: pa.Table) -> list[int]:

@@ -5,9 +5,9 @@
 Steps, all or nothing:
 
 1. analyse the capture (if needed) and read requests, blocks, headers, bodies;
-2. learn who the user is from everything in it (`redaction.identity`);
+2. learn who the user is from everything in it (`redaction.personal.identity`);
 3. build each client's attachment with every string credential-redacted
-   (`redaction.Redactor`) and pseudonymised (`redaction.pii.PiiRedactor`, one
+   (`redaction.Redactor`) and pseudonymised (`redaction.personal.pii.PiiRedactor`, one
    numbered instance for the whole run, so placeholders agree across files);
 4. write JSON and Markdown into a private temporary directory next to the output;
 5. scan every file (`redaction.publish_scan`: our credential and PII rules plus
@@ -32,9 +32,9 @@ from typing import Any
 from ctxtap import __version__
 from ctxtap.capture.private import private_dir, tighten
 from ctxtap.redaction import PLACEHOLDER_RE, RULESET_VERSION, Redactor
-from ctxtap.redaction.identity import Identity
-from ctxtap.redaction.pii import PII_RULESET_VERSION, PiiRedactor
-from ctxtap.redaction.pii_rules import NUMBERED_RE
+from ctxtap.redaction.personal.identity import Identity
+from ctxtap.redaction.personal.pii import PII_RULESET_VERSION, PiiRedactor
+from ctxtap.redaction.personal.pii_rules import NUMBERED_RE
 from ctxtap.redaction.publish_scan import DETECT_SECRETS_PLUGINS, DETECTORS, Finding, scan_tree
 from ctxtap.reports.publish.build import AttachmentBuilder, BuildOptions, CaptureData, Cleaner, load_capture
 from ctxtap.reports.publish.render import write_attachment

@@ -13,7 +13,7 @@ import pytest
 
 from ctxtap.capture.store import Capture
 from ctxtap.redaction.layered import REDACT_MODES, LayeredRedactor, capture_redactor, ruleset_version
-from ctxtap.redaction.pii_rules import KEYED_RE
+from ctxtap.redaction.personal.pii_rules import KEYED_RE
 from ctxtap.reports.publish.publisher import publish
 from tests.pii_corpus import build_har, escaped_forms, generate_people, pii_items, plan
 from tests.proxyharness import all_stored_bytes, run_ctxtap

@@ -9,8 +9,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxtap.redaction import Redactor
-from ctxtap.redaction.identity import Identity
-from ctxtap.redaction.pii import PII_KINDS, PII_PLACEHOLDER_RE, PiiRedactor
+from ctxtap.redaction.personal.identity import Identity
+from ctxtap.redaction.personal.pii import PII_KINDS, PII_PLACEHOLDER_RE, PiiRedactor
 from ctxtap.redaction.publish_scan import Finding, scan_tree
 from tests.pii_corpus import PII_KINDS_COVERED, generate_people, pii_items
 

@@ -18,8 +18,8 @@ from urllib.parse import quote
 
 import pytest
 
-from ctxtap.redaction.identity import Identity
-from ctxtap.redaction.pii import PiiRedactor
+from ctxtap.redaction.personal.identity import Identity
+from ctxtap.redaction.personal.pii import PiiRedactor
 from ctxtap.redaction.publish_scan import scan_tree, scan_url_passwords
 from ctxtap.redaction.scanner import find_spans
 from ctxtap.redaction.url_credentials import find_url_passwords, is_template_password

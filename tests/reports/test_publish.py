@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from ctxtap.redaction import Redactor
-from ctxtap.redaction.identity import Identity
-from ctxtap.redaction.pii import PiiRedactor
+from ctxtap.redaction.personal.identity import Identity
+from ctxtap.redaction.personal.pii import PiiRedactor
 from ctxtap.redaction.publish_scan import DETECT_SECRETS_PLUGINS, scan_detect_secrets, scan_tree
 from ctxtap.reports.publish import publisher as publish_mod
 from ctxtap.reports.publish import render as publish_render

@@ -1,6 +1,6 @@
 """Where personal data sits in a text: e-mail addresses, home and temp paths, identifiers, addresses.
 
-Like the credential detectors, rules only report spans; `redaction.pii`
+Like the credential detectors, rules only report spans; `redaction.personal.pii`
 decides what replaces them, and `redaction.publish_scan` reuses the same rules
 to prove an output holds none. Spans are `redaction.spans.Span`s whose kind is
 `"<kind>/<rule>"`, settled with the same `merge_spans` (overlaps are fused, so
@@ -8,7 +8,7 @@ no fragment of either finding survives; the more specific rule names it):
 
 * priority 0 (context): e-mail, home/temp paths, remotes, prompts, `*_id` fields;
 * priority 1 (shape): UUIDs, provider ids (`msg_...`), IPs, MACs, phones, host shapes;
-* priority 2 (learned): bare user, host and full names learned by `redaction.identity`.
+* priority 2 (learned): bare user, host and full names learned by `redaction.personal.identity`.
 
 `escaped=True` reads raw JSON bodies: a `\\n` before a value is a boundary and
 never part of the span (replacing from the `n` would break the escape).
@@ -20,7 +20,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
-from ctxtap.redaction.identity import (
+from ctxtap.redaction.personal.identity import (
     FORGE_HOSTS,
     NAME,
     SLASH,

@@ -15,8 +15,8 @@ every file of one publish run agrees; keyed ones (HMAC of the value under the
 per-user redaction key and the capture id, like credential placeholders) need
 no shared state and are renumbered when published.
 
-What counts as personal, and where it is found, is in `redaction.pii_rules`
-(shapes and contexts) and `redaction.identity` (facts learned from the
+What counts as personal, and where it is found, is in `redaction.personal.pii_rules`
+(shapes and contexts) and `redaction.personal.identity` (facts learned from the
 traffic: the user's name, host, full name, forge account, temp dir). Like the
 credential `Redactor`, this never raises: a value it cannot process becomes
 `<unscannable-...>`.
@@ -30,8 +30,8 @@ import hmac
 import re
 from collections.abc import Iterable
 
-from ctxtap.redaction.identity import Identity
-from ctxtap.redaction.pii_rules import (
+from ctxtap.redaction.personal.identity import Identity
+from ctxtap.redaction.personal.pii_rules import (
     KEYED_RE,
     PII_KINDS,
     PII_PLACEHOLDER_RE,
