@@ -74,9 +74,8 @@ def test_project_instructions_are_found_by_segment(cli: str) -> None:
 
 @pytest.mark.parametrize("cli", sorted(p.name for p in FIXTURES.iterdir() if (p / "basic.har.gz").exists()))
 def test_the_tiers_own_recordings_match_the_references(cli: str) -> None:
-    from tests.layout_check import layout_problems
-
     from ctxtap.analysis.threads import runfacts
+    from tests.layout_check import layout_problems
 
     meta = json.loads((FIXTURES / cli / "basic.json").read_text())
     with runfacts.using({}, meta["argv"]):  # the command line the tier recorded it with, as record keeps it
