@@ -29,7 +29,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ctxtap.redaction import vendor_tokens  # noqa: E402
+from ctxtap.redaction import token_shapes, vendor_tokens  # noqa: E402
 from ctxtap.redaction.engine import build_engine, hyperscan_available  # noqa: E402
 from ctxtap.redaction.spans import Span, merge_spans  # noqa: E402
 from tests.secret_examples.matrix import body_text, carried, distinct_secrets, load_examples  # noqa: E402
@@ -46,16 +46,23 @@ def heldout_families() -> set[str]:
 
 
 class Alone:
-    """The vendor-token trigger in an engine of its own, and its verifier."""
+    """The token detectors' triggers in an engine of their own (vendor_tokens: a head, a separator and a
+    random body; token_shapes: bech32 secrets, signed JSON tokens, glued heads), and their verifiers."""
 
     def __init__(self, backend: str | None) -> None:
-        self.engine = build_engine(list(vendor_tokens.TRIGGERS), backend)
+        self.detectors = (vendor_tokens.DETECTOR, token_shapes.DETECTOR)
+        triggers = [t for d in self.detectors for t in d.triggers]
+        self.engine = build_engine(triggers, backend)
 
     def spans(self, data: bytes) -> list[Span]:
-        found = self.engine.scan(data).get(0)
+        hits = self.engine.scan(data).by_trigger
         out: list[Span] = []
-        if found:
-            vendor_tokens.find_vendor_token_spans(data, [found], out)
+        first = 0
+        for detector in self.detectors:
+            own = [hits.get(first + i, []) for i in range(len(detector.triggers))]
+            first += len(detector.triggers)
+            if any(own):
+                detector.find(data, own, out)
         return merge_spans(out, [])
 
     def redact(self, text: str) -> str:

@@ -34,6 +34,7 @@ from ctxtap.redaction import (
     encodings,
     gitleaks_match,
     prose,
+    token_shapes,
     vendor_tokens,
 )
 from ctxtap.redaction.detector import Detector
@@ -49,6 +50,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     config_fields.DETECTOR,  # XML, PHP defines, connection strings, .netrc, .pgpass, env lists, cookies
     prose.DETECTOR,  # "my password is ...", Markdown table rows
     vendor_tokens.DETECTOR,  # keys of vendors no list names, by their structure
+    token_shapes.DETECTOR,  # the same without a separator: bech32 secrets, signed JSON tokens, glued heads
     encodings.DETECTOR,  # percent-encoded runs (a flat decoder)
     base64_runs.DETECTOR,  # files attached as base64 (a nesting decoder)
 )

@@ -33,6 +33,7 @@ DECLARED = (
     "config-fields",
     "prose",
     "vendor-tokens",
+    "token-shapes",
     "percent-encoded",
     "base64-files",
 )

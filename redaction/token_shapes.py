@@ -1,0 +1,230 @@
+"""Self-identifying tokens of the shapes the head-and-separator detector does not see.
+
+`vendor_tokens` finds a head, a separator and a random body. Vendors issue keys in four more
+shapes, each recognisable from its structure rather than from a list of vendors:
+
+- **Bech32 with a head that calls itself a secret** (`AGE-SECRET-KEY-1…`, `nsec1…`): the body
+  carries a BCH checksum over the head, verified here, so a random run never passes. Heads that
+  name an address (`bc1`, `npub1`, `cosmos1`) are public and stay.
+- **Signed JSON tokens** (`eyJ….eyJ….sig`): a JWT's first two segments are base64url JSON
+  objects, the first naming its algorithm; checked by decoding, not by the `eyJ` alone.
+- **A glued head** (`AKIA…`): two to five capitals followed directly by a long body of capitals
+  and digits (base32/base36). The body must look drawn at random: both letters and digits, near its
+  alphabet's entropy, no long runs of one class, no upper-case hex (a digest). A glued head before a
+  lower-case hex body (Twilio's `SK…`) is left to the catalogues: its trigger doubled this
+  detector's cost.
+- **A head and dotted random segments** (`SG.<22>.<43>`, `pat.<id>.<id>.<secret>`): each segment
+  mixes upper, lower and digits at about base62's entropy (file names with a hash, package and
+  domain names have words between their dots).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import re
+
+from ctxtap.redaction.detector import Detector, sample
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.entropy import shannon_entropy
+from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
+
+KIND = "vendor-token"
+
+# Each shape is verified in a window around its trigger's matches, never over the whole body: a
+# big body with one match costs a window, not a pass.
+def _matches(pattern: re.Pattern[bytes], data: bytes, hits: list[tuple[int, int]] | None, before: int,
+             after: int):  # noqa: ANN202 - an iterator of matches
+    """The pattern's matches in the windows around the hits (the whole body when no hits are given)."""
+    if hits is None:
+        yield from pattern.finditer(data)
+        return
+    last = -1
+    for lo, hi in _windows(data, hits, before, after):
+        for m in pattern.finditer(data, lo, hi):
+            if m.start() >= last:
+                last = m.end()
+                yield m
+
+
+_RUN_TAIL = re.compile(rb"[A-Za-z0-9_.+/=-]*")
+MAX_TOKEN = 16384
+
+
+def _windows(data: bytes, hits: list[tuple[int, int]], before: int, after: int) -> list[tuple[int, int]]:
+    """Merged windows [end - before, end + after) around the hits' ends."""
+    out: list[tuple[int, int]] = []
+    for _, end in hits:
+        n = len(data)
+        lo, hi = max(0, end - before), min(n, end + after)
+        hi = _RUN_TAIL.match(data, hi, min(n, hi + MAX_TOKEN)).end()  # never cut a token: its end decides
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+# --- bech32 ----------------------------------------------------------------------------------
+
+_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+_CHARSET_INDEX = {c: i for i, c in enumerate(_CHARSET)}
+_BECH32_CONSTS = (1, 0x2BC830A3)  # bech32, bech32m
+_BECH32_RE = re.compile(rb"(?<![A-Za-z0-9])([A-Za-z][A-Za-z0-9-]{0,40})1([02-9ac-hj-np-zAC-HJ-NP-Z]{38,})(?![A-Za-z0-9])")
+_SECRET_HEAD = re.compile(r"(?i)secret|sec$|priv|^sk|key")
+
+
+def _polymod(values: list[int]) -> int:
+    generator = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
+    chk = 1
+    for v in values:
+        top = chk >> 25
+        chk = (chk & 0x1FFFFFF) << 5 ^ v
+        for i, g in enumerate(generator):
+            chk ^= g if (top >> i) & 1 else 0
+    return chk
+
+
+def bech32_encode(hrp: str, data: list[int]) -> str:
+    """`hrp` + `1` + the 5-bit `data` and its bech32 checksum (lower case): how such keys are written."""
+    values = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp] + data
+    poly = _polymod([*values, 0, 0, 0, 0, 0, 0]) ^ 1
+    return hrp + "1" + "".join(_CHARSET[d] for d in data + [(poly >> 5 * (5 - i)) & 31 for i in range(6)])
+
+
+def bech32_checks(hrp: str, data: str) -> bool:
+    """The BCH checksum of a bech32 or bech32m string (one case throughout) holds."""
+    if not (hrp + data).islower() and not (hrp + data).isupper():
+        return False
+    hrp, data = hrp.lower(), data.lower()
+    values = [ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp] + [_CHARSET_INDEX[c] for c in data]
+    return _polymod(values) in _BECH32_CONSTS
+
+
+def bech32_secret_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    for m in _matches(_BECH32_RE, data, hits, 120, 200):
+        hrp, body = m.group(1).decode(), m.group(2).decode()
+        if _SECRET_HEAD.search(hrp.rstrip("-")) and bech32_checks(hrp, body):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
+# --- JWT ---------------------------------------------------------------------------------------
+
+_JWT_RE = re.compile(rb"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{16,}(?![A-Za-z0-9_-])")
+
+
+def _b64url_json(segment: bytes) -> object:
+    try:
+        raw = base64.urlsafe_b64decode(segment + b"=" * (-len(segment) % 4))
+        return json.loads(raw)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def jwt_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    for m in _matches(_JWT_RE, data, hits, 2048, 64):  # the trigger is the payload's start: the header is before it
+        header, payload, _ = m.group(0).split(b".", 2)
+        head = _b64url_json(header)
+        if isinstance(head, dict) and "alg" in head and isinstance(_b64url_json(payload), dict):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
+# --- glued heads -------------------------------------------------------------------------------
+
+_GLUED_RE = re.compile(rb"(?<![A-Za-z0-9_./+-])([A-Z]{2,5})([A-Z0-9]{16,64})(?![A-Za-z0-9_/+=-])")
+_CLASS_RUN = re.compile(rb"[A-Z]{9}|[0-9]{9}|[a-f]{9}")
+_UPPER_HEX = re.compile(rb"[0-9A-F]+")
+
+
+def _expected_entropy(alphabet: int, n: int) -> float:
+    """About the Shannon entropy of `n` characters drawn at random from `alphabet` (Miller-Madow bias)."""
+    return max(math.log2(min(alphabet, n)) - (alphabet - 1) / (2 * n * math.log(2)), 1.0)
+
+
+def _drawn_at_random(body: bytes) -> bool:
+    """Letters and digits both, no run of nine of one class, entropy near the alphabet's."""
+    digits = sum(48 <= c <= 57 for c in body)
+    if digits < 2 or len(body) - digits < 2 or _CLASS_RUN.search(body) or _UPPER_HEX.fullmatch(body):
+        return False  # an upper-case hex run is a digest (`SHA1DA39A3EE...`), not a key
+    return shannon_entropy(body) >= 0.85 * _expected_entropy(36, len(body))
+
+
+def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    for m in _matches(_GLUED_RE, data, hits, 80, 80):
+        if _drawn_at_random(m.group(2)):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
+# --- dotted ------------------------------------------------------------------------------------
+
+_DOTTED_RE = re.compile(rb"(?<![A-Za-z0-9_.-])[A-Za-z][A-Za-z0-9]{1,7}((?:\.[A-Za-z0-9_-]{16,}){2,3})(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])")
+def _random_segment(segment: bytes) -> bool:
+    """Upper, lower and digits mixed (base62/base64url), near that alphabet's entropy."""
+    upper = any(65 <= c <= 90 for c in segment)
+    lower = any(97 <= c <= 122 for c in segment)
+    digit = any(48 <= c <= 57 for c in segment)
+    if not (upper and lower and digit) or _CLASS_RUN.search(segment):
+        return False
+    return shannon_entropy(segment) >= 0.85 * _expected_entropy(62, len(segment))
+
+
+def dotted_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    """`SG.<22>.<43>`, `pat.<id>.<id>.<secret>`: a short head, then two or three random segments after
+    dots (a JWT's segments start `eyJ` and are found as one above)."""
+    for m in _matches(_DOTTED_RE, data, hits, 260, 80):
+        segments = m.group(1)[1:].split(b".")
+        if not m.group(1).startswith(b".eyJ") and all(_random_segment(seg) for seg in segments):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
+def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
+    """Append the spans of the four shapes; `hits` are the triggers' (the body is scanned only when
+    one of them matched)."""
+    bech32, jwt, glued, dotted = hits
+    if bech32:
+        bech32_secret_spans(data, out, list(bech32))
+    if jwt:
+        jwt_spans(data, out, list(jwt))
+    if glued:
+        glued_head_spans(data, out, list(glued))
+    if dotted:
+        dotted_spans(data, out, list(dotted))
+
+
+def _examples() -> tuple[str, ...]:
+    """Made when the module loads (no key stands in the source): a bech32 secret with its checksum, a
+    signed JSON token, and three glued heads."""
+    words = [ord(c) & 31 for c in sample("<lower:52>")]
+    age = bech32_encode("age-secret-key-", words).upper()
+    head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
+    body = base64.urlsafe_b64encode(b'{"sub":"u-17","iat":1764000000}').rstrip(b"=").decode()
+    return (f"AGE_KEY={age}", f"token: {head}.{body}.{sample('<b64url:43>')}", sample("id=QZKA7<upper:4>3<upper:6>9X2K"),
+            f"export KEY={bech32_encode('zsec', words[:40])}",
+            sample("key QZ.Ab3<alnum:19>.Xy7<alnum:40> here"))
+
+
+TRIGGERS: tuple[Trigger, ...] = (
+    # cheap forms, each checked in full by the verifier (the engine's cost grows with class repeats)
+    Trigger(rb"(?:KEY|key|SEC|sec)-?1[02-9ac-hj-np-z]{8}|(?:KEY|SEC)-?1[02-9AC-HJ-NP-Z]{8}", window=0, opens=False),
+    Trigger(rb"[A-Za-z0-9_-]{4}\.eyJ", window=0, opens=False),
+    Trigger(rb"[A-Z]{3}[A-Z0-9]{15}", window=0, opens=False),
+    Trigger(rb"[A-Za-z0-9]\.[A-Za-z0-9_-]{16}[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16}", window=0, opens=False),
+)
+
+
+DETECTOR = Detector(
+    "token-shapes",
+    TRIGGERS,
+    find_token_shape_spans,
+    examples=_examples(),
+    near_misses=(
+        "see SHA1DA39A3EE5E6B4B0D3255BFEF95601890AFD80709 here",  # an upper-case digest after a head
+        "send to bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq today",  # an address: a public head
+        "HTTPSCONNECTIONPOOLMANAGER and ID12345678901234567890",
+        "id 01ARZ3NDEKTSV4RRFFQ69G5FAV",  # a ULID
+        "eyJhbGciOiJIUzI1NiJ9.notjson.c2lnbmF0dXJlc2lnbmF0dXJl",  # a payload that is no JSON
+        "main.a1af608a1019e2ff468d.bundle.js and com.example.orderservice.PaymentGatewayClient",
+    ),
+)
