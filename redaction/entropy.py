@@ -24,3 +24,9 @@ def _entropy(data: bytes) -> float:
 
 
 clear_cache = _entropy.cache_clear
+
+
+def expected_entropy(alphabet: int, n: int) -> float:
+    """About the Shannon entropy of `n` characters drawn at random from `alphabet` (Miller-Madow bias):
+    what a random body of that alphabet and length scores, for the token detectors to compare with."""
+    return max(math.log2(min(alphabet, n)) - (alphabet - 1) / (2 * n * math.log(2)), 1.0)

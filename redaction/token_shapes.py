@@ -23,12 +23,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import re
 
 from ctxtap.redaction.detector import Detector, sample
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.entropy import shannon_entropy
+from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
@@ -138,17 +137,13 @@ _CLASS_RUN = re.compile(rb"[A-Z]{9}|[0-9]{9}|[a-f]{9}")
 _UPPER_HEX = re.compile(rb"[0-9A-F]+")
 
 
-def _expected_entropy(alphabet: int, n: int) -> float:
-    """About the Shannon entropy of `n` characters drawn at random from `alphabet` (Miller-Madow bias)."""
-    return max(math.log2(min(alphabet, n)) - (alphabet - 1) / (2 * n * math.log(2)), 1.0)
-
 
 def _drawn_at_random(body: bytes) -> bool:
     """Letters and digits both, no run of nine of one class, entropy near the alphabet's."""
     digits = sum(48 <= c <= 57 for c in body)
     if digits < 2 or len(body) - digits < 2 or _CLASS_RUN.search(body) or _UPPER_HEX.fullmatch(body):
         return False  # an upper-case hex run is a digest (`SHA1DA39A3EE...`), not a key
-    return shannon_entropy(body) >= 0.85 * _expected_entropy(36, len(body))
+    return shannon_entropy(body) >= 0.85 * expected_entropy(36, len(body))
 
 
 def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
@@ -167,7 +162,7 @@ def _random_segment(segment: bytes) -> bool:
     digit = any(48 <= c <= 57 for c in segment)
     if not (upper and lower and digit) or _CLASS_RUN.search(segment):
         return False
-    return shannon_entropy(segment) >= 0.85 * _expected_entropy(62, len(segment))
+    return shannon_entropy(segment) >= 0.85 * expected_entropy(62, len(segment))
 
 
 def dotted_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:

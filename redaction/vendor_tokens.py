@@ -17,14 +17,13 @@ verified here. Scored on held-out families by `benchmarks/bench_token_detector.p
 
 from __future__ import annotations
 
-import math
 import re
 import zlib
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.detectors import escape_before
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.entropy import shannon_entropy
+from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
@@ -88,10 +87,6 @@ def _checksum_holds(body: bytes) -> bool:
     return len(body) >= 26 and crc32_base62(body[:-6]) == body[-6:]
 
 
-def _expected_entropy(alphabet: int, n: int) -> float:
-    """About the Shannon entropy of `n` characters drawn at random from `alphabet` (Miller-Madow bias)."""
-    return max(math.log2(min(alphabet, n)) - (alphabet - 1) / (2 * n * math.log(2)), 1.0)
-
 
 def _wordy(parts: list[bytes]) -> int:
     """How many characters are in pronounceable words (identifiers, names, paths), part by part:
@@ -133,7 +128,7 @@ def _random_enough(parts: list[bytes]) -> bool:
         alphabet = 10 * (digits > 0) + 26 * (upper > 0) + 26 * (lower > 0)
     if b"+" in body or b"/" in body:
         alphabet = 64
-    if shannon_entropy(body) < 0.8 * _expected_entropy(alphabet, n):
+    if shannon_entropy(body) < 0.8 * expected_entropy(alphabet, n):
         return False
     if sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= n:
         return False  # `abcdef...`, `0123...`: an alphabet written out
