@@ -13,7 +13,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,7 +30,7 @@ from ctxtap.analysis.parsing.memo import ParseMemo
 from ctxtap.analysis.parsing.parse import parse_exchanges
 from ctxtap.analysis.rules.attribution import CACHE_TRANSPARENT_RULES  # blocks providers drop before caching
 from ctxtap.analysis.tables import TABLES, BuildContext, CallRec
-from ctxtap.analysis.threads import runfacts
+from ctxtap.analysis.threads import constancy, runfacts
 from ctxtap.analysis.threads.sessions import SessionAssigner, TurnFacts
 from ctxtap.capture.private import tighten
 from ctxtap.capture.store import Capture
@@ -44,6 +44,9 @@ class AnalyzeOptions:
     prices: Path | None = None
     cache_rules: Path | None = None
     force: bool = False
+    # other runs of the same client to read constancy across (`analyze --across-runs`); None keeps
+    # the ones the dataset was last built with
+    peers: tuple[Path, ...] | None = None
 
 
 @dataclass
@@ -57,6 +60,8 @@ class BuildStats:
     body_bytes_seen: int = 0  # request bodies the parser was given
     body_bytes_scanned: int = 0  # of which actually parsed (the rest reused from the previous body)
     seconds: float = 0.0
+    across_runs: int = 0  # sessions (here and in named peers) the segment reader compared; 0: none
+    openings: list = field(default_factory=list)  # each session's opening (analysis.threads.constancy)
 
 
 def fingerprint(capture: Capture, prices: PriceTable, rules_path: Path | None) -> dict:
@@ -102,14 +107,15 @@ def ensure_analysis(capture_dir: Path, options: AnalyzeOptions | None = None,
     prices = PriceTable.load(options.prices)
     rules = CacheRules.load(options.cache_rules)
     out = dataset_dir(capture.directory)
-    key = fingerprint(capture, prices, options.cache_rules)
     meta_path = out / META
-    if not options.force and not capture.live and meta_path.exists():
-        try:
-            if json.loads(meta_path.read_text()).get("fingerprint") == key:
-                return out, False
-        except ValueError:
-            pass
+    old = _meta(meta_path)
+    peers = _peers(capture.directory, options, old)
+    peer_openings = {str(p): _openings_of(p, options) for p in peers}
+    key = fingerprint(capture, prices, options.cache_rules)
+    if peers:
+        key["peers"] = {p: constancy.digest_of(o) for p, o in sorted(peer_openings.items())}
+    if not options.force and not capture.live and old.get("fingerprint") == key:
+        return out, False
     start = time.perf_counter()
     # The build allocates many long-lived objects (blocks, memo entries); the cyclic GC would
     # rescan them again and again, making time grow faster than the content. Nothing here
@@ -117,7 +123,8 @@ def ensure_analysis(capture_dir: Path, options: AnalyzeOptions | None = None,
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        tables, stats = build(capture, prices, rules, progress, phase=phase)
+        tables, stats = build(capture, prices, rules, progress, phase=phase,
+                              peers=[o for found in peer_openings.values() for o in found])
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -127,9 +134,41 @@ def ensure_analysis(capture_dir: Path, options: AnalyzeOptions | None = None,
     write_dataset(out, capture.manifest.capture_id, tables, {
         "fingerprint": key, "built_at": time.time(), "prices_as_of": prices.as_of,
         "cache_rules_as_of": rules.as_of, "estimate_encoding": tokens.encoding_label(),
-        "stats": stats.__dict__,
+        "stats": {k: v for k, v in stats.__dict__.items() if k != "openings"},
+        "openings": [o.model_dump() for o in stats.openings], "peers": [str(p) for p in peers],
     })
     return out, True
+
+
+def _meta(path: Path) -> dict:
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _peers(directory: Path, options: AnalyzeOptions, old: dict) -> tuple[Path, ...]:
+    """The other runs this capture is read across: the options', else those it was built with last
+    (a peer that has gone is left out)."""
+    named = options.peers if options.peers is not None else tuple(Path(p) for p in old.get("peers", []))
+    here = directory.resolve()
+    return tuple(p for p in dict.fromkeys(Path(p).resolve() for p in named) if p != here and p.is_dir())
+
+
+def _openings_of(peer: Path, options: AnalyzeOptions) -> list[constancy.Opening]:
+    """A peer's session openings, from its dataset (analysed on its own first when it has none)."""
+    meta = _meta(dataset_dir(peer) / META)
+    if "openings" not in meta:
+        ensure_analysis(peer, AnalyzeOptions(options.prices, options.cache_rules, peers=None))
+        meta = _meta(dataset_dir(peer) / META)
+    out = []
+    for row in meta.get("openings", []):
+        try:
+            out.append(constancy.Opening.model_validate(row))
+        except ValueError:
+            continue  # a dataset from an older ctxtap: rebuilt when it is next analysed
+    return out
 
 
 def write_dataset(out: Path, capture_id: str, tables: dict[str, list[dict]], meta: dict,
@@ -180,16 +219,10 @@ def add_call(store: BlockStore, assigner: SessionAssigner, call) -> CallRec:
     return CallRec(call, placement, rb, rb.content_ids, call.call_key, scan.all(_outside_cache_key))
 
 
-def build(capture: Capture, prices: PriceTable, rules: CacheRules,
-          progress: Progress | None = None, reuse: bool = True,
-          phase: Phase | None = None) -> tuple[dict[str, list[dict]], BuildStats]:
-    """The tables of a capture. `reuse=False` parses every request from scratch and lets the
-    block store take over nothing from the previous request: the reference the fast paths
-    (which make a long session cost what it adds) must match exactly."""
-    from ctxtap.capture.paths import redaction_key
-    from ctxtap.redaction import Redactor
-
-    redactor = Redactor(redaction_key(), capture.manifest.capture_id)
+def _read(capture: Capture, progress: Progress | None, reuse: bool,
+          states: constancy.States) -> tuple[BlockStore, list[CallRec], BuildStats]:
+    """One pass over the capture's model calls into a block store and sessions; each session's
+    opening (its first main request's line fingerprints) is kept for the reading across runs."""
     store = BlockStore(reuse_prefix=reuse)
     assigner = SessionAssigner()
     recs: list[CallRec] = []
@@ -201,14 +234,41 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
                                       strict=True) if m and r == "full")
         exchanges = progress(exchanges, total)
     memo = ParseMemo()
-    with runfacts.using(capture.manifest.environment, capture.manifest.command):  # the recorded machine's facts, for the segment reader
+    opened: set[str] = set()
+    with runfacts.using(capture.manifest.environment, capture.manifest.command), constancy.using(states):
         for call in parse_exchanges(exchanges, memo if reuse else None):
             rec = add_call(store, assigner, call)
             stats.blocks_total += len(call.request.blocks)
             stats.context_bytes_total += rec.blocks.context_bytes
+            if rec.placement.thread_kind == "main" and rec.placement.session_id not in opened:
+                opened.add(rec.placement.session_id)
+                stats.openings.append(constancy.opening_of(call.identity.client, call.identity.client_version,
+                                                           call.request.blocks))
             call.request.blocks = []  # the store holds what is needed, once
             recs.append(rec)
     stats.body_bytes_scanned, stats.body_bytes_seen = memo.bytes_scanned, memo.bytes_seen
+    return store, recs, stats
+
+
+def build(capture: Capture, prices: PriceTable, rules: CacheRules,
+          progress: Progress | None = None, reuse: bool = True,
+          phase: Phase | None = None, peers: list[constancy.Opening] | None = None
+          ) -> tuple[dict[str, list[dict]], BuildStats]:
+    """The tables of a capture. `reuse=False` parses every request from scratch and lets the
+    block store take over nothing from the previous request: the reference the fast paths
+    (which make a long session cost what it adds) must match exactly.
+
+    Where sessions of one client version (here, or in `peers`, other runs' openings) differ, the
+    capture is read a second time with their constancy in force (analysis.threads.constancy)."""
+    store, recs, stats = _read(capture, progress, reuse, constancy.States())
+    states = constancy.states_of(stats.openings + list(peers or []))
+    if states:
+        if phase is not None:
+            phase("reading again across runs")
+        openings = stats.openings
+        store, recs, stats = _read(capture, None, reuse, states)
+        stats.openings = openings
+        stats.across_runs = len(openings) + len(peers or [])
     if phase is not None:
         phase(f"counting tokens of {len(store.content):,} distinct blocks")
     store.tokenise()
@@ -217,6 +277,10 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
     stats.bytes_tokenised = store.bytes_tokenised
     stats.unique_block_bytes = sum(row["bytes"] for row in store.content.values())
 
+    from ctxtap.capture.paths import redaction_key
+    from ctxtap.redaction import Redactor
+
+    redactor = Redactor(redaction_key(), capture.manifest.capture_id)
     ctx = BuildContext(capture=capture, recs=recs, store=store, content_tokens=store.content_tokens(),
                        prices=prices, rules=rules, redact_text=redactor.redact_text)
     for table in TABLES:

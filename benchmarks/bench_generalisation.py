@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from ctxtap.analysis.parsing import tokens  # noqa: E402
 from ctxtap.analysis.parsing.models import ModelCall  # noqa: E402
 from ctxtap.analysis.parsing.parse import parse_exchanges  # noqa: E402
-from ctxtap.analysis.threads import runfacts  # noqa: E402
+from ctxtap.analysis.threads import constancy, runfacts  # noqa: E402
 from ctxtap.analysis.threads.sessions import SIDE_PURPOSES, SessionAssigner  # noqa: E402
 
 REFERENCES = ROOT / "benchmarks" / "reference_layouts"
@@ -124,6 +124,7 @@ def _agreement(block, regions: list[tuple[int, str]]) -> tuple[int, int]:
 UNATTRIBUTED = frozenset({"unknown", "unattributed"})
 ARGV = True  # --no-argv: read the second corpus without the command line its runs were recorded with
 SHOW = False  # --show: print every line read differently from its reference
+ACROSS = False  # --across-runs: read with the constancy of the client's other runs in force
 
 
 def _line_agreement(block, regions: list[tuple[int, str]]) -> tuple[int, int, int]:
@@ -208,12 +209,51 @@ def _command(spec: str) -> list[str]:
     return corpus.recorded_command(name)
 
 
+TASKS = ("basic", "long", "errors")
+
+
+def _peers(spec: str) -> list[str]:
+    """The other runs of the same client in the same corpus (`corpus2:basic/cline` -> long, errors)."""
+    kind, _, name = spec.partition(":")
+    task, _, client = name.partition("/")
+    if kind not in ("corpus", "corpus2") or task not in TASKS:
+        return []
+    from tests import corpus
+
+    root = corpus.CORPUS2_ROOT if kind == "corpus2" else corpus.CORPUS_ROOT
+    return [f"{kind}:{other}/{client}" for other in TASKS
+            if other != task and (root / other / client / "flows.mitm").is_file()]
+
+
+def openings(calls: list[ModelCall]) -> list[constancy.Opening]:
+    """Each session's opening (its first main request), as the build keeps it."""
+    assigner, opened, out = SessionAssigner(), set(), []
+    for c in calls:
+        placement = assigner.place(c, [b.content_hash for b in c.request.blocks if b.kind != "tool_definition"])
+        if placement.thread_kind == "main" and placement.session_id not in opened:
+            opened.add(placement.session_id)
+            out.append(constancy.opening_of(c.identity.client, c.identity.client_version, c.request.blocks))
+    return out
+
+
+def _states(spec: str, own: list[ModelCall], disabled: tuple[str, ...]) -> constancy.States:
+    found = openings(own)
+    for peer in _peers(spec):
+        exchanges = load_recording(peer)
+        if exchanges:
+            found += openings(list(parse_exchanges(exchanges, disabled_clients=disabled)))
+    return constancy.states_of(found)
+
+
 def run(name: str, ref: dict, disabled: tuple[str, ...]) -> Score:
     exchanges = load_recording(ref["recording"])
     if exchanges is None:
         return Score(name, ref["client"], error="recording not available")
     with runfacts.using({}, _command(ref["recording"])):
         calls = list(parse_exchanges(exchanges, disabled_clients=disabled))
+        if ACROSS:  # read again with the other runs' constancy in force, as `analyze --across-runs` does
+            with constancy.using(_states(ref["recording"], calls, disabled)):
+                calls = list(parse_exchanges(exchanges, disabled_clients=disabled))
     return score({**ref, "name": name}, calls)
 
 
@@ -252,9 +292,12 @@ def main() -> int:
     parser.add_argument("--no-argv", action="store_true",
                         help="read ../shared/real-clients-2 runs without their recorded command line (as a bare "
                              "`ctxtap import` does): the task is then found by position only")
+    parser.add_argument("--across-runs", action="store_true",
+                        help="read each run with the constancy of the client's other runs (basic, long, errors) in "
+                             "force, as `ctxtap analyze --across-runs` does")
     args = parser.parse_args()
-    global SHOW, ARGV
-    SHOW, ARGV = args.show, not args.no_argv
+    global SHOW, ARGV, ACROSS
+    SHOW, ARGV, ACROSS = args.show, not args.no_argv, args.across_runs
     rows = []
     for path in sorted(REFERENCES.glob("*.toml")):
         ref = tomllib.loads(path.read_text())

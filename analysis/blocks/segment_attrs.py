@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ctxtap.analysis.blocks.segments import Piece, byte_offsets, read_pieces
 from ctxtap.analysis.parsing.models import Block, Segment
-from ctxtap.analysis.threads import runfacts
+from ctxtap.analysis.threads import constancy, runfacts
 
 SEGMENTED_KINDS = frozenset({"instruction_text", "message_text"})
 MIN_BYTES = 40
@@ -40,6 +40,10 @@ TASK_RULE = "argv.task"
 # "files" of a canned example exchange are examples, not the workspace)
 WHOLE_RULES = frozenset({"argv.canned-turn"})
 TEMPLATE_RULE = "argv.task-template"
+# plain user and assistant turns, as placed by position: what constancy over runs can read better
+TASK_RULES = frozenset({"generic.first-user-text-task", "generic.user-text-task"})
+TURN_RULES = TASK_RULES | {"generic.assistant-text", "argv.not-the-task"}
+MAX_VARYING_LINES = 8  # a longer run of lines that varies between runs is another mode's text, not the environment
 
 
 # generic rules that judged a whole block by a part of its content: the rest of such a block is
@@ -64,10 +68,11 @@ def with_segments(block: Block) -> Block:
 
     Reading a block depends only on its text, role and what the rule said, so the reading of
     a text seen before (the same system prompt on every request) is reused."""
-    if block.kind not in SEGMENTED_KINDS or block.bytes < MIN_BYTES or block.rule_id in WHOLE_RULES:
+    if block.kind not in SEGMENTED_KINDS or block.rule_id in WHOLE_RULES or (
+            block.bytes < MIN_BYTES and not (constancy.digest() and block.rule_id in TURN_RULES)):
         return block
     key = (block.content_hash, block.role, block.rule_id, *(getattr(block, a) for a in ATTRS), runfacts.current(),
-           runfacts.tasks() if block.rule_id == TASK_RULE else ())
+           runfacts.tasks() if block.rule_id == TASK_RULE else (), constancy.digest())
     if key in _CACHE:
         update = _CACHE[key]
     else:
@@ -103,9 +108,69 @@ def _task_pieces(text: str) -> list[Piece] | None:
     return out
 
 
+def _across(rule_id: str | None) -> bool:
+    return bool(rule_id) and rule_id.startswith("cross-session.")
+
+
+def _runs(text: str, lo: int, hi: int, role: str) -> list[tuple[int, int, str | None]]:
+    """The lines of text[lo:hi] in runs of one verdict; a line too short to compare joins the run above."""
+    out: list[tuple[int, int, str | None]] = []
+    for a, b, verdict in constancy.line_states(text[lo:hi], role):
+        if out and (verdict is None or verdict == out[-1][2]):
+            out[-1] = (out[-1][0], lo + b, out[-1][2])
+        else:
+            out.append((lo + a, lo + b, verdict))
+    return out
+
+
+def _canned(block: Block, pieces: list[Piece]) -> bool:
+    """A turn every run sends whole: an assistant turn in the first request (no model had answered
+    yet), or a user turn no detector reads as anything (an example the client shows the model)."""
+    if constancy.turn_state(block.text) != constancy.CONSTANT:
+        return False
+    return block.role == "assistant" or all(p.source is None for p in pieces)
+
+
+def _across_runs(block: Block, pieces: list[Piece]) -> list[Piece]:
+    """Pieces no detector recognised, read by their constancy over runs (analysis.threads.constancy).
+
+    System text: a short run of lines that varies between runs is the run's environment, the
+    constant lines are the client's rules. User text: the constant lines are the client's template
+    around a task that varies. A turn constant whole is one the client wrote (a canned example)."""
+    system = block.role in constancy.SYSTEM_ROLES
+    if not system and block.rule_id not in TURN_RULES:
+        return pieces
+    if not system and _canned(block, pieces):
+        return [Piece(0, len(block.text), "platform_rules", "cross-session.canned-turn", "constant across runs")]
+    if block.role == "assistant":
+        return pieces
+    out: list[Piece] = []
+    for p in pieces:
+        if p.source is not None or p.rule_id is not None:
+            out.append(p)
+            continue
+        for a, b, verdict in _runs(block.text, p.start, p.end, block.role):
+            lines = block.text[a:b].rstrip("\n").count("\n") + 1
+            if verdict is None:
+                out.append(Piece(a, b, None, None, p.evidence, p.label))
+            elif system and verdict == constancy.VARIES and lines <= MAX_VARYING_LINES:
+                out.append(Piece(a, b, "runtime_environment", "cross-session.varies", "varies across runs", p.label))
+            elif system:
+                out.append(Piece(a, b, None, "cross-session.constant", f"{verdict} across runs", p.label))
+            elif verdict == constancy.CONSTANT:
+                out.append(Piece(a, b, "platform_rules", "cross-session.template", "constant across runs", p.label))
+            elif block.rule_id in TASK_RULES:  # the task the run was given varies; text before a known task is not it
+                out.append(Piece(a, b, None, "cross-session.varies", "varies across runs", p.label))
+            else:
+                out.append(Piece(a, b, None, None, p.evidence, p.label))
+    return out
+
+
 def _reading(block: Block) -> dict | None:
     """The attribute changes the block's sections call for, or None."""
     pieces = (_task_pieces(block.text) if block.rule_id == TASK_RULE else None) or read_pieces(block.text)
+    if constancy.current() and (_generic(block.rule_id) or block.rule_id in TURN_RULES):
+        pieces = _across_runs(block, pieces)
     own = {a: getattr(block, a) for a in ATTRS}
     own_rule = block.rule_id
     if block.rule_id in CONTENT_GUESSES and block.role in ROLE_DEFAULTS and len(pieces) > 1:
@@ -115,7 +180,7 @@ def _reading(block: Block) -> dict | None:
         # a section read as what the rule already said keeps the rule's attributes (it knows the scope)
         detected = p.source in PRESETS and p.source != own["source"]
         attrs = PRESETS[p.source] if detected else own
-        rule = p.rule_id if detected else own_rule
+        rule = p.rule_id if detected or (p.source is None and _across(p.rule_id)) else own_rule
         if readings and readings[-1][2] == attrs and readings[-1][3] == rule:
             start, _, a, r, label = readings[-1]
             readings[-1] = (start, p.end, a, r, label)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ctxtap.analysis.rules.detectors import Detection, catalogue_intro, detect, fact_line, looks_like_list
 from ctxtap.analysis.threads.runfacts import (
     current,
+    has_entries,
     lists_entries,
     names_entry,
     quoted_file,
@@ -277,12 +278,14 @@ def _demote(text: str, units: list[Unit], readings: list) -> None:
 
 def _listings(text: str, units: list[Unit], readings: list) -> None:
     """Units of one entry each, one after another (`README.md`, blank, `src/app.py:` and its outline...),
-    that name the recorded working directory's entries: together a listing of it, the environment."""
+    that name the recorded working directory's entries: together a listing of it, the environment.
+    Without recorded entries, units that each start with a bare file path are such a listing, by pattern."""
     run: list[int] = []
+    found = (Detection("runtime_environment", "detect.recorded-fact", "lists the recorded working directory")
+             if has_entries() else Detection("runtime_environment", "detect.path-listing", "a listing of file paths"))
 
     def close() -> None:
         if len(run) >= MIN_LISTING_UNITS:
-            found = Detection("runtime_environment", "detect.recorded-fact", "lists the recorded working directory")
             for i in run:
                 readings[i] = found
         run.clear()

@@ -92,10 +92,22 @@ def using(environment: dict[str, Any] | None, command: list[str] | None = None) 
 _LISTED = re.compile(r"^[\s│├└─|`*-]*\.?/?([^\s/`]+)")
 
 
+def has_entries() -> bool:
+    """Whether the working directory's entries were recorded."""
+    return bool(_ENTRIES.get())
+
+
+_BARE_PATH = re.compile(r"^\.?[\w@+-]+(?:[./][\w@+-]+)+/?:?$")
+
+
 def names_entry(line: str) -> bool:
-    """The line starts with one of the recorded working directory's top-level entries (or a path under one)."""
+    """The line starts with one of the recorded working directory's top-level entries (or a path under
+    one); with no entries recorded, the line is a bare file path (`README.md`, `src/app.py:`)."""
+    entries = _ENTRIES.get()
+    if not entries:
+        return bool(_BARE_PATH.match(line.strip())) and "://" not in line
     m = _LISTED.match(line)
-    return m is not None and m.group(1).rstrip(":") in _ENTRIES.get()
+    return m is not None and m.group(1).rstrip(":") in entries
 
 
 def lists_entries(text: str) -> bool:
