@@ -583,18 +583,20 @@ def _check_tables(prices, cache_rules) -> None:
                                        f"or leave {option} out to use the built-in table.") from None
 
 
-def _ensure(captures, prices=None, cache_rules=None, force=False, quiet=False) -> list[Path]:
-    """Analyse captures whose dataset is missing or stale, with a progress bar on long ones."""
+def _ensure(captures, prices=None, cache_rules=None, force=False, quiet=False, across=False) -> list[Path]:
+    """Analyse captures whose dataset is missing or stale, with a progress bar on long ones. `across`:
+    each capture is read with the others as runs of the same client (constancy across runs)."""
     from ctxtap.analysis.build import AnalyzeOptions, ensure_analysis
     from ctxtap.capture.store import CaptureError
     from ctxtap.cli.progress import steps
 
     _check_tables(prices, cache_rules)
-    options = AnalyzeOptions(prices=prices, cache_rules=cache_rules, force=force)
     dirs = []
     with steps(quiet) as shown:
         for capture in captures:
             path = Path(capture)
+            peers = tuple(Path(c) for c in captures if Path(c) != path) if across else None
+            options = AnalyzeOptions(prices=prices, cache_rules=cache_rules, force=force, peers=peers)
 
             def progress(items, total, label=f"analysing {path.name}: parsing requests"):
                 return shown.track(items, total, label)
@@ -614,7 +616,11 @@ def _ensure(captures, prices=None, cache_rules=None, force=False, quiet=False) -
 @click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False))
 @_analysis_options
 @click.option("--force", is_flag=True, help="Rebuild even if the dataset is up to date.")
-def analyze(captures, prices, cache_rules, force) -> None:
+@click.option("--across-runs", is_flag=True,
+              help="The captures are runs of one client: read each with the others, so text every run sends is "
+                   "the client's and text that varies is the run's. Remembered for later commands; give one "
+                   "capture with this flag to read it alone again.")
+def analyze(captures, prices, cache_rules, force, across_runs) -> None:
     """Derive the analysis dataset (Parquet, next to each capture) and its DuckDB views.
 
     Idempotent: a capture is re-analysed only when it, the ctxtap version, the
@@ -624,11 +630,13 @@ def analyze(captures, prices, cache_rules, force) -> None:
 
     from ctxtap.analysis.db import dataset_dir
 
-    for path in _ensure(captures, prices, cache_rules, force):
+    for path in _ensure(captures, prices, cache_rules, force, across=across_runs):
         meta = _json.loads((dataset_dir(path) / "_meta.json").read_text())
         st = meta.get("stats", {})
+        across = (f", read across {st['across_runs']} sessions of {len(meta.get('peers', [])) + 1} captures"
+                  if st.get("across_runs") else "")
         click.echo(f"{path}: {st.get('requests', 0)} model requests, {st.get('blocks_total', 0)} blocks "
-                   f"({st.get('distinct_contents', 0)} distinct), analysis in {dataset_dir(path)}")
+                   f"({st.get('distinct_contents', 0)} distinct){across}, analysis in {dataset_dir(path)}")
 
 
 class _SqlCommand(click.Command):
