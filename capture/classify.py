@@ -372,9 +372,49 @@ def _named_by_wire(h: dict[str, str], ua: str) -> ClientClass:
     return ClientClass("unknown", None, "none")
 
 
+# what starts a program rather than being one: interpreters, package runners, wrappers
+_LAUNCHERS = frozenset({
+    "python", "python3", "pypy", "pypy3", "node", "nodejs", "bun", "bunx", "deno", "npx", "pnpx", "pnpm", "yarn",
+    "npm", "uv", "uvx", "pipx", "poetry", "pdm", "hatch", "env", "sudo", "nice", "nohup", "time", "timeout",
+    "stdbuf", "exec", "run", "dlx", "x", "tsx", "ts-node", "ruby", "java", "dotnet",
+})
+_ENTRY_FILES = frozenset({"cli", "main", "index", "__main__", "bin", "run", "app", "entry"})
+
+
+def program_of(command: list[str] | None) -> str | None:
+    """The program a recorded command runs (`/opt/venv/bin/python3 /opt/venv/bin/aider ...` -> `aider`,
+    `npx @scope/tool@1.2 ...` -> `tool`, `node .../qwen-code/cli.js` -> `qwen-code`), or None: the
+    name a client gets when nothing on the wire names it."""
+    args = list(command or [])
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        base = arg.rstrip("/").rsplit("/", 1)[-1]
+        stem = re.sub(r"(?:\d+(?:\.\d+)*)$", "", base) if base.startswith(("python", "pypy")) else base
+        if arg == "-m" and i + 1 < len(args):
+            return _program_name(args[i + 1].split(".", 1)[0])
+        if arg.startswith("-") or "=" in arg.split("/", 1)[0] or stem in _LAUNCHERS:
+            i += 1
+            continue
+        return _program_name(arg)
+    return None
+
+
+def _program_name(arg: str) -> str | None:
+    parts = [p for p in arg.split("/") if p]
+    if not parts:
+        return None
+    name = re.sub(r"\.(?:js|mjs|cjs|ts|py|sh|exe)$", "", parts[-1])
+    if name in _ENTRY_FILES and len(parts) > 1:  # `.../qwen-code/cli.js`: the package, not its entry file
+        name = parts[-2]
+    name = name.split("@", 1)[0] if not name.startswith("@") else name.lstrip("@").split("@", 1)[0]
+    return name or None
+
+
 def client_evidence(rule: str) -> str:
     """The kind of evidence a client name rests on: a rule ctxtap has for that client, the user
-    agent's product token, OpenRouter's `X-Title` or `HTTP-Referer`, or nothing (`unattributed`)."""
+    agent's product token, OpenRouter's `X-Title` or `HTTP-Referer`, the name it gives itself, the
+    program the recorded command ran (`argv`), or nothing (`unattributed`)."""
     if rule == "ua:product":
         return "user-agent"
     if rule == "header:x-title":
@@ -383,6 +423,8 @@ def client_evidence(rule: str) -> str:
         return "referer"
     if rule == "body:self-name":
         return "self-name"
+    if rule == "argv:program":
+        return "argv"
     if rule in ("none", "ua:generic", "header:x-stainless") or not rule:
         return "unattributed"
     return "rule"

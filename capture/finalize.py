@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ctxtap.capture.classify import client_name, program_of
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.private import tighten
 from ctxtap.capture.schema import (
@@ -218,7 +219,7 @@ def finalize(directory: Path, recovered: bool = False) -> Manifest:
         last = [f.get("ts_response_end") or f.get("ts_ws_end") or f.get("ts_request_start") for f in flows]
         last = [t for t in last if t]
         manifest.ended_at = max(last) if last else time.time()
-    manifest.counts = summary_counts(flows, ws_rows)
+    manifest.counts = summary_counts(flows, ws_rows, program_of(manifest.command))
     manifest.counts["telemetry_payloads"] = len(telemetry.payloads)
     manifest.counts["telemetry_records"] = len(telemetry.records)
     manifest.save(directory)
@@ -227,8 +228,9 @@ def finalize(directory: Path, recovered: bool = False) -> Manifest:
     return manifest
 
 
-def summary_counts(flows: list[dict], ws_rows: list[dict]) -> dict:
-    """The figures `ctxtap info` and `record` print, computed once at finalisation."""
+def summary_counts(flows: list[dict], ws_rows: list[dict], program: str | None = None) -> dict:
+    """The figures `ctxtap info` and `record` print, computed once at finalisation. A client nothing on
+    the wire names is counted under the program the recorded command ran, as the analyzer names it."""
     by_client: Counter[str] = Counter()
     by_api: Counter[str] = Counter()
     by_transport: Counter[str] = Counter()
@@ -238,7 +240,8 @@ def summary_counts(flows: list[dict], ws_rows: list[dict]) -> dict:
         n = f.get("model_requests") or 0
         model_requests += n
         if n:
-            by_client[f.get("client") or "unknown"] += n
+            client = f.get("client") or "unknown"
+            by_client[client_name(program) if program and client.startswith("unknown") else client] += n
             by_api[f.get("api") or "other"] += n
             by_transport[f.get("transport") or "none"] += n
         redactions.update(json.loads(f.get("redactions") or "{}"))

@@ -46,7 +46,8 @@ COLUMNS: Columns = [
                            "(the user agent's first product token that is no library or runtime), `x-title` or "
                            "`referer` (OpenRouter's app attribution headers), `self-name` (behind an SDK's user agent, the "
                            "name the client gives itself at the start of its instructions: `You are Cline, ...`), "
-                           "`unattributed` (nothing names it: "
+                           "`argv` (nothing on the wire names it: the program the recorded command ran, "
+                           "`.../bin/aider` -> `aider`), `unattributed` (nothing names it: "
                            "the name is `unknown` or `unknown (SDK)`)."),
     ("provider", S, "Provider of the API host."),
     ("api", S, "`messages`, `bedrock-messages` and `vertex-messages` (Messages on Amazon Bedrock and Google "

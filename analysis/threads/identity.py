@@ -26,8 +26,9 @@ from typing import Any
 from ctxtap.analysis.clients import registry
 from ctxtap.analysis.clients.rules import IdentityContext, IdentityStep
 from ctxtap.analysis.parsing.models import CallIdentity
+from ctxtap.analysis.threads import runfacts
 from ctxtap.capture.bodies import BodyView
-from ctxtap.capture.classify import classify_client
+from ctxtap.capture.classify import classify_client, client_evidence, client_name
 from ctxtap.capture.headers import lower_headers
 
 _steps: dict[tuple[int, frozenset[str]], list[IdentityStep]] = {}
@@ -69,4 +70,7 @@ def identify(
     ctx = IdentityContext(ident, lower_headers(header_list), facts, raw_body, recorded_client, recorded_version)
     for step in steps(disabled_clients):
         step.fill(ctx)
+    if client_evidence(ident.client_rule) == "unattributed" and (name := runfacts.program()):
+        # nothing on the wire names it (an SDK's user agent): the program the recorded command ran does
+        ident.client, ident.client_rule = client_name(name), "argv:program"
     return ident

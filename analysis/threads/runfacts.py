@@ -15,12 +15,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from ctxtap.capture.classify import program_of
 from ctxtap.capture.file_lines import is_instruction_file, line_hash
 
 Facts = tuple[tuple[str, str], ...]  # (fact name, value), e.g. ("cwd", "/home/alice/shop")
 
 _FACTS: ContextVar[Facts] = ContextVar("ctxtap_run_facts", default=())
 _TASKS: ContextVar[tuple[str, ...]] = ContextVar("ctxtap_run_tasks", default=())
+_PROGRAM: ContextVar[str | None] = ContextVar("ctxtap_run_program", default=None)
 # line fingerprint -> (file path, is an instruction file); None: no files were recorded
 _FILES: ContextVar[dict[str, tuple[str, bool]] | None] = ContextVar("ctxtap_run_files", default=None)
 _ENTRIES: ContextVar[frozenset[str]] = ContextVar("ctxtap_run_entries", default=frozenset())
@@ -76,6 +78,7 @@ def using(environment: dict[str, Any] | None, command: list[str] | None = None) 
     attribution rules ask `current()` and `tasks()`)."""
     token = _FACTS.set(facts_of(environment))
     task_token = _TASKS.set(tasks_of(environment, command))
+    program_token = _PROGRAM.set(program_of(command))
     files_token = _FILES.set(files_of(environment))
     entries = (environment or {}).get("entries")
     entries_token = _ENTRIES.set(frozenset(e for e in entries if isinstance(e, str)) if isinstance(entries, list)
@@ -85,6 +88,7 @@ def using(environment: dict[str, Any] | None, command: list[str] | None = None) 
     finally:
         _FACTS.reset(token)
         _TASKS.reset(task_token)
+        _PROGRAM.reset(program_token)
         _FILES.reset(files_token)
         _ENTRIES.reset(entries_token)
 
@@ -162,6 +166,11 @@ def quoted_file(text: str) -> tuple[str, bool] | None:
 
 def current() -> Facts:
     return _FACTS.get()
+
+
+def program() -> str | None:
+    """The program the recorded command ran, while a capture is read (None: not recorded)."""
+    return _PROGRAM.get()
 
 
 def tasks() -> tuple[str, ...]:

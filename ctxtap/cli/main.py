@@ -473,9 +473,11 @@ def info(capture, as_json) -> None:
     cap = _open(capture)
     counts = cap.manifest.counts
     if cap.live:
+        from ctxtap.capture.classify import program_of
         from ctxtap.capture.finalize import summary_counts
 
-        counts = summary_counts(cap.flows().to_pylist(), cap.ws_messages().to_pylist())
+        counts = summary_counts(cap.flows().to_pylist(), cap.ws_messages().to_pylist(),
+                                program_of(cap.manifest.command))
     data = {
         "capture_id": cap.manifest.capture_id,
         "path": str(cap.directory),

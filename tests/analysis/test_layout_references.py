@@ -67,6 +67,24 @@ def test_reference_layout_across_runs_without_the_command_line(path: Path, monke
         f"{name}: {off.line_share:.1%} of lines agree and {off.wrong_share:.1%} are wrong across runs, no command line")
 
 
+@pytest.mark.parametrize("path", SECOND_CORPUS, ids=[p.stem for p in SECOND_CORPUS])
+def test_every_second_corpus_client_is_named(path: Path) -> None:
+    """Each of the six CLIs nobody had recorded is named — by its user agent, the name it gives itself, or
+    (behind an SDK that names nobody) the program its recorded command ran — never `unknown`."""
+    from ctxtap.analysis.threads import runfacts
+    from ctxtap.capture.classify import client_evidence
+
+    ref = tomllib.loads(path.read_text())
+    exchanges = bench.load_recording(ref["recording"])
+    if exchanges is None:
+        pytest.skip("../shared/real-clients-2 is not here")
+    with runfacts.using({}, bench._command(ref["recording"])):
+        calls = list(parse_exchanges(exchanges, disabled_clients=(ref["client"],)))
+    ident = calls[ref["request"]].identity
+    assert not ident.client.startswith("unknown") and client_evidence(ident.client_rule) != "unattributed", (
+        ident.client, ident.client_rule)
+
+
 INSTRUCTED = [p.parent.name for p in sorted(FIXTURES.glob("*/instructions.json"))
               if json.loads(p.read_text())["instructions_seen"]]
 

@@ -95,3 +95,30 @@ def test_a_session_header_and_a_side_request_at_the_end() -> None:
     assert sessions[0] == sessions[1] == sessions[2] != sessions[3]
     assert sessions[3] == sessions[4] == sessions[5]
     assert placed[2].thread_kind == "side"
+
+
+def test_the_program_a_recorded_command_ran_names_a_client_nothing_on_the_wire_names() -> None:
+    from ctxtap.analysis.threads.runfacts import program_of
+
+    assert program_of(["/opt/venv/bin/python3", "/opt/venv/bin/aider", "--model", "gpt-4.1"]) == "aider"
+    assert program_of(["python", "-m", "swe_tool.cli", "-t", "fix it"]) == "swe_tool"
+    assert program_of(["npx", "-y", "@acme/coder@1.2.0", "run"]) == "coder"
+    assert program_of(["node", "/usr/lib/node_modules/@acme/zed-agent/cli.js"]) == "zed-agent"
+    assert program_of(["env", "FOO=1", "nice", "/usr/local/bin/helper", "go"]) == "helper"
+    assert program_of([]) is None and program_of(None) is None
+
+
+def test_named_by_the_recorded_command_only_where_the_wire_names_nobody() -> None:
+    from ctxtap.analysis.threads import runfacts
+
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi there, list the files"}]}).encode()
+    sdk = http_exchange("/v1/chat/completions", body, headers=[
+        ("user-agent", "OpenAI/Python 2.20.0"), ("content-type", "application/json")])
+    own = http_exchange("/v1/chat/completions", body, headers=[
+        ("user-agent", "HelperBot/3.2"), ("content-type", "application/json")])
+    with runfacts.using({}, ["/opt/venv/bin/python3", "/opt/venv/bin/aider", "--message", "list the files"]):
+        behind, named = (next(iter(parse_exchanges([ex]))).identity for ex in (sdk, own))
+    assert (behind.client, client_evidence(behind.client_rule)) == ("aider", "argv")
+    assert (named.client, client_evidence(named.client_rule)) == ("helper-bot", "user-agent")
+    alone = next(iter(parse_exchanges([sdk]))).identity
+    assert alone.client.startswith("unknown") and client_evidence(alone.client_rule) == "unattributed"

@@ -331,11 +331,11 @@ CLIS: dict[str, CliSpec] = {
         ),
         CliSpec(
             # pi names itself nowhere on the wire (the Anthropic SDK's user agent, no session header):
-            # ctxtap must say so rather than guess
+            # the program its recorded command ran names it (evidence `argv`)
             name="pi", package="@mariozechner/pi-coding-agent@0.73.1", command="pi",
             args=lambda repo: ["-p", "--mode", "json", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
                                TASK],
-            setup=_anthropic_key_only, client="unknown (Anthropic/JS)", api="messages", hosts=("api.anthropic.com",),
+            setup=_anthropic_key_only, client="pi", api="messages", hosts=("api.anthropic.com",),
         ),
         CliSpec(
             name="qwen-code", package="@qwen-code/qwen-code@0.24.4", command="qwen",
@@ -352,7 +352,7 @@ CLIS: dict[str, CliSpec] = {
             # litellm's Anthropic client, non-streaming; the task inside the client's own template
             name="mini-swe-agent", package="mini-swe-agent==2.4.6", command="mini", installer="pip", python="3.12",
             args=lambda repo: ["--model", "anthropic/claude-sonnet-4-5", "--yolo", "--exit-immediately", "-t", TASK],
-            setup=_anthropic_key_only, client="unknown (litellm)", api="messages", hosts=("api.anthropic.com",),
+            setup=_anthropic_key_only, client="mini", api="messages", hosts=("api.anthropic.com",),
             finish="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
         ),
         CliSpec(
