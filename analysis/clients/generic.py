@@ -45,6 +45,7 @@ from ctxtap.analysis.clients.rules import (
     Rule,
     before_known_task,
     canned_before_task,
+    canned_exchange_before_task,
     first_user_text,
     holds_known_task,
     info,
@@ -85,6 +86,8 @@ RULES = (
     Rule("argv.task", "the user text holding the task the run was given (its command line or `import --prompt`): "
          "that span is the task, the text wrapped around it is read apart", holds_known_task, USER_TASK,
          stage=TEXT_GENERIC),
+    Rule("argv.canned-exchange", "user text before the known task that a turn the client wrote answers: a "
+         "canned example exchange, read by the detectors", canned_exchange_before_task, PLATFORM, stage=TEXT_GENERIC),
     Rule("argv.not-the-task", "user text before the known task: context the client added, unattributed unless a "
          "detector reads it", before_known_task, UNKNOWN, stage=TEXT_GENERIC),
     Rule("argv.canned-turn", "assistant text before the known task: the model had not answered yet, the client "

@@ -85,6 +85,8 @@ class Context:
     leading_parts: frozenset[int] = frozenset()
     # the id of the first user text holding the task the run was given (None: no known task in it)
     task_part: Any = None
+    # ids of user texts before that task which a client-written assistant turn answers (canned examples)
+    canned_users: frozenset[int] = frozenset()
 
 
 Match = Callable[[BlockDraft, Context], bool]
@@ -250,6 +252,12 @@ def before_known_task(d: BlockDraft, ctx: Context) -> bool:
     """User text before the known task, in a request that holds it: the client added it, it is not the task."""
     return (d.kind == "message_text" and d.role == "user" and not ctx.user_task_seen
             and ctx.task_part not in (None, id(d)))
+
+
+def canned_exchange_before_task(d: BlockDraft, ctx: Context) -> bool:
+    """User text before the known task that an assistant turn answers before the task: the model has not
+    answered yet, so the client wrote the exchange (an example request, its own `I switched to ...`)."""
+    return d.kind == "message_text" and d.role == "user" and not ctx.user_task_seen and id(d) in ctx.canned_users
 
 
 def canned_before_task(d: BlockDraft, ctx: Context) -> bool:

@@ -129,6 +129,26 @@ def _task_part(drafts: list[BlockDraft], known: tuple[str, ...]) -> int | None:
     return None
 
 
+def _answered_before(drafts: list[BlockDraft], task_part: int | None) -> frozenset[int]:
+    """Ids of the user texts before the known task that an assistant text answers before it: with the
+    model yet to answer, the client wrote both turns (a canned example exchange)."""
+    if task_part is None:
+        return frozenset()
+    answered: set[int] = set()
+    pending: list[int] = []
+    for d in drafts:
+        if id(d) == task_part or d.kind in ("tool_call", "tool_result"):
+            break
+        if d.kind != "message_text":
+            continue
+        if d.role == "user":
+            pending.append(id(d))
+        elif d.role == "assistant":
+            answered.update(pending)
+            pending.clear()
+    return frozenset(answered)
+
+
 def _attribute_one(draft: BlockDraft, position: int, ctx: Context, context: tuple, table: list[Rule],
                    memo: Any) -> Block:
     """One draft's block (the first matching rule decides); updates whether a user task was seen."""
@@ -173,9 +193,10 @@ def attribute_scanned(drafts: list[BlockDraft], client: str, api: str, memo: Any
     disabled = frozenset(disabled_clients)
     table = rules(disabled)
     known = runfacts.tasks()
+    task_part = _task_part(drafts, known) if known else None
     ctx = Context(client=client, api=api, cwd=find_cwd(drafts, memo),
                   leading_parts=_LeadingParts(drafts),  # type: ignore[arg-type]
-                  task_part=_task_part(drafts, known) if known else None)
+                  task_part=task_part, canned_users=_answered_before(drafts, task_part))
     context = (client, api, ctx.cwd, disabled) if disabled else (client, api, ctx.cwd)
     if known:
         context = (*context, known)

@@ -113,7 +113,11 @@ def test_an_example_exchange_before_the_known_task_is_the_clients_not_the_users_
     with runfacts.using({}, ["agent", "--message", TASK]):
         blocks = attribute(drafts, "unknown", "messages")
     assert [(b.source, b.rule_id) for b in blocks] == [
-        ("unknown", "argv.not-the-task"), ("platform_rules", "argv.canned-turn"), ("user_task", "argv.task"),
+        ("platform_rules", "argv.canned-exchange"), ("platform_rules", "argv.canned-turn"), ("user_task", "argv.task"),
         ("assistant_output", "generic.assistant-text")]
+    # user text before the task that no client-written turn answers is not the client's: unattributed
+    with runfacts.using({}, ["agent", "--message", TASK]):
+        blocks = attribute([drafts[0], drafts[2]], "unknown", "messages")
+    assert [(b.source, b.rule_id) for b in blocks] == [("unknown", "argv.not-the-task"), ("user_task", "argv.task")]
     assert [b.source for b in attribute(drafts, "unknown", "messages")] == [
         "user_task", "assistant_output", "user_task", "assistant_output"]  # without the command line: by position
