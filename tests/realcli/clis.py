@@ -366,6 +366,28 @@ CLIS: dict[str, CliSpec] = {
 }
 
 
+def _openai_key_only(home: Path) -> Setup:
+    key = openai_key()
+    return Setup(env={"OPENAI_API_KEY": key}, secrets=(key,))
+
+
+# A CLI without tool calling: its loop is "the reply names repository files -> it adds them to the chat
+# (`--yes-always`) -> it asks again". The scripted answer names README.md; the second request carries
+# the file. Histories and the gitignore line it would add go nowhere (the repository must stay unchanged).
+AIDER_ANSWER = "The first level holds README.md, pyproject.toml, src, docs and config. I need README.md for the rest."
+NO_TOOL_CLIS: dict[str, CliSpec] = {
+    "aider": CliSpec(
+        name="aider", package="aider-chat==0.86.2", command="aider", installer="pip", python="3.12",
+        args=lambda repo: ["--model", "gpt-4.1", "--yes-always", "--no-auto-commits", "--no-check-update",
+                           "--no-pretty", "--no-fancy-input", "--no-gitignore", "--no-show-model-warnings",
+                           "--analytics-disable", "--chat-history-file", "/dev/null", "--input-history-file",
+                           "/dev/null", "--message", TASK],
+        setup=_openai_key_only, client="aider", api="chat-completions", hosts=("api.openai.com",),
+        state_dirs=(".aider.tags.cache.v4",),
+    ),
+}
+
+
 def install_name(spec: CliSpec) -> str:
     """Cache sub-directory: codex and codex-sse share one install."""
     if spec.installer == "pip":

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.realcli import install
-from tests.realcli.clis import CLIS, CliSpec, install_name
+from tests.realcli.clis import CLIS, NO_TOOL_CLIS, CliSpec, install_name
 
 
 @dataclass
@@ -146,4 +146,5 @@ def selected_specs(items: Iterable[pytest.Item]) -> list[CliSpec]:
     """CLIs whose tests were selected (so `-k claude` does not install the others)."""
     names = {item.callspec.params["cli"] for item in items
              if isinstance(item, pytest.Function) and hasattr(item, "callspec") and "cli" in item.callspec.params}
-    return [CLIS[n] for n in sorted(names) if n in CLIS]
+    known = {**CLIS, **NO_TOOL_CLIS}
+    return [known[n] for n in sorted(names) if n in known]
