@@ -61,7 +61,7 @@ class BuildStats:
     body_bytes_scanned: int = 0  # of which actually parsed (the rest reused from the previous body)
     seconds: float = 0.0
     across_runs: int = 0  # sessions (here and in named peers) the segment reader compared; 0: none
-    openings: list = field(default_factory=list)  # each session's opening (analysis.threads.constancy)
+    openings: list[constancy.Opening] = field(default_factory=list)  # each session's opening (analysis.threads.constancy)
 
 
 def fingerprint(capture: Capture, prices: PriceTable, rules_path: Path | None) -> dict:
@@ -266,6 +266,7 @@ def build(capture: Capture, prices: PriceTable, rules: CacheRules,
         if phase is not None:
             phase("reading again across runs")
         openings = stats.openings
+        del store, recs  # the first reading is not needed any more: never two in memory
         store, recs, stats = _read(capture, None, reuse, states)
         stats.openings = openings
         stats.across_runs = len(openings) + len(peers or [])
