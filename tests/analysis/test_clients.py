@@ -27,7 +27,7 @@ ATTRIBUTION_ORDER = [
     "codex.compaction-summary", "codex.harness-notice", "codex.item-kind", "kimi.system-prompt",
     "kimi.compaction-request", "kimi.compaction-summary", "kimi.date-reminder", "kimi.system-reminder",
     "grok.system-prompt", "gemini.system-prompt", "gemini.session-context", "gemini.compression-request",
-    "gemini.state-snapshot", "opencode.system-prompt", "opencode.env", "argv.task", "argv.not-the-task",
+    "gemini.state-snapshot", "opencode.system-prompt", "opencode.env", "argv.task", "argv.canned-exchange", "argv.not-the-task",
     "argv.canned-turn",
     "generic.date-reminder",
     "generic.system-reminder", "generic.project-file", "generic.environment", "generic.system-text",

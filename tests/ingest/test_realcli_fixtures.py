@@ -43,7 +43,7 @@ def _load(cli: str, variant: str) -> tuple[dict, bytes]:
 def test_fixture_imports_and_reads_as_recorded(cli: str, variant: str, tmp_path: Path, ctxtap_config: Path) -> None:
     meta, har = _load(cli, variant)
     spec = CLIS[cli]
-    assert (meta["package"], meta["client"], meta["api"]) == (spec.package, spec.client, spec.api), \
+    assert (meta["package"], meta["client"], meta["api"]) == (spec.package, spec.imported_client, spec.api), \
         f"{cli}: the fixture was recorded with another pin or expectation; regenerate it " \
         f"(python -m tests.realcli.record_fixtures {cli})"
     (tmp_path / "capture.har").write_bytes(har)
@@ -51,12 +51,12 @@ def test_fixture_imports_and_reads_as_recorded(cli: str, variant: str, tmp_path:
     capture = Capture.open(tmp_path / "cap")
     counts = {**capture.manifest.counts, "ws_messages": capture.manifest.counts.get("ws_messages", 0)}
     assert {key: counts.get(key) for key in meta["expect"]} == meta["expect"]
-    assert counts["by_client"] == {spec.client: counts["model_requests"]}
+    assert counts["by_client"] == {spec.imported_client: counts["model_requests"]}  # no command line here
     assert counts["by_api"].get(spec.api, 0) >= 2
 
     calls = list(parse_exchanges(capture.exchanges()))
     assert len(calls) == counts["model_requests"]
-    problems = checks.loop_problems(calls, spec.client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model,
+    problems = checks.loop_problems(calls, spec.imported_client, FINAL_TEXT, SCRIPTED_CALLS, spec.title_model,
                                    spec.shell_output, spec.finish)
     assert not problems, "\n".join(problems)
     assert {c.identity.client_version for c in calls} == {meta["client_version"]}

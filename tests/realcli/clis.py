@@ -84,6 +84,13 @@ class CliSpec:
     # the tool call the CLI needs before it stops (mini-swe-agent ends only on its submit command): the
     # scripted final step makes it, with the final text, and no request carries its result
     finish: str | None = None
+    # the name a bare import gives it, where only the recorded command names the client (pi, mini)
+    wire_client: str | None = None
+
+    @property
+    def imported_client(self) -> str:
+        """The client a `ctxtap import` of its traffic (no command line) must name."""
+        return self.wire_client or self.client
 
     @property
     def install_spec(self) -> str:
@@ -335,7 +342,7 @@ CLIS: dict[str, CliSpec] = {
             name="pi", package="@mariozechner/pi-coding-agent@0.73.1", command="pi",
             args=lambda repo: ["-p", "--mode", "json", "--provider", "anthropic", "--model", "claude-sonnet-4-5",
                                TASK],
-            setup=_anthropic_key_only, client="pi", api="messages", hosts=("api.anthropic.com",),
+            setup=_anthropic_key_only, client="pi", wire_client="unknown (Anthropic/JS)", api="messages", hosts=("api.anthropic.com",),
         ),
         CliSpec(
             name="qwen-code", package="@qwen-code/qwen-code@0.24.4", command="qwen",
@@ -352,7 +359,8 @@ CLIS: dict[str, CliSpec] = {
             # litellm's Anthropic client, non-streaming; the task inside the client's own template
             name="mini-swe-agent", package="mini-swe-agent==2.4.6", command="mini", installer="pip", python="3.12",
             args=lambda repo: ["--model", "anthropic/claude-sonnet-4-5", "--yolo", "--exit-immediately", "-t", TASK],
-            setup=_anthropic_key_only, client="mini", api="messages", hosts=("api.anthropic.com",),
+            setup=_anthropic_key_only, client="mini", wire_client="unknown (litellm)", api="messages",
+            hosts=("api.anthropic.com",),
             finish="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT",
         ),
         CliSpec(

@@ -120,7 +120,7 @@ def record(spec: CliSpec, variant: str, command: list[Path], path_dirs: list[Pat
         "repo_instruction_files": sorted(workspace.INSTRUCTION_FILES) if VARIANTS[variant] else [],
         "package": spec.install_spec,
         "installer": spec.installer,
-        "client": spec.client,
+        "client": spec.imported_client,  # the fixture is a HAR: imported without the command line
         "client_version": _client_version(run.capture),
         "api": spec.api,
         "title_model": spec.title_model,
