@@ -281,8 +281,10 @@ def _listings(text: str, units: list[Unit], readings: list) -> None:
     that name the recorded working directory's entries: together a listing of it, the environment.
     Without recorded entries, units that each start with a bare file path are such a listing, by pattern."""
     run: list[int] = []
+    recorded = has_entries()
+    names = names_entry if recorded else _bare_path
     found = (Detection("runtime_environment", "detect.recorded-fact", "lists the recorded working directory")
-             if has_entries() else Detection("runtime_environment", "detect.path-listing", "a listing of file paths"))
+             if recorded else Detection("runtime_environment", "detect.path-listing", "a listing of file paths"))
 
     def close() -> None:
         if len(run) >= MIN_LISTING_UNITS:
@@ -294,7 +296,7 @@ def _listings(text: str, units: list[Unit], readings: list) -> None:
         if unit.kind == "blank":
             continue
         first = text[unit.start:unit.end].lstrip().split("\n", 1)[0]
-        if readings[i] is None and unit.kind in ("paragraph", "fence") and names_entry(first):
+        if readings[i] is None and unit.kind in ("paragraph", "fence") and names(first):
             run.append(i)
         else:
             close()
@@ -302,6 +304,12 @@ def _listings(text: str, units: list[Unit], readings: list) -> None:
 
 
 MIN_LISTING_UNITS = 3
+_BARE_PATH = re.compile(r"^\.?[\w@+-]+(?:[./][\w@+-]+)+/?:?$")
+
+
+def _bare_path(line: str) -> bool:
+    """The line is a file path and nothing else (`README.md`, `src/app.py:`), not a URL."""
+    return bool(_BARE_PATH.match(line.strip())) and "://" not in line
 
 
 def _unquoted_projects(readings: list) -> None:

@@ -32,26 +32,25 @@ MIN_LINES = 3  # an opening shorter than this compares nothing
 
 
 class Opening(BaseModel):
-    """The line fingerprints of a session's first main request: its system text and its first user text."""
+    """The fingerprints of a session's first main request: the lines of its system and user text, and
+    each whole user or assistant turn (an assistant turn there is one the client wrote)."""
 
     client: str
     version: str | None = None
     system: list[str] = Field(default_factory=list)
     user: list[str] = Field(default_factory=list)
-    assistant: list[str] = Field(default_factory=list)  # turns the client wrote before any answer (canned)
     turns: list[str] = Field(default_factory=list)  # whole user and assistant turns ("Ok." has no line long enough)
 
 
 class States(BaseModel):
-    """Line fingerprint -> `constant` or `varies`, for system text and for the first user text."""
+    """Fingerprint -> `constant` or `varies`: lines of system text, lines of user text, whole turns."""
 
     system: dict[str, str] = Field(default_factory=dict)
     user: dict[str, str] = Field(default_factory=dict)
-    assistant: dict[str, str] = Field(default_factory=dict)
     turns: dict[str, str] = Field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.system or self.user or self.assistant or self.turns)
+        return bool(self.system or self.user or self.turns)
 
     def digest(self) -> str:
         body = self.model_dump_json().encode()
@@ -67,16 +66,20 @@ def _hashes(texts: Iterable[str]) -> list[str]:
 
 def opening_of(client: str, version: str | None, blocks) -> Opening:
     """A session's opening from its first main request's blocks (objects with role, kind, text): the
-    system text, the user text (the task included) and the assistant text (turns the client wrote,
-    since no model has answered yet)."""
-    texts: dict[str, list[str]] = {"system": [], "user": [], "assistant": []}
-    turns = set()
+    lines of its system and user text (the task included), and every user and assistant turn whole
+    (no model has answered yet: an assistant turn is the client's)."""
+    system, user, turns = [], [], set()
     for b in blocks:
-        if b.kind in TEXT_KINDS:
-            texts["system" if b.role in SYSTEM_ROLES else "assistant" if b.role == "assistant" else "user"].append(b.text)
-            if b.role not in SYSTEM_ROLES and b.text.strip():
-                turns.add(turn_hash(b.text))
-    return Opening(client=client, version=version, turns=sorted(turns), **{k: _hashes(v) for k, v in texts.items()})
+        if b.kind not in TEXT_KINDS:
+            continue
+        if b.role in SYSTEM_ROLES:
+            system.append(b.text)
+            continue
+        if b.role == "user":
+            user.append(b.text)
+        if b.text.strip():
+            turns.add(turn_hash(b.text))
+    return Opening(client=client, version=version, system=_hashes(system), user=_hashes(user), turns=sorted(turns))
 
 
 def turn_hash(text: str) -> str:
@@ -125,7 +128,7 @@ def states_of(openings: list[Opening]) -> States:
         everything = [set(o.system) | set(o.user) | set(o.turns) for o in group]
         if VARIES not in _verdicts(everything).values():
             continue  # identical runs: nothing tells the client's text from the run's
-        for name in ("system", "user", "assistant", "turns"):
+        for name in ("system", "user", "turns"):
             found = _verdicts([set(getattr(o, name)) for o in group])
             mine = getattr(out, name)
             for h, verdict in found.items():
@@ -154,10 +157,10 @@ def digest() -> str:
 
 
 def line_states(text: str, role: str) -> list[tuple[int, int, str | None]]:
-    """(start, end, verdict) of each line of `text` (character offsets, ends including the newline),
-    the verdict None where the line is too short to fingerprint or was not compared."""
+    """(start, end, verdict) of each line of a system or user `text` (character offsets, ends including
+    the newline), the verdict None where the line is too short to fingerprint or was not compared."""
     states = current()
-    table = states.system if role in SYSTEM_ROLES else states.assistant if role == "assistant" else states.user
+    table = states.system if role in SYSTEM_ROLES else states.user
     out, pos = [], 0
     for line in text.splitlines(keepends=True):
         h = line_hash(line)

@@ -101,17 +101,10 @@ def has_entries() -> bool:
     return bool(_ENTRIES.get())
 
 
-_BARE_PATH = re.compile(r"^\.?[\w@+-]+(?:[./][\w@+-]+)+/?:?$")
-
-
 def names_entry(line: str) -> bool:
-    """The line starts with one of the recorded working directory's top-level entries (or a path under
-    one); with no entries recorded, the line is a bare file path (`README.md`, `src/app.py:`)."""
-    entries = _ENTRIES.get()
-    if not entries:
-        return bool(_BARE_PATH.match(line.strip())) and "://" not in line
+    """The line starts with one of the recorded working directory's top-level entries (or a path under one)."""
     m = _LISTED.match(line)
-    return m is not None and m.group(1).rstrip(":") in entries
+    return m is not None and m.group(1).rstrip(":") in _ENTRIES.get()
 
 
 def lists_entries(text: str) -> bool:
