@@ -32,7 +32,13 @@ sys.path.insert(0, str(ROOT))
 from ctxtap.redaction import token_shapes, vendor_tokens  # noqa: E402
 from ctxtap.redaction.engine import build_engine, hyperscan_available  # noqa: E402
 from ctxtap.redaction.spans import Span, merge_spans  # noqa: E402
-from tests.secret_examples.matrix import body_text, carried, distinct_secrets, load_examples  # noqa: E402
+from tests.secret_examples.matrix import (  # noqa: E402
+    body_text,
+    carried,
+    distinct_secrets,
+    literal_head,
+    load_examples,
+)
 
 HELDOUT = ROOT / "tests" / "secret_examples" / "heldout_families.txt"
 BODY_PLACEMENTS = ("prose", "tool-json", "json-escaped", "env-named", "env-neutral", "yaml", "toml", "upstream")
@@ -115,16 +121,6 @@ def score(alone: Alone) -> dict[str, dict[str, list[int]]]:
 
 KINGFISHER = ROOT / "redaction" / "rules" / "kingfisher.json"
 GITLEAKS = ROOT / "redaction" / "rules" / "gitleaks.toml"
-_LITERAL_HEAD = re.compile(r"^(?:\(\?[a-z]+\))?(?:\\b)?\((?!\?)([A-Za-z0-9_-]{3,})(?=[\[(\\])")
-
-
-def _literal_head(pattern: str) -> str | None:
-    """The literal characters a rule's match starts with (`aio_` of `\\b(aio_[a-zA-Z0-9]{28})\\b`), or None:
-    a rule whose match starts with a fixed head is for a self-identifying token."""
-    text = re.sub(r"(?m)#.*$", "", pattern)
-    text = re.sub(r"\s+", "", text) if pattern.startswith("(?x") or "(?x" in pattern[:8] else text
-    m = _LITERAL_HEAD.match(text)
-    return m.group(1) if m and not m.group(1).isdigit() else None
 
 
 def third_scanner_cases() -> dict[str, list[str]]:
@@ -135,7 +131,7 @@ def third_scanner_cases() -> dict[str, list[str]]:
     gitleaks = GITLEAKS.read_text()
     out: dict[str, list[str]] = {}
     for rule in rules:
-        head = _literal_head(rule.get("pattern", ""))
+        head = literal_head(rule.get("pattern", ""))
         if head is None or len(head) < 3 or head in gitleaks:
             continue
         try:

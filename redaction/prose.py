@@ -17,7 +17,7 @@ import re
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.false_positives import is_non_secret_value
+from ctxtap.redaction.false_positives import is_non_secret_value, looks_random
 from ctxtap.redaction.names import strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
@@ -35,6 +35,9 @@ _CELL_NAME = rb"[A-Za-z0-9_.\-]*(?:pass|pwd|secret|key|token|credential|auth)[A-
 
 # "log in with password Xy7!pq2z": a password's name followed by the value alone
 _BARE_NAME = rb"pass(?:word|phrase|wd)"
+# "the service's SECRET 9fQ2…", `boxTOKEN 4kZ…`, `lokalise SECRET_TOKEN a1b2…`: a word ending in a secret's
+# or token's name, a space, and a value that looks generated (16 characters or more, see `looks_random`)
+_BARE_SECRET_NAME = rb"[A-Za-z0-9_.\-]*(?:secret|token)[A-Za-z0-9_]*"
 
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:" + _NAMES + rb")" + _LINK, literals=(b"pass", b"key", b"token", b"secret"), window=40,
@@ -43,6 +46,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     # (cells padded with spaces, as Markdown writes them: `|A_KEY|B(?:x)|` is a regex's alternation)
     Trigger(rb"\|[ \t]+`?" + _CELL_NAME + rb"`?[ \t]+\|", literals=(b"|",), window=100, caseless=True),
     Trigger(rb"(?:^|[^A-Za-z0-9_.\-])" + _BARE_NAME + rb"[ \t]+[^\s]", literals=(b"pass",), window=30, caseless=True),
+    Trigger(rb"(?:secret|token)[A-Za-z0-9_]*[ \t]+[\"'`]?[A-Za-z0-9]", literals=(b"secret", b"token"), window=40,
+            caseless=True),
 )
 _ROW_RE = re.compile(rb"\|[ \t]+`?(?P<name>" + _CELL_NAME + rb")`?[ \t]+\|[ \t]+(?P<q>`?)(?P<v>[^\s|`\\]{8,256})(?P=q)[ \t]+\|",
                      re.I)
@@ -51,6 +56,9 @@ _PROSE_RE = re.compile(rb"(?i)(?P<name>" + _NAMES + rb")(?P<link>" + _LINK + rb"
                        + rb"(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}]{8,256}))")
 _BARE_RE = re.compile(rb"(?i)(?P<name>" + _BARE_NAME + rb")[ \t]+(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,128})(?P=q)"
                       rb"|(?P<bv>[^\s\"'`\\()\[\]{}]{8,128}))")
+_BARE_SECRET_RE = re.compile(
+    rb"(?i)(?<![A-Za-z0-9_.\-])(?P<name>" + _BARE_SECRET_NAME + rb")[ \t]+(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s\\]{16,256})(?P=q)"
+    rb"|(?P<bv>[^\s\"'`\\()\[\]{}<>|,;]{16,256}))(?![^\s.,;:)\]}\"'`\\])")
 _DIGITS_RE = re.compile(rb"[0-9]")
 _UPPER_RE = re.compile(rb"[A-Z]")
 _LOWER_RE = re.compile(rb"[a-z]")
@@ -65,11 +73,13 @@ _TRAILING = b".,;:"  # sentence punctuation after a bare value (`!` and `?` may 
 def find_prose_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of credentials given in a sentence or a table row; `hits[i]` are where `TRIGGERS[i]`
     matched."""
-    sentences, rows, bare = hits
+    sentences, rows, bare, bare_secrets = hits
     for _, end in rows:
         _row_value(data, end, out)
     for _, end in bare:
         _bare_value(data, end, out)
+    for _, end in bare_secrets:
+        _bare_secret(data, end, out)
     n = len(data)
     for _, end in sentences:
         m = next((m for m in _PROSE_RE.finditer(data, max(0, end - 48), min(n, end + 260))
@@ -111,6 +121,21 @@ def _bare_value(data: bytes, end: int, out: list[Span]) -> None:
         out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
 
 
+def _bare_secret(data: bytes, end: int, out: list[Span]) -> None:
+    """`SECRET 9fQ2…`: the value right after a word naming a secret or token, when it looks generated (a
+    sentence's next word never does: "the token expired", "secret sauce", "token usage 1234")."""
+    for m in _BARE_SECRET_RE.finditer(data, max(0, end - 80), min(len(data), end + 270)):
+        if m.start("name") < end <= m.end("name") + 8 + (m.group("q") is not None):
+            group = "qv" if m.group("qv") is not None else "bv"
+            v_start, v_end = m.span(group)
+            while group == "bv" and v_end > v_start and data[v_end - 1] in _TRAILING:
+                v_end -= 1
+            value = data[v_start:v_end]
+            if looks_random(value) and not is_non_secret_value(value, group == "qv", b"secret"):
+                out.append(Span(v_start, v_end, "generic-secret", PRIORITY_ASSIGNMENT))
+            return
+
+
 def _password_shaped(value: bytes) -> bool:
     """Not a term with a number in it (`policy2024`, `Argon2id`, `PBKDF2-HMAC`): mixed case with two digits or
     more, or a password symbol beside letters and a digit."""
@@ -148,6 +173,8 @@ DETECTOR = Detector(
         "password \u2014 <mixed:11>",
         "| Variable | Value |\n|---|---|\n| PORT | 8080 |\n| DB_PASSWORD | <mixed:12> |\n",
         "log in with password <mixed:10>",
+        "acmecloud SECRET <alnum:32>",
+        "the service's TOKEN `<mixed:24>` expires in a day",
     ),
     near_misses=(
         "the password is required",
@@ -156,5 +183,7 @@ DETECTOR = Detector(
         "the password is `$DB_PASSWORD` (from the environment)",
         "The password is correct-horse-battery-staple",
         "| API_KEY | required | string |\n| DB_PASSWORD | ${DB_PASSWORD} |",
+        "token usage 12345678 of 200000000; the token expired; secret sauce",
+        "refresh the token https://auth.example.com/oauth2/token?grant_type=refresh_token",
     ),
 )

@@ -130,20 +130,71 @@ def jwt_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None =
             out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
 
 
+# A token's start: no token character before it, or a JSON string's escaped line break or tab (`\\nAKIA…`
+# in a tool result's raw bytes), which these shapes read without the string being opened.
+
+# --- claims behind a head ----------------------------------------------------------------------
+
+_CLAIMS_RE = re.compile(
+    rb"(?:(?<![A-Za-z0-9_./+-])|(?<=\\[nrt]))[A-Za-z][A-Za-z0-9]{1,12}[_-](eyJ[A-Za-z0-9+/=_-]{16,})(?![A-Za-z0-9+/=_-])"
+)
+_CLAIM_START = re.compile(rb'\{\s*"[A-Za-z0-9_$.-]{1,40}"\s*:')
+
+
+def _claims_json(body: bytes) -> bool:
+    """Does the body start as a base64 (standard or url-safe) JSON object with a named first field?"""
+    chunk = body[: len(body) // 4 * 4][:64].replace(b"-", b"+").replace(b"_", b"/")
+    try:
+        raw = base64.b64decode(chunk, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return _CLAIM_START.match(raw) is not None
+
+
+def claims_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    """`ops_eyJ…`, `sntrys_eyJ…`: a head and a separator before a base64 JSON object (the token carries
+    its claims, as a JWT's payload does), checked by decoding its start."""
+    for m in _matches(_CLAIMS_RE, data, hits, 24, 64):
+        if _claims_json(m.group(1)):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
 # --- glued heads -------------------------------------------------------------------------------
 
-_GLUED_RE = re.compile(rb"(?<![A-Za-z0-9_./+-])([A-Z]{2,5})([A-Z0-9]{16,64})(?![A-Za-z0-9_/+=-])")
+_GLUED_RE = re.compile(rb"(?:(?<![A-Za-z0-9_./+-])|(?<=\\[nrt]))([A-Z]{2,5})([A-Z0-9]{16,64})(?![A-Za-z0-9_/+=-])")
 _CLASS_RUN = re.compile(rb"[A-Z]{9}|[0-9]{9}|[a-f]{9}")
+_DIGIT_RUN = re.compile(rb"[0-9]{9}")
 _UPPER_HEX = re.compile(rb"[0-9A-F]+")
+_LETTER_RUN = re.compile(rb"[A-Za-z]{2,}")
+# The fifty commonest letter pairs of English text: a run of capitals made of words (a constant's
+# name, `HTTPSCONNECTIONPOOL`) is mostly these pairs; letters drawn at random hit one pair in fourteen.
+_ENGLISH_PAIRS = frozenset(
+    p.encode() for p in (
+        "TH HE IN ER AN RE ON AT EN ND TI ES OR TE OF ED IS IT AL AR ST TO NT NG SE HA AS OU IO LE VE CO ME"
+        " DE HI RI RO IC NE EA RA CE LI CH LL BE MA SI OM UR"
+    ).split()
+)
 
+
+def reads_as_words(text: bytes) -> bool:
+    """Do the letters of `text` read as English words (a third of their letter pairs common ones)?"""
+    pairs = common = 0
+    for run in _LETTER_RUN.findall(text.upper()):
+        for i in range(len(run) - 1):
+            pairs += 1
+            common += run[i : i + 2] in _ENGLISH_PAIRS
+    return pairs > 0 and common * 3 >= pairs
 
 
 def _drawn_at_random(body: bytes) -> bool:
-    """Letters and digits both, no run of nine of one class, entropy near the alphabet's."""
+    """Letters and a digit at least, no number of nine digits, letters that are no words, entropy near
+    the alphabet's (base32 keys may hold a single digit and long runs of capitals)."""
     digits = sum(48 <= c <= 57 for c in body)
-    if digits < 2 or len(body) - digits < 2 or _CLASS_RUN.search(body) or _UPPER_HEX.fullmatch(body):
+    if digits < 1 or len(body) - digits < 2 or _DIGIT_RUN.search(body) or _UPPER_HEX.fullmatch(body):
         return False  # an upper-case hex run is a digest (`SHA1DA39A3EE...`), not a key
-    return shannon_entropy(body) >= 0.85 * expected_entropy(36, len(body))
+    if reads_as_words(body) or sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= len(body):
+        return False  # words, or an alphabet written out (`ABCDEFGH...234567`)
+    return shannon_entropy(body) >= 0.85 * expected_entropy(32 if digits * 5 < len(body) else 36, len(body))
 
 
 def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
@@ -174,18 +225,43 @@ def dotted_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | Non
             out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
 
 
+# --- grouped ------------------------------------------------------------------------------------
+
+_GROUPED_RE = re.compile(rb"(?:(?<![A-Za-z0-9_.+/=-])|(?<=\\[nrt]))[A-Z0-9]{1,8}(?:-[A-Z0-9]{4,8}){4,10}(?![A-Za-z0-9_+/=-])")
+_HEX_GROUPS = re.compile(rb"[0-9A-F-]+")
+
+
+def grouped_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    """`A3-ASWWYB-798JRY-LJVD4-…`: a key read out in five or more dashed groups of capitals and digits
+    (licence and account keys). Upper-case hex in groups is a UUID or a digest and stays; so do part
+    numbers and dates, which are mostly digits or words."""
+    for m in _matches(_GROUPED_RE, data, hits, 40, 80):
+        run = m.group(0)
+        body = run.replace(b"-", b"")
+        digits = sum(48 <= c <= 57 for c in body)
+        if (_HEX_GROUPS.fullmatch(run) or len(body) < 24 or not 3 <= digits <= len(body) - 8
+                or reads_as_words(body)):
+            continue
+        if shannon_entropy(body) >= 0.85 * expected_entropy(36, len(body)):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
 def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append the spans of the four shapes; `hits` are the triggers' (the body is scanned only when
     one of them matched)."""
-    bech32, jwt, glued, dotted = hits
+    bech32, jwt, claims, glued, dotted, grouped = hits
     if bech32:
         bech32_secret_spans(data, out, list(bech32))
     if jwt:
         jwt_spans(data, out, list(jwt))
+    if claims:
+        claims_spans(data, out, list(claims))
     if glued:
         glued_head_spans(data, out, list(glued))
     if dotted:
         dotted_spans(data, out, list(dotted))
+    if grouped:
+        grouped_spans(data, out, list(grouped))
 
 
 def _examples() -> tuple[str, ...]:
@@ -195,17 +271,21 @@ def _examples() -> tuple[str, ...]:
     age = bech32_encode("age-secret-key-", words).upper()
     head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
     body = base64.urlsafe_b64encode(b'{"sub":"u-17","iat":1764000000}').rstrip(b"=").decode()
-    return (f"AGE_KEY={age}", f"token: {head}.{body}.{sample('<b64url:43>')}", sample("id=QZKA7<upper:4>3<upper:6>9X2K"),
+    claims = base64.b64encode(b'{"signInAddress":"my.example.com","userAuth":{"method":"SRPg"}}').decode()
+    return (f"AGE_KEY={age}", f"token: {head}.{body}.{sample('<b64url:43>')}", f"use qvx_{claims}", sample("id=QZKA7<upper:4>3<upper:6>9X2K"),
             f"export KEY={bech32_encode('zsec', words[:40])}",
-            sample("key QZ.Ab3<alnum:19>.Xy7<alnum:40> here"))
+            sample("key QZ.Ab3<alnum:19>.Xy7<alnum:40> here"),
+            sample("licence Q7-<upper:2>4<upper:3>-9<upper:4>2-<upper:3>5<upper:2>-8<upper:2>3<upper:2>-<upper:4>6"))
 
 
 TRIGGERS: tuple[Trigger, ...] = (
     # cheap forms, each checked in full by the verifier (the engine's cost grows with class repeats)
     Trigger(rb"(?:KEY|key|SEC|sec)-?1[02-9ac-hj-np-z]{8}|(?:KEY|SEC)-?1[02-9AC-HJ-NP-Z]{8}", window=0, opens=False),
     Trigger(rb"[A-Za-z0-9_-]{4}\.eyJ", window=0, opens=False),
+    Trigger(rb"[A-Za-z0-9][_-]eyJ", window=0, opens=False),
     Trigger(rb"[A-Z]{3}[A-Z0-9]{15}", window=0, opens=False),
     Trigger(rb"[A-Za-z0-9]\.[A-Za-z0-9_-]{16}[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16}", window=0, opens=False),
+    Trigger(rb"-[A-Z0-9]{5,6}-[A-Z0-9]{4,6}-", window=0, opens=False),
 )
 
 
@@ -221,5 +301,7 @@ DETECTOR = Detector(
         "id 01ARZ3NDEKTSV4RRFFQ69G5FAV",  # a ULID
         "eyJhbGciOiJIUzI1NiJ9.notjson.c2lnbmF0dXJlc2lnbmF0dXJl",  # a payload that is no JSON
         "main.a1af608a1019e2ff468d.bundle.js and com.example.orderservice.PaymentGatewayClient",
+        "550E8400-E29B-41D4-A716-446655440000 and 2024-0115-1200-0001-0002",  # upper-case UUID, dates
+        "HTTP-PROXY-CONFIG-SERVER-NAME-LIST",  # words in groups
     ),
 )

@@ -33,22 +33,30 @@ SEGMENT_MIN = 13  # the body's longest segment (13: a UUID's last group, twelve,
 # much); keys whose body follows a `.` are found where a `_` or `-` segment of thirteen follows.
 # `opens=False`: a key is found in the raw bytes of a JSON string (the verifier steps over an escape
 # before it); opening every string that holds an identifier cost a third of the scan.
-TRIGGERS: tuple[Trigger, ...] = (Trigger(rb"[_\-][A-Za-z0-9]{%d}" % SEGMENT_MIN, window=0, opens=False),)
+TILDE_SEGMENT_MIN = 12
+# One trigger for every separator (a `.` of its own, with a longer body, cost the engine a fifth more
+# than sharing the repeat): `sentence.Start` never has thirteen letters and digits after its dot.
+TRIGGERS: tuple[Trigger, ...] = (
+    Trigger(rb"[_.~\-][A-Za-z0-9]{%d}" % SEGMENT_MIN, window=0, opens=False),
+    # `~` inside a token (Azure's `…Q~…`, `sha256~…`): no word, path or digest is written so, and the
+    # body after it may hold separators of its own
+    Trigger(rb"~[A-Za-z0-9_.\-]{%d}" % TILDE_SEGMENT_MIN, window=0, opens=False),
+)
 
-_RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
-_SEPARATORS = b"_.-"
+_RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
+_SEPARATORS = b"_.-~"
 _NOT_RUN_TO_SPACE = bytes(c if c in _RUN_BYTES else 0x20 for c in range(256))
-_RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-]*")
+_RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-~]*")
 _ESCAPE_STARTS = frozenset(b"\\%")
-_HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){1,13}[_.\-]")
+_HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]")
 _BASE64_ONLY = frozenset(b"+/=")
 _BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
 _MAX_BEFORE = 64  # a head and its fields before the body
 _MAX_RUN = 512  # longer runs are base64url blobs, not keys
 _MAX_SEGMENTS = 16
-_HEAD_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){1,13}")
+_HEAD_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}")
 _REPEAT_RE = re.compile(rb"(.)\1\1")  # `gAAAAA`: a Fernet token's start, no vendor's mnemonic
-_SPLIT_RE = re.compile(rb"[_.\-]")
+_SPLIT_RE = re.compile(rb"[_.\-~]")
 _FILE_END_RE = re.compile(rb"\.[a-z]{1,4}$")  # a file's extension, a domain's last label
 _HEX_RE = re.compile(rb"[0-9a-fA-F]+")
 # camelCase or lowercase words of three letters or more holding a vowel: identifiers are made of them
@@ -149,8 +157,9 @@ def verify_run(run: bytes) -> bool:
     if len(segments) < 2 or len(segments) > _MAX_SEGMENTS:
         return False
     head = segments[0]
-    if (not 2 <= len(head) <= 14 or _HEAD_RE.fullmatch(head) is None or head.lower() in _NOT_KEY_HEADS
-            or _REPEAT_RE.search(head)):
+    tilde = b"~" in run
+    if (not 1 <= len(head) <= 14 or _HEAD_RE.fullmatch(head) is None or _REPEAT_RE.search(head)
+            or (head.lower() in _NOT_KEY_HEADS and run[len(head)] != 0x7E)):  # `sha256~` is no digest's notation
         return False
     rest = run[len(head) + 1 :]
     if _UUID_RE.fullmatch(rest) or _UUID_RE.fullmatch(run):
@@ -161,7 +170,7 @@ def verify_run(run: bytes) -> bool:
     # the body: one long segment, or (base64url) the rest's segments together; numbers alone are
     # versions and dates (`v0.0.0-20241124373141-893a276f18ec`), no key's random part
     parts = [longest] if len(longest) >= BODY_MIN else [p for p in segments[1:] if not p.isdigit()]
-    if sum(len(p) for p in parts) < BODY_MIN or len(longest) < SEGMENT_MIN:
+    if sum(len(p) for p in parts) < BODY_MIN or (len(longest) < SEGMENT_MIN and not tilde):
         return False
     return any(_checksum_holds(p) for p in parts) or _random_enough(parts)
 
@@ -186,11 +195,16 @@ def _base64_tail(data: bytes, start: int, stop: int) -> int:
 
 def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of vendor keys around the trigger's hits (`hits[0]`: (start, end), end only)."""
-    (found,) = hits
+    for found, segment in zip(hits, (SEGMENT_MIN, TILDE_SEGMENT_MIN), strict=True):
+        _find_runs(data, found, segment, out)
+
+
+def _find_runs(data: bytes, found: list[tuple[int, int]], segment: int, out: list[Span]) -> None:
+    """The runs around one trigger's hits, each judged once (`segment`: the trigger's body length)."""
     done = -1
     n = len(data)
     for _, end in found:
-        sep = end - SEGMENT_MIN - 1
+        sep = end - segment - 1
         if sep < done:
             continue  # inside a run already judged
         floor = max(0, sep - _MAX_BEFORE)
@@ -203,6 +217,8 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
                 if k < sep and escape_before(data, k):
                     start = k
                     break
+        while start < sep and data[start] in _SEPARATORS:
+            start += 1  # `.IQ8Q~…`: a separator before the head belongs to no word
         if _HEAD_AT_RE.match(data, start) is None:
             continue  # no vendor's head (a UUID, a hash, `self._name`): the cheap and common case
         if (start > 0 and data[start - 1] in _RUN_BYTES and not escape_before(data, start)) or (
@@ -235,6 +251,9 @@ DETECTOR = Detector(
         "see kloppa-live-<alnum:32>.",
         '{"key": "WXT_v2_<lower:40>"}',
         "tnx_<letters:34>",  # letters only, as Hugging Face's are
+        "VAULT_TOKEN=q.<alnum:24>",  # one letter and a dot
+        "token kq.zt.<lower:22>7<lower:20>",  # short fields between dots
+        "secret: <alnum:3>8Q~<alnum:12>.<alnum:8>~<alnum:10>",  # `~` between the body's parts
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
@@ -243,5 +262,7 @@ DETECTOR = Detector(
         "def test_user_account_settings_request_handler_3(self) -> None:",
         "req-550e8400-e29b-41d4-a716-446655440000",
         '{"encrypted_content": "gAAAAABnX9c2-abcDEF123ghiJKL456mnoPQR789stuVWX0yz"}',
+        "see ~/projects/ctxtap-analysis/reports and self.accountSettingsHandler.requestTimeout",
+        "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
     ),
 )

@@ -1,13 +1,16 @@
 """Recall of the capture redactor on the vendored example secrets, per placement, source, class and family.
 
-    python -m tests.secret_examples.score [--positions N] [--families] [--json FILE]
+    python -m tests.secret_examples.score [--positions N] [--families] [--json FILE] [--no-kingfisher]
 
 Runs the whole matrix (every example in every placement, SSE split at every
 position unless `--positions` caps it) through the capture writer, scans the
 disk like an attacker (see `matrix.py`) and prints:
 
-1. recall per source x class x placement (gitleaks' own examples and the
-   independent detect-secrets ones apart);
+1. recall per source x class x placement (gitleaks' own examples, the
+   independent detect-secrets ones and the vendored second catalogue's, Kingfisher's,
+   apart), and the expected cases' recall: a self-identifying value in every placement,
+   a name-marked one where its credential name is beside it (a value only its name marks
+   cannot be told from an id when placed without it: those cells are reported, not expected);
 2. with `--families`, recall per family (rule / plugin) and placement group (a name-marked value
    placed without its name is counted under "unnamed" only);
 3. the upstream `fps` examples the redactor alters, per source (reported
@@ -30,9 +33,12 @@ from tests.secret_examples.matrix import (
     PLACEMENTS,
     MatrixRun,
     count_false_positives,
+    kingfisher_examples,
     load_examples,
     run_matrix,
 )
+
+SOURCES = ("gitleaks", "detect-secrets", "kingfisher")
 
 SHORT = {
     "header-named": "hdr", "header-neutral": "hdr0", "query-named": "qry", "query-neutral": "qry0",
@@ -69,6 +75,31 @@ def family_table(run: MatrixRun) -> dict[tuple[str, str], dict[str, tuple[int, i
     return {k: {p: (c[0], c[1]) for p, c in v.items()} for k, v in out.items()}
 
 
+def expected(cls: str, placement: str) -> bool:
+    """A case the redactor must keep off disk: a self-identifying value anywhere, a name-marked one
+    beside its name."""
+    return cls == "self-identifying" or (cls == "name-marked" and placement not in UNNAMED)
+
+
+def format_expected(table: dict[tuple[str, str, str], tuple[int, int]]) -> str:
+    """Per source: the expected cases' recall, and the worst placement's."""
+    lines = []
+    for source in SOURCES:
+        by_placement: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for (src, cls, placement), (caught, total) in table.items():
+            if src == source and expected(cls, placement):
+                by_placement[placement][0] += caught
+                by_placement[placement][1] += total
+        caught = sum(c[0] for c in by_placement.values())
+        total = sum(c[1] for c in by_placement.values())
+        if not total:
+            continue
+        worst = min(by_placement, key=lambda p: by_placement[p][0] / by_placement[p][1])
+        lines.append(f"  {source:15s} {caught:6d} of {total:6d} = {_pct(caught, total)} %   worst placement "
+                     f"{worst} {_pct(*by_placement[worst])} %")
+    return "\n".join(lines)
+
+
 def _pct(caught: int, total: int) -> str:
     return "  -  " if not total else f"{100 * caught / total:5.1f}"
 
@@ -77,7 +108,7 @@ def format_recall(table: dict[tuple[str, str, str], tuple[int, int]]) -> str:
     placements = list(PLACEMENTS)
     head = f"{'source':15s} {'class':17s} {'cases':>6s} " + " ".join(f"{SHORT[p]:>5s}" for p in placements)
     lines = [head, "-" * len(head)]
-    for source in ("gitleaks", "detect-secrets"):
+    for source in SOURCES:
         for cls in ("self-identifying", "name-marked", "unmarked"):
             cells = [table.get((source, cls, p), (0, 0)) for p in placements]
             total = sum(c[1] for c in cells)
@@ -110,19 +141,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--positions", type=int, default=None, help="cap split positions per secret (default: all)")
     parser.add_argument("--families", action="store_true", help="also print recall per family")
     parser.add_argument("--json", type=Path, help="write the tables as JSON")
+    parser.add_argument("--no-kingfisher", action="store_true", help="leave out the second catalogue's examples")
     args = parser.parse_args(argv)
     header, examples = load_examples()
+    if not args.no_kingfisher:
+        examples = examples + kingfisher_examples()
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         run = run_matrix(Path(tmp) / "cap", examples, positions=args.positions)
         elapsed = time.perf_counter() - t0
     table = recall_table(run)
-    print(f"corpus: gitleaks {header['gitleaks']}, detect-secrets {header['detect_secrets']}")
+    print(f"corpus: gitleaks {header['gitleaks']}, detect-secrets {header['detect_secrets']}"
+          + ("" if args.no_kingfisher else ", kingfisher (redaction/rules/kingfisher.json)"))
     print(f"{len(run.cases)} cases, {len(run.leaks)} leaked; {elapsed:.1f} s "
           f"(build {run.seconds['build']:.1f}, write+finalize {run.seconds['write']:.1f}, "
           f"attacker scan {run.seconds['scan']:.1f}; CPU-bound, one writer thread)\n")
     print("recall (% of cases with nothing of the secret on disk)")
     print(format_recall(table))
+    print("\nexpected cases (self-identifying anywhere, name-marked beside its name): kept off disk")
+    print(format_expected(table))
     if args.families:
         print("\nrecall per family")
         print(format_families(family_table(run)))
