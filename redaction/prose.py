@@ -46,8 +46,10 @@ TRIGGERS: tuple[Trigger, ...] = (
     # (cells padded with spaces, as Markdown writes them: `|A_KEY|B(?:x)|` is a regex's alternation)
     Trigger(rb"\|[ \t]+`?" + _CELL_NAME + rb"`?[ \t]+\|", literals=(b"|",), window=100, caseless=True),
     Trigger(rb"(?:^|[^A-Za-z0-9_.\-])" + _BARE_NAME + rb"[ \t]+[^\s]", literals=(b"pass",), window=30, caseless=True),
+    # read in a JSON string's raw bytes (`opens=False`): "token" is in every model API's bodies, and opening
+    # each string it is in cost a third of the scan
     Trigger(rb"(?:secret|token)[A-Za-z0-9_]*[ \t]+[\"'`]?[A-Za-z0-9]", literals=(b"secret", b"token"), window=40,
-            caseless=True),
+            caseless=True, opens=False),
 )
 _ROW_RE = re.compile(rb"\|[ \t]+`?(?P<name>" + _CELL_NAME + rb")`?[ \t]+\|[ \t]+(?P<q>`?)(?P<v>[^\s|`\\]{8,256})(?P=q)[ \t]+\|",
                      re.I)
@@ -56,9 +58,10 @@ _PROSE_RE = re.compile(rb"(?i)(?P<name>" + _NAMES + rb")(?P<link>" + _LINK + rb"
                        + rb"(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}]{8,256}))")
 _BARE_RE = re.compile(rb"(?i)(?P<name>" + _BARE_NAME + rb")[ \t]+(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,128})(?P=q)"
                       rb"|(?P<bv>[^\s\"'`\\()\[\]{}]{8,128}))")
-_BARE_SECRET_RE = re.compile(
-    rb"(?i)(?<![A-Za-z0-9_.\-])(?P<name>" + _BARE_SECRET_NAME + rb")[ \t]+(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s\\]{16,256})(?P=q)"
-    rb"|(?P<bv>[^\s\"'`\\()\[\]{}<>|,;]{16,256}))(?![^\s.,;:)\]}\"'`\\])")
+_BARE_SECRET_NAME_RE = re.compile(rb"(?i)" + _BARE_SECRET_NAME)
+_BARE_SECRET_VALUE_RE = re.compile(
+    rb"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s\\]{16,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}<>|,;]{16,256}))(?![^\s.,;:)\]}\"'`\\])")
+_NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _DIGITS_RE = re.compile(rb"[0-9]")
 _UPPER_RE = re.compile(rb"[A-Z]")
 _LOWER_RE = re.compile(rb"[a-z]")
@@ -123,17 +126,32 @@ def _bare_value(data: bytes, end: int, out: list[Span]) -> None:
 
 def _bare_secret(data: bytes, end: int, out: list[Span]) -> None:
     """`SECRET 9fQ2…`: the value right after a word naming a secret or token, when it looks generated (a
-    sentence's next word never does: "the token expired", "secret sauce", "token usage 1234")."""
-    for m in _BARE_SECRET_RE.finditer(data, max(0, end - 80), min(len(data), end + 270)):
-        if m.start("name") < end <= m.end("name") + 8 + (m.group("q") is not None):
-            group = "qv" if m.group("qv") is not None else "bv"
-            v_start, v_end = m.span(group)
-            while group == "bv" and v_end > v_start and data[v_end - 1] in _TRAILING:
-                v_end -= 1
-            value = data[v_start:v_end]
-            if looks_random(value) and not is_non_secret_value(value, group == "qv", b"secret"):
-                out.append(Span(v_start, v_end, "generic-secret", PRIORITY_ASSIGNMENT))
-            return
+    sentence's next word never does: "the token expired", "secret sauce", "token usage 1234").
+
+    Read from the hit outwards (`end`: after the value's first character), not by a regex over a window:
+    "token" is in every model API's bodies."""
+    at = end - 1  # the value's first character, or its opening quote's
+    if data[at - 1] in b"\"'`":
+        at -= 1
+    name_end = at
+    while name_end > 0 and data[name_end - 1] in b" \t":
+        name_end -= 1
+    start = name_end
+    floor = max(0, name_end - 80)
+    while start > floor and data[start - 1] in _NAME_BYTES:
+        start -= 1
+    if (start > 0 and data[start - 1] in _NAME_BYTES) or _BARE_SECRET_NAME_RE.fullmatch(data, start, name_end) is None:
+        return
+    m = _BARE_SECRET_VALUE_RE.match(data, at, min(len(data), at + 260))
+    if m is None:
+        return
+    group = "qv" if m.group("qv") is not None else "bv"
+    v_start, v_end = m.span(group)
+    while group == "bv" and v_end > v_start and data[v_end - 1] in _TRAILING:
+        v_end -= 1
+    value = data[v_start:v_end]
+    if looks_random(value) and not is_non_secret_value(value, group == "qv", b"secret"):
+        out.append(Span(v_start, v_end, "generic-secret", PRIORITY_ASSIGNMENT))
 
 
 def _password_shaped(value: bytes) -> bool:
