@@ -8,7 +8,9 @@ must hold a digit or a symbol beside its letters, eight characters or more,
 and be nothing `is_non_secret_value` recognises (a word, a path, a reference,
 a placeholder), so "the password is required" and "the token is invalid"
 stay as written. A Markdown table row naming a secret in one cell (`DB_PASSWORD`,
-`` `api_key` ``) gives its value in the next, as one word checked the same way.
+`` `api_key` ``) gives its value in the next, as one word checked the same way. A word ending in a
+credential's name followed by a value that looks generated (`acme SECRET 9fQ2…`, `boxTOKEN 4kZ…`,
+`lokalise ACCESS_KEY a1b2…`) is read the same way, with `looks_random`'s stricter test.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ _CELL_NAME = rb"[A-Za-z0-9_.\-]*(?:pass|pwd|secret|key|token|credential|auth)[A-
 
 # "log in with password Xy7!pq2z": a password's name followed by the value alone
 _BARE_NAME = rb"pass(?:word|phrase|wd)"
-# "the service's SECRET 9fQ2…", `boxTOKEN 4kZ…`, `lokalise SECRET_TOKEN a1b2…`: a word ending in a secret's
-# or token's name, a space, and a value that looks generated (16 characters or more, see `looks_random`)
-_BARE_SECRET_NAME = rb"[A-Za-z0-9_.\-]*(?:secret|token)[A-Za-z0-9_]*"
+# "the service's SECRET 9fQ2…", `boxTOKEN 4kZ…`, `lokalise ACCESS_KEY a1b2…`, `acmeACCESS:X1Y2…`: a word
+# ending in a credential's name (a vendor's name may be glued before it), a space or a colon, and a
+# value that looks generated (16 characters or more, see `looks_random`)
+_BARE_SECRET_WORDS = rb"(?:secret|token|key|access|private|passw(?:or)?d|pwd)"
+_BARE_SECRET_NAME = rb"[A-Za-z0-9_.\-]*" + _BARE_SECRET_WORDS + rb"[A-Za-z0-9_]*"
 
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:" + _NAMES + rb")" + _LINK, literals=(b"pass", b"key", b"token", b"secret"), window=40,
@@ -48,7 +52,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:^|[^A-Za-z0-9_.\-])" + _BARE_NAME + rb"[ \t]+[^\s]", literals=(b"pass",), window=30, caseless=True),
     # read in a JSON string's raw bytes (`opens=False`): "token" is in every model API's bodies, and opening
     # each string it is in cost a third of the scan
-    Trigger(rb"(?:secret|token)[A-Za-z0-9_]*[ \t]+[\"'`]?[A-Za-z0-9]", literals=(b"secret", b"token"), window=40,
+    Trigger(_BARE_SECRET_WORDS + rb"[A-Za-z0-9_]*(?:[ \t]+|:[ \t]*)[\"'`]?[A-Za-z0-9]",
+            literals=(b"secret", b"token", b"key", b"access", b"private", b"passw", b"pwd"), window=40,
             caseless=True, opens=False),
 )
 _ROW_RE = re.compile(rb"\|[ \t]+`?(?P<name>" + _CELL_NAME + rb")`?[ \t]+\|[ \t]+(?P<q>`?)(?P<v>[^\s|`\\]{8,256})(?P=q)[ \t]+\|",
@@ -136,6 +141,10 @@ def _bare_secret(data: bytes, end: int, out: list[Span]) -> None:
     name_end = at
     while name_end > 0 and data[name_end - 1] in b" \t":
         name_end -= 1
+    if name_end > 0 and data[name_end - 1] == 0x3A:  # `acmeACCESS:…` (a dash joins words of names: `token-0.4.0.whl`)
+        name_end -= 1
+    if name_end == at:
+        return
     start = name_end
     floor = max(0, name_end - 80)
     while start > floor and data[start - 1] in _NAME_BYTES:
