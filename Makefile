@@ -19,20 +19,22 @@ demo: $(STAMP)
 	$(BIN)/ctxtap demo
 
 # Three workers (pytest-xdist): most tests wait on the processes they start. A file's tests stay on one
-# worker (--dist loadfile), so a module's fixtures are built once. TEST_WORKERS=0 runs it in one process.
+# worker (--dist loadfile), so a module's fixtures are built once; files are handed out in the order
+# tests/conftest.py gives them (the longest first), not reordered by xdist (--no-loadscope-reorder).
+# TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 3
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # The edit loop: everything but the integration tests (processes, browsers, real CLIs, the big
 # session captures; marker set by tests/conftest.py). `make test` runs them all.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -x -m "not integration and not realcli" -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -x -m "not integration and not realcli" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Line coverage of `make test`'s run (coverage.py through pytest-cov, worker processes included).
 coverage: $(STAMP)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --cov=. --cov-report=term:skip-covered
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --cov=. --cov-report=term:skip-covered
 
 # The wheel as a user installs it: built, installed offline into a fresh virtualenv, the demo run
 # from outside the repository (CI's wheel tier).
@@ -64,7 +66,7 @@ test-mitm12:
 	fi; \
 	echo "test-mitm12: $$($$py --version) with mitmproxy 12 in $(VENV12)"; \
 	$(MAKE) --no-print-directory $(STAMP12) PYTHON12="$$py" && \
-	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider -m "mitmproxy and not realcli" -n $(TEST_WORKERS) --dist loadfile
+	$(VENV12)/bin/python -m pytest -q -p no:cacheprovider -m "mitmproxy and not realcli" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

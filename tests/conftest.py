@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,6 +40,26 @@ def pytest_collection_modifyitems(config, items) -> None:
         if (name in processes or item.get_closest_marker("browser") or item.get_closest_marker("realcli")
                 or HEAVY_FIXTURES & set(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.integration)
+    _long_files_first(items)
+
+
+# Files that take a minute or more on one worker (from a fresh clone's `make test` with
+# PYTEST_ADDOPTS=--junitxml=FILE, test times summed per file). xdist hands files to its workers in
+# collection order (the Makefile passes --no-loadscope-reorder): these start first, so none of them
+# starts last and becomes the run's tail. The rest go as xdist would order them, most tests first.
+LONG_FILES = (
+    "tests/team/test_ray_experiment.py",
+    "tests/cli/test_readme.py",
+    "tests/reports/test_report_huge.py",
+    "tests/reports/test_report_browser.py",
+    "tests/redaction/test_redaction_ordinary.py",
+)
+
+
+def _long_files_first(items: list) -> None:
+    rank = {path: i for i, path in enumerate(LONG_FILES)}
+    files = Counter(item.nodeid.split("::", 1)[0] for item in items)
+    items.sort(key=lambda item: (rank.get(f := item.nodeid.split("::", 1)[0], len(rank)), -files[f]))
 
 
 @pytest.fixture(scope="session")
@@ -83,11 +107,24 @@ HUGE_COMPACT_EVERY = 20  # resends less history than the benchmark's session: ~1
 
 @pytest.fixture(scope="session")
 def synth10k(tmp_path_factory, ctxtap_config) -> Path:
-    """A 10,000-request session (about a minute to generate, import and analyse on two cores)."""
+    """A 10,000-request session (about a minute to generate, import and analyse on two cores), built once
+    per run: xdist workers share it (two files on two workers built it twice)."""
     from tests.synthetic import synthetic_capture
 
-    return synthetic_capture(tmp_path_factory.getbasetemp() / "report-s10000", HUGE_REQUESTS,
-                             compact_every=HUGE_COMPACT_EVERY)
+    with run_wide(tmp_path_factory, "report-s10000") as directory:
+        return synthetic_capture(directory, HUGE_REQUESTS, compact_every=HUGE_COMPACT_EVERY)
+
+
+@contextmanager
+def run_wide(tmp_path_factory, name: str) -> Iterator[Path]:
+    """A folder every xdist worker of this run shares, held under an exclusive lock while the caller builds
+    in it (or finds it built): the first worker builds, the others wait and reuse. What is built there
+    must not depend on the worker (its config dir, its redaction key) and is only read afterwards."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's folder, shared
+    with (root / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield root / name
 
 
 @pytest.fixture(scope="session")
