@@ -10,9 +10,9 @@ with both, high entropy and few words; a head that is no hash's name (`sha512-`)
 `id` field or wire id (`msg_01...`, `call_...`) carries. Where the body ends in a GitHub/npm-style
 CRC32 checksum (six base62 characters) that checks, the format says enough on its own.
 
-The trigger is `_` or `-` followed by 13 letters or digits (one Hyperscan report per
-separator: standard base64 has no separator at all); the token's run is found around it and
-verified here. Scored on held-out families by `benchmarks/bench_token_detector.py`.
+The trigger is a separator (`_`, `-`, `.`, `~`) followed by 13 letters or digits (one Hyperscan
+report per separator: standard base64 has none), and `~` followed by 12 token characters; the
+token's run is found around it and verified here. Scored on held-out families by `benchmarks/bench_token_detector.py`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 KIND = "vendor-token"
 BODY_MIN = 20
 SEGMENT_MIN = 13  # the body's longest segment (13: a UUID's last group, twelve, never fires the trigger)
-# `.` is no trigger separator (it starts a match at every sentence and path: the pass cost twice as
-# much); keys whose body follows a `.` are found where a `_` or `-` segment of thirteen follows.
+# A `.` starts a match only before thirteen letters or digits (a sentence's next word, a file's
+# extension and a domain's label are shorter; a dotted identifier's verifier finds words in it).
 # `opens=False`: a key is found in the raw bytes of a JSON string (the verifier steps over an escape
 # before it); opening every string that holds an identifier cost a third of the scan.
 TILDE_SEGMENT_MIN = 12

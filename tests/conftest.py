@@ -43,8 +43,8 @@ def pytest_collection_modifyitems(config, items) -> None:
     _long_files_first(items)
 
 
-# Files that take a minute or more on one worker (from a fresh clone's `make test` with
-# PYTEST_ADDOPTS=--junitxml=FILE, test times summed per file). xdist hands files to its workers in
+# The longest files, a minute or more on one worker when measured (a fresh clone's `make test` with
+# PYTEST_ADDOPTS=--junitxml=FILE, test times summed per file; measure again when the suite changes). xdist hands files to its workers in
 # collection order (the Makefile passes --no-loadscope-reorder): these start first, so none of them
 # starts last and becomes the run's tail. The rest go as xdist would order them, most tests first.
 LONG_FILES = (
@@ -118,8 +118,9 @@ def synth10k(tmp_path_factory, ctxtap_config) -> Path:
 @contextmanager
 def run_wide(tmp_path_factory, name: str) -> Iterator[Path]:
     """A folder every xdist worker of this run shares, held under an exclusive lock while the caller builds
-    in it (or finds it built): the first worker builds, the others wait and reuse. What is built there
-    must not depend on the worker (its config dir, its redaction key) and is only read afterwards."""
+    in it (or finds it built): the first worker builds, the others wait and reuse. What is built there is
+    only read afterwards, by tests for which it does not matter which worker built it (its redaction key
+    names the placeholders; none of them checks one)."""
     base = tmp_path_factory.getbasetemp()
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's folder, shared
     with (root / f"{name}.lock").open("w") as lock:
