@@ -36,7 +36,6 @@ from tests.secret_examples.matrix import (  # noqa: E402
     body_text,
     carried,
     distinct_secrets,
-    literal_head,
     load_examples,
 )
 
@@ -121,6 +120,16 @@ def score(alone: Alone) -> dict[str, dict[str, list[int]]]:
 
 KINGFISHER = ROOT / "redaction" / "rules" / "kingfisher.json"
 GITLEAKS = ROOT / "redaction" / "rules" / "gitleaks.toml"
+_LITERAL_HEAD = re.compile(r"^(?:\(\?[a-z]+\))?(?:\\b)?\((?!\?)([A-Za-z0-9_-]{3,})(?=[\[(\\])")
+
+
+def literal_head(pattern: str) -> str | None:
+    """The literal characters a rule's match starts with (`aio_` of `\\b(aio_[a-zA-Z0-9]{28})\\b`), or None:
+    a rule whose match starts with a fixed head is for a self-identifying token."""
+    text = re.sub(r"(?m)#.*$", "", pattern)
+    text = re.sub(r"\s+", "", text) if "(?x" in pattern[:8] else text
+    m = _LITERAL_HEAD.match(text)
+    return m.group(1) if m and not m.group(1).isdigit() else None
 
 
 def third_scanner_cases() -> dict[str, list[str]]:

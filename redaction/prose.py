@@ -119,13 +119,10 @@ def _bare_value(data: bytes, end: int, out: list[Span]) -> None:
     m = next((m for m in _BARE_RE.finditer(data, max(0, end - 16), min(len(data), end + 140)) if m.end() > end - 1), None)
     if m is None or m.start() >= end:
         return
-    group = "qv" if m.group("qv") is not None else "bv"
-    v_start, v_end = m.span(group)
-    while group == "bv" and v_end > v_start and data[v_end - 1] in _TRAILING:
-        v_end -= 1
+    v_start, v_end, quoted = _value_span(data, m)
     value = data[v_start:v_end]
     if _password_shaped(value) and not _INNER_DOT_OR_SLASH_RE.search(value) and _reads_as_secret(
-            value, m.group(group), group == "qv", b"password"):
+            value, m.group("qv" if quoted else "bv"), quoted, b"password"):
         out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
 
 
@@ -154,13 +151,19 @@ def _bare_secret(data: bytes, end: int, out: list[Span]) -> None:
     m = _BARE_SECRET_VALUE_RE.match(data, at, min(len(data), at + 260))
     if m is None:
         return
-    group = "qv" if m.group("qv") is not None else "bv"
-    v_start, v_end = m.span(group)
-    while group == "bv" and v_end > v_start and data[v_end - 1] in _TRAILING:
-        v_end -= 1
+    v_start, v_end, quoted = _value_span(data, m)
     value = data[v_start:v_end]
-    if looks_random(value) and not is_non_secret_value(value, group == "qv", b"secret"):
+    if looks_random(value) and not is_non_secret_value(value, quoted, b"secret"):
         out.append(Span(v_start, v_end, "generic-secret", PRIORITY_ASSIGNMENT))
+
+
+def _value_span(data: bytes, m: re.Match[bytes]) -> tuple[int, int, bool]:
+    """Where a bare form's value is (`qv` quoted, `bv` bare without a sentence's trailing punctuation)."""
+    quoted = m.group("qv") is not None
+    v_start, v_end = m.span("qv" if quoted else "bv")
+    while not quoted and v_end > v_start and data[v_end - 1] in _TRAILING:
+        v_end -= 1
+    return v_start, v_end, quoted
 
 
 def _password_shaped(value: bytes) -> bool:

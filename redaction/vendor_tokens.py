@@ -194,17 +194,14 @@ def _base64_tail(data: bytes, start: int, stop: int) -> int:
 
 
 def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
-    """Append spans of vendor keys around the trigger's hits (`hits[0]`: (start, end), end only)."""
-    for found, segment in zip(hits, (SEGMENT_MIN, TILDE_SEGMENT_MIN), strict=True):
-        _find_runs(data, found, segment, out)
-
-
-def _find_runs(data: bytes, found: list[tuple[int, int]], segment: int, out: list[Span]) -> None:
-    """The runs around one trigger's hits, each judged once (`segment`: the trigger's body length)."""
+    """Append spans of vendor keys around the triggers' hits ((start, end), end only, one list per trigger)."""
+    # where each hit's separator is (the two triggers' bodies differ in length), in order: a run both
+    # triggers found (`~` before thirteen letters) is judged once
+    seps = sorted((end - segment - 1, end) for found, segment in zip(hits, (SEGMENT_MIN, TILDE_SEGMENT_MIN), strict=True)
+                  for _, end in found)
     done = -1
     n = len(data)
-    for _, end in found:
-        sep = end - segment - 1
+    for sep, end in seps:
         if sep < done:
             continue  # inside a run already judged
         floor = max(0, sep - _MAX_BEFORE)

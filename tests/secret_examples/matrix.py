@@ -44,6 +44,7 @@ from ctxtap.capture.finalize import finalize
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.store import Capture
 from ctxtap.capture.writer import CaptureWriter
+from ctxtap.redaction.kingfisher import secret_prefix
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples.jsonl"
@@ -109,22 +110,13 @@ def load_examples(path: Path = EXAMPLES) -> tuple[dict, list[Example]]:
 
 
 KINGFISHER = HERE.parents[1] / "redaction" / "rules" / "kingfisher.json"
-_LITERAL_HEAD = re.compile(r"^(?:\(\?[a-z]+\))?(?:\\b)?\((?!\?)([A-Za-z0-9_-]{3,})(?=[\[(\\])")
-
-
-def literal_head(pattern: str) -> str | None:
-    """The literal characters a rule's match starts with (`aio_` of `\\b(aio_[a-zA-Z0-9]{28})\\b`), or None:
-    a rule whose match starts with a fixed head is for a self-identifying token."""
-    text = re.sub(r"(?m)#.*$", "", pattern)
-    text = re.sub(r"\s+", "", text) if "(?x" in pattern[:8] else text
-    m = _LITERAL_HEAD.match(text)
-    return m.group(1) if m and not m.group(1).isdigit() else None
 
 
 def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
     """The vendored second catalogue's own examples as true positives (source `kingfisher`): the value is
-    its rule's last group (or whole match) in the example; self-identifying when the rule's match starts
-    with a fixed head, else name-marked (Kingfisher's context rules want the vendor's name near the value).
+    its rule's last group (or whole match) in the example; self-identifying when it starts with one of the
+    fixed heads the catalogue reads from its rule (`kingfisher.secret_prefix`), else name-marked
+    (Kingfisher's context rules want the vendor's name near the value).
     Identifier helpers (`visible: false`, not secrets) and rules whose regex Python cannot read are left out."""
     out: list[Example] = []
     for rule in json.loads(path.read_text())["rules"]:
@@ -134,14 +126,17 @@ def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
             rx = re.compile(rule["pattern"])
         except re.error:
             continue
-        head = literal_head(rule["pattern"])
+        try:
+            heads = [h.lower() for h in secret_prefix(rule["pattern"]) or []]
+        except (re.error, RecursionError):
+            heads = []
         for i, text in enumerate(rule.get("examples", [])):
             m = rx.search(text)
             groups = [g for g in m.groups() if g] if m else []
             secret = (groups[-1] if groups else m.group(0)).lstrip("=:") if m else None  # the last group: a value after its user
             if not secret or len(secret) < 8:
                 continue
-            cls = "self-identifying" if head and secret.lower().startswith(head.lower()) else "name-marked"
+            cls = "self-identifying" if secret.lower().startswith(tuple(heads) or ("\0",)) else "name-marked"
             out.append(Example(id=f"{rule['id']}:tp:{i}", source="kingfisher", family=rule["id"], label="tp",
                                cls=cls, text=text, secret=secret, name=rule["name"], file=rule["file"], line=0))
     return out
