@@ -116,13 +116,13 @@ class _Session:
     # -- entries ---------------------------------------------------------------------------------
 
     def add(self, body: dict[str, Any], status: int, response: dict[str, Any], duration_s: float,
-            retry: int = 0) -> None:
+            retry: int = 0, text: str | None = None) -> None:
         started = datetime.fromtimestamp(self.t, UTC).isoformat().replace("+00:00", "Z")
         self.entries.append({
             "startedDateTime": started, "time": duration_s * 1000,
             "request": {"method": "POST", "url": "https://api.anthropic.com/v1/messages?beta=true",
                         "httpVersion": "HTTP/1.1", "headers": self.headers(retry),
-                        "postData": {"mimeType": "application/json", "text": json.dumps(body)}},
+                        "postData": {"mimeType": "application/json", "text": text or json.dumps(body)}},
             "response": {"status": status, "statusText": "OK" if status == 200 else "Error", "httpVersion": "HTTP/1.1",
                          "headers": [{"name": "content-type", "value": "application/json"}],
                          "content": {"mimeType": "application/json", "text": json.dumps(response)}},
@@ -130,8 +130,8 @@ class _Session:
         })
         self.t += duration_s
 
-    def usage(self, body: dict[str, Any], cacheable: bool) -> dict[str, int]:
-        total = len(json.dumps(body)) // BYTES_PER_TOKEN
+    def usage(self, text: str, cacheable: bool) -> dict[str, int]:
+        total = len(text) // BYTES_PER_TOKEN
         read = min(self.prev_tokens, total - 3) if cacheable else 0
         write = total - 3 - read
         self.prev_tokens = total
@@ -148,6 +148,7 @@ class _Session:
                      0.05)
             self.t += 1.0
         cacheable = self.prev_prefix_ok
+        text = json.dumps(body)  # the HAR's request text and the usage's size: dumped once
         final = (i + 1) % TURN_EVERY == 0 or i == self.n - 1
         content: list[dict[str, Any]] = [{"type": "text", "text": f"Step {i}: checking the next thing."}]
         calls = []
@@ -172,8 +173,8 @@ class _Session:
             content = [{"type": "text", "text": f"Done with task {self.turn}: the failing test now passes."}]
         response = {"id": f"msg_{i:05d}", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
                     "content": content, "stop_reason": "tool_use" if calls else "end_turn",
-                    "usage": self.usage(body, cacheable)}
-        self.add(body, 200, response, self.rng.uniform(0.8, 3.0), retry=1 if i == 3 else 0)
+                    "usage": self.usage(text, cacheable)}
+        self.add(body, 200, response, self.rng.uniform(0.8, 3.0), retry=1 if i == 3 else 0, text=text)
         self.prev_prefix_ok = True
         self.messages.append({"role": "assistant", "content": content})
         if calls:
