@@ -43,23 +43,43 @@ def pytest_collection_modifyitems(config, items) -> None:
     _long_files_first(items)
 
 
-# The longest files, a minute or more on one worker when measured (a fresh clone's `make test` with
-# PYTEST_ADDOPTS=--junitxml=FILE, test times summed per file; measure again when the suite changes). xdist hands files to its workers in
-# collection order (the Makefile passes --no-loadscope-reorder): these start first, so none of them
-# starts last and becomes the run's tail. The rest go as xdist would order them, most tests first.
-LONG_FILES = (
-    "tests/team/test_ray_experiment.py",
-    "tests/cli/test_readme.py",
-    "tests/reports/test_report_huge.py",
-    "tests/reports/test_report_browser.py",
-    "tests/redaction/test_redaction_ordinary.py",
-)
+# Seconds each of the longest files took on one worker (a `make test` run with per-test start and end
+# times, summed per file; measure again when the suite changes). xdist hands files to its workers in
+# collection order (the Makefile passes --no-loadscope-reorder): the longest start first, so no long
+# file starts last and becomes the run's tail (longest-processing-time-first). The rest follow, the
+# files with most tests first, as xdist would order them.
+FILE_SECONDS = {
+    "tests/team/test_ray_experiment.py": 177,
+    "tests/reports/test_report_huge.py": 130,
+    "tests/cli/test_readme.py": 80,
+    "tests/replay/test_replay.py": 64,
+    "tests/experiment/test_experiment.py": 61,
+    "tests/reports/test_report_browser.py": 54,
+    "tests/ingest/test_realcli_fixtures.py": 51,
+    "tests/reports/test_publish_real_clients.py": 41,
+    "tests/reports/test_publish.py": 41,
+    "tests/replay/test_replay_send.py": 39,
+    "tests/cli/test_cli_failures.py": 38,
+    "tests/reports/test_live_browser.py": 38,
+    "tests/reports/test_turns.py": 36,
+    "tests/store/test_store.py": 35,
+    "tests/reports/test_live_server.py": 32,
+    "tests/cli/test_first_hour.py": 31,
+    "tests/proxy_addons/test_proxy_recording.py": 29,
+    "tests/capture/test_effects.py": 29,
+    "tests/proxy_addons/test_proxy_redaction.py": 28,
+    "tests/cli/test_diff_cli.py": 28,
+    "tests/analysis/test_evidence_tables.py": 28,
+    "tests/redaction/test_redaction.py": 28,
+    "tests/ingest/test_import_export.py": 26,
+    "tests/redaction/test_redaction_ordinary.py": 26,
+    "tests/analysis/test_parse_memo.py": 26,
+}
 
 
 def _long_files_first(items: list) -> None:
-    rank = {path: i for i, path in enumerate(LONG_FILES)}
     files = Counter(item.nodeid.split("::", 1)[0] for item in items)
-    items.sort(key=lambda item: (rank.get(f := item.nodeid.split("::", 1)[0], len(rank)), -files[f]))
+    items.sort(key=lambda item: (-FILE_SECONDS.get(f := item.nodeid.split("::", 1)[0], 0), -files[f]))
 
 
 @pytest.fixture(scope="session")
