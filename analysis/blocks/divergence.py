@@ -70,6 +70,10 @@ def describe_change(path: str, old: str, new: str) -> str:
     """E.g. `system[0] changed: a per-request hash (cch=49d84 -> cch=7a1f2)`."""
     context, old_mid, new_mid, old_raw, new_raw = changed_span(old, new)
     label = classify_change(old_raw, new_raw)
+    if label == "text changed" and any(c.isdigit() for c in old_mid) and any(c.isdigit() for c in new_mid):
+        # two random hashes can share their first or last characters (`a634d` -> `a6319` differ in
+        # `4d` / `19`, too short to read as a hash): read the whole words instead
+        label = classify_change(old_mid, new_mid)
     if not old_raw.strip() or not new_raw.strip():
         old_mid, new_mid = old_raw, new_raw
     lead = ""

@@ -214,3 +214,17 @@ def test_unknown_requests_are_refused_in_words(claude) -> None:
     first = main_requests(claude)[0][0]
     with pytest.raises(LookupError, match="no predecessor"):
         request_diff(claude, first)
+
+
+@pytest.mark.parametrize(("old", "new", "label"), [
+    ("cch=49d84;", "cch=7a1f2;", "a per-request hash"),
+    ("cch=a634d;", "cch=a6319;", "a per-request hash"),  # a shared head: the differing middle is `4d` / `19`
+    ("cch=1c3e5;", "cch=9a3e5;", "a per-request hash"),  # a shared tail
+    ("retries: 17", "retries: 19", "a number"),
+    ("a deaf ear", "a dead ear", "text changed"),  # words of hex letters: no digit, no hash
+    ("say hello", "say goodbye", "text changed"),
+])
+def test_a_change_is_named_from_the_whole_words_when_its_middle_is_short(old, new, label) -> None:
+    from ctxtap.analysis.blocks.divergence import describe_change
+
+    assert describe_change("system[0]", old, new).startswith(f"system[0] changed: {label} ")
