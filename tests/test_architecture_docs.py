@@ -34,7 +34,7 @@ JINJA_BUILTIN = {"items", "keys", "values", "get", "loop", "index", "index0", "f
 def _template_attributes(env: jinja2.Environment) -> dict[str, set[str]]:
     """attribute or constant-key name -> the templates that read it."""
     seen: dict[str, set[str]] = {}
-    for name in env.list_templates():
+    for name in env.list_templates(extensions=["j2"]):  # not the folder's __init__.py nor its bytecode
         tree = env.parse(env.loader.get_source(env, name)[0])
         for node in tree.find_all((nodes.Getattr, nodes.Getitem)):
             key = node.attr if isinstance(node, nodes.Getattr) else getattr(node.arg, "value", None)
