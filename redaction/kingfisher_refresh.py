@@ -2,6 +2,7 @@
 
     git clone --depth 1 https://github.com/mongodb/kingfisher /tmp/kingfisher
     python -m ctxtap.redaction.kingfisher_refresh /tmp/kingfisher
+    python -m ctxtap.redaction.kingfisher_refresh --rejudge    # duplicates again, no checkout
 
 Reads `data/rules/*.yml` (PyYAML, needed here only) and writes, per rule, what redaction needs:
 id, name, pattern, entropy floor, confidence, examples. Marked, not dropped, so a refresh shows
@@ -66,7 +67,9 @@ def _skip(raw: dict) -> str | None:
 
 
 def _duplicate_of(raw: dict, scanner: Scanner) -> str | None:
-    """The kind ctxtap already redacts every example's secret (or its URL's password) as, by format."""
+    """The kind ctxtap already redacts every example's secret (or its URL's password) as, by format:
+    in the example as written, and standing alone where this rule reads it alone (gitleaks' rule for
+    the same format may want the vendor's name as a keyword: airtable's `pat…` tokens)."""
     rule = compile_rule(raw)
     kinds: Counter[str] = Counter()
     examples = raw.get("examples") or []
@@ -75,18 +78,58 @@ def _duplicate_of(raw: dict, scanner: Scanner) -> str | None:
         m = rule.verifier.search(data)
         if m is None:
             return None
-        start, end = _secret_span(rule, m)
-        covering = [s for s in scanner.find_spans(data) if s.start < end and start < s.end]  # a URL: its password
-        if not covering or covering[0].priority > PRIORITY_CONTEXT:  # formats, URL passwords, PEM blocks
+        kind = _covering_kind(data, *_secret_span(rule, m), scanner)
+        if kind is None:
             return None
-        kinds[covering[0].kind] += 1
+        secret = data[slice(*_secret_span(rule, m))]
+        alone = b" " + secret + b" "
+        if (m_alone := rule.verifier.search(alone)) is not None and \
+                _covering_kind(alone, *_secret_span(rule, m_alone), scanner) is None:
+            return None
+        kinds[kind] += 1
     return kinds.most_common(1)[0][0] if kinds else None
+
+
+def _covering_kind(data: bytes, start: int, end: int, scanner: Scanner) -> str | None:
+    """The kind of the format span that covers [start, end) of `data` (a URL: its password), if any."""
+    covering = [s for s in scanner.find_spans(data) if s.start < end and start < s.end]
+    if not covering or covering[0].priority > PRIORITY_CONTEXT:  # formats, URL passwords, PEM blocks
+        return None
+    return covering[0].kind
+
+
+def rejudge(path: Path = RULES_FILE) -> dict:
+    """Judge the vendored file's duplicates again with today's rules (no checkout needed): after a
+    change to `_duplicate_of` or to the rules it compares with."""
+    catalogue = json.loads(path.read_text("utf-8"))
+    scanner = Scanner(load_rules())
+    for entry in catalogue["rules"]:
+        if entry.get("skip"):
+            continue
+        entry.pop("duplicate_of", None)
+        if dup := _duplicate_of(entry, scanner):
+            entry["duplicate_of"] = dup
+    _count(catalogue["header"], catalogue["rules"])
+    path.write_text(json.dumps(catalogue, indent=1, ensure_ascii=False) + "\n")
+    return catalogue["header"]
+
+
+def _count(header: dict, rules: list[dict]) -> None:
+    header.update(rules=len(rules), kept=sum(1 for r in rules if not (r.get("skip") or r.get("duplicate_of"))),
+                  duplicates=sum(1 for r in rules if r.get("duplicate_of")))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("checkout", type=Path, help="a clone of github.com/mongodb/kingfisher")
+    parser.add_argument("checkout", type=Path, nargs="?", help="a clone of github.com/mongodb/kingfisher")
+    parser.add_argument("--rejudge", action="store_true",
+                        help="judge the vendored file's duplicates again, without a checkout")
     args = parser.parse_args(argv)
+    if args.rejudge:
+        print(json.dumps(rejudge(), indent=1))
+        return 0
+    if args.checkout is None:
+        parser.error("give a Kingfisher checkout, or --rejudge")
     import yaml
 
     scanner = Scanner(load_rules())  # gitleaks' and ctxtap's rules: what is already redacted
@@ -106,10 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         "version": _git(args.checkout, "describe", "--tags", "--always"),
         "commit": _git(args.checkout, "log", "-1", "--format=%H %cs"),
         "licence": "Apache-2.0 (LICENSE-kingfisher)",
-        "rules": len(rules),
-        "kept": sum(1 for r in rules if not (r.get("skip") or r.get("duplicate_of"))),
-        "duplicates": sum(1 for r in rules if r.get("duplicate_of")),
     }
+    _count(header, rules)
     RULES_FILE.write_text(json.dumps({"header": header, "rules": rules}, indent=1, ensure_ascii=False) + "\n")
     shutil.copyfile(args.checkout / "LICENSE", HERE / "LICENSE-kingfisher")
     print(json.dumps(header, indent=1))

@@ -63,3 +63,19 @@ def test_duplicates_name_the_kind_that_covers_them() -> None:
     assert dups
     assert all(r["duplicate_of"] in KINDS for r in dups)
     assert kind_of("kingfisher.github.2") == "kingfisher-github-2"
+
+
+def test_the_duplicate_marks_are_todays_judgement() -> None:
+    """A rule is left out as a duplicate only if ctxtap without it redacts its examples as written and
+    standing alone (`kingfisher_refresh --rejudge` gives the vendored file): gitleaks' airtable rule
+    wants the word `airtable` beside a `pat…` token, so Kingfisher's, which does not, is kept."""
+    from ctxtap.redaction.gitleaks import load_rules
+    from ctxtap.redaction.kingfisher_refresh import _duplicate_of
+    from ctxtap.redaction.scanner import Scanner
+
+    scanner = Scanner(load_rules())
+    judged = {r["id"]: _duplicate_of(r, scanner) for r in catalogue()["rules"] if not r.get("skip")}
+    assert judged == {r["id"]: r.get("duplicate_of") for r in catalogue()["rules"] if not r.get("skip")}
+    assert judged["kingfisher.airtable.1"] is None
+    token = "patXfsZBLOgxbJqSi.fd6210cfb2e0b2049bd8e7fa0e69f26a3a704412af6fcbd93a097c42507fc893"
+    assert token not in Redactor(b"\x09" * 32, "kingfisher").redact_text(f"the token {token} works")
