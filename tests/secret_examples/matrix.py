@@ -21,12 +21,13 @@ import json
 import random
 import re
 import time
+import tomllib
 import zlib
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote, unquote_to_bytes
+from urllib.parse import quote, unquote_to_bytes, urlsplit
 
 import ahocorasick
 import zstandard
@@ -110,15 +111,24 @@ def load_examples(path: Path = EXAMPLES) -> tuple[dict, list[Example]]:
 
 
 KINGFISHER = HERE.parents[1] / "redaction" / "rules" / "kingfisher.json"
+GITLEAKS = HERE.parents[1] / "redaction" / "rules" / "gitleaks.toml"
 
 
 def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
     """The vendored second catalogue's own examples as true positives (source `kingfisher`): the value is
-    its rule's last group (or whole match) in the example; self-identifying when it starts with one of the
-    fixed heads the catalogue reads from its rule (`kingfisher.secret_prefix`), else name-marked
-    (Kingfisher's context rules want the vendor's name near the value).
+    its rule's last group (or whole match) in the example. Classed by what the catalogues themselves say:
+
+    - self-identifying: it starts with one of the fixed heads the catalogue reads from its rule
+      (`kingfisher.secret_prefix`) and the rule finds it with nothing around it;
+    - name-marked: the rule wants the vendor's name near the value (`checkout ... pk_...`: a
+      context rule whose generic head many vendors share);
+    - unmarked: the catalogue does not claim it (a low-confidence rule: `password123`), or it holds
+      a stopword of gitleaks' global allowlist (the written-out alphabet: a placeholder by the
+      vendored catalogues' own word).
+
     Identifier helpers (`visible: false`, not secrets) and rules whose regex Python cannot read are left out."""
     out: list[Example] = []
+    stopwords = _global_stopwords()
     for rule in json.loads(path.read_text())["rules"]:
         if str(rule.get("skip", "")).startswith(("identifier helper", "regex not readable")):
             continue
@@ -136,10 +146,36 @@ def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
             secret = (groups[-1] if groups else m.group(0)).lstrip("=:") if m else None  # the last group: a value after its user
             if not secret or len(secret) < 8:
                 continue
-            cls = "self-identifying" if secret.lower().startswith(tuple(heads) or ("\0",)) else "name-marked"
+            token = None
+            if (password := _url_password(secret)) is not None:  # a connection string: its password is the secret
+                token, secret = secret, password
+            if rule.get("skip") == "low confidence" or any(w in secret.lower() for w in stopwords):
+                cls = "unmarked"
+            elif (token or secret).lower().startswith(tuple(heads) or ("\0",)) and rx.search(f" {token or secret} "):
+                cls = "self-identifying"
+            else:
+                cls = "name-marked"
             out.append(Example(id=f"{rule['id']}:tp:{i}", source="kingfisher", family=rule["id"], label="tp",
-                               cls=cls, text=text, secret=secret, name=rule["name"], file=rule["file"], line=0))
+                               cls=cls, text=text, secret=secret, name=rule["name"], file=rule["file"], line=0,
+                               token=token))
     return out
+
+
+def _url_password(value: str) -> str | None:
+    """The password of a URL with credentials (`postgres://user:pw@host`): the user and host are not secret."""
+    if "://" not in value or "@" not in value:
+        return None
+    try:
+        password = urlsplit(value).password
+    except ValueError:
+        return None
+    return password if password and len(password) >= 4 else None
+
+
+def _global_stopwords() -> tuple[str, ...]:
+    """gitleaks' global allowlist stopwords, which ctxtap applies to both vendored catalogues."""
+    with GITLEAKS.open("rb") as fh:
+        return tuple(w.lower() for w in tomllib.load(fh).get("allowlist", {}).get("stopwords", ()))
 
 
 def distinct_secrets(examples: list[Example]) -> list[Example]:
