@@ -82,10 +82,7 @@ def compile_rule(raw: dict) -> Rule:
     source = _flags_first(deverbose(raw["pattern"]))
     python = translate_re2(source)
     verifier = re.compile(_adapt(python, for_python=True).encode())
-    try:
-        heads = secret_prefix(raw["pattern"]) or []
-    except (re.error, RecursionError):
-        heads = []
+    heads = fixed_heads(raw["pattern"])
     return Rule(
         id=kind_of(raw["id"]),
         regex=source,
@@ -113,6 +110,14 @@ def secret_prefix(pattern: str) -> list[str] | None:
     group = _group(items, 1)
     heads = _heads(group if group is not None else items)
     return heads if heads and min(len(h) for h in heads) >= 3 else None
+
+
+def fixed_heads(pattern: str) -> list[str]:
+    """`secret_prefix`'s heads, or none when the rule has none or Python cannot read its regex."""
+    try:
+        return secret_prefix(pattern) or []
+    except (re.error, RecursionError):
+        return []
 
 
 def _group(items: list, number: int) -> list | None:

@@ -78,11 +78,11 @@ def _duplicate_of(raw: dict, scanner: Scanner) -> str | None:
         m = rule.verifier.search(data)
         if m is None:
             return None
-        kind = _covering_kind(data, *_secret_span(rule, m), scanner)
+        start, end = _secret_span(rule, m)
+        kind = _covering_kind(data, start, end, scanner)
         if kind is None:
             return None
-        secret = data[slice(*_secret_span(rule, m))]
-        alone = b" " + secret + b" "
+        alone = b" " + data[start:end] + b" "
         if (m_alone := rule.verifier.search(alone)) is not None and \
                 _covering_kind(alone, *_secret_span(rule, m_alone), scanner) is None:
             return None

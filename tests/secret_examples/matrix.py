@@ -21,7 +21,6 @@ import json
 import random
 import re
 import time
-import tomllib
 import zlib
 from collections import defaultdict
 from collections.abc import Iterator
@@ -45,7 +44,8 @@ from ctxtap.capture.finalize import finalize
 from ctxtap.capture.manifest import Manifest
 from ctxtap.capture.store import Capture
 from ctxtap.capture.writer import CaptureWriter
-from ctxtap.redaction.kingfisher import secret_prefix
+from ctxtap.redaction.kingfisher import fixed_heads
+from ctxtap.redaction.scanner import get_scanner
 
 HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE / "examples.jsonl"
@@ -111,7 +111,6 @@ def load_examples(path: Path = EXAMPLES) -> tuple[dict, list[Example]]:
 
 
 KINGFISHER = HERE.parents[1] / "redaction" / "rules" / "kingfisher.json"
-GITLEAKS = HERE.parents[1] / "redaction" / "rules" / "gitleaks.toml"
 
 
 def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
@@ -136,10 +135,7 @@ def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
             rx = re.compile(rule["pattern"])
         except re.error:
             continue
-        try:
-            heads = [h.lower() for h in secret_prefix(rule["pattern"]) or []]
-        except (re.error, RecursionError):
-            heads = []
+        heads = [h.lower() for h in fixed_heads(rule["pattern"])]
         for i, text in enumerate(rule.get("examples", [])):
             m = rx.search(text)
             groups = [g for g in m.groups() if g] if m else []
@@ -173,9 +169,9 @@ def _url_password(value: str) -> str | None:
 
 
 def _global_stopwords() -> tuple[str, ...]:
-    """gitleaks' global allowlist stopwords, which ctxtap applies to both vendored catalogues."""
-    with GITLEAKS.open("rb") as fh:
-        return tuple(w.lower() for w in tomllib.load(fh).get("allowlist", {}).get("stopwords", ()))
+    """gitleaks' global allowlist stopwords, as the redactor loaded them for both vendored catalogues."""
+    allowlist = get_scanner().ruleset.global_allowlist
+    return tuple(w.decode().lower() for w in allowlist.stopwords) if allowlist else ()
 
 
 def distinct_secrets(examples: list[Example]) -> list[Example]:
