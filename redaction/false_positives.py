@@ -75,6 +75,21 @@ _DIGIT_CHARS = b"0123456789"
 _LETTER_CHARS = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
+_FIELD_BEFORE_RE = re.compile(rb"([A-Za-z_$][A-Za-z0-9_$.\-]{0,48})\\*[\"']?\s*[:=]\s*\\*[\"']?$")
+_ID_NAME_RE = re.compile(r"(?:^|[_.\-])(?i:id|ids|uuid|guid)$|[a-z0-9](?:Id|ID|Ids|IDs|Uuid|UUID|Guid|GUID)$")
+
+
+def names_no_secret(data: bytes, start: int) -> bool:
+    """Is the value at `start` that of a field named for what is no credential (`"next_page_token": "`,
+    `"responseId": "`, `cursor=`)? Random opaque values (page tokens, wire ids) look like keys."""
+    m = _FIELD_BEFORE_RE.search(data, max(0, start - 64), start)
+    if m is None:
+        return False
+    name = m.group(1).decode("ascii")
+    squashed = re.sub(r"[_$.\-]", "", name).lower()
+    return squashed in NOT_SECRET_NAMES or _ID_NAME_RE.search(name) is not None
+
+
 def looks_random(value: bytes) -> bool:
     """A weak name's value must look like a credential, not a word, path or id.
 

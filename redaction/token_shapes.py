@@ -28,6 +28,7 @@ import re
 from ctxtap.redaction.detector import Detector, sample
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
+from ctxtap.redaction.false_positives import names_no_secret
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
@@ -161,7 +162,18 @@ def claims_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | Non
 
 # --- glued heads -------------------------------------------------------------------------------
 
-_GLUED_RE = re.compile(rb"(?:(?<![A-Za-z0-9_./+-])|(?<=\\[nrt]))([A-Z]{2,5})([A-Z0-9]{16,64})(?![A-Za-z0-9_/+=-])")
+# A run of token characters that starts a token (nothing token-like before it, or a JSON escape):
+# a letter, seven more letters or digits, then base64url up to 256 in all, ending at a boundary.
+_GLUED_RUN_RE = re.compile(rb"[A-Za-z0-9]{8}[A-Za-z0-9_-]{12,248}")
+GLUED_TRIGGER = rb"(?:^|[^A-Za-z0-9_./+~-])[A-Za-z0-9]{20}"  # its end is 20 past the run's start
+_GLUED_TRIGGER_RE = re.compile(GLUED_TRIGGER)
+_BEFORE_RUN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+~-")
+_AFTER_RUN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_/+=~-")
+_ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_UPPER_GLUED_RE = re.compile(rb"([A-Z]{2,5})([A-Z0-9]{16,64})")
+_UPPER_HEAD_RE = re.compile(rb"[A-Z]{1,6}(?=[a-z0-9])")
+_LOWER_HEAD_RE = re.compile(rb"[a-z]{2,8}(?=[0-9a-f]{24})")
+_HEX_LOWER = re.compile(rb"[0-9a-f]+")
 _CLASS_RUN = re.compile(rb"[A-Z]{9}|[0-9]{9}|[a-f]{9}")
 _DIGIT_RUN = re.compile(rb"[0-9]{9}")
 _UPPER_HEX = re.compile(rb"[0-9A-F]+")
@@ -174,6 +186,13 @@ _ENGLISH_PAIRS = frozenset(
         " DE HI RI RO IC NE EA RA CE LI CH LL BE MA SI OM UR"
     ).split()
 )
+# Heads that name a digest, not a key (`SHA256` glued to its hex).
+_DIGEST_HEADS = frozenset((b"sha", b"md", b"crc", b"xxh", b"blake", b"hash", b"digest", b"checksum", b"commit"))
+
+
+# `h1:…` (a Go sum), `sha256:…`, `integrity="…"`: a digest's label before the value
+_DIGEST_LABEL_RE = re.compile(rb"(?i)(?:h1|sha[0-9]*|md5|blake[0-9]*[bs]?|xxh[0-9]*|crc[0-9]*|digest|integrity|checksum)"
+                              rb"[\"']?\s*[:=]\s*[\"']?$")
 
 
 def reads_as_words(text: bytes) -> bool:
@@ -186,21 +205,129 @@ def reads_as_words(text: bytes) -> bool:
     return pairs > 0 and common * 3 >= pairs
 
 
+def _ascending(body: bytes) -> bool:
+    """An alphabet written out (`ABCDEFGH...234567`): a third of the steps go up by one."""
+    return sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= len(body)
+
+
 def _drawn_at_random(body: bytes) -> bool:
     """Letters and a digit at least, no number of nine digits, letters that are no words, entropy near
     the alphabet's (base32 keys may hold a single digit and long runs of capitals)."""
     digits = sum(48 <= c <= 57 for c in body)
     if digits < 1 or len(body) - digits < 2 or _DIGIT_RUN.search(body) or _UPPER_HEX.fullmatch(body):
         return False  # an upper-case hex run is a digest (`SHA1DA39A3EE...`), not a key
-    if reads_as_words(body) or sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= len(body):
+    if reads_as_words(body) or _ascending(body):
         return False  # words, or an alphabet written out (`ABCDEFGH...234567`)
     return shannon_entropy(body) >= 0.85 * expected_entropy(32 if digits * 5 < len(body) else 36, len(body))
 
 
+def _repeats(body: bytes) -> bool:
+    """One character far more often than chance would put it (`00000000A0A0AAAA...`)."""
+    return max(body.count(c) for c in set(body)) > max(3, len(body) // 8)
+
+
+def _mixed_random(body: bytes) -> bool:
+    """Upper, lower and digits drawn at random (base62, base64url): entropy near the alphabet's, the class
+    changing at most characters, not words. camelCase names change class once a word and read as words."""
+    n = len(body)
+    changes = 0
+    prev = -1
+    for c in body:
+        cls = 0 if 65 <= c <= 90 else 1 if 97 <= c <= 122 else 2
+        changes += prev not in (-1, cls)
+        prev = cls
+    if changes * 100 < 40 * n or reads_as_words(body) or _ascending(body) or _repeats(body):
+        return False
+    return shannon_entropy(body) >= 0.85 * expected_entropy(64 if b"_" in body or b"-" in body else 62, n)
+
+
+def decodes_to_text(run: bytes) -> bool:
+    """Is `run` base64 (standard or url-safe) of text, JSON or the like, read from any of its first four
+    offsets (a cut piece of a longer base64 string)? Telemetry fields carry base64 of JSON
+    (`eyJyaCI6...`); a key's body is random bytes, of which a quarter or more are not printable."""
+    text = run.replace(b"-", b"+").replace(b"_", b"/")
+    for skip in range(4):
+        chunk = text[skip : skip + (len(text) - skip) // 4 * 4]
+        try:
+            raw = base64.b64decode(chunk, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        printable = sum(1 for c in raw if 32 <= c < 127 or c in (9, 10, 13))
+        if len(raw) >= 12 and printable * 10 >= len(raw) * 9:
+            return True
+    return False
+
+
+def _one_case_random(head: bytes, body: bytes) -> bool:
+    """A head glued to a body of one case and digits (base36 or hex): the body's digits and letters mixed,
+    near its alphabet's entropy, no words, no run of nine digits (a number)."""
+    if head.lower().rstrip(b"0123456789") in _DIGEST_HEADS:
+        return False
+    digits = sum(48 <= c <= 57 for c in body)
+    n = len(body)
+    if not 2 <= digits <= n - 4 or _DIGIT_RUN.search(body) or _ascending(body):
+        return False
+    if _HEX_LOWER.fullmatch(body) or _UPPER_HEX.fullmatch(body):
+        return shannon_entropy(body) >= 0.85 * expected_entropy(16, n)
+    return not reads_as_words(body) and shannon_entropy(body) >= 0.85 * expected_entropy(36, n)
+
+
+def glued_key(run: bytes) -> bool:
+    """Is this bounded run (no separator in its first eight characters) a key whose head is glued to its
+    body: capitals then base32 (`AKIA...`), a capital head then a lower-case or hex body (`AKCp...`,
+    `SK` + hex), a lower-case head then hex (`dapi` + hex), or letters and digits of both cases at random
+    throughout (`EAAM9GOn...`, `AIza...`)?"""
+    body = run.replace(b"_", b"").replace(b"-", b"")
+    if run[0] <= 57:  # a digit first: no head, so only a body of both cases drawn at random
+        return (any(65 <= c <= 90 for c in body) and any(97 <= c <= 122 for c in body)
+                and sum(1 for c in body if c > 57) * 2 >= len(body) and _mixed_random(body)
+                and not decodes_to_text(run))
+    upper = any(65 <= c <= 90 for c in body)
+    lower = any(97 <= c <= 122 for c in body)
+    if not lower:
+        m = _UPPER_GLUED_RE.fullmatch(body)
+        return m is not None and _drawn_at_random(m.group(2))
+    m = _UPPER_HEAD_RE.match(body)
+    if m is not None and not any(65 <= c <= 90 for c in body[m.end():]):
+        return _one_case_random(m.group(0), body[m.end():])
+    if not upper:
+        m = _LOWER_HEAD_RE.match(body)
+        return (m is not None and _HEX_LOWER.fullmatch(body, m.end()) is not None
+                and not _HEX_LOWER.fullmatch(m.group(0)) and _one_case_random(m.group(0), body[m.end():]))
+    return any(48 <= c <= 57 for c in body) and _mixed_random(body) and not decodes_to_text(run)
+
+
 def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
-    for m in _matches(_GLUED_RE, data, hits, 80, 80):
-        if _drawn_at_random(m.group(2)):
-            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+    """Runs that start where the trigger saw a token start, kept when `glued_key` says so."""
+    n = len(data)
+    done = -1
+    ends = [end for _, end in hits] if hits is not None else [m.end() for m in _GLUED_TRIGGER_RE.finditer(data)]
+    for end in ends:
+        start = end - 20
+        if start >= 1 and data[start - 1] in b"\\%":  # `\\nAKIA...`, `\\u0022AKIA...`, `%3AAAH...`: after the escape
+            start += 1 if data[start] in b"nrt" else 5 if data[start] == 0x75 else 2 if data[start - 1] == 0x25 else 0
+        if start < done:
+            continue
+        m = _GLUED_RUN_RE.match(data, start)
+        if m is None:
+            continue
+        stop = m.end()
+        done = stop
+        if stop < n and (data[stop] in _AFTER_RUN or (data[stop] == 0x2E and stop + 1 < n and (
+                data[stop + 1] in _ALNUM or data.startswith(b"[REDACTED:", stop + 1)))):
+            continue  # longer than a key (base64, a path, a dotted name, a token redacted before)
+        while stop > start and data[stop - 1] in b"_-":
+            stop -= 1
+        if stop - start in (64, 76) and (data[stop : stop + 1] in (b"\n", b"\r") or data.startswith(b"\\n", stop)):
+            continue  # a full line of an armored block (a certificate, a public key): PEM and MIME widths
+        run = data[start:stop]
+        if run.translate(None, b"0123456789") == run or not glued_key(run):
+            continue  # every glued shape holds a digit: names and words (`RawDescriptionHelpFormatter`) do not
+        if _DIGEST_LABEL_RE.search(data, max(0, start - 24), start):
+            continue
+        if not run.isupper() and names_no_secret(data, start):
+            continue  # a wire id or a page token (`"responseId": "…"`); capitals after `key_id=` are a key's id
+        out.append(Span(start, stop, KIND, PRIORITY_GENERIC))
 
 
 # --- dotted ------------------------------------------------------------------------------------
@@ -222,6 +349,27 @@ def dotted_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | Non
     for m in _matches(_DOTTED_RE, data, hits, 260, 80):
         segments = m.group(1)[1:].split(b".")
         if not m.group(1).startswith(b".eyJ") and all(_random_segment(seg) for seg in segments):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
+# A signed value, `payload.stamp.signature` (itsdangerous and Django signing, Discord's bot tokens): a
+# payload (base64 of JSON or of an id, or random), a short timestamp, and a random signature of 20+.
+_SIGNED_RE = re.compile(rb"(?<![A-Za-z0-9_.-])([A-Za-z0-9_-]{16,200})\.([A-Za-z0-9_-]{4,8})\.([A-Za-z0-9_-]{20,128})"
+                        rb"(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])")
+_SIGNED_TRIGGER = rb"[A-Za-z0-9_-]\.[A-Za-z0-9_-]{4,8}\.[A-Za-z0-9_-]{20}"
+
+
+def _payload(segment: bytes) -> bool:
+    """A signed value's payload: random, or base64 of something (an id's digits, JSON, text)."""
+    return _random_segment(segment) or decodes_to_text(segment)
+
+
+def signed_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    for m in _matches(_SIGNED_RE, data, hits, 240, 140):
+        payload, stamp, signature = m.groups()
+        if stamp.isdigit() or stamp.isalpha() and stamp.islower():
+            continue  # a number or a word between dots (`v1.2024.`, `.min.`): a name, not a stamp
+        if _random_segment(signature) and _payload(payload):
             out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
 
 
@@ -249,7 +397,7 @@ def grouped_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | No
 def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append the spans of the four shapes; `hits` are the triggers' (the body is scanned only when
     one of them matched)."""
-    bech32, jwt, claims, glued, dotted, grouped = hits
+    bech32, jwt, claims, glued, dotted, signed, grouped = hits
     if bech32:
         bech32_secret_spans(data, out, list(bech32))
     if jwt:
@@ -260,6 +408,8 @@ def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: 
         glued_head_spans(data, out, list(glued))
     if dotted:
         dotted_spans(data, out, list(dotted))
+    if signed:
+        signed_spans(data, out, list(signed))
     if grouped:
         grouped_spans(data, out, list(grouped))
 
@@ -283,8 +433,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:KEY|key|SEC|sec)-?1[02-9ac-hj-np-z]{8}|(?:KEY|SEC)-?1[02-9AC-HJ-NP-Z]{8}", window=0, opens=False),
     Trigger(rb"[A-Za-z0-9_-]{4}\.eyJ", window=0, opens=False),
     Trigger(rb"[A-Za-z0-9][_-]eyJ", window=0, opens=False),
-    Trigger(rb"[A-Z]{3}[A-Z0-9]{15}", window=0, opens=False),
+    Trigger(GLUED_TRIGGER, window=0, opens=False, apart=True),
     Trigger(rb"[A-Za-z0-9]\.[A-Za-z0-9_-]{16}[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16}", window=0, opens=False),
+    Trigger(_SIGNED_TRIGGER, window=0, opens=False),
     Trigger(rb"-[A-Z0-9]{5,6}-[A-Z0-9]{4,6}-", window=0, opens=False),
 )
 

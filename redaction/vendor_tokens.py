@@ -34,6 +34,12 @@ SEGMENT_MIN = 13  # the body's longest segment (13: a UUID's last group, twelve,
 # `opens=False`: a key is found in the raw bytes of a JSON string (the verifier steps over an escape
 # before it); opening every string that holds an identifier cost a third of the scan.
 TILDE_SEGMENT_MIN = 12
+# Numeric fields of nine digits or more are ids the vendor put in the key (`xoxs-<team>-<user>-<bot>-<secret>`):
+# two of them in a row fire a trigger of their own (no segment need be thirteen long), and with them the
+# key's random part may be as short as eight.
+ID_FIELD_MIN = 9
+# A head and short kind fields (`sm_aat_`) say enough for a random body of sixteen.
+SHORT_BODY_MIN = 16
 # One trigger for every separator (a `.` of its own, with a longer body, cost the engine a fifth more
 # than sharing the repeat): `sentence.Start` never has thirteen letters and digits after its dot.
 TRIGGERS: tuple[Trigger, ...] = (
@@ -41,7 +47,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     # `~` inside a token (Azure's `…Q~…`, `sha256~…`): no word, path or digest is written so, and the
     # body after it may hold separators of its own
     Trigger(rb"~[A-Za-z0-9_.\-]{%d}" % TILDE_SEGMENT_MIN, window=0, opens=False),
+    Trigger(rb"[0-9]{%d}[_~\-][0-9]{%d}" % (ID_FIELD_MIN, ID_FIELD_MIN), window=0, opens=False),
 )
+_SEP_BEFORE_END = (SEGMENT_MIN + 1, TILDE_SEGMENT_MIN + 1, ID_FIELD_MIN + 1)  # a hit's separator, from its end
 
 _RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
 _SEPARATORS = b"_.-~"
@@ -166,11 +174,19 @@ def verify_run(run: bytes) -> bool:
         return False
     if _FILE_END_RE.search(run):
         return False  # `main.a1af608a1019e2ff468d.bundle.js`, `host-3f2a...9c.example.com`: a name, hash and all
+    last = segments[-1]
+    if (sum(1 for p in segments[1:] if p.isdigit() and len(p) >= ID_FIELD_MIN) >= 2 and head.isalpha()
+            and len(last) >= 8 and not last.isdigit()):
+        return _random_enough([last])  # ids, then the secret (a version or date has one long number at most)
     longest = max(segments[1:], key=len)
+    fields = segments[1:-1]
+    short = longest is last and fields and all(f.isalpha() and len(f) <= 6 for f in fields)
     # the body: one long segment, or (base64url) the rest's segments together; numbers alone are
     # versions and dates (`v0.0.0-20241124373141-893a276f18ec`), no key's random part
-    parts = [longest] if len(longest) >= BODY_MIN else [p for p in segments[1:] if not p.isdigit()]
-    if sum(len(p) for p in parts) < BODY_MIN or (len(longest) < SEGMENT_MIN and not tilde):
+    parts = [longest] if len(longest) >= (SHORT_BODY_MIN if short else BODY_MIN) else [
+        p for p in segments[1:] if not p.isdigit()]
+    if sum(len(p) for p in parts) < BODY_MIN and not (short and len(longest) >= SHORT_BODY_MIN) or (
+            len(longest) < SEGMENT_MIN and not tilde):
         return False
     return any(_checksum_holds(p) for p in parts) or _random_enough(parts)
 
@@ -197,8 +213,7 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
     """Append spans of vendor keys around the triggers' hits ((start, end), end only, one list per trigger)."""
     # where each hit's separator is (the two triggers' bodies differ in length), in order: a run both
     # triggers found (`~` before thirteen letters) is judged once
-    seps = sorted((end - segment - 1, end) for found, segment in zip(hits, (SEGMENT_MIN, TILDE_SEGMENT_MIN), strict=True)
-                  for _, end in found)
+    seps = sorted((end - back, end) for found, back in zip(hits, _SEP_BEFORE_END, strict=True) for _, end in found)
     done = -1
     n = len(data)
     for sep, end in seps:

@@ -65,6 +65,14 @@ SECRETS = [
     (jwt_spans, jwt()),
     (glued_head_spans, "AKIA" + _random(string.ascii_uppercase + string.digits, 16)),
     (glued_head_spans, "QZK" + _random(string.ascii_uppercase + string.digits, 30)),
+    # glued heads of other alphabets: both cases at random, a capital head on a lower-case body, a
+    # lower-case head on hex, a digit first (no head at all), a base64url body
+    (glued_head_spans, "QVXm" + _random(string.ascii_letters + string.digits, 36)),
+    (glued_head_spans, "ZKTr" + _random(string.ascii_lowercase + string.digits, 40)),
+    (glued_head_spans, "WQ" + _random("0123456789abcdef", 32)),
+    (glued_head_spans, "zork" + _random("0123456789abcdef", 32)),
+    (glued_head_spans, "7" + _random(string.ascii_letters + string.digits, 41)),
+    (glued_head_spans, "QzWx" + _random(string.ascii_letters + string.digits, 20) + "_" + _random(string.ascii_letters + string.digits, 14)),
     (dotted_spans, "QZ." + _random(string.ascii_letters + string.digits, 22) + "."
      + _random(string.ascii_letters + string.digits + "-_", 43)),
     (dotted_spans, "pat." + ".".join(_random(string.ascii_letters + string.digits, 24) for _ in range(3))),
@@ -103,6 +111,15 @@ LOOKALIKES = [
     "com.example.orderservice.PaymentGatewayClient",  # a package name
     "d1234567890abcdefgh.cloudfront.net.example",
     "font: 12px/1.5 HelveticaNeue, ARIALMT2000XYZ",
+    "eyJyaCI6IjNhYzg1ZGY4NzViMGY3ZDIiLCJmZWF0dXJlX25hbWUiOiJjbWRfbG9hZCJ9",  # base64 of JSON: data, not a key
+    "c2VlIHRoZSBsb2cgZm9yIGRldGFpbHMgYW5kIHRyeSBhZ2Fpbg",  # base64 of a sentence
+    "getUserAccountSettings2FactorHandler",  # camelCase with a digit
+    "da39a3ee5e6b4b0d3255bfef95601890afd80709",  # a lower-case digest: no head
+    "sha1da39a3ee5e6b4b0d3255bfef95601890afd80709",  # a digest's name glued to it
+    "00000000A0A0AAAABaCb00",  # one character over and over
+    'h1:NLUjzeczUJdHaI4gxBOMs8MJGDz9xZichD and sha256:Ab3xK9mQ2pL7vR4tY8wZ1cN6bH5jF0gD',  # digests by label
+    '"next_page_token": "ME3ILWPOAmMMynF0uOB17FJUYi84mvpIHbXYzduh"',  # a page token: its name says so
+    '"responseId": "mBFYaPmNB7yzkdUPt6K2qA0XvLq"',  # a wire id
 ]
 
 

@@ -30,6 +30,9 @@ def _invented(rng: random.Random) -> list[str]:
         f"tnx_{_r(rng, string.ascii_letters, 34)}",  # letters only, as Hugging Face's are
         f"zorp_pat_{_r(rng, ALNUM + '_-', 60)}",  # a base64url body
         f"fmq2_{_r(rng, ALNUM, 20)}+{_r(rng, ALNUM, 20)}/{_r(rng, ALNUM, 10)}==",  # a base64 body
+        # ids the vendor put in the key, then a short secret
+        f"qvx-{_r(rng, string.digits, 11)}-{_r(rng, string.digits, 10)}-{_r(rng, 'abcdef', 3)}7{_r(rng, '0123456789abcdef', 8)}",
+        f"zt_ak_{_r(rng, string.ascii_lowercase, 4)}5{_r(rng, string.ascii_lowercase + string.digits, 12)}",  # head, kind, 16
     ]
 
 
@@ -39,6 +42,17 @@ def test_keys_of_vendors_no_list_names_are_redacted(seed: int) -> None:
     for key in _invented(random.Random(seed)):
         out = redactor.redact_text(f"export SOMETHING={key}\nsee {key}.")
         assert key[6:18] not in out, key
+
+
+@pytest.mark.parametrize("text", [
+    "github.com/foo/bar v0.0.0-20241124373141-893a276f18ec h1:NLUjzeczUJdHaI4gxBOMs8MJGDz9xZichD",
+    "order ORD-20241205-123456789-shipped and phone_+1-415-555-0132",
+    "a pseudo-version v0.0.0-202412051200123-893a276f18ec and 2024-12-05-123456789",
+    "'sr_yu.microsoftcp1251@cyrillic': 'sr_CS.CP1251',",  # a locale name, not a short body
+    "zt_ak_abcdefghijklmnop",  # a head and a kind, but letters in a row are no key
+])
+def test_fields_and_numbers_are_not_keys(text: str) -> None:
+    assert Redactor(b"\x03" * 32, "vendor").redact_text(text) == text
 
 
 def test_a_valid_crc32_checksum_is_enough() -> None:
