@@ -156,7 +156,8 @@ class PythonEngine:
             for end, (lit, ids) in automaton.iter(hay):
                 yield end - len(lit) + 1, lit, ids
 
-    def scan(self, data: bytes) -> Hits:
+    def scan(self, data: bytes, apart: bool = True) -> Hits:
+        """As Hyperscan's: `apart=False` leaves out the triggers marked `apart`."""
         hits = Hits()
         windows: dict[int, list[tuple[int, int]]] = {}
         n = len(data)
@@ -177,6 +178,8 @@ class PythonEngine:
                         seen.add(m.span())
                         hits.add(i, m.start() if self._triggers[i].som else -1, m.end())
         for i in self._unfiltered:
+            if not apart and self._triggers[i].apart:
+                continue
             for m in self._regexes[i].finditer(data):
                 hits.add(i, m.start() if self._triggers[i].som else -1, m.end())
         return hits
@@ -284,7 +287,8 @@ class HyperscanEngine:
         self._local = threading.local()
         self._som = frozenset(i for i, t in enumerate(triggers) if t.som)
 
-    def scan(self, data: bytes) -> Hits:
+    def scan(self, data: bytes, apart: bool = True) -> Hits:
+        """Every trigger's hits in `data`; `apart=False` leaves out the triggers scanned apart."""
         hits = Hits(self._som)
         if not data:
             return hits
@@ -294,7 +298,7 @@ class HyperscanEngine:
             if self._apart_db is not None:
                 self._local.apart_scratch = _hs.Scratch(self._apart_db)
         self._db.scan(data, match_event_handler=_on_match, context=hits, scratch=scratch)
-        if self._apart_db is not None:
+        if apart and self._apart_db is not None:
             self._apart_db.scan(data, match_event_handler=_on_match, context=hits, scratch=self._local.apart_scratch)
         if self._python_starts and not self._python_starts.keys().isdisjoint(hits.by_trigger):
             for i, (regex, literals) in self._python_starts.items():

@@ -94,13 +94,15 @@ class Scanner:
     def backend(self) -> str:
         return self.engine.name
 
-    def find_spans(self, data: bytes, *, decode: bool = True, depth: int = 0) -> list[Span]:
+    def find_spans(self, data: bytes, *, decode: bool = True, depth: int = 0, apart: bool = True) -> list[Span]:
         """Secrets in `data`, sorted and disjoint. Existing placeholders are left alone.
 
         `decode` also opens percent-encoded runs and JSON strings whose escapes hide
-        a rule's quotes (`depth` counts the JSON levels opened so far).
+        a rule's quotes (`depth` counts the JSON levels opened so far). `apart=False` leaves out
+        the triggers Hyperscan scans apart (`Trigger.apart`): an opened JSON string holds the
+        same runs of letters and digits the scan of its raw bytes already read.
         """
-        hits = self.engine.scan(data)
+        hits = self.engine.scan(data, apart=apart)
         if not hits.by_trigger:
             # most headers, URLs and small values: no trigger, nothing to verify, no string to
             # open (but for the fallback, which opens every string holding an escaped quote)
@@ -159,7 +161,7 @@ class Scanner:
         return self.find_spans(decoded, decode=False)
 
     def _unescaped_spans(self, decoded: bytes, depth: int) -> list[Span]:
-        return self.find_spans(decoded, depth=depth)
+        return self.find_spans(decoded, depth=depth, apart=False)
 
     def kind_of_value(self, value: bytes) -> str | None:
         """The kind of a value that is exactly one secret recognised by its format, else None.
@@ -199,9 +201,10 @@ def get_scanner(backend: str | None = None) -> Scanner:
 
 def clear_caches() -> None:
     """Forget remembered verdicts (benchmarks measure cold bodies)."""
-    from ctxtap.redaction import entropy, false_positives, gitleaks_match
+    from ctxtap.redaction import entropy, false_positives, gitleaks_match, token_shapes
 
     false_positives.REJECTED.clear()
+    token_shapes.glued_key.cache_clear()
     gitleaks_match._VERDICTS.clear()
     entropy.clear_cache()
     for scanner in list(_scanners.values()):

@@ -24,6 +24,8 @@ import base64
 import binascii
 import json
 import re
+from collections import Counter
+from functools import lru_cache
 
 from ctxtap.redaction.detector import Detector, sample
 from ctxtap.redaction.engine import Trigger
@@ -197,48 +199,63 @@ _DIGEST_LABEL_RE = re.compile(rb"(?i)(?:h1|sha[0-9]*|md5|blake[0-9]*[bs]?|xxh[0-
 
 def reads_as_words(text: bytes) -> bool:
     """Do the letters of `text` read as English words (a third of their letter pairs common ones)?"""
-    pairs = common = 0
-    for run in _LETTER_RUN.findall(text.upper()):
-        for i in range(len(run) - 1):
-            pairs += 1
-            common += run[i : i + 2] in _ENGLISH_PAIRS
-    return pairs > 0 and common * 3 >= pairs
+    upper = text.upper()
+    pairs = sum(len(run) - 1 for run in _LETTER_RUN.findall(upper))
+    return pairs > 0 and sum(upper.count(p) for p in _ENGLISH_PAIRS) * 3 >= pairs
+
+
+_STEP_UP = bytes(range(1, 256)) + b"\x00"  # each byte's successor: `a` -> `b`
 
 
 def _ascending(body: bytes) -> bool:
     """An alphabet written out (`ABCDEFGH...234567`): a third of the steps go up by one."""
-    return sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= len(body)
+    following = body[1:]
+    return sum(1 for a, b in zip(body.translate(_STEP_UP), following, strict=False) if a == b) * 3 >= len(body)
+
+
+_DIGITS = b"0123456789"
+
+
+def _has_digit(body: bytes) -> bool:
+    return len(body.translate(None, _DIGITS)) < len(body)
+
+
+def _digit_count(body: bytes) -> int:
+    return len(body) - len(body.translate(None, _DIGITS))
 
 
 def _drawn_at_random(body: bytes) -> bool:
     """Letters and a digit at least, no number of nine digits, letters that are no words, entropy near
     the alphabet's (base32 keys may hold a single digit and long runs of capitals)."""
-    digits = sum(48 <= c <= 57 for c in body)
+    digits = _digit_count(body)
     if digits < 1 or len(body) - digits < 2 or _DIGIT_RUN.search(body) or _UPPER_HEX.fullmatch(body):
         return False  # an upper-case hex run is a digest (`SHA1DA39A3EE...`), not a key
-    if reads_as_words(body) or _ascending(body):
-        return False  # words, or an alphabet written out (`ABCDEFGH...234567`)
-    return shannon_entropy(body) >= 0.85 * expected_entropy(32 if digits * 5 < len(body) else 36, len(body))
+    if shannon_entropy(body) < 0.85 * expected_entropy(32 if digits * 5 < len(body) else 36, len(body)):
+        return False
+    return not reads_as_words(body) and not _ascending(body)  # words, or an alphabet written out
+
+
+_CLASS_SEGMENTS = re.compile(rb"[A-Z]+|[a-z]+|[0-9]+")
 
 
 def _repeats(body: bytes) -> bool:
     """One character far more often than chance would put it (`00000000A0A0AAAA...`)."""
-    return max(body.count(c) for c in set(body)) > max(3, len(body) // 8)
+    return max(Counter(body).values()) > max(3, len(body) // 8)
 
 
 def _mixed_random(body: bytes) -> bool:
     """Upper, lower and digits drawn at random (base62, base64url): entropy near the alphabet's, the class
-    changing at most characters, not words. camelCase names change class once a word and read as words."""
+    changing at most characters, not words. camelCase names change class once a word and read as words.
+    Cheapest checks first: most runs that reach here are names."""
     n = len(body)
-    changes = 0
-    prev = -1
-    for c in body:
-        cls = 0 if 65 <= c <= 90 else 1 if 97 <= c <= 122 else 2
-        changes += prev not in (-1, cls)
-        prev = cls
-    if changes * 100 < 40 * n or reads_as_words(body) or _ascending(body) or _repeats(body):
+    if len(_CLASS_SEGMENTS.findall(body)) * 100 < 40 * n + 100:  # class changes = segments - 1
         return False
-    return shannon_entropy(body) >= 0.85 * expected_entropy(64 if b"_" in body or b"-" in body else 62, n)
+    if shannon_entropy(body) < 0.85 * expected_entropy(64 if b"_" in body or b"-" in body else 62, n):
+        return False
+    return not (_repeats(body) or reads_as_words(body) or _ascending(body))
+
+
+_NOT_PRINTABLE = bytes(c for c in range(256) if not (32 <= c < 127 or c in (9, 10, 13)))
 
 
 def decodes_to_text(run: bytes) -> bool:
@@ -252,8 +269,7 @@ def decodes_to_text(run: bytes) -> bool:
             raw = base64.b64decode(chunk, validate=True)
         except (binascii.Error, ValueError):
             continue
-        printable = sum(1 for c in raw if 32 <= c < 127 or c in (9, 10, 13))
-        if len(raw) >= 12 and printable * 10 >= len(raw) * 9:
+        if len(raw) >= 12 and len(raw.translate(None, _NOT_PRINTABLE)) * 10 >= len(raw) * 9:
             return True
     return False
 
@@ -263,7 +279,7 @@ def _one_case_random(head: bytes, body: bytes) -> bool:
     near its alphabet's entropy, no words, no run of nine digits (a number)."""
     if head.lower().rstrip(b"0123456789") in _DIGEST_HEADS:
         return False
-    digits = sum(48 <= c <= 57 for c in body)
+    digits = _digit_count(body)
     n = len(body)
     if not 2 <= digits <= n - 4 or _DIGIT_RUN.search(body) or _ascending(body):
         return False
@@ -272,29 +288,29 @@ def _one_case_random(head: bytes, body: bytes) -> bool:
     return not reads_as_words(body) and shannon_entropy(body) >= 0.85 * expected_entropy(36, n)
 
 
+@lru_cache(maxsize=4096)
 def glued_key(run: bytes) -> bool:
     """Is this bounded run (no separator in its first eight characters) a key whose head is glued to its
     body: capitals then base32 (`AKIA...`), a capital head then a lower-case or hex body (`AKCp...`,
     `SK` + hex), a lower-case head then hex (`dapi` + hex), or letters and digits of both cases at random
     throughout (`EAAM9GOn...`, `AIza...`)?"""
     body = run.replace(b"_", b"").replace(b"-", b"")
+    upper = body.lower() != body
+    lower = body.upper() != body
     if run[0] <= 57:  # a digit first: no head, so only a body of both cases drawn at random
-        return (any(65 <= c <= 90 for c in body) and any(97 <= c <= 122 for c in body)
-                and sum(1 for c in body if c > 57) * 2 >= len(body) and _mixed_random(body)
-                and not decodes_to_text(run))
-    upper = any(65 <= c <= 90 for c in body)
-    lower = any(97 <= c <= 122 for c in body)
+        return (upper and lower and _digit_count(body) * 2 <= len(body) and not decodes_to_text(run)
+                and _mixed_random(body))
     if not lower:
         m = _UPPER_GLUED_RE.fullmatch(body)
         return m is not None and _drawn_at_random(m.group(2))
     m = _UPPER_HEAD_RE.match(body)
-    if m is not None and not any(65 <= c <= 90 for c in body[m.end():]):
+    if m is not None and body[m.end():].upper() != body[m.end():] and body[m.end():].lower() == body[m.end():]:
         return _one_case_random(m.group(0), body[m.end():])
     if not upper:
         m = _LOWER_HEAD_RE.match(body)
         return (m is not None and _HEX_LOWER.fullmatch(body, m.end()) is not None
                 and not _HEX_LOWER.fullmatch(m.group(0)) and _one_case_random(m.group(0), body[m.end():]))
-    return any(48 <= c <= 57 for c in body) and _mixed_random(body) and not decodes_to_text(run)
+    return _has_digit(body) and not decodes_to_text(run) and _mixed_random(body)
 
 
 def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
@@ -352,27 +368,6 @@ def dotted_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | Non
             out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
 
 
-# A signed value, `payload.stamp.signature` (itsdangerous and Django signing, Discord's bot tokens): a
-# payload (base64 of JSON or of an id, or random), a short timestamp, and a random signature of 20+.
-_SIGNED_RE = re.compile(rb"(?<![A-Za-z0-9_.-])([A-Za-z0-9_-]{16,200})\.([A-Za-z0-9_-]{4,8})\.([A-Za-z0-9_-]{20,128})"
-                        rb"(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])")
-_SIGNED_TRIGGER = rb"[A-Za-z0-9_-]\.[A-Za-z0-9_-]{4,8}\.[A-Za-z0-9_-]{20}"
-
-
-def _payload(segment: bytes) -> bool:
-    """A signed value's payload: random, or base64 of something (an id's digits, JSON, text)."""
-    return _random_segment(segment) or decodes_to_text(segment)
-
-
-def signed_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
-    for m in _matches(_SIGNED_RE, data, hits, 240, 140):
-        payload, stamp, signature = m.groups()
-        if stamp.isdigit() or stamp.isalpha() and stamp.islower():
-            continue  # a number or a word between dots (`v1.2024.`, `.min.`): a name, not a stamp
-        if _random_segment(signature) and _payload(payload):
-            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
-
-
 # --- grouped ------------------------------------------------------------------------------------
 
 _GROUPED_RE = re.compile(rb"(?:(?<![A-Za-z0-9_.+/=-])|(?<=\\[nrt]))[A-Z0-9]{1,8}(?:-[A-Z0-9]{4,8}){4,10}(?![A-Za-z0-9_+/=-])")
@@ -397,7 +392,7 @@ def grouped_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | No
 def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append the spans of the four shapes; `hits` are the triggers' (the body is scanned only when
     one of them matched)."""
-    bech32, jwt, claims, glued, dotted, signed, grouped = hits
+    bech32, jwt, claims, glued, dotted, grouped = hits
     if bech32:
         bech32_secret_spans(data, out, list(bech32))
     if jwt:
@@ -408,8 +403,6 @@ def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: 
         glued_head_spans(data, out, list(glued))
     if dotted:
         dotted_spans(data, out, list(dotted))
-    if signed:
-        signed_spans(data, out, list(signed))
     if grouped:
         grouped_spans(data, out, list(grouped))
 
@@ -435,7 +428,6 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[A-Za-z0-9][_-]eyJ", window=0, opens=False),
     Trigger(GLUED_TRIGGER, window=0, opens=False, apart=True),
     Trigger(rb"[A-Za-z0-9]\.[A-Za-z0-9_-]{16}[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16}", window=0, opens=False),
-    Trigger(_SIGNED_TRIGGER, window=0, opens=False),
     Trigger(rb"-[A-Z0-9]{5,6}-[A-Z0-9]{4,6}-", window=0, opens=False),
 )
 

@@ -97,8 +97,7 @@ def test_a_strong_name_compared_with_a_literal(redactor: Redactor) -> None:
 def test_discord_token_a_few_bytes_into_its_run(redactor: Redactor) -> None:
     token = "MyOTQ4MTN5OTU5MTDwMEcxNg.GSwJyi.sbaw8msOR3Wi6vPUzeIWy_P0vJbB0UuRVjH8l8"
     _assert_redacted(redactor, f"see AT{token} here", token, "discord-token")
-    # deep inside a longer run it is no Discord token's start (the run as a whole is a signed value's shape)
-    assert "discord-token" not in redactor.redact_text(f"see xyzabcdefgAT{token} here")
+    _kept(redactor, f"see xyzabcdefgAT{token} here")  # deep inside a longer run: not a token start
 
 
 def test_a_key_with_a_long_fixed_head_glued_to_what_comes_before(redactor: Redactor) -> None:
