@@ -590,7 +590,7 @@ class CaptureWriter:
 
     def _write_frame(self, row: dict, from_client: bool, item: Released) -> None:
         before = Counter(self.redactor.counts)
-        body = self.redactor.redact_payload(item.data)
+        body = item.data if item.clean else self.redactor.redact_payload(item.data)
         row["body_id"] = self._store_body(body, f"ws {row['flow_id']} {'c' if from_client else 's'}")
         row["redactions"] = dict(Counter(self._counts_delta(before)) + Counter(item.redactions))
         self.spool.append(row)

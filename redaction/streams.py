@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ctxtap.redaction.json_escapes import string_end
+from ctxtap.redaction.names import KEYWORD_PATTERNS
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 from ctxtap.wire.families import delta_markers, stream_deltas
 from ctxtap.wire.sse import data_payload, event_ends
@@ -295,6 +296,9 @@ def _widen(text: bytes, lo: int, hi: int) -> tuple[int, int]:
 # --- the incremental joiner ------------------------------------------------------------------
 
 
+_CREDENTIAL_WORD = re.compile(rb"(?i)" + b"|".join(KEYWORD_PATTERNS))  # a name that marks its value
+
+
 class _Content:
     """One content stream: the joined escaped text still needed (context + held) and its findings."""
 
@@ -341,19 +345,24 @@ class _Held:
     token: object
     data: bytes
     pieces: list[_Piece] = field(default_factory=list)
+    clean: bool = False  # its bytes around the delta string are a framing already found clean
 
 
 @dataclass
 class Released:
     """An event that is final: its delta strings redacted against the joined stream.
 
-    `data` still needs the per-event pass (`redact_payload`); `redactions`
-    counts the placeholders the join put in.
+    `data` still needs the per-event pass (`redact_payload`) unless `clean`; `redactions`
+    counts the placeholders the join put in. `clean`: the event is one delta string inside a
+    framing byte for byte the same as one the per-event pass found nothing in, whose last name
+    is no credential's; the joined stream's scan covered the string (in wider context), so the
+    per-event pass would read nothing new. Most events of a long answer are such.
     """
 
     token: object
     data: bytes
     redactions: dict[str, int]
+    clean: bool = False
 
 
 class StreamRedactor:
@@ -366,6 +375,7 @@ class StreamRedactor:
         self._queue: collections.deque[_Held] = collections.deque()
         self._touched: dict[int, _Content] = {}  # contents fed since the last release
         self._shape: dict[object, tuple[bytes, bytes, tuple]] = {}  # per channel: see `_pieces`
+        self._framing: dict[object, tuple[bytes, bytes, bool]] = {}  # per channel: see `_framing_clean`
         self.held_bytes = 0
 
     def feed(self, token: object, data: bytes, start: int = 0, end: int | None = None,
@@ -380,8 +390,12 @@ class StreamRedactor:
         for token, data, start, end in events:
             held = _Held(token, data)
             stop = len(data) if end is None else end
+            pieces, same_shape = self._pieces(data, start, stop, channel)
+            if same_shape:
+                _, lo, hi = pieces[0]
+                held.clean = self._framing_clean(data, lo, hi, channel)
             with memoryview(data) as view:
-                for key, lo, hi in self._pieces(data, start, stop, channel):
+                for key, lo, hi in pieces:
                     content = self._contents.get((channel, key))
                     if content is None:
                         content = self._contents[(channel, key)] = _Content()
@@ -393,9 +407,29 @@ class StreamRedactor:
             self.held_bytes += len(data)
         return self._release(final=False)
 
-    def _pieces(self, data: bytes, start: int, stop: int, channel: object) -> list[tuple[tuple, int, int]]:
+    def _framing_clean(self, data: bytes, lo: int, hi: int, channel: object) -> bool:
+        """Are the event's bytes around its delta string (`data[:lo]`, `data[hi:]`) a framing the
+        per-event pass finds nothing in? Judged once per framing and channel (with the string left
+        empty), then by comparing bytes; a framing whose last 48 bytes name a credential
+        (`"password":"`) is never clean: its string is a value the name marks."""
+        known = self._framing.get(channel)
+        if known is not None and data.startswith(known[0]) and len(data) - hi == len(known[1]) and (
+                data.endswith(known[1])) and lo == len(known[0]):
+            return known[2]
+        pre, post = data[:lo], data[hi:]
+        counts = self._redactor.counts
+        saved = collections.Counter(counts)
+        try:
+            clean = _CREDENTIAL_WORD.search(pre[-48:]) is None and self._redactor.redact_payload(pre + post) == pre + post
+        finally:  # judging is not replacing
+            counts.clear()
+            counts.update(saved)
+        self._framing[channel] = (pre, post, clean)
+        return clean
+
+    def _pieces(self, data: bytes, start: int, stop: int, channel: object) -> tuple[list[tuple[tuple, int, int]], bool]:
         """`delta_pieces(data[start:stop])` in `data`'s offsets, without parsing an event shaped
-        like the last one parsed (nor copying its payload).
+        like the last one parsed (nor copying its payload); True when it was shaped so.
 
         Consecutive deltas of a stream differ only in their one delta string: an event made of
         the last parsed event's bytes before and after that string, around a string that ends
@@ -407,13 +441,13 @@ class StreamRedactor:
             lo, hi = start + len(head), stop - len(tail)
             if (hi >= lo and data.startswith(head, start) and data.endswith(tail, start, stop)
                     and string_end(data, lo) == hi):
-                return [(key, lo, hi)]
+                return [(key, lo, hi)], True
         payload = data[start:stop]
         pieces = delta_pieces(payload)
         if len(pieces) == 1:
             key, lo, hi = pieces[0]
             self._shape[channel] = (payload[:lo], payload[hi:], key)
-        return [(key, start + lo, start + hi) for key, lo, hi in pieces]
+        return [(key, start + lo, start + hi) for key, lo, hi in pieces], False
 
     def finish(self) -> list[Released]:
         """Everything still held (the body or the response ended); streams start afresh after."""
@@ -497,7 +531,7 @@ class StreamRedactor:
             data = data[:lo] + replacement + data[hi:]
         if kinds:
             self._credentials.counts.update(kinds)
-        return Released(held.token, data, dict(kinds))
+        return Released(held.token, data, dict(kinds), held.clean)
 
     @staticmethod
     def _trim(content: _Content) -> None:
@@ -579,11 +613,23 @@ class FramedRedactor:
             if item.redactions:
                 self.redactions.update(item.redactions)
         before = collections.Counter(self._redactor.counts)
-        # One pass over the released events together: a span cannot cross from one event into the
-        # next (each is a JSON value, and no secret format runs through `"`, `{` or a blank line).
-        out = self._redactor.redact_payload(b"".join(item.data for item in released))
+        # One pass over each run of released events together: a span cannot cross from one event
+        # into the next (each is a JSON value, and no secret format runs through `"`, `{` or a blank
+        # line). Clean events (`Released.clean`) go out as the joined stream's scan left them.
+        out: list[bytes] = []
+        run: list[bytes] = []
+        for item in released:
+            if item.clean:
+                if run:
+                    out.append(self._redactor.redact_payload(b"".join(run)))
+                    run = []
+                out.append(item.data)
+            else:
+                run.append(item.data)
+        if run:
+            out.append(self._redactor.redact_payload(b"".join(run)))
         self._count_since(before)
-        return out
+        return b"".join(out)
 
     def _count_since(self, before: collections.Counter[str]) -> None:
         """Add the placeholders the redactor wrote since `before` (its counts then) to `redactions`."""

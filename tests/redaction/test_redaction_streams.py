@@ -177,7 +177,7 @@ def test_an_event_shaped_like_the_last_gets_the_pieces_a_parse_would_give() -> N
             block = head + payload + b"\n\n"
             start, stop = len(head), len(head) + len(payload)
             expected = [(key, start + lo, start + hi) for key, lo, hi in delta_pieces(payload)]
-            assert redactor._pieces(block, start, stop, None) == expected, payload
+            assert redactor._pieces(block, start, stop, None)[0] == expected, payload
 
 
 @settings(max_examples=300, deadline=None)
@@ -284,3 +284,42 @@ def test_websocket_messages_without_secrets_are_kept_byte_for_byte(frames: list[
         cap = Capture.open(out)
         rows = cap.ws_messages().to_pylist()
         assert [cap.body(r["body_id"]) if r["body_id"] is not None else b"" for r in rows] == frames
+
+
+def _delta_event(text: str, framing: str = "text") -> bytes:
+    payload = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", framing: text}}
+    return b"event: content_block_delta\ndata: " + json.dumps(payload).encode() + b"\n\n"
+
+
+def _feed_all(redactor: SseRedactor, events: list[bytes]) -> bytes:
+    return b"".join(redactor.feed(e) for e in events) + redactor.finish()
+
+
+def test_events_in_a_clean_framing_skip_the_per_event_pass_and_secrets_still_go() -> None:
+    """A long answer's deltas sit in one framing: judged clean once, they skip the second pass; a key
+    whole in one delta, or split across three, is still replaced (the joined stream finds it)."""
+    key = "ghp_" + "Zq4Xw9Rt2Yp6Lm8Nb3Vc7Kd1Hs5Jf0Ga2Qe"
+    events = [_delta_event(f"word {i} ") for i in range(200)]
+    events[50] = _delta_event(f"the token is {key} ok")
+    events[120:123] = [_delta_event(key[:9]), _delta_event(key[9:20]), _delta_event(key[20:] + " done")]
+    redactor = Redactor(KEY, "c")
+    passes = []
+    sse = SseRedactor(redactor)
+    original = redactor.redact_payload
+    redactor.redact_payload = lambda data: (passes.append(len(data)), original(data))[1]  # type: ignore[method-assign]
+    out = _feed_all(sse, events)
+    assert key[4:12].encode() not in out and out.count(b"[REDACTED:") == 2
+    assert b"word 199 " in out
+    assert sum(passes) < sum(len(e) for e in events) // 4  # most events were not scanned a second time
+
+
+def test_a_framing_that_names_a_credential_or_holds_a_secret_keeps_the_per_event_pass() -> None:
+    """`"password": "<delta>"`: the name marks each value; a framing holding a key is redacted in every event."""
+    value = "Xk9#mQ2vL7pR"
+    events = [_delta_event(f"v{i}", "password") for i in range(20)] + [_delta_event(value, "password")]
+    out = _feed_all(SseRedactor(Redactor(KEY, "c")), events)
+    assert value.encode() not in out
+    key = "sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc"
+    framed = [_delta_event(f"w{i} ").replace(b'"index": 0', f'"index": 0, "k": "{key}"'.encode()) for i in range(20)]
+    out = _feed_all(SseRedactor(Redactor(KEY, "c")), framed)
+    assert key[8:16].encode() not in out and out.count(b"[REDACTED:") == 20
