@@ -370,7 +370,7 @@ def dotted_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | Non
 
 # --- grouped ------------------------------------------------------------------------------------
 
-_GROUPED_RE = re.compile(rb"(?:(?<![A-Za-z0-9_.+/=-])|(?<=\\[nrt]))[A-Z0-9]{1,8}(?:-[A-Z0-9]{4,8}){4,10}(?![A-Za-z0-9_+/=-])")
+_GROUPED_RE = re.compile(rb"(?:(?<![A-Za-z0-9_.+/-])|(?<=\\[nrt]))[A-Z0-9]{1,8}(?:-[A-Z0-9]{4,12}){4,10}(?![A-Za-z0-9_+/=-])")
 _HEX_GROUPS = re.compile(rb"[0-9A-F-]+")
 
 

@@ -127,9 +127,16 @@ def _class_changes(parts: list[bytes]) -> int:
     return changes
 
 
+_HEX_TAIL_RE = re.compile(rb"[0-9a-f]{32,}$")
+
+
 def _random_enough(parts: list[bytes]) -> bool:
-    """A body drawn at random: two classes of characters at least, entropy near its alphabet's, few words."""
+    """A body drawn at random: two classes of characters at least, entropy near its alphabet's, few words.
+    A body ending in 32 hex digits or more (a macaroon's caveats, then its signature) is judged by them."""
     body = b"".join(parts)
+    tail = _HEX_TAIL_RE.search(body)
+    if tail is not None and tail.start() > 0:
+        body = tail.group(0)
     digits = sum(1 for c in body if 48 <= c <= 57)
     upper = sum(1 for c in body if 65 <= c <= 90)
     lower = len(body) - digits - upper
@@ -229,14 +236,14 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
                 if k < sep and escape_before(data, k):
                     start = k
                     break
-        while start < sep and data[start] in _SEPARATORS:
-            start += 1  # `.IQ8Q~…`: a separator before the head belongs to no word
-        if _HEAD_AT_RE.match(data, start) is None:
-            continue  # no vendor's head (a UUID, a hash, `self._name`): the cheap and common case
         if (start > 0 and data[start - 1] in _RUN_BYTES and not escape_before(data, start)) or (
             stop < n and data[stop] in _RUN_BYTES
         ):
             continue  # longer than any key
+        while start < sep and data[start] in _SEPARATORS:
+            start += 1  # `.IQ8Q~…`: a separator before the head belongs to no word
+        if _HEAD_AT_RE.match(data, start) is None:
+            continue  # no vendor's head (a UUID, a hash, `self._name`): the cheap and common case
         while stop > start and data[stop - 1] in _SEPARATORS:
             stop -= 1  # a sentence's full stop, a trailing dash
         if start > 0 and data[start - 1] == 0x2B:
