@@ -187,13 +187,17 @@ def verify_run(run: bytes) -> bool:
         return _random_enough([last])  # ids, then the secret (a version or date has one long number at most)
     longest = max(segments[1:], key=len)
     fields = segments[1:-1]
-    short = longest is last and fields and all(f.isalpha() and len(f) <= 6 for f in fields)
-    # the body: one long segment, or (base64url) the rest's segments together; numbers alone are
-    # versions and dates (`v0.0.0-20241124373141-893a276f18ec`), no key's random part
-    parts = [longest] if len(longest) >= (SHORT_BODY_MIN if short else BODY_MIN) else [
-        p for p in segments[1:] if not p.isdigit()]
-    if sum(len(p) for p in parts) < BODY_MIN and not (short and len(longest) >= SHORT_BODY_MIN) or (
-            len(longest) < SEGMENT_MIN and not tilde):
+    # a last segment of sixteen after a head and short kind fields (`sm_aat_<16>`) is a body
+    short = bool(fields) and len(last) == len(longest) and all(f.isalpha() and len(f) <= 6 for f in fields)
+    if len(longest) >= BODY_MIN or (short and len(longest) >= SHORT_BODY_MIN):
+        parts = [longest]
+    else:
+        # (base64url) the rest's segments together; numbers alone are versions and dates
+        # (`v0.0.0-20241124373141-893a276f18ec`), no key's random part
+        parts = [p for p in segments[1:] if not p.isdigit()]
+        if sum(len(p) for p in parts) < BODY_MIN:
+            return False
+    if len(longest) < SEGMENT_MIN and not tilde:
         return False
     return any(_checksum_holds(p) for p in parts) or _random_enough(parts)
 
