@@ -308,6 +308,19 @@ def _end(hit: tuple[int, int]) -> int:
     return hit[1]
 
 
+def after_escape(data: bytes, start: int, limit: int) -> int:
+    """Where a token starts when an escape's letters begin its run (`\\nAKIA…`, `%3DAKIA…`,
+    `\\u0022AKIA…`, `start` at the first byte after `\\` or `%`): after the escape, else `start`."""
+    if start > 0 and data[start - 1] in _ESCAPE_STARTS:
+        for k in (start + 1, start + 2, start + 5):
+            if k < limit and escape_before(data, k):
+                return k
+    return start
+
+
+_ESCAPE_STARTS = frozenset(b"\\%")
+
+
 def escape_before(data: bytes, start: int) -> bool:
     """Do the bytes before `start` end a JSON or percent escape (`\\n`, `\\u0022`, `%3D`)?"""
     if start >= 2 and data[start - 2] == 0x5C and data[start - 1] in _JSON_ESCAPE_LETTERS:

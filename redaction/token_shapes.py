@@ -28,6 +28,7 @@ from collections import Counter
 from functools import lru_cache
 
 from ctxtap.redaction.detector import Detector, sample
+from ctxtap.redaction.detectors import after_escape
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
 from ctxtap.redaction.false_positives import names_no_secret
@@ -169,7 +170,6 @@ def claims_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | Non
 _GLUED_RUN_RE = re.compile(rb"[A-Za-z0-9]{8}[A-Za-z0-9_-]{12,248}")
 GLUED_TRIGGER = rb"(?:^|[^A-Za-z0-9_./+~-])[A-Za-z0-9]{20}"  # its end is 20 past the run's start
 _GLUED_TRIGGER_RE = re.compile(GLUED_TRIGGER)
-_BEFORE_RUN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./+~-")
 _AFTER_RUN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_/+=~-")
 _ALNUM = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
 _UPPER_GLUED_RE = re.compile(rb"([A-Z]{2,5})([A-Z0-9]{16,64})")
@@ -320,8 +320,7 @@ def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] |
     ends = [end for _, end in hits] if hits is not None else [m.end() for m in _GLUED_TRIGGER_RE.finditer(data)]
     for end in ends:
         start = end - 20
-        if start >= 1 and data[start - 1] in b"\\%":  # `\\nAKIA...`, `\\u0022AKIA...`, `%3AAAH...`: after the escape
-            start += 1 if data[start] in b"nrt" else 5 if data[start] == 0x75 else 2 if data[start - 1] == 0x25 else 0
+        start = after_escape(data, start, end)  # `\\nAKIA...`, `\\u0022AKIA...`, `%3AAAH...`: after the escape
         if start < done:
             continue
         m = _GLUED_RUN_RE.match(data, start)
@@ -337,7 +336,7 @@ def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] |
         if stop - start in (64, 76) and (data[stop : stop + 1] in (b"\n", b"\r") or data.startswith(b"\\n", stop)):
             continue  # a full line of an armored block (a certificate, a public key): PEM and MIME widths
         run = data[start:stop]
-        if run.translate(None, b"0123456789") == run or not glued_key(run):
+        if not _has_digit(run) or not glued_key(run):
             continue  # every glued shape holds a digit: names and words (`RawDescriptionHelpFormatter`) do not
         if _DIGEST_LABEL_RE.search(data, max(0, start - 24), start):
             continue

@@ -21,7 +21,7 @@ import re
 import zlib
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
-from ctxtap.redaction.detectors import escape_before
+from ctxtap.redaction.detectors import after_escape, escape_before
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
@@ -55,7 +55,6 @@ _RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _SEPARATORS = b"_.-~"
 _NOT_RUN_TO_SPACE = bytes(c if c in _RUN_BYTES else 0x20 for c in range(256))
 _RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-~]*")
-_ESCAPE_STARTS = frozenset(b"\\%")
 _HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]")
 _BASE64_ONLY = frozenset(b"+/=")
 _BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
@@ -235,11 +234,7 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
         fwd = _RUN_AFTER_RE.match(data, end, min(n, start + _MAX_RUN + 1))
         stop = fwd.end() if fwd is not None else end
         done = stop
-        if start > 0 and data[start - 1] in _ESCAPE_STARTS:
-            for k in (start + 1, start + 2, start + 5):  # `\\n`, `%3D`, `\\u0022` end right before the token
-                if k < sep and escape_before(data, k):
-                    start = k
-                    break
+        start = after_escape(data, start, sep)  # `\\n`, `%3D`, `\\u0022` end right before the token
         if (start > 0 and data[start - 1] in _RUN_BYTES and not escape_before(data, start)) or (
             stop < n and data[stop] in _RUN_BYTES
         ):
