@@ -229,6 +229,8 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
     for sep, end in seps:
         if sep < done:
             continue  # inside a run already judged
+        if data[sep] == 0x2E and sep and 48 <= data[sep - 1] <= 57 and data[sep + 1 : end].isdigit():
+            continue  # a decimal fraction (`19.360564538132063`): half the hits in JSON of measurements
         floor = max(0, sep - _MAX_BEFORE)
         start = floor + 1 + data[floor:sep].translate(_NOT_RUN_TO_SPACE).rfind(b" ")  # the run's start, in C
         fwd = _RUN_AFTER_RE.match(data, end, min(n, start + _MAX_RUN + 1))
@@ -241,8 +243,11 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
             continue  # longer than any key
         while start < sep and data[start] in _SEPARATORS:
             start += 1  # `.IQ8Q~…`: a separator before the head belongs to no word
-        if _HEAD_AT_RE.match(data, start) is None:
+        head = _HEAD_AT_RE.match(data, start)
+        if head is None:
             continue  # no vendor's head (a UUID, a hash, `self._name`): the cheap and common case
+        if data[head.end() - 1] != 0x7E and data[start : head.end() - 1].lower() in _NOT_KEY_HEADS:
+            continue  # a digest or a wire id (`sha512-` integrity, `toolu_`): as `verify_run` judges, sooner
         while stop > start and data[stop - 1] in _SEPARATORS:
             stop -= 1  # a sentence's full stop, a trailing dash
         if start > 0 and data[start - 1] == 0x2B:

@@ -33,6 +33,8 @@ def _invented(rng: random.Random) -> list[str]:
         # ids the vendor put in the key, then a short secret
         f"qvx-{_r(rng, string.digits, 11)}-{_r(rng, string.digits, 10)}-{_r(rng, 'abcdef', 3)}7{_r(rng, '0123456789abcdef', 8)}",
         f"zt_ak_{_r(rng, string.ascii_lowercase, 4)}5{_r(rng, string.ascii_lowercase + string.digits, 12)}",  # head, kind, 16
+        # a head ending in a digit, then a dot and digits first: not a decimal fraction
+        f"vx1.{_r(rng, string.digits, 4)}{_r(rng, string.ascii_uppercase, 2)}{_r(rng, ALNUM, 28)}",
     ]
 
 
@@ -75,6 +77,7 @@ def test_a_valid_crc32_checksum_is_enough() -> None:
         "const userAccountSettingsRequestHandlerV2 = useAccountSettings();",
         "req-550e8400-e29b-41d4-a716-446655440000",
         '{"encrypted_content": "gAAAAABnX9c2-abcDEF123ghiJKL456mnoPQR789stuVWX0yz"}',
+        '{"latency_ms": [19.360564538132063, 1370.4483300999054, 0.0000000000001234]}',  # decimal fractions
     ],
 )
 def test_ordinary_shapes_stay(text: str) -> None:
