@@ -205,6 +205,7 @@ def clear_caches() -> None:
 
     false_positives.REJECTED.clear()
     token_shapes.glued_key.cache_clear()
+    token_shapes.carries_key.cache_clear()
     gitleaks_match._VERDICTS.clear()
     entropy.clear_cache()
     for scanner in list(_scanners.values()):

@@ -33,6 +33,7 @@ from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
 from ctxtap.redaction.false_positives import names_no_secret
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
+from ctxtap.redaction.vendor_tokens import verify_run
 
 KIND = "vendor-token"
 
@@ -258,18 +259,34 @@ def _mixed_random(body: bytes) -> bool:
 _NOT_PRINTABLE = bytes(c for c in range(256) if not (32 <= c < 127 or c in (9, 10, 13)))
 
 
-def decodes_to_text(run: bytes) -> bool:
-    """Is `run` base64 (standard or url-safe) of text, JSON or the like, read from any of its first four
-    offsets (a cut piece of a longer base64 string)? Telemetry fields carry base64 of JSON
-    (`eyJyaCI6...`); a key's body is random bytes, of which a quarter or more are not printable."""
+def decoded_text(run: bytes, skips: tuple[int, ...] = (0, 1, 2, 3)) -> bytes | None:
+    """The text `run` is base64 (standard or url-safe) of, read from any of its first four offsets (a
+    cut piece of a longer base64 string; `skips`) or None: a key's body is random bytes, of which a
+    quarter or more are not printable. Telemetry fields carry base64 of JSON (`eyJyaCI6...`)."""
     text = run.replace(b"-", b"+").replace(b"_", b"/")
-    for skip in range(4):
+    for skip in skips:
         chunk = text[skip : skip + (len(text) - skip) // 4 * 4]
         try:
             raw = base64.b64decode(chunk, validate=True)
         except (binascii.Error, ValueError):
             continue
         if len(raw) >= 12 and len(raw.translate(None, _NOT_PRINTABLE)) * 10 >= len(raw) * 9:
+            return raw
+    return None
+
+
+_TEXT_TOKEN_RE = re.compile(rb"[A-Za-z0-9_.~\-]{20,}")
+
+
+@lru_cache(maxsize=1024)
+def carries_key(text: bytes) -> bool:
+    """Does decoded text hold a key of its own, as the token detectors judge one in the open (a labelled key,
+    `<Vendor>APIKey-<key>` or `<id>:<key>`, wrapped in base64 as some vendors issue theirs)? Values of id fields
+    do not count. Remembered: telemetry resends the same few texts (cleared with the scanner's caches)."""
+    for m in _TEXT_TOKEN_RE.finditer(text):
+        token = m.group(0).strip(b"_.~-")
+        if (verify_run(token) or _GLUED_RUN_RE.fullmatch(token) is not None and glued_key(token)) and (
+                not names_no_secret(text, m.start())):
             return True
     return False
 
@@ -298,8 +315,7 @@ def glued_key(run: bytes) -> bool:
     upper = body.lower() != body
     lower = body.upper() != body
     if run[0] <= 57:  # a digit first: no head, so only a body of both cases drawn at random
-        return (upper and lower and _digit_count(body) * 2 <= len(body) and not decodes_to_text(run)
-                and _mixed_random(body))
+        return upper and lower and _digit_count(body) * 2 <= len(body) and _random_or_carrier(run, body)
     if not lower:
         m = _UPPER_GLUED_RE.fullmatch(body)
         return m is not None and _drawn_at_random(m.group(2))
@@ -310,7 +326,14 @@ def glued_key(run: bytes) -> bool:
         m = _LOWER_HEAD_RE.match(body)
         return (m is not None and _HEX_LOWER.fullmatch(body, m.end()) is not None
                 and not _HEX_LOWER.fullmatch(m.group(0)) and _one_case_random(m.group(0), body[m.end():]))
-    return _has_digit(body) and not decodes_to_text(run) and _mixed_random(body)
+    return _has_digit(body) and _random_or_carrier(run, body)
+
+
+def _random_or_carrier(run: bytes, body: bytes) -> bool:
+    """Both cases and digits at random; or base64 of text, a key only when the text holds one (base64 of
+    JSON or prose stays: Claude Code's telemetry carries it)."""
+    text = decoded_text(run)
+    return _mixed_random(body) if text is None else carries_key(text)
 
 
 def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
@@ -328,6 +351,9 @@ def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] |
             continue
         stop = m.end()
         done = stop
+        if stop < n and data[stop] == 0x3D:  # `=`: padding, so the run is base64 (or a name before its value)
+            _padded_carrier(data, start, stop, out)
+            continue
         if stop < n and (data[stop] in _AFTER_RUN or (data[stop] == 0x2E and stop + 1 < n and (
                 data[stop + 1] in _ALNUM or data.startswith(b"[REDACTED:", stop + 1)))):
             continue  # longer than a key (base64, a path, a dotted name, a token redacted before)
@@ -343,6 +369,16 @@ def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] |
         if not run.isupper() and names_no_secret(data, start):
             continue  # a wire id or a page token (`"responseId": "…"`); capitals after `key_id=` are a key's id
         out.append(Span(start, stop, KIND, PRIORITY_GENERIC))
+
+
+def _padded_carrier(data: bytes, start: int, stop: int, out: list[Span]) -> None:
+    """A run padded with `=` is base64: a key when it is base64 of text holding one (`carries_key`)."""
+    end = stop + 1 + (data[stop + 1 : stop + 2] == b"=")
+    if end < len(data) and data[end] in _AFTER_RUN:
+        return  # a name and its value (`NAME=value`), or longer base64
+    text = decoded_text(data[start:end], (0,))  # padded: whole from its start
+    if text is not None and carries_key(text) and not names_no_secret(data, start):
+        out.append(Span(start, end, KIND, PRIORITY_GENERIC))
 
 
 # --- dotted ------------------------------------------------------------------------------------

@@ -73,6 +73,10 @@ SECRETS = [
     (glued_head_spans, "zork" + _random("0123456789abcdef", 32)),
     (glued_head_spans, "7" + _random(string.ascii_letters + string.digits, 41)),
     (glued_head_spans, "QzWx" + _random(string.ascii_letters + string.digits, 20) + "_" + _random(string.ascii_letters + string.digits, 14)),
+    # a labelled key wrapped in base64 (padded, and not): the text it decodes to holds a key
+    (glued_head_spans, base64.b64encode(b"QuuxAPIKey-" + _random(string.ascii_letters + string.digits, 32).encode()
+                                        + b"x").decode()),
+    (glued_head_spans, base64.b64encode(b"zorp:" + _random(string.ascii_letters + string.digits, 30).encode()).decode()),
     (dotted_spans, "QZ." + _random(string.ascii_letters + string.digits, 22) + "."
      + _random(string.ascii_letters + string.digits + "-_", 43)),
     (dotted_spans, "pat." + ".".join(_random(string.ascii_letters + string.digits, 24) for _ in range(3))),
@@ -120,6 +124,11 @@ LOOKALIKES = [
     'h1:NLUjzeczUJdHaI4gxBOMs8MJGDz9xZichD and sha256:Ab3xK9mQ2pL7vR4tY8wZ1cN6bH5jF0gD',  # digests by label
     '"next_page_token": "ME3ILWPOAmMMynF0uOB17FJUYi84mvpIHbXYzduh"',  # a page token: its name says so
     '"responseId": "mBFYaPmNB7yzkdUPt6K2qA0XvLq"',  # a wire id
+    # base64 of JSON whose random values are ids by their names (a page cursor, telemetry), padded
+    base64.b64encode(json.dumps({"last_id": "msg_01AbCdEfGhIjKlMnOpQrStUv",
+                                 "anonymousId": "x7Kq9ZmP2vLw8RtYn3Bc5HdJfE0gA"}).encode()).decode(),
+    "QWxhZGRpbjpvcGVuIHNlc2FtZQ==",  # base64 of a sentence with padding
+    "VARIABLENAME0123ABCD=value",  # a name before its value
 ]
 
 
