@@ -160,6 +160,11 @@ def _random_enough(parts: list[bytes]) -> bool:
     return _class_changes(parts) * 100 >= 35 * n and _wordy(parts) * 10 < 7 * n
 
 
+def _names_no_key(head: bytes, separator: int) -> bool:
+    """Is `head` a digest's or a wire id's (`sha512-` integrity, `toolu_`)? `sha256~` is no digest's notation."""
+    return separator != 0x7E and head.lower() in _NOT_KEY_HEADS
+
+
 def verify_run(run: bytes) -> bool:
     """Is this run of token characters (bounded on both sides) a vendor key?
 
@@ -173,7 +178,7 @@ def verify_run(run: bytes) -> bool:
     head = segments[0]
     tilde = b"~" in run
     if (not 1 <= len(head) <= 14 or _HEAD_RE.fullmatch(head) is None or _REPEAT_RE.search(head)
-            or (head.lower() in _NOT_KEY_HEADS and run[len(head)] != 0x7E)):  # `sha256~` is no digest's notation
+            or _names_no_key(head, run[len(head)])):
         return False
     rest = run[len(head) + 1 :]
     if _UUID_RE.fullmatch(rest) or _UUID_RE.fullmatch(run):
@@ -246,8 +251,8 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
         head = _HEAD_AT_RE.match(data, start)
         if head is None:
             continue  # no vendor's head (a UUID, a hash, `self._name`): the cheap and common case
-        if data[head.end() - 1] != 0x7E and data[start : head.end() - 1].lower() in _NOT_KEY_HEADS:
-            continue  # a digest or a wire id (`sha512-` integrity, `toolu_`): as `verify_run` judges, sooner
+        if _names_no_key(data[start : head.end() - 1], data[head.end() - 1]):
+            continue  # as `verify_run` judges, sooner: lockfiles and tool calls hold thousands
         while stop > start and data[stop - 1] in _SEPARATORS:
             stop -= 1  # a sentence's full stop, a trailing dash
         if start > 0 and data[start - 1] == 0x2B:
