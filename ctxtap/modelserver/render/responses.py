@@ -41,7 +41,9 @@ def response_object(ctx: RenderContext, status: str, output: list[dict[str, Any]
 def output_items(answer: Answer) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if answer.reasoning:
-        blob = base64.b64encode(os.urandom(96)).decode()
+        # a real one is kilobytes of Fernet-style base64: long enough that it always holds `+` or `/`, as
+        # real ones do (96 bytes sometimes held none, and then read as a glued key)
+        blob = base64.b64encode(os.urandom(1536)).decode()
         items.append({"type": "reasoning", "id": new_id("rs_"), "summary": [], "encrypted_content": "gAAAAB" + blob})
     if answer.text:
         items.append({"type": "message", "id": new_id("msg_"), "status": "completed", "role": "assistant",
