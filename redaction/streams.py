@@ -331,7 +331,7 @@ class _Content:
         return max(point, self.base)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Piece:
     content: _Content
     start: int  # absolute offsets in the content's joined text
@@ -340,7 +340,7 @@ class _Piece:
     hi: int
 
 
-@dataclass
+@dataclass(slots=True)
 class _Held:
     token: object
     data: bytes
@@ -387,6 +387,7 @@ class StreamRedactor:
         """Several events that arrived together, (token, data, start, end) each, released once at the
         end: what `feed` one by one would release, give or take events still held (a scan then
         covers the batch at once instead of deciding after every small delta)."""
+        contents, touched, queue = self._contents, self._touched, self._queue
         for token, data, start, end in events:
             held = _Held(token, data)
             stop = len(data) if end is None else end
@@ -394,16 +395,17 @@ class StreamRedactor:
             if same_shape:
                 _, lo, hi = pieces[0]
                 held.clean = self._framing_clean(data, lo, hi, channel)
-            with memoryview(data) as view:
-                for key, lo, hi in pieces:
-                    content = self._contents.get((channel, key))
-                    if content is None:
-                        content = self._contents[(channel, key)] = _Content()
-                    at = content.end
-                    content.text += view[lo:hi]
-                    held.pieces.append(_Piece(content, at, at + hi - lo, lo, hi))
-                    self._touched[id(content)] = content
-            self._queue.append(held)
+            if pieces:
+                with memoryview(data) as view:
+                    for key, lo, hi in pieces:
+                        content = contents.get((channel, key))
+                        if content is None:
+                            content = contents[(channel, key)] = _Content()
+                        at = content.origin + len(content.text)
+                        content.text += view[lo:hi]
+                        held.pieces.append(_Piece(content, at, at + hi - lo, lo, hi))
+                        touched[id(content)] = content
+            queue.append(held)
             self.held_bytes += len(data)
         return self._release(final=False)
 
@@ -467,9 +469,16 @@ class StreamRedactor:
         self._touched.clear()
         released: dict[int, _Content] = {}
         out: list[Released] = []
+        safe: dict[int, int] = {}  # per stream, up to where its pieces may go (`_Content.safe`)
         while self._queue:
             held = self._queue[0]
-            blocked = [p for p in held.pieces if p.end > p.content.safe(final)]
+            blocked = []
+            for p in held.pieces:
+                point = safe.get(id(p.content))
+                if point is None:
+                    point = safe[id(p.content)] = p.content.safe(final)
+                if p.end > point:
+                    blocked.append(p)
             if blocked:
                 if self.held_bytes <= MAX_HELD_BYTES:
                     break
@@ -477,6 +486,7 @@ class StreamRedactor:
                     if piece.content.scanned < piece.content.end:
                         self._scan(piece.content)
                     piece.content.forced = True
+                    safe.pop(id(piece.content), None)
                 continue
             self._queue.popleft()
             self.held_bytes -= len(held.data)
@@ -509,10 +519,10 @@ class StreamRedactor:
 
     def _finish_event(self, held: _Held) -> Released:
         edits: list[tuple[int, int, bytes]] = []
-        kinds: collections.Counter[str] = collections.Counter()
+        kinds: dict[str, int] = {}
         for piece in held.pieces:
             content = piece.content
-            for s, e, placeholder in content.spans:
+            for s, e, placeholder in content.spans:  # most streams: none
                 if e <= piece.start or s >= piece.end:
                     continue
                 lo = max(s, piece.start) - piece.start
@@ -522,16 +532,20 @@ class StreamRedactor:
                 else:
                     replacement = placeholder
                     content.applied.append((s, e))
-                    kinds[_kind(placeholder)] += 1
+                    kind = _kind(placeholder)
+                    kinds[kind] = kinds.get(kind, 0) + 1
                 lo, hi = _widen(held.data[piece.lo : piece.hi], lo, hi)
                 edits.append((piece.lo + lo, piece.lo + hi, replacement))
-            content.base = max(content.base, piece.end)
+            if piece.end > content.base:
+                content.base = piece.end
+        if not edits:
+            return Released(held.token, held.data, kinds, held.clean)
         data = held.data
         for lo, hi, replacement in sorted(edits, reverse=True):
             data = data[:lo] + replacement + data[hi:]
         if kinds:
             self._credentials.counts.update(kinds)
-        return Released(held.token, data, dict(kinds), held.clean)
+        return Released(held.token, data, kinds, held.clean)
 
     @staticmethod
     def _trim(content: _Content) -> None:
@@ -653,14 +667,13 @@ class SseRedactor(FramedRedactor):
             ends = [cut + 1 if cut > 0 else len(self._buf)]
         events = []
         if ends:
-            with memoryview(self._buf) as view:
-                complete = bytes(view[: ends[-1]])
-            del self._buf[: ends[-1]]
             pos = 0
-            for end in ends:
-                block = complete[pos:end]
-                events.append((None, block, *data_payload(block)))
-                pos = end
+            with memoryview(self._buf) as view:
+                for end in ends:  # each event copied once, straight out of the buffer
+                    block = bytes(view[pos:end])
+                    events.append((None, block, *data_payload(block)))
+                    pos = end
+            del self._buf[: ends[-1]]
         self._searched = max(0, len(self._buf) - 2)  # an event end may begin in the bytes held
         return events
 
