@@ -282,6 +282,11 @@ class CaptureWriter:
 
     # --- public API (any thread) ---------------------------------------------------
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The thread that redacts and writes (the writer child lowers its priority)."""
+        return self._thread
+
     def submit(self, event: object) -> Future:
         fut: Future = Future()
         self._queue.put((event, fut))

@@ -161,6 +161,39 @@ def test_the_writer_pipe_takes_a_streamed_batch_in_one_read(tmp_path):
     assert asyncio.run(record()) == min(writer_proc.PIPE_BYTES, limit)
 
 
+def test_the_writer_childs_redacting_thread_yields_to_forwarding(tmp_path):
+    """Only the child's redacting thread runs below the proxy's priority (WRITER_NICE steps): the
+    thread that takes frames from the pipe keeps it, so the proxy never waits on a pipe left
+    unread, and the redacting work waits for a free core instead of taking one from forwarding.
+    It still writes everything it was handed."""
+    import asyncio
+    import os
+    from pathlib import Path
+
+    from ctxtap.capture import writer_proc
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+
+    def nice_values(pid: int) -> list[int]:
+        # field 19 of a task's stat, counted after the command name's closing parenthesis
+        return sorted(int(Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+                      for tid in os.listdir(f"/proc/{pid}/task"))
+
+    async def record() -> list[int]:
+        writer = writer_proc.ProcessWriter(tmp_path / "cap", b"k" * 32, {"capture_id": "nice"})
+        await writer.submit(_request("f1", 1, b"{}", b"{}"))
+        await writer.submit(_response("f1", b'{"ok": true}'))
+        values = nice_values(writer._proc.pid)
+        assert writer.close(finalize=True) == 0
+        return values
+
+    values = asyncio.run(record())
+    lowered = min(19, base + writer_proc.WRITER_NICE)
+    assert values.count(lowered) == 1, values
+    assert values.count(base) == len(values) - 1, values
+    assert [ex.flow_id for ex in Capture.open(tmp_path / "cap").exchanges()] == ["f1"]
+
+
 def test_a_batch_of_reads_crosses_the_pipe_out_of_band_and_in_order():
     """The recorder hands a stream batch over as its list of reads (no join in the proxy): each big
     read travels beside the pickle, not inside it, and the child gets the same pieces in order."""
