@@ -114,6 +114,15 @@ class RunResult:
                 f"--- stderr (tail)\n{_tail(self.stderr)}\n--- model server log (tail)\n{_tail(self.server_log)}")
 
 
+def _end_session(leader: int) -> None:
+    """Kill what a CLI left running in the run's session after `ctxtap record` returned (a CLI's
+    background host process outlived the tier and held a core)."""
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # nothing left
+
+
 def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
@@ -159,6 +168,8 @@ def run_in_netns(command: list[str], *, cwd: Path, env: dict[str, str], out: Pat
             os.killpg(proc.pid, signal.SIGKILL)  # our own session: the namespace's whole tree
             proc.wait()
             code = None
+        else:
+            _end_session(proc.pid)
     return RunResult(code, time.monotonic() - started, stdout_path.read_text(errors="replace"),
                      stderr_path.read_text(errors="replace"),
                      server_log.read_text(errors="replace") if server_log.exists() else "")
