@@ -114,13 +114,50 @@ class RunResult:
                 f"--- stderr (tail)\n{_tail(self.stderr)}\n--- model server log (tail)\n{_tail(self.server_log)}")
 
 
-def _end_session(leader: int) -> None:
-    """Kill what a CLI left running in the run's session after `ctxtap record` returned (a CLI's
-    background host process outlived the tier and held a core)."""
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+@functools.cache
+def _adopt_orphans() -> bool:
+    """Make this process the subreaper of what it starts: a daemon a CLI leaves behind (it calls
+    `setsid`, so it leaves the run's session too) is re-parented here, not to init, and
+    `_end_run` can find it. False where the kernel does not offer it."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> set[int]:
+    """This process's children now (by their parent in /proc)."""
+    me, out = os.getpid(), set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue  # gone meanwhile
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+                out.add(int(entry))
+    return out
+
+
+def _end_run(leader: int, before: set[int]) -> None:
+    """Kill what a CLI left running after `ctxtap record` returned: the rest of the run's session,
+    and every child this process gained since `before` (orphans re-parented here, daemons
+    included). One CLI's background host process outlived the tier and held a core."""
     try:
         os.killpg(leader, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        pass  # nothing left
+        pass  # nothing left in the session
+    for pid in _children() - before:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
 
 
 def _tail(text: str, lines: int = 40) -> str:
@@ -158,6 +195,8 @@ def run_in_netns(command: list[str], *, cwd: Path, env: dict[str, str], out: Pat
     argv += ["--", *command]
     stdout_path, stderr_path = work / "stdout.txt", work / "stderr.txt"
     started = time.monotonic()
+    _adopt_orphans()
+    before = _children()
     with stdout_path.open("wb") as so, stderr_path.open("wb") as se:
         # Files, not pipes: a chatty CLI can never block, and output survives a timeout.
         proc = subprocess.Popen(argv, cwd=work, env=env, stdout=so, stderr=se, stdin=subprocess.DEVNULL,
@@ -168,8 +207,7 @@ def run_in_netns(command: list[str], *, cwd: Path, env: dict[str, str], out: Pat
             os.killpg(proc.pid, signal.SIGKILL)  # our own session: the namespace's whole tree
             proc.wait()
             code = None
-        else:
-            _end_session(proc.pid)
+        _end_run(proc.pid, before)
     return RunResult(code, time.monotonic() - started, stdout_path.read_text(errors="replace"),
                      stderr_path.read_text(errors="replace"),
                      server_log.read_text(errors="replace") if server_log.exists() else "")
