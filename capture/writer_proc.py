@@ -114,6 +114,11 @@ def _read_len(fh) -> int | None:
     return None if head is None else _LEN.unpack(head)[0]
 
 
+# Every read of the pipe gives the GIL back to the redacting thread and waits for it again: a
+# streamed batch (a quarter megabyte in sixteen reads) is read whole, in one or two reads.
+WHOLE_FRAME_BYTES = 4 << 20
+
+
 def _read_frame(fh) -> object | None:
     """One frame. A frame of up to `WHOLE_FRAME_BYTES` is read whole, in as few reads as the pipe
     allows, and its bodies are sliced out of it; a bigger one reads each body straight into its
@@ -160,11 +165,6 @@ def _read_frame_in_parts(fh, total: int) -> object | None:
     if isinstance(obj, tuple) and len(obj) == 2:
         _restore(obj[1])
     return obj
-
-
-# Every read of the pipe gives the GIL back to the redacting thread and waits for it again: a
-# streamed batch (a quarter megabyte in sixteen reads) is read whole, in one or two reads.
-WHOLE_FRAME_BYTES = 4 << 20
 
 
 def _spawn() -> subprocess.Popen:

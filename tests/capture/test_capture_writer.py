@@ -168,16 +168,14 @@ def test_the_writer_childs_redacting_thread_yields_to_forwarding(tmp_path):
     It still writes everything it was handed."""
     import asyncio
     import os
-    from pathlib import Path
 
     from ctxtap.capture import writer_proc
 
     base = os.getpriority(os.PRIO_PROCESS, 0)
 
     def nice_values(pid: int) -> list[int]:
-        # field 19 of a task's stat, counted after the command name's closing parenthesis
-        return sorted(int(Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[16])
-                      for tid in os.listdir(f"/proc/{pid}/task"))
+        """Each thread's nice value (Linux takes a thread id for PRIO_PROCESS)."""
+        return sorted(os.getpriority(os.PRIO_PROCESS, int(tid)) for tid in os.listdir(f"/proc/{pid}/task"))
 
     async def record() -> list[int]:
         writer = writer_proc.ProcessWriter(tmp_path / "cap", b"k" * 32, {"capture_id": "nice"})

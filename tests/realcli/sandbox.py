@@ -131,16 +131,13 @@ def _adopt_orphans() -> bool:
 
 
 def _children() -> set[int]:
-    """This process's children now (by their parent in /proc)."""
-    me, out = os.getpid(), set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue  # gone meanwhile
-            if int(stat.rsplit(")", 1)[1].split()[1]) == me:
-                out.add(int(entry))
+    """This process's children now (each thread's `children` list in /proc)."""
+    out: set[int] = set()
+    for task in Path(f"/proc/{os.getpid()}/task").glob("*/children"):
+        try:
+            out.update(int(pid) for pid in task.read_text().split())
+        except OSError:
+            continue  # a thread that ended meanwhile
     return out
 
 

@@ -15,20 +15,18 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 CHECK = r"""
-import os, subprocess, sys, time
+import subprocess, sys
 from pathlib import Path
 from tests.realcli import sandbox
 
-if not sandbox._adopt_orphans():
-    sys.exit(77)
+assert sandbox._adopt_orphans(), "this process could not become a subreaper"
 before = sandbox._children()
 pidfile = Path(sys.argv[1])
 # a "CLI" that leaves a daemon behind: it starts its own session and outlives its parent
 run = subprocess.Popen(["sh", "-c", f"setsid sleep 300 & echo $! > {pidfile}; exit 0"], start_new_session=True)
 run.wait()
 daemon = int(pidfile.read_text())
-ppid = int(Path(f"/proc/{daemon}/stat").read_text().rsplit(")", 1)[1].split()[1])
-assert ppid == os.getpid(), f"the daemon was not handed to this process (parent {ppid})"
+assert daemon in sandbox._children() - before, "the daemon was not handed to this process"
 sandbox._end_run(run.pid, before)
 assert not Path(f"/proc/{daemon}").exists(), "the daemon outlived the run"
 print("ok")
@@ -40,6 +38,4 @@ def test_a_daemon_a_cli_leaves_behind_is_killed_when_its_run_ends(tmp_path):
         pytest.skip("subreapers are Linux's")
     result = subprocess.run([sys.executable, "-c", CHECK, str(tmp_path / "daemon.pid")], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
-    if result.returncode == 77:
-        pytest.skip("this kernel does not let a process become a subreaper")
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
