@@ -1,6 +1,6 @@
 """Self-identifying tokens of the shapes the head-and-separator detector does not see.
 
-`vendor_tokens` finds a head, a separator and a random body. Vendors issue keys in four more
+`vendor_tokens` finds a head, a separator and a random body. Vendors issue keys in more
 shapes, each recognisable from its structure rather than from a list of vendors:
 
 - **Bech32 with a head that calls itself a secret** (`AGE-SECRET-KEY-1…`, `nsec1…`): the body
@@ -16,6 +16,10 @@ shapes, each recognisable from its structure rather than from a list of vendors:
 - **A head and dotted random segments** (`SG.<22>.<43>`, `pat.<id>.<id>.<secret>`): each segment
   mixes upper, lower and digits at about base62's entropy (file names with a hash, package and
   domain names have words between their dots).
+- **A timestamp-signed value** (`<payload>.<time>.<signature>`, the layout of `itsdangerous`,
+  Flask's and Discord's tokens): a base64url payload, four bytes of issue time in six base64url
+  characters that decode to a time between 2012 and 2040 (counted from 1970 or from 2011, the two
+  epochs in use), and a random base64url signature of 27 characters or more (HMAC-SHA1 and up).
 """
 
 from __future__ import annotations
@@ -403,6 +407,33 @@ def dotted_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | Non
             out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
 
 
+# --- timestamp-signed ---------------------------------------------------------------------------
+
+SIGNED_TRIGGER = rb"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}"  # a catalogue's Discord trigger is this one
+_SIGNED_RE = re.compile(rb"(?<![A-Za-z0-9_.-])(\.?[A-Za-z0-9_-]{16,1024})\.([A-Za-z0-9_-]{6})\.([A-Za-z0-9_-]{27,86})"
+                        rb"(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])")
+_ISSUED = (1325376000, 2208988800)  # 2012-01-01 to 2040-01-01
+_EPOCHS = (0, 1293840000)  # seconds since 1970, or since 2011 (itsdangerous before 1.0, Discord)
+
+
+def _issue_time(field: bytes) -> bool:
+    """Do six base64url characters hold four bytes of a time of issue (big-endian seconds)?"""
+    try:
+        raw = base64.urlsafe_b64decode(field + b"==")
+    except (binascii.Error, ValueError):
+        return False
+    seconds = int.from_bytes(raw[:4], "big")
+    return any(_ISSUED[0] <= seconds + epoch < _ISSUED[1] for epoch in _EPOCHS)
+
+
+def signed_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    """`<payload>.<time>.<signature>`: kept when the time decodes to one of issue and the signature
+    is random (its payload may be anything: an id, JSON, compressed data)."""
+    for m in _matches(_SIGNED_RE, data, hits, 1100, 60):
+        if _issue_time(m.group(2)) and _mixed_random(m.group(3)) and not reads_as_words(m.group(1)):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
 # --- grouped ------------------------------------------------------------------------------------
 
 _GROUPED_RE = re.compile(rb"(?:(?<![A-Za-z0-9_.+/-])|(?<=\\[nrt]))[A-Z0-9]{1,8}(?:-[A-Z0-9]{4,12}){4,10}(?![A-Za-z0-9_+/=-])")
@@ -425,9 +456,9 @@ def grouped_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | No
 
 
 def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
-    """Append the spans of the four shapes; `hits` are the triggers' (the body is scanned only when
+    """Append the spans of the shapes; `hits` are the triggers' (the body is scanned only when
     one of them matched)."""
-    bech32, jwt, claims, glued, dotted, grouped = hits
+    bech32, jwt, claims, glued, dotted, grouped, signed = hits
     if bech32:
         bech32_secret_spans(data, out, list(bech32))
     if jwt:
@@ -440,20 +471,25 @@ def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: 
         dotted_spans(data, out, list(dotted))
     if grouped:
         grouped_spans(data, out, list(grouped))
+    if signed:
+        signed_spans(data, out, list(signed))
 
 
 def _examples() -> tuple[str, ...]:
     """Made when the module loads (no key stands in the source): a bech32 secret with its checksum, a
-    signed JSON token, and three glued heads."""
+    signed JSON token, glued heads, dotted and grouped keys, and a timestamp-signed value."""
     words = [ord(c) & 31 for c in sample("<lower:52>")]
     age = bech32_encode("age-secret-key-", words).upper()
     head = base64.urlsafe_b64encode(b'{"alg":"HS256","typ":"JWT"}').rstrip(b"=").decode()
     body = base64.urlsafe_b64encode(b'{"sub":"u-17","iat":1764000000}').rstrip(b"=").decode()
     claims = base64.b64encode(b'{"signInAddress":"my.example.com","userAuth":{"method":"SRPg"}}').decode()
+    issued = base64.urlsafe_b64encode((1764000000).to_bytes(4, "big")).rstrip(b"=").decode()
+    signed = f"{base64.urlsafe_b64encode(b'730418825596211').rstrip(b'=').decode()}.{issued}.{sample('<b64url:27>')}"
     return (f"AGE_KEY={age}", f"token: {head}.{body}.{sample('<b64url:43>')}", f"use qvx_{claims}", sample("id=QZKA7<upper:4>3<upper:6>9X2K"),
             f"export KEY={bech32_encode('zsec', words[:40])}",
             sample("key QZ.Ab3<alnum:19>.Xy7<alnum:40> here"),
-            sample("licence Q7-<upper:2>4<upper:3>-9<upper:4>2-<upper:3>5<upper:2>-8<upper:2>3<upper:2>-<upper:4>6"))
+            sample("licence Q7-<upper:2>4<upper:3>-9<upper:4>2-<upper:3>5<upper:2>-8<upper:2>3<upper:2>-<upper:4>6"),
+            f"the bot signs in as {signed} here")
 
 
 TRIGGERS: tuple[Trigger, ...] = (
@@ -464,6 +500,7 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(GLUED_TRIGGER, window=0, opens=False, apart=True),
     Trigger(rb"[A-Za-z0-9]\.[A-Za-z0-9_-]{16}[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16}", window=0, opens=False),
     Trigger(rb"-[A-Z0-9]{5,6}-[A-Z0-9]{4,6}-", window=0, opens=False),
+    Trigger(SIGNED_TRIGGER, window=0, opens=False),
 )
 
 
@@ -481,5 +518,6 @@ DETECTOR = Detector(
         "main.a1af608a1019e2ff468d.bundle.js and com.example.orderservice.PaymentGatewayClient",
         "550E8400-E29B-41D4-A716-446655440000 and 2024-0115-1200-0001-0002",  # upper-case UUID, dates
         "HTTP-PROXY-CONFIG-SERVER-NAME-LIST",  # words in groups
+        "QmFzZTY0UGF5bG9hZDEy.zzzzzz.k3Jq8ZpL2mXw9RtYvB4nC7dF1gH",  # a middle field that is no time of issue
     ),
 )
