@@ -12,7 +12,8 @@ CRC32 checksum (six base62 characters) that checks, the format says enough on it
 
 The trigger is a separator (`_`, `-`, `.`, `~`) followed by 13 letters or digits (one Hyperscan
 report per separator: standard base64 has none), and `~` followed by 12 token characters; the
-token's run is found around it and verified here. Scored on held-out families by `benchmarks/bench_token_detector.py`.
+token's run is found around it and verified here. Before a `~` the head may be any letters and digits
+(`2Vq7Q~…`): a `~` inside a random run is a key's separator, never a word's, a path's or a digest's. Scored on held-out families by `benchmarks/bench_token_detector.py`.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ _RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _SEPARATORS = b"_.-~"
 _NOT_RUN_TO_SPACE = bytes(c if c in _RUN_BYTES else 0x20 for c in range(256))
 _RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-~]*")
-_HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]")
+# A head before `~` may be any letters and digits (`2Vq7Q~…`): no word, path or digest is written so.
+_HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]|[A-Za-z0-9]{1,14}~")
 _BASE64_ONLY = frozenset(b"+/=")
 _BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
 _MAX_BEFORE = 64  # a head and its fields before the body
@@ -177,8 +179,9 @@ def verify_run(run: bytes) -> bool:
         return False
     head = segments[0]
     tilde = b"~" in run
-    if (not 1 <= len(head) <= 14 or _HEAD_RE.fullmatch(head) is None or _REPEAT_RE.search(head)
-            or _names_no_key(head, run[len(head)])):
+    random_head = run[len(head)] == 0x7E and head.isalnum()  # before a `~`, see `_HEAD_AT_RE`
+    if (not 1 <= len(head) <= 14 or (_HEAD_RE.fullmatch(head) is None and not random_head)
+            or _REPEAT_RE.search(head) or _names_no_key(head, run[len(head)])):
         return False
     rest = run[len(head) + 1 :]
     if _UUID_RE.fullmatch(rest) or _UUID_RE.fullmatch(run):
@@ -282,6 +285,7 @@ DETECTOR = Detector(
         "VAULT_TOKEN=q.<alnum:24>",  # one letter and a dot
         "token kq.zt.<lower:22>7<lower:20>",  # short fields between dots
         "secret: <alnum:3>8Q~<alnum:12>.<alnum:8>~<alnum:10>",  # `~` between the body's parts
+        "client 7<alnum:3>~<alnum:14>.<alnum:18> ok",  # a head of any letters and digits before `~`
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
