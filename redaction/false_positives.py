@@ -79,6 +79,17 @@ _FIELD_BEFORE_RE = re.compile(rb"([A-Za-z_$][A-Za-z0-9_$.\-]{0,48})\\*[\"']?\s*[
 _ID_NAME_RE = re.compile(r"(?:^|[_.\-])(?i:id|ids|uuid|guid)$|[a-z0-9](?:Id|ID|Ids|IDs|Uuid|UUID|Guid|GUID)$")
 
 
+# `sha256=`, `"integrity": "`, `h1:`: the value that follows is a digest, however random it looks
+_DIGEST_LABEL_RE = re.compile(rb"(?i)(?:h1|sha[0-9]*|md5|blake[0-9]*[bs]?|xxh[0-9]*|crc[0-9]*|digest|integrity|checksum)"
+                              rb"[\"']?\s*[:=]\s*[\"']?$")
+
+
+def labelled_digest(data: bytes, start: int) -> bool:
+    """Is the value at `start` labelled as a digest (a wheel's `RECORD` line `sha256=…`, a lockfile's
+    `"integrity": "…"`)?"""
+    return _DIGEST_LABEL_RE.search(data, max(0, start - 24), start) is not None
+
+
 def names_no_secret(data: bytes, start: int) -> bool:
     """Is the value at `start` that of a field named for what is no credential (`"next_page_token": "`,
     `"responseId": "`, `cursor=`)? Random opaque values (page tokens, wire ids) look like keys."""

@@ -35,7 +35,7 @@ from ctxtap.redaction.detector import Detector, sample
 from ctxtap.redaction.detectors import after_escape
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
-from ctxtap.redaction.false_positives import names_no_secret
+from ctxtap.redaction.false_positives import labelled_digest, names_no_secret
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 from ctxtap.redaction.vendor_tokens import verify_run
 
@@ -196,10 +196,6 @@ _ENGLISH_PAIRS = frozenset(
 # Heads that name a digest, not a key (`SHA256` glued to its hex).
 _DIGEST_HEADS = frozenset((b"sha", b"md", b"crc", b"xxh", b"blake", b"hash", b"digest", b"checksum", b"commit"))
 
-
-# `h1:…` (a Go sum), `sha256:…`, `integrity="…"`: a digest's label before the value
-_DIGEST_LABEL_RE = re.compile(rb"(?i)(?:h1|sha[0-9]*|md5|blake[0-9]*[bs]?|xxh[0-9]*|crc[0-9]*|digest|integrity|checksum)"
-                              rb"[\"']?\s*[:=]\s*[\"']?$")
 
 
 def reads_as_words(text: bytes) -> bool:
@@ -368,7 +364,7 @@ def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] |
         run = data[start:stop]
         if not _has_digit(run) or not glued_key(run):
             continue  # every glued shape holds a digit: names and words (`RawDescriptionHelpFormatter`) do not
-        if _DIGEST_LABEL_RE.search(data, max(0, start - 24), start):
+        if labelled_digest(data, start):
             continue
         if not run.isupper() and names_no_secret(data, start):
             continue  # a wire id or a page token (`"responseId": "…"`); capitals after `key_id=` are a key's id

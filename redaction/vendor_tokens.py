@@ -25,6 +25,7 @@ from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.detectors import after_escape, escape_before
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
+from ctxtap.redaction.false_positives import labelled_digest
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
@@ -267,8 +268,8 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
         run = data[start:stop]
         if not verify_run(run):
             continue
-        if _ID_FIELD_RE.search(data, max(0, start - 40), start):
-            continue  # an identifier's field holds a wire id, not a key
+        if _ID_FIELD_RE.search(data, max(0, start - 40), start) or labelled_digest(data, start):
+            continue  # an identifier's field holds a wire id, a digest's label a digest: not a key
         out.append(Span(start, stop, KIND, PRIORITY_GENERIC))  # any named rule names it better
 
 
@@ -296,5 +297,6 @@ DETECTOR = Detector(
         '{"encrypted_content": "gAAAAABnX9c2-abcDEF123ghiJKL456mnoPQR789stuVWX0yz"}',
         "see ~/projects/ctxtap-analysis/reports and self.accountSettingsHandler.requestTimeout",
         "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "ctxtap/cli.py,sha256=cQY_j5X9AT7MG9IBvrVnevPXFAZA0fCwXgdxEK1FYvc,1532",  # a wheel's RECORD line
     ),
 )
