@@ -79,6 +79,29 @@ _FIELD_BEFORE_RE = re.compile(rb"([A-Za-z_$][A-Za-z0-9_$.\-]{0,48})\\*[\"']?\s*[
 _ID_NAME_RE = re.compile(r"(?:^|[_.\-])(?i:id|ids|uuid|guid)$|[a-z0-9](?:Id|ID|Ids|IDs|Uuid|UUID|Guid|GUID)$")
 
 
+_LETTER_RUN = re.compile(rb"[A-Za-z]{2,}")
+# The fifty commonest letter pairs of English text: a run of capitals made of words (a constant's
+# name, `HTTPSCONNECTIONPOOL`) is mostly these pairs; letters drawn at random hit one pair in fourteen.
+_ENGLISH_PAIRS = frozenset(
+    p.encode() for p in (
+        "TH HE IN ER AN RE ON AT EN ND TI ES OR TE OF ED IS IT AL AR ST TO NT NG SE HA AS OU IO LE VE CO ME"
+        " DE HI RI RO IC NE EA RA CE LI CH LL BE MA SI OM UR"
+    ).split()
+)
+
+
+def letter_pairs(text: bytes) -> int:
+    """How many pairs of adjacent letters `text` holds (what `reads_as_words` judges)."""
+    return sum(len(run) - 1 for run in _LETTER_RUN.findall(text))
+
+
+def reads_as_words(text: bytes) -> bool:
+    """Do the letters of `text` read as English words (a third of their letter pairs common ones)?"""
+    upper = text.upper()
+    pairs = letter_pairs(upper)
+    return pairs > 0 and sum(upper.count(p) for p in _ENGLISH_PAIRS) * 3 >= pairs
+
+
 # `sha256=`, `"integrity": "`, `h1:`: the value that follows is a digest, however random it looks
 _DIGEST_LABEL_RE = re.compile(rb"(?i)(?:h1|sha[0-9]*|md5|blake[0-9]*[bs]?|xxh[0-9]*|crc[0-9]*|digest|integrity|checksum)"
                               rb"[\"']?\s*[:=]\s*[\"']?$")

@@ -35,7 +35,7 @@ from ctxtap.redaction.detector import Detector, sample
 from ctxtap.redaction.detectors import after_escape
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
-from ctxtap.redaction.false_positives import labelled_digest, names_no_secret
+from ctxtap.redaction.false_positives import labelled_digest, names_no_secret, reads_as_words
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 from ctxtap.redaction.vendor_tokens import verify_run
 
@@ -184,25 +184,9 @@ _HEX_LOWER = re.compile(rb"[0-9a-f]+")
 _CLASS_RUN = re.compile(rb"[A-Z]{9}|[0-9]{9}|[a-f]{9}")
 _DIGIT_RUN = re.compile(rb"[0-9]{9}")
 _UPPER_HEX = re.compile(rb"[0-9A-F]+")
-_LETTER_RUN = re.compile(rb"[A-Za-z]{2,}")
-# The fifty commonest letter pairs of English text: a run of capitals made of words (a constant's
-# name, `HTTPSCONNECTIONPOOL`) is mostly these pairs; letters drawn at random hit one pair in fourteen.
-_ENGLISH_PAIRS = frozenset(
-    p.encode() for p in (
-        "TH HE IN ER AN RE ON AT EN ND TI ES OR TE OF ED IS IT AL AR ST TO NT NG SE HA AS OU IO LE VE CO ME"
-        " DE HI RI RO IC NE EA RA CE LI CH LL BE MA SI OM UR"
-    ).split()
-)
 # Heads that name a digest, not a key (`SHA256` glued to its hex).
 _DIGEST_HEADS = frozenset((b"sha", b"md", b"crc", b"xxh", b"blake", b"hash", b"digest", b"checksum", b"commit"))
 
-
-
-def reads_as_words(text: bytes) -> bool:
-    """Do the letters of `text` read as English words (a third of their letter pairs common ones)?"""
-    upper = text.upper()
-    pairs = sum(len(run) - 1 for run in _LETTER_RUN.findall(upper))
-    return pairs > 0 and sum(upper.count(p) for p in _ENGLISH_PAIRS) * 3 >= pairs
 
 
 _STEP_UP = bytes(range(1, 256)) + b"\x00"  # each byte's successor: `a` -> `b`

@@ -25,7 +25,7 @@ from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.detectors import after_escape, escape_before
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
-from ctxtap.redaction.false_positives import labelled_digest
+from ctxtap.redaction.false_positives import labelled_digest, letter_pairs, reads_as_words
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
@@ -130,6 +130,9 @@ def _class_changes(parts: list[bytes]) -> int:
 
 
 _HEX_TAIL_RE = re.compile(rb"[0-9a-f]{32,}$")
+# Letter pairs a body needs before its letters are judged as words or chance: fewer (`7u1rpal84hro4l5v`)
+# read as words by chance too often
+_PAIRS_TO_JUDGE = 12
 
 
 def _random_enough(parts: list[bytes]) -> bool:
@@ -157,6 +160,8 @@ def _random_enough(parts: list[bytes]) -> bool:
         return False
     if sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= n:
         return False  # `abcdef...`, `0123...`: an alphabet written out
+    if alphabet != 16 and letter_pairs(body) >= _PAIRS_TO_JUDGE and reads_as_words(body):
+        return False  # `allowStaleOnFetchAbort`, `GetAllJobInfoRequest`: names made of words
     if digits:
         return _wordy(parts) * 2 < n
     # letters only: camelCase names change case once a word, random letters every other character
@@ -298,5 +303,6 @@ DETECTOR = Detector(
         "see ~/projects/ctxtap-analysis/reports and self.accountSettingsHandler.requestTimeout",
         "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
         "ctxtap/cli.py,sha256=cQY_j5X9AT7MG9IBvrVnevPXFAZA0fCwXgdxEK1FYvc,1532",  # a wheel's RECORD line
+        "if (opts.fetchOptions.allowStaleOnFetchAbort) {",  # a name made of words, camelCase
     ),
 )
