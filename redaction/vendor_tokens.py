@@ -130,6 +130,7 @@ def _class_changes(parts: list[bytes]) -> int:
 
 
 _HEX_TAIL_RE = re.compile(rb"[0-9a-f]{32,}$")
+_DIGIT_BYTES = frozenset(b"0123456789")
 # Letter pairs a body needs before its letters are judged as words or chance: fewer (`7u1rpal84hro4l5v`)
 # read as words by chance too often
 _PAIRS_TO_JUDGE = 12
@@ -212,6 +213,8 @@ def verify_run(run: bytes) -> bool:
             return False
     if len(longest) < SEGMENT_MIN and not tilde:
         return False
+    if b"." in run and not any(c in _DIGIT_BYTES for p in parts for c in p):
+        return False  # `document.getElementsByTagName`: a member's name after a dot, letters only
     return any(_checksum_holds(p) for p in parts) or _random_enough(parts)
 
 
@@ -304,5 +307,6 @@ DETECTOR = Detector(
         "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
         "ctxtap/cli.py,sha256=cQY_j5X9AT7MG9IBvrVnevPXFAZA0fCwXgdxEK1FYvc,1532",  # a wheel's RECORD line
         "if (opts.fetchOptions.allowStaleOnFetchAbort) {",  # a name made of words, camelCase
+        "var links = document.getElementsByTagName('a');",  # a member's name after a dot
     ),
 )
