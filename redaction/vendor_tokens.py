@@ -67,7 +67,7 @@ _MAX_SEGMENTS = 16
 _HEAD_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}")
 _REPEAT_RE = re.compile(rb"(.)\1\1")  # `gAAAAA`: a Fernet token's start, no vendor's mnemonic
 _SPLIT_RE = re.compile(rb"[_.\-~]")
-_FILE_END_RE = re.compile(rb"\.[a-z]{1,4}$")  # a file's extension, a domain's last label
+_FILE_END_RE = re.compile(rb"\.[a-z][a-z0-9]{0,4}$")  # a file's extension (`.woff2`, `.mp4`), a domain's last label
 _HEX_RE = re.compile(rb"[0-9a-fA-F]+")
 # camelCase or lowercase words of three letters or more holding a vowel: identifiers are made of them
 _WORD_RE = re.compile(rb"[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z])")
@@ -308,5 +308,6 @@ DETECTOR = Detector(
         "ctxtap/cli.py,sha256=cQY_j5X9AT7MG9IBvrVnevPXFAZA0fCwXgdxEK1FYvc,1532",  # a wheel's RECORD line
         "if (opts.fetchOptions.allowStaleOnFetchAbort) {",  # a name made of words, camelCase
         "var links = document.getElementsByTagName('a');",  # a member's name after a dot
+        "src: url(roboto-latin-500.f5b74d7ffcdf85b9dd60.woff2)",  # a file name with its content hash
     ),
 )
