@@ -1,6 +1,6 @@
 """The format-based vendor-token detector alone: recall on held-out and seen families, false positives.
 
-    python benchmarks/bench_token_detector.py [--families] [--backend hyperscan|python]
+    python benchmarks/bench_token_detector.py [--families] [--backend hyperscan|python] [--installed MB]
 
 `redaction/vendor_tokens.py` recognises keys by structure, not by a list of heads. To
 estimate how it does on vendors no list knows, a third of the self-identifying families of the
@@ -11,7 +11,8 @@ each true positive is placed as the matrix places it (neutral header and query, 
 query, prose, JSON, JSON in JSON, env with and without a name, YAML, TOML, the upstream line),
 and a case counts as kept off disk when no 8-byte fragment of the secret survives the detector's
 spans. False positives: the lines of the ordinary-content corpus (`tests/redaction/ordinary_content.py`)
-the detector alone alters.
+the detector alone alters; with `--installed MB`, also its spans in the text files of the installed
+packages (code and docs written by others, the closest thing to an agent's tool results at hand).
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ import json
 import random
 import re
 import sys
+import sysconfig
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from urllib.parse import quote
 
@@ -199,10 +201,39 @@ def ordinary(alone: Alone) -> list[tuple[str, int, int, list[str]]]:
     return rows
 
 
+TEXT_SUFFIXES = frozenset((".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".json", ".md", ".rst", ".txt", ".html",
+                           ".css", ".toml", ".yaml", ".yml", ".cfg", ".ini", ".c", ".h", ".pxi", ".pyx", ".sh"))
+
+
+def installed_code(alone: Alone, roots: list[Path], limit: int) -> tuple[int, int, Counter, list[str]]:
+    """(bytes, spans, spans per file suffix, examples): the detector alone over the text files of installed
+    packages (real code and docs nobody wrote for this benchmark), up to `limit` bytes. Some spans are real
+    test keys and certificate bodies; most are what the detector would wrongly redact in a tool result."""
+    total = spans = 0
+    by_suffix: Counter = Counter()
+    shown: list[str] = []
+    for root in roots:
+        for path in sorted(root.rglob("*")):
+            if total >= limit:
+                break
+            if path.suffix not in TEXT_SUFFIXES or not path.is_file() or path.stat().st_size > 5_000_000:
+                continue
+            data = path.read_bytes()
+            total += len(data)
+            for span in alone.spans(data):
+                spans += 1
+                by_suffix[path.suffix] += 1
+                if len(shown) < 12 and random.Random(spans).random() < 0.05:
+                    shown.append(data[span.start : span.end][:80].decode("utf-8", "replace"))
+    return total, spans, by_suffix, shown
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--families", action="store_true", help="recall per family")
     parser.add_argument("--backend", choices=("hyperscan", "python"), default=None)
+    parser.add_argument("--installed", type=int, default=0, metavar="MB",
+                        help="also scan up to MB megabytes of the installed packages' text files (code, docs)")
     args = parser.parse_args(argv)
     backend = args.backend or ("hyperscan" if hyperscan_available() else "python")
     alone = Alone(backend)
@@ -238,6 +269,13 @@ def main(argv: list[str] | None = None) -> int:
         all_total += total
         print(f"  {name:22s} {altered:5d}/{total:7d}  {100 * altered / total:6.3f} %  {shown[:2] if shown else ''}")
     print(f"  {'all':22s} {all_altered:5d}/{all_total:7d}  {100 * all_altered / all_total:6.3f} %")
+    if args.installed:
+        roots = sorted({Path(p) for p in (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])})
+        size, spans, by_suffix, shown = installed_code(alone, roots, args.installed << 20)
+        print(f"\ninstalled packages' text files ({size / 1e6:.0f} MB of code and docs): {spans} spans, "
+              f"{spans / (size / 1e6):.2f} per MB; by suffix: {dict(by_suffix.most_common(8))}")
+        for text in shown:
+            print(f"    {text}")
     print(f"({time.perf_counter() - t0:.1f} s)")
     return 0
 
