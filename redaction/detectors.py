@@ -310,9 +310,9 @@ def _end(hit: tuple[int, int]) -> int:
 
 def after_escape(data: bytes, start: int, limit: int) -> int:
     """Where a token starts when an escape's letters begin its run (`\\nAKIA…`, `%3DAKIA…`,
-    `\\u0022AKIA…`, `start` at the first byte after `\\` or `%`): after the escape, else `start`."""
+    `\\u0022AKIA…`, `\\x12Get…`, `start` at the first byte after `\\` or `%`): after the escape, else `start`."""
     if start > 0 and data[start - 1] in _ESCAPE_STARTS:
-        for k in (start + 1, start + 2, start + 5):
+        for k in (start + 1, start + 2, start + 3, start + 5):
             if k < limit and escape_before(data, k):
                 return k
     return start
@@ -322,9 +322,12 @@ _ESCAPE_STARTS = frozenset(b"\\%")
 
 
 def escape_before(data: bytes, start: int) -> bool:
-    """Do the bytes before `start` end a JSON or percent escape (`\\n`, `\\u0022`, `%3D`)?"""
+    """Do the bytes before `start` end a JSON, percent or source-code escape (`\\n`, `\\u0022`, `%3D`,
+    `\\x12` as Python, C and JavaScript write a byte)?"""
     if start >= 2 and data[start - 2] == 0x5C and data[start - 1] in _JSON_ESCAPE_LETTERS:
         return True
+    if start >= 4 and data[start - 4] == 0x5C and data[start - 3] == 0x78:  # \x12
+        return all(c in _HEX for c in data[start - 2 : start])
     if start >= 6 and data[start - 6] == 0x5C and data[start - 5] == 0x75:  # \u0022
         return all(c in _HEX for c in data[start - 4 : start])
     return start >= 3 and data[start - 3] == 0x25 and all(c in _HEX for c in data[start - 2 : start])

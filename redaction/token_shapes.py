@@ -499,5 +499,6 @@ DETECTOR = Detector(
         "550E8400-E29B-41D4-A716-446655440000 and 2024-0115-1200-0001-0002",  # upper-case UUID, dates
         "HTTP-PROXY-CONFIG-SERVER-NAME-LIST",  # words in groups
         "QmFzZTY0UGF5bG9hZDEy.zzzzzz.k3Jq8ZpL2mXw9RtYvB4nC7dF1gH",  # a middle field that is no time of issue
+        "serialized=b'\\n\\x12GetWorkerPIDsReply\\x12\\x0c'",  # a byte escape, then a protobuf message's name
     ),
 )
