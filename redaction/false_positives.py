@@ -102,6 +102,18 @@ def reads_as_words(text: bytes) -> bool:
     return pairs > 0 and sum(upper.count(p) for p in _ENGLISH_PAIRS) * 3 >= pairs
 
 
+_CAMEL_WORD_COVER_RE = re.compile(rb"[A-Z][a-z]{2,}|^[a-z]{3,}")
+
+
+def camel_case_name(body: bytes) -> bool:
+    """Is `body` (letters and digits) a name of capitalised words (`ZodFirstPartyTypeKind3`,
+    `getSystemClockWithInfo`)? Such words cover 85 % of it or more, all of it when it holds no digit:
+    letters and digits drawn at random do so about once in ten thousand at twenty characters, letters
+    alone (no digit to break a word) seven times in ten thousand, less the longer they are."""
+    need = 85 if any(48 <= c <= 57 for c in body) else 100
+    return sum(map(len, _CAMEL_WORD_COVER_RE.findall(body))) * 100 >= need * len(body)
+
+
 # `sha256=`, `"integrity": "`, `h1:`: the value that follows is a digest, however random it looks
 _DIGEST_LABEL_RE = re.compile(rb"(?i)(?:h1|sha[0-9]*|md5|blake[0-9]*[bs]?|xxh[0-9]*|crc[0-9]*|digest|integrity|checksum)"
                               rb"[\"']?\s*[:=]\s*[\"']?$")

@@ -35,7 +35,7 @@ from ctxtap.redaction.detector import Detector, sample
 from ctxtap.redaction.detectors import after_escape
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
-from ctxtap.redaction.false_positives import labelled_digest, names_no_secret, reads_as_words
+from ctxtap.redaction.false_positives import camel_case_name, labelled_digest, names_no_secret, reads_as_words
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 from ctxtap.redaction.vendor_tokens import verify_run
 
@@ -237,7 +237,7 @@ def _mixed_random(body: bytes) -> bool:
         return False
     if shannon_entropy(body) < 0.85 * expected_entropy(64 if b"_" in body or b"-" in body else 62, n):
         return False
-    return not (_repeats(body) or reads_as_words(body) or _ascending(body))
+    return not (_repeats(body) or reads_as_words(body) or _ascending(body) or camel_case_name(body.replace(b"_", b"")))
 
 
 _NOT_PRINTABLE = bytes(c for c in range(256) if not (32 <= c < 127 or c in (9, 10, 13)))
@@ -500,5 +500,6 @@ DETECTOR = Detector(
         "HTTP-PROXY-CONFIG-SERVER-NAME-LIST",  # words in groups
         "QmFzZTY0UGF5bG9hZDEy.zzzzzz.k3Jq8ZpL2mXw9RtYvB4nC7dF1gH",  # a middle field that is no time of issue
         "serialized=b'\\n\\x12GetWorkerPIDsReply\\x12\\x0c'",  # a byte escape, then a protobuf message's name
+        "export { ZodFirstPartyTypeKind3 as Kind } from './types';",  # capitalised words and a digit: a name
     ),
 )

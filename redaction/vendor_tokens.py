@@ -25,7 +25,7 @@ from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.detectors import after_escape, escape_before
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
-from ctxtap.redaction.false_positives import labelled_digest, letter_pairs, reads_as_words
+from ctxtap.redaction.false_positives import camel_case_name, labelled_digest, letter_pairs, reads_as_words
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
@@ -161,7 +161,7 @@ def _random_enough(parts: list[bytes]) -> bool:
         return False
     if sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= n:
         return False  # `abcdef...`, `0123...`: an alphabet written out
-    if alphabet != 16 and letter_pairs(body) >= _PAIRS_TO_JUDGE and reads_as_words(body):
+    if alphabet != 16 and (letter_pairs(body) >= _PAIRS_TO_JUDGE and reads_as_words(body) or camel_case_name(body)):
         return False  # `allowStaleOnFetchAbort`, `GetAllJobInfoRequest`: names made of words
     if digits:
         return _wordy(parts) * 2 < n
