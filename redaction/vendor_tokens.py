@@ -164,7 +164,8 @@ def _random_enough(parts: list[bytes]) -> bool:
     if alphabet != 16 and (letter_pairs(body) >= _PAIRS_TO_JUDGE and reads_as_words(body) or camel_case_name(body)):
         return False  # `allowStaleOnFetchAbort`, `GetAllJobInfoRequest`: names made of words
     if digits:
-        return _wordy(parts) * 2 < n
+        # one random segment may hold a few pronounceable runs; segments joined (`CPPTYPE_INT32`) are words
+        return _wordy(parts) * (10 if len(parts) == 1 else 2) < (7 if len(parts) == 1 else 1) * n
     # letters only: camelCase names change case once a word, random letters every other character
     return _class_changes(parts) * 100 >= 35 * n and _wordy(parts) * 10 < 7 * n
 
@@ -295,6 +296,7 @@ DETECTOR = Detector(
         "token kq.zt.<lower:22>7<lower:20>",  # short fields between dots
         "secret: <alnum:3>8Q~<alnum:12>.<alnum:8>~<alnum:10>",  # `~` between the body's parts
         "client 7<alnum:3>~<alnum:14>.<alnum:18> ok",  # a head of any letters and digits before `~`
+        "deploy key 36: rwk_<lower:28>",  # one random segment whose letters make a few pronounceable runs
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
