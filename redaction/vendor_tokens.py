@@ -166,8 +166,9 @@ def _random_enough(parts: list[bytes]) -> bool:
     if digits:
         # one random segment may hold a few pronounceable runs; segments joined (`CPPTYPE_INT32`) are words
         return _wordy(parts) * (10 if len(parts) == 1 else 2) < (7 if len(parts) == 1 else 1) * n
-    # letters only: camelCase names change case once a word, random letters every other character
-    return _class_changes(parts) * 100 >= 35 * n and _wordy(parts) * 10 < 7 * n
+    # letters only: camelCase names change case once a word (and are mostly words: `camel_case_name`),
+    # random letters every other character
+    return _class_changes(parts) * 100 >= 25 * n and _wordy(parts) * 10 < 7 * n
 
 
 def _names_no_key(head: bytes, separator: int) -> bool:
@@ -297,6 +298,7 @@ DETECTOR = Detector(
         "secret: <alnum:3>8Q~<alnum:12>.<alnum:8>~<alnum:10>",  # `~` between the body's parts
         "client 7<alnum:3>~<alnum:14>.<alnum:18> ok",  # a head of any letters and digits before `~`
         "deploy key 36: rwk_<lower:28>",  # one random segment whose letters make a few pronounceable runs
+        "hub token 40: hxq_<letters:30>",  # letters only, changing case less often than half the time
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
