@@ -211,7 +211,7 @@ def verify_run(run: bytes) -> bool:
         # (base64url) the rest's segments together; numbers alone are versions and dates
         # (`v0.0.0-20241124373141-893a276f18ec`), no key's random part
         parts = [p for p in segments[1:] if not p.isdigit()]
-        if sum(len(p) for p in parts) < BODY_MIN:
+        if sum(len(p) for p in parts) + len(parts) - 1 < BODY_MIN:  # base64url: its `-` and `_` count
             return False
     if len(longest) < SEGMENT_MIN and not tilde:
         return False
@@ -299,6 +299,7 @@ DETECTOR = Detector(
         "client 7<alnum:3>~<alnum:14>.<alnum:18> ok",  # a head of any letters and digits before `~`
         "deploy key 36: rwk_<lower:28>",  # one random segment whose letters make a few pronounceable runs
         "hub token 40: hxq_<letters:30>",  # letters only, changing case less often than half the time
+        "ci secret 5: pqe_<b64url:20>",  # base64url of twenty, a `_` of its own inside
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
