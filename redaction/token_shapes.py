@@ -183,6 +183,7 @@ _LOWER_HEAD_RE = re.compile(rb"[a-z]{2,8}(?=[0-9a-f]{24})")
 _HEX_LOWER = re.compile(rb"[0-9a-f]+")
 _CLASS_RUN = re.compile(rb"[A-Z]{9}|[0-9]{9}|[a-f]{9}")
 _DIGIT_RUN = re.compile(rb"[0-9]{9}")
+_HEX_DIGIT_RUN = re.compile(rb"[0-9]{14}")
 _UPPER_HEX = re.compile(rb"[0-9A-F]+")
 # Heads that name a digest, not a key (`SHA256` glued to its hex).
 _DIGEST_HEADS = frozenset((b"sha", b"md", b"crc", b"xxh", b"blake", b"hash", b"digest", b"checksum", b"commit"))
@@ -277,14 +278,16 @@ def carries_key(text: bytes) -> bool:
 
 def _one_case_random(head: bytes, body: bytes) -> bool:
     """A head glued to a body of one case and digits (base36 or hex): the body's digits and letters mixed,
-    near its alphabet's entropy, no words, no run of nine digits (a number)."""
+    near its alphabet's entropy, no words, no run of nine digits (a number; in hex, where ten of sixteen
+    characters are digits and a third of random bodies hold such a run, fourteen)."""
     if head.lower().rstrip(b"0123456789") in _DIGEST_HEADS:
         return False
     digits = _digit_count(body)
     n = len(body)
-    if not 2 <= digits <= n - 4 or _DIGIT_RUN.search(body) or _ascending(body):
+    hex_body = _HEX_LOWER.fullmatch(body) is not None or _UPPER_HEX.fullmatch(body) is not None
+    if not 2 <= digits <= n - 4 or (_HEX_DIGIT_RUN if hex_body else _DIGIT_RUN).search(body) or _ascending(body):
         return False
-    if _HEX_LOWER.fullmatch(body) or _UPPER_HEX.fullmatch(body):
+    if hex_body:
         return shannon_entropy(body) >= 0.85 * expected_entropy(16, n)
     return not reads_as_words(body) and shannon_entropy(body) >= 0.85 * expected_entropy(36, n)
 
@@ -465,7 +468,7 @@ def _examples() -> tuple[str, ...]:
     claims = base64.b64encode(b'{"signInAddress":"my.example.com","userAuth":{"method":"SRPg"}}').decode()
     issued = base64.urlsafe_b64encode((1764000000).to_bytes(4, "big")).rstrip(b"=").decode()
     signed = f"{base64.urlsafe_b64encode(b'730418825596211').rstrip(b'=').decode()}.{issued}.{sample('<b64url:27>')}"
-    return (f"AGE_KEY={age}", f"token: {head}.{body}.{sample('<b64url:43>')}", f"use qvx_{claims}", sample("id=QZKA7<upper:4>3<upper:6>9X2K"),
+    return (f"AGE_KEY={age}", f"token: {head}.{body}.{sample('<b64url:43>')}", f"use qvx_{claims}", sample("id=QZKA7<upper:4>3<upper:6>9X2K"), sample("set 2 qzdk<hex:32> done"),
             f"export KEY={bech32_encode('zsec', words[:40])}",
             sample("key QZ.Ab3<alnum:19>.Xy7<alnum:40> here"),
             sample("licence Q7-<upper:2>4<upper:3>-9<upper:4>2-<upper:3>5<upper:2>-8<upper:2>3<upper:2>-<upper:4>6"),
