@@ -225,6 +225,34 @@ def random_bodies(alone: Alone, per_cell: int = 500) -> dict[str, list[float]]:
     return out
 
 
+# Heads glued to their bodies (no separator), as `token_shapes` reads them: (label, head alphabet, head
+# length, body alphabet, body length)
+GLUED_SHAPES = (
+    ("capitals + base32", "upper", 4, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+    ("capitals + upper base36", "upper", 4, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", 20),
+    ("letters + base62", "letters", 4, "alnum", 35),
+    ("lower-case + hex", "lower", 4, "hex", 32),
+    ("capitals + hex", "upper", 2, "hex", 32),
+    ("no head, base62", "letters", 0, "alnum", 32),
+)
+
+
+def random_glued(alone: Alone, per_shape: int = 500) -> dict[str, float]:
+    """label -> recall of glued keys drawn at random in each of GLUED_SHAPES, in a sentence."""
+    rng = random.Random(41)
+    out: dict[str, float] = {}
+    for label, head_kind, head_len, body_kind, body_len in GLUED_SHAPES:
+        heads = "".join(c for c in ALPHABETS[head_kind] if c.isalpha())
+        body_chars = ALPHABETS.get(body_kind, body_kind)
+        kept = 0
+        for _ in range(per_shape):
+            secret = "".join(rng.choice(heads) for _ in range(head_len)) + "".join(
+                rng.choice(body_chars) for _ in range(body_len))
+            kept += not leaked(secret, alone.redact(f"the key is {secret} for now"))
+        out[label] = 100 * kept / per_shape
+    return out
+
+
 TEXT_SUFFIXES = frozenset((".py", ".pyi", ".js", ".mjs", ".cjs", ".ts", ".json", ".md", ".rst", ".txt", ".html",
                            ".css", ".toml", ".yaml", ".yml", ".cfg", ".ini", ".c", ".h", ".pxi", ".pyx", ".sh"))
 
@@ -287,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  random bodies after a head (recall % at {', '.join(map(str, RANDOM_LENGTHS))} characters):")
     for label, row in random_bodies(alone).items():
         print(f"      {label:15s} " + "  ".join(f"{r:5.1f}" for r in row))
+    print("  random glued keys (no separator; recall %): " + ", ".join(
+        f"{label} {recall:.1f}" for label, recall in random_glued(alone).items()))
     print("  (shaped: the example's token has the structure the detector is written for, a head of letters,\n"
           "   a separator and 20+ characters; the others are JWTs, webhook URLs, glued heads such as AKIA...)")
     print("\nordinary content altered by the detector alone (lines, raw and as a JSON string):")
