@@ -189,7 +189,6 @@ _UPPER_HEX = re.compile(rb"[0-9A-F]+")
 _DIGEST_HEADS = frozenset((b"sha", b"md", b"crc", b"xxh", b"blake", b"hash", b"digest", b"checksum", b"commit"))
 
 
-
 _STEP_UP = bytes(range(1, 256)) + b"\x00"  # each byte's successor: `a` -> `b`
 
 
@@ -238,7 +237,7 @@ def _mixed_random(body: bytes) -> bool:
         return False
     if shannon_entropy(body) < 0.85 * expected_entropy(64 if b"_" in body or b"-" in body else 62, n):
         return False
-    return not (_repeats(body) or reads_as_words(body) or _ascending(body) or camel_case_name(body.replace(b"_", b"")))
+    return not (_repeats(body) or reads_as_words(body) or _ascending(body) or camel_case_name(body))
 
 
 _NOT_PRINTABLE = bytes(c for c in range(256) if not (32 <= c < 127 or c in (9, 10, 13)))
@@ -392,7 +391,8 @@ def dotted_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | Non
 
 # --- timestamp-signed ---------------------------------------------------------------------------
 
-SIGNED_TRIGGER = rb"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}"  # a catalogue's Discord trigger is this one
+# the same pattern as the Discord format's trigger (`detectors.py`): the engine's pass costs no more
+SIGNED_TRIGGER = rb"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27}"
 _SIGNED_RE = re.compile(rb"(?<![A-Za-z0-9_.-])(\.?[A-Za-z0-9_-]{16,1024})\.([A-Za-z0-9_-]{6})\.([A-Za-z0-9_-]{27,86})"
                         rb"(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])")
 _ISSUED = (1325376000, 2208988800)  # 2012-01-01 to 2040-01-01
@@ -468,7 +468,8 @@ def _examples() -> tuple[str, ...]:
     claims = base64.b64encode(b'{"signInAddress":"my.example.com","userAuth":{"method":"SRPg"}}').decode()
     issued = base64.urlsafe_b64encode((1764000000).to_bytes(4, "big")).rstrip(b"=").decode()
     signed = f"{base64.urlsafe_b64encode(b'730418825596211').rstrip(b'=').decode()}.{issued}.{sample('<b64url:27>')}"
-    return (f"AGE_KEY={age}", f"token: {head}.{body}.{sample('<b64url:43>')}", f"use qvx_{claims}", sample("id=QZKA7<upper:4>3<upper:6>9X2K"), sample("set 2 qzdk<hex:32> done"),
+    return (f"AGE_KEY={age}", f"token: {head}.{body}.{sample('<b64url:43>')}", f"use qvx_{claims}",
+            sample("id=QZKA7<upper:4>3<upper:6>9X2K"), sample("set 2 qzdk<hex:32> done"),
             f"export KEY={bech32_encode('zsec', words[:40])}",
             sample("key QZ.Ab3<alnum:19>.Xy7<alnum:40> here"),
             sample("licence Q7-<upper:2>4<upper:3>-9<upper:4>2-<upper:3>5<upper:2>-8<upper:2>3<upper:2>-<upper:4>6"),

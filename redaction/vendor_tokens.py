@@ -12,8 +12,10 @@ CRC32 checksum (six base62 characters) that checks, the format says enough on it
 
 The trigger is a separator (`_`, `-`, `.`, `~`) followed by 13 letters or digits (one Hyperscan
 report per separator: standard base64 has none), and `~` followed by 12 token characters; the
-token's run is found around it and verified here. Before a `~` the head may be any letters and digits
-(`2Vq7Q~…`): a `~` inside a random run is a key's separator, never a word's, a path's or a digest's. Scored on held-out families by `benchmarks/bench_token_detector.py`.
+token's run is found around it and verified here. Before a `~` the head may be any letters and
+digits (`2Vq7Q~…`): a `~` inside a random run is a key's separator, never a word's, a path's or a
+digest's. Scored on held-out families, random bodies and installed packages' code by
+`benchmarks/bench_token_detector.py`.
 """
 
 from __future__ import annotations
@@ -161,11 +163,12 @@ def _random_enough(parts: list[bytes]) -> bool:
         return False
     if sum(1 for a, b in zip(body, body[1:], strict=False) if b - a == 1) * 3 >= n:
         return False  # `abcdef...`, `0123...`: an alphabet written out
-    if alphabet != 16 and (letter_pairs(body) >= _PAIRS_TO_JUDGE and reads_as_words(body) or camel_case_name(body)):
+    if alphabet != 16 and ((letter_pairs(body) >= _PAIRS_TO_JUDGE and reads_as_words(body)) or camel_case_name(body)):
         return False  # `allowStaleOnFetchAbort`, `GetAllJobInfoRequest`: names made of words
     if digits:
-        # one random segment may hold a few pronounceable runs; segments joined (`CPPTYPE_INT32`) are words
-        return _wordy(parts) * (10 if len(parts) == 1 else 2) < (7 if len(parts) == 1 else 1) * n
+        # one random segment may hold pronounceable runs (up to 70 % of it); segments joined
+        # (`CPPTYPE_INT32`) are mostly words, so half
+        return _wordy(parts) < (0.7 if len(parts) == 1 else 0.5) * n
     # letters only: camelCase names change case once a word (and are mostly words: `camel_case_name`),
     # random letters every other character
     return _class_changes(parts) * 100 >= 25 * n and _wordy(parts) * 10 < 7 * n
