@@ -215,7 +215,7 @@ def _drawn_at_random(body: bytes) -> bool:
     digits = _digit_count(body)
     if digits < 1 or len(body) - digits < 2 or _DIGIT_RUN.search(body) or _UPPER_HEX.fullmatch(body):
         return False  # an upper-case hex run is a digest (`SHA1DA39A3EE...`), not a key
-    if shannon_entropy(body) < 0.85 * expected_entropy(32 if digits * 5 < len(body) else 36, len(body)):
+    if shannon_entropy(body) < 0.8 * expected_entropy(32 if digits * 5 < len(body) else 36, len(body)):
         return False
     return not reads_as_words(body) and not _ascending(body)  # words, or an alphabet written out
 
