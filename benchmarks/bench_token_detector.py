@@ -275,7 +275,7 @@ def installed_code(alone: Alone, roots: list[Path], limit: int) -> tuple[int, in
             for span in alone.spans(data):
                 spans += 1
                 by_suffix[path.suffix] += 1
-                if len(shown) < 12 and random.Random(spans).random() < 0.05:
+                if spans % 20 == 1 and len(shown) < 12:  # every twentieth, to show a spread
                     shown.append(data[span.start : span.end][:80].decode("utf-8", "replace"))
     return total, spans, by_suffix, shown
 
