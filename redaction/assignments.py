@@ -98,7 +98,7 @@ def _triggers() -> list[tuple[int, Trigger]]:
     add(0, b"key" + NAME_TAIL + _SEP, b"key")  # `apikey_myservice:` (the name before `key` must be strong)
     split(1, b"token")
     strong(2, b"secrete?", b"secret")
-    strong(3, rb"pass(?:word|wd|phrase)", b"pass")
+    strong(3, rb"pass(?:word|wd|phrase|code)", b"pass")
     split(3, b"pass", _PAIRED_VALUE)
     add(3, _NAME_CHAR + b"pass" + NAME_TAIL + _SEP, b"pass")  # `db_pass_secure :=`
     split(4, b"pwd", _PAIRED_VALUE)
@@ -109,6 +109,7 @@ def _triggers() -> list[tuple[int, Trigger]]:
     add(6, _NAME_CHAR + rb"credentials?" + _SEP, b"credential")
     add(6, rb"(?:^|[^A-Za-z0-9_.\-])credentials?" + _SEP + _RANDOM_VALUE, b"credential")
     split(7, b"signature")
+    add(8, _NAME_CHAR + b"pat" + _SEP, b"pat")  # `GITHUB_PAT=`, `adoPat:` (`pat` alone names a pattern)
     return out
 
 
@@ -509,6 +510,9 @@ DETECTOR = Detector(
         'password_super_secure = "<mixed:16>"',
         "user=alice pass=<mixed:14>",  # a weak name beside a user's: a pair
         '{"password": "<lower:6> horse <lower:8> staple"}',
+        'export AZURE_DEVOPS_PAT="<lower:52>"',  # a personal access token's name
+        "const githubPat = '<hex:40>';",
+        "MY_PASSCODE=<mixed:12>",
     ),
     near_misses=samples(
         '{"key": "status", "sort_key": "name"}',
@@ -519,6 +523,8 @@ DETECTOR = Detector(
         '"prompt_cache_key": "<alnum:20>"',
         "pass=<mixed:14>",  # a weak name alone: its short word must look random
         "DB_PASSWORD=${DB_PASSWORD}",
+        'url_pat = re.compile(r"https?://[^ ]+")',  # `_pat`: a pattern's name, its value no token
+        '{"use_pat": true, "glob_pat": "**/*.py"}',
     ),
     python_starts=True,
     reads_found=True,

@@ -21,11 +21,12 @@ KEYWORD_PATTERNS = (
     rb"key",
     rb"token",
     rb"secrete?",
-    rb"pass(?:word|wd|phrase)?",
+    rb"pass(?:word|wd|phrase|code)?",
     rb"pwd?",
     rb"auth(?:orization)?",
     rb"credentials?",
     rb"signature",
+    rb"pat",  # a personal access token (`GITHUB_PAT`, `ado_pat`)
 )
 # Words after the keyword (`password_super_secure`, `apikey_myservice`).
 NAME_TAIL = rb"(?:[_\-][A-Za-z0-9]{1,24}){1,3}"
@@ -79,7 +80,7 @@ def name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> t
     bare = name == kw
     boundary = bare or camel or name[-len(kw) - 1 : -len(kw)] in (b"_", b"-", b".")
     word = kw.decode("ascii")
-    if word in ("password", "passwd", "passphrase"):
+    if word in ("password", "passwd", "passphrase", "passcode"):
         return "password", True
     if word in ("pwd", "pw", "pass"):
         if bare:
@@ -107,6 +108,10 @@ def name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> t
         if not (boundary or strong):
             return None
         return "generic-secret", not bare
+    if word == "pat":
+        # a personal access token (`GITHUB_PAT`, `ado_pat`, `devopsPat`); its value must look random.
+        # `pat` alone is a pattern's name far more often (`pat = re.compile(...)`)
+        return ("generic-secret", False) if boundary and not bare else None
     if not boundary:
         return None  # oauth, bauth
     return "generic-secret", False  # auth, credential(s): values must look random
