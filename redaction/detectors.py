@@ -473,6 +473,13 @@ def _url_passwords(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
         out.append(Span(start, end, "url-password", PRIORITY_CONTEXT))
 
 
+def _authority_passwords(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for _, end in found:
+        span = url_credentials.authority_password_at(data, end - 2)
+        if span is not None:
+            out.append(Span(*span, "url-password", PRIORITY_CONTEXT))
+
+
 def _slack_hooks(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
     for start, _ in found:
         m = _SLACK_HOOK_RE.match(data, start)
@@ -535,6 +542,9 @@ _CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None
     # a bare `://` trigger was three of every four hits on agent bodies)
     (Trigger(url_credentials.TRIGGER, literals=(b"://",), window=url_credentials.REACH,
              py_pattern=url_credentials.PY_TRIGGER), _url_passwords),
+    # the same without a scheme (`corp/admin:pw@10.0.0.9`, `--proxy user:pw@proxy:8080`), reported at the host
+    (Trigger(url_credentials.AUTHORITY_TRIGGER, literals=(b"@",), window=url_credentials.AUTHORITY_REACH),
+     _authority_passwords),
     (Trigger(
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/",
         literals=(b"hooks.slack.com/",),
@@ -627,6 +637,8 @@ CONTEXT = Detector(
         "curl -X POST https://hooks.slack.com/services/T<upper:8>/B<upper:10>/<alnum:24>",
         "deploy:$2y$10$<crypt:53>\nbob:x",
         "http://api.softlayer.com/soap/v3.1/<lower:64>",
+        "psexec.py corp/admin:<alnum:10>!@10.0.0.9 cmd",  # an authority without a scheme (Impacket's target)
+        "pip install --proxy alice:<alnum:12>@proxy.corp:8080 requests",
     ),
     near_misses=(
         "postgres://${DB_USER}:${DB_PASS}@db/app",
@@ -634,5 +646,7 @@ CONTEXT = Detector(
         "bcrypt hashes start with $2b$ and a cost",
         "sed -e 's/$1$2/x/' file",
         "https://hooks.slack.com/services/",
+        "mailto:alice2@example.com, author:bob7@example.org, image: nginx:1.25@sha256:<hex:64>",
+        '"bom-ref": "tool:pkg:pypi/trove-classifiers@2026.9.21.13", at 12:00:00@host1.example.com',
     ),
 )

@@ -141,3 +141,63 @@ def find_url_passwords(data: bytes, ends: list[int] | None = None) -> list[tuple
         if span is not None:
             out.append(span)
     return out
+
+
+# --- an authority without a scheme: `[domain/]user:password@host` ----------------------------------
+# Remote-execution tools take their target so (Impacket's `corp/admin:pw@10.0.0.9`), and proxies their
+# address (`pip --proxy user:pw@proxy:8080`, `HTTPS_PROXY=user:pw@proxy.corp:3128`, `curl -x ...`).
+# Reported at the `@` and the host's first character; the word is read back from there.
+AUTHORITY_TRIGGER = rb"[A-Za-z0-9._\-]:[^\s\"'`@]{1,128}@[A-Za-z0-9\[]"
+AUTHORITY_REACH = 64 + 1 + 64 + 1 + 128 + 2
+_AUTHORITY_RE = re.compile(
+    rb"(?P<domain>[A-Za-z0-9._\-]{1,64}[/\\](?:\\)?)?(?P<user>[A-Za-z0-9._\-$]{1,64}):(?P<pw>[^\s\"'`]{4,128})\Z"
+)
+# `mailto:ops@example.com`, `sip:alice@pbx`, `pkg:npm/left-pad@1.3.0`: URI schemes written without `//`
+_NO_SLASH_SCHEMES = frozenset(b"mailto sip sips tel xmpp im pres acct pkg urn news nntp geo cid mid".split())
+_WORD_START = frozenset(b" \t\r\n\"'`=(,;[{<>|")
+_EMAIL_LOCAL_RE = re.compile(rb"[A-Za-z0-9._+\-]+")  # what an e-mail's local part is made of
+_IPV4_RE = re.compile(rb"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
+
+
+def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
+    """The (start, end) of the password of a scheme-less `[domain/]user:password@host` whose `@` is at `at`.
+
+    The word must begin at a space, a quote, `=` or a bracket, hold no `://` (a URL's, read by
+    `password_at`) and no URI scheme written without `//` (`mailto:a@b`); the host must be an IP
+    address, or be followed by a port, or, for a domain name, the password must be no e-mail's local
+    part (`author:alice2@example.com` is a label and an address) unless a domain names the user.
+    The password must not be a number, and not a template."""
+    h = _HOST_RE.match(data, at + 1)
+    if h is None or not _host_ok(h.group("host")):
+        return None
+    start = at
+    floor = max(0, at - AUTHORITY_REACH)
+    while start > floor and data[start - 1] not in _WORD_START:
+        start -= 1
+    if start > 0 and start == floor:
+        return None  # longer than any user and password
+    start = after_json_escape(data, start)
+    m = _AUTHORITY_RE.match(data, start, at)
+    if m is None or m.group("user").lower() in _NO_SLASH_SCHEMES and not m.group("domain"):
+        return None
+    pw_start, password = m.start("pw"), m.group("pw")
+    if b"//" in password.replace(b"\\/", b"/") or not password.strip(b"0123456789:.") or is_template_password(password):
+        return None  # a URL (`reverse:https://a@b`), a port or a time (`12:00:00@host`), a template
+    host = h.group("host")
+    if host[:1].isdigit() and not _is_ipv4(host):
+        return None  # `pkg:pypi/trove-classifiers@2026.9.21.13`: a version
+    if not (host[:1].isdigit() or host.startswith(b"[") or h.group("port") or m.group("domain")):
+        if b"." not in host or _EMAIL_LOCAL_RE.fullmatch(password):
+            return None  # `label:someone@example.com`; `image:tag@sha256`
+    return pw_start, at
+
+
+def _is_ipv4(host: bytes) -> bool:
+    return _IPV4_RE.fullmatch(host) is not None and all(int(octet) <= 255 for octet in host.split(b"."))
+
+
+def after_json_escape(data: bytes, start: int) -> int:
+    """`\\nuser:pw@host` inside a JSON string: the word begins after the escape."""
+    if start + 1 < len(data) and data[start] == 0x5C and data[start + 1] in b"ntr":
+        return start + 2
+    return start
