@@ -14,8 +14,9 @@ input (`echo pw | docker login --password-stdin`, `echo pw | sudo -S ...`, `chpa
 A class rather than a list for remote execution and database tools: a command that names its user with a
 flag (`-u admin`, `-U sa`, `--username alice`, `/u:alice`) takes the password with the short flag beside
 it (`-p`, `-P`, `-pw`, `/p:`) — psexec, sqlcmd, plink, xfreerdp, mosquitto, rabbitmqadmin and whatever
-tool comes next. Values that are ports, paths or URLs stay, and so do the container runtimes and
-`sudo`, whose `-u`/`-p` mean a uid, published ports and a prompt.
+tool comes next; a login named with `-l` (hydra, medusa) is a user too. Values that are ports, paths or
+URLs stay, and so do the container runtimes and `sudo`, whose `-u`/`-p` mean a uid, published ports and a
+prompt.
 """
 
 from __future__ import annotations
@@ -72,7 +73,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:smbclient|rpcclient|smbcacls|smbget|smbtree|smbmap|smbpasswd)[ \t]", literals=(b"smb", b"rpcclient"),
             window=20, som=True),
     # a user named by a flag: its password flag beside it in the same command (`-u admin -p pw`)
-    Trigger(rb"[ \t](?:-[uU][ \t]|--user(?:name)?[ \t=]|/u(?:ser)?:)", literals=(b"-u", b"--user", b"/u"),
+    # (`-l`: a login, as hydra, medusa and ssh name it; ssh's `-p` is a port and stays)
+    Trigger(rb"[ \t](?:-[uUl][ \t]|--(?:user(?:name)?|login)[ \t=]|/u(?:ser)?:)",
+            literals=(b"-u", b"-U", b"-l", b"--user", b"--login", b"/u"),
             window=12, caseless=True),
 )
 
@@ -319,10 +322,12 @@ DETECTOR = Detector(
         'echo "<mixed:12>" | docker login -u bob --password-stdin registry.example',
         "smbclient -U bob%<mixed:12> //fs/share",
         "psexec \\\\host -u admin -p <mixed:14> cmd",
+        "hydra -l admin -p <mixed:12> ssh://10.0.0.9",  # a login named with `-l`
     ),
     near_misses=(
         "mkdir -p build/out && docker run -p 8080:80 app",
         "ssh -p 2222 user@host",
+        "ssh -l admin -p 2222 host && ls -l -p build && grep -l -P 'x+' file",
         "curl -u $USER:$PASS https://example.com",
         "tool --password-file ./secret.txt --token-type bearer",
         "mysql -u root -p mydb",  # prompts for the password
