@@ -474,8 +474,8 @@ def _url_passwords(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
 
 
 def _authority_passwords(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
-    for _, end in found:
-        span = url_credentials.authority_password_at(data, end - 2)
+    for start, _ in found:
+        span = url_credentials.authority_password_at(data, start + 1)
         if span is not None:
             out.append(Span(*span, "url-password", PRIORITY_CONTEXT))
 
@@ -543,7 +543,7 @@ _CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None
     (Trigger(url_credentials.TRIGGER, literals=(b"://",), window=url_credentials.REACH,
              py_pattern=url_credentials.PY_TRIGGER), _url_passwords),
     # the same without a scheme (`corp/admin:pw@10.0.0.9`, `--proxy user:pw@proxy:8080`), reported at the host
-    (Trigger(url_credentials.AUTHORITY_TRIGGER, literals=(b"@",), window=url_credentials.AUTHORITY_REACH),
+    (Trigger(url_credentials.AUTHORITY_TRIGGER, literals=(b"@",), window=2, som=True, opens=False),
      _authority_passwords),
     (Trigger(
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/",

@@ -147,14 +147,16 @@ def find_url_passwords(data: bytes, ends: list[int] | None = None) -> list[tuple
 # Remote-execution tools take their target so (Impacket's `corp/admin:pw@10.0.0.9`), and proxies their
 # address (`pip --proxy user:pw@proxy:8080`, `HTTPS_PROXY=user:pw@proxy.corp:3128`, `curl -x ...`).
 # Reported at the `@` and the host's first character; the word is read back from there.
-AUTHORITY_TRIGGER = rb"[A-Za-z0-9._\-]:[^\s\"'`@]{1,128}@[A-Za-z0-9\[]"
+# (an `@` between a word's character and a host's: a colon-led run before it in the pattern cost the
+# engine a seventh more, every `a:b` starting one; e-mail addresses are far fewer, and read back cheaply)
+AUTHORITY_TRIGGER = rb"[^\s\"'`@]@[A-Za-z0-9\[]"
 AUTHORITY_REACH = 64 + 1 + 64 + 1 + 128 + 2
 _AUTHORITY_RE = re.compile(
     rb"(?P<domain>[A-Za-z0-9._\-]{1,64}[/\\](?:\\)?)?(?P<user>[A-Za-z0-9._\-$]{1,64}):(?P<pw>[^\s\"'`]{4,128})\Z"
 )
 # `mailto:ops@example.com`, `sip:alice@pbx`, `pkg:npm/left-pad@1.3.0`: URI schemes written without `//`
 _NO_SLASH_SCHEMES = frozenset(b"mailto sip sips tel xmpp im pres acct pkg urn news nntp geo cid mid".split())
-_WORD_START = frozenset(b" \t\r\n\"'`=(,;[{<>|")
+_WORD_START_TO_SPACE = bytes(0x20 if c in b" \t\r\n\"'`=(,;[{<>|" else c for c in range(256))
 _EMAIL_LOCAL_RE = re.compile(rb"[A-Za-z0-9._+\-]+")  # what an e-mail's local part is made of
 _IPV4_RE = re.compile(rb"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
 
@@ -170,11 +172,11 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
     h = _HOST_RE.match(data, at + 1)
     if h is None or not _host_ok(h.group("host")):
         return None
-    start = at
     floor = max(0, at - AUTHORITY_REACH)
-    while start > floor and data[start - 1] not in _WORD_START:
-        start -= 1
-    if start > 0 and start == floor:
+    if data.find(b":", floor, at) < 0:
+        return None  # an e-mail address: no colon before its `@` (the common case)
+    start = floor + 1 + data[floor:at].translate(_WORD_START_TO_SPACE).rfind(b" ")
+    if start == floor and start > 0:
         return None  # longer than any user and password
     start = after_json_escape(data, start)
     m = _AUTHORITY_RE.match(data, start, at)
