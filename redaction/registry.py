@@ -28,6 +28,7 @@ from ctxtap.redaction import (
     assignments,
     base64_runs,
     cli_flags,
+    columns,
     comparisons,
     config_fields,
     detectors,
@@ -49,6 +50,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     comparisons.DETECTOR,  # `"x" == password`, `HTTPBasicAuth("u", "pw")`
     config_fields.DETECTOR,  # XML, PHP defines, connection strings, .netrc, .pgpass, env lists, cookies
     prose.DETECTOR,  # "my password is ...", Markdown table rows
+    columns.DETECTOR,  # a table's column whose header names a credential (Markdown, CSV, TSV)
     vendor_tokens.DETECTOR,  # keys of vendors no list names, by their structure
     token_shapes.DETECTOR,  # the same without a separator: bech32 secrets, signed JSON tokens, glued heads
     encodings.DETECTOR,  # percent-encoded runs (a flat decoder)

@@ -32,6 +32,7 @@ DECLARED = (
     "comparisons",
     "config-fields",
     "prose",
+    "columns",
     "vendor-tokens",
     "token-shapes",
     "percent-encoded",
