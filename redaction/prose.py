@@ -10,7 +10,9 @@ a placeholder), so "the password is required" and "the token is invalid"
 stay as written. A Markdown table row naming a secret in one cell (`DB_PASSWORD`,
 `` `api_key` ``) gives its value in the next, as one word checked the same way. A word ending in a
 credential's name followed by a value that looks generated (`acme SECRET 9fQ2…`, `boxTOKEN 4kZ…`,
-`lokalise ACCESS_KEY a1b2…`) is read the same way, with `looks_random`'s stricter test.
+`lokalise ACCESS_KEY a1b2…`) is read the same way, with `looks_random`'s stricter test. A user and
+password pair after a word that says it is a login's ("default credentials: admin / Xk9!…", "log in as
+alice:Xk9!…") gives its password when that reads as one.
 """
 
 from __future__ import annotations
@@ -42,6 +44,10 @@ _BARE_NAME = rb"pass(?:word|phrase|wd)"
 # value that looks generated (16 characters or more, see `looks_random`)
 _BARE_SECRET_WORDS = rb"(?:secret|token|key|access|private|passw(?:or)?d|pwd)"
 _BARE_SECRET_NAME = rb"[A-Za-z0-9_.\-]*" + _BARE_SECRET_WORDS + rb"[A-Za-z0-9_]*"
+# Words that introduce a login's user and password: "credentials", "creds", "log in (with|as|using)"
+_PAIR_LEAD = rb"(?:credentials?|creds|log(?:ged)?[ \t-]?in(?:[ \t]+(?:with|as|using))?|sign(?:ed)?[ \t-]?in(?:[ \t]+(?:with|as|using))?)"
+_PAIR_RE = re.compile(rb"(?i)" + _PAIR_LEAD + rb"[ \t]*:?[ \t]+(?P<q>[\"'`]?)(?P<u>[A-Za-z0-9._@\-]{1,64})"
+                      rb"(?:[ \t]*/[ \t]*|:)(?P<p>[^\s\"'`]{6,64})(?P=q)")
 
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:" + _NAMES + rb")" + _LINK, literals=(b"pass", b"key", b"token", b"secret"), window=40,
@@ -55,6 +61,10 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(_BARE_SECRET_WORDS + rb"[A-Za-z0-9_]*(?:[ \t]+|:[ \t]*)[\"'`]?[A-Za-z0-9]",
             literals=(b"secret", b"token", b"key", b"access", b"private", b"passw", b"pwd"), window=40,
             caseless=True, opens=False),
+    # "default credentials: admin / Xk9!…", "log in as admin:Xk9!…": a user and password pair after a word
+    # that says the pair is a login's
+    Trigger(_PAIR_LEAD + rb"[ \t]*:?[ \t]+[\"'`]?[A-Za-z0-9._@\-]{1,64}(?:[ \t]*/[ \t]*|:)[^\s/]",
+            literals=(b"credential", b"creds", b"log", b"sign"), window=100, caseless=True),
 )
 _ROW_RE = re.compile(rb"\|[ \t]+`?(?P<name>" + _CELL_NAME + rb")`?[ \t]+\|[ \t]+(?P<q>`?)(?P<v>[^\s|`\\]{8,256})(?P=q)[ \t]+\|",
                      re.I)
@@ -81,7 +91,9 @@ _TRAILING = b".,;:"  # sentence punctuation after a bare value (`!` and `?` may 
 def find_prose_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of credentials given in a sentence or a table row; `hits[i]` are where `TRIGGERS[i]`
     matched."""
-    sentences, rows, bare, bare_secrets = hits
+    sentences, rows, bare, bare_secrets, pairs = hits
+    for _, end in pairs:
+        _pair_value(data, end, out)
     for _, end in rows:
         _row_value(data, end, out)
     for _, end in bare:
@@ -157,6 +169,22 @@ def _bare_secret(data: bytes, end: int, out: list[Span]) -> None:
         out.append(Span(v_start, v_end, "generic-secret", PRIORITY_ASSIGNMENT))
 
 
+def _pair_value(data: bytes, end: int, out: list[Span]) -> None:
+    """`credentials: admin / Xk9!pq2z`: the password of a user and password pair after a login's word
+    (`end`: after the password's first character), when it reads as a password."""
+    m = next((m for m in _PAIR_RE.finditer(data, max(0, end - 100), min(len(data), end + 64))
+              if m.start("p") == end - 1), None)
+    if m is None or (m.start() > 0 and data[m.start() - 1 : m.start()].isalnum()):
+        return
+    v_start, v_end = m.span("p")
+    while v_end > v_start and data[v_end - 1] in _TRAILING:
+        v_end -= 1
+    value = data[v_start:v_end]
+    if _password_shaped(value) and not _INNER_DOT_OR_SLASH_RE.search(value) and _reads_as_secret(
+            value, value, bool(m.group("q")), b"password"):
+        out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
+
+
 def _value_span(data: bytes, m: re.Match[bytes]) -> tuple[int, int, bool]:
     """Where a bare form's value is (`qv` quoted, `bv` bare without a sentence's trailing punctuation)."""
     quoted = m.group("qv") is not None
@@ -205,6 +233,8 @@ DETECTOR = Detector(
         "log in with password <mixed:10>",
         "acmecloud SECRET <alnum:32>",
         "the service's TOKEN `<mixed:24>` expires in a day",
+        "Default credentials: admin / <alnum:10>7!",  # a login's user and password pair
+        "then log in as alice:<alnum:8>4# and open the dashboard",
     ),
     near_misses=(
         "the password is required",
@@ -215,5 +245,6 @@ DETECTOR = Detector(
         "| API_KEY | required | string |\n| DB_PASSWORD | ${DB_PASSWORD} |",
         "token usage 12345678 of 200000000; the token expired; secret sauce",
         "refresh the token https://auth.example.com/oauth2/token?grant_type=refresh_token",
+        "credentials: admin/admin, or log in with user:password; sign in as docs/v2.1",
     ),
 )
