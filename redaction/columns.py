@@ -200,7 +200,7 @@ def find_column_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
         if line is None or line[0] in done:
             continue
         done.add(line[0])
-        _read_table(data, *line, out)
+        _read_table(data, *line, out, done)
 
 
 def _delimiter(data: bytes, start: int, end: int) -> bytes | None:
@@ -216,7 +216,9 @@ def _delimiter(data: bytes, start: int, end: int) -> bytes | None:
     return best if counts[best] else None
 
 
-def _read_table(data: bytes, line_start: int, line_end: int, in_json: bool, out: list[Span]) -> None:
+def _read_table(data: bytes, line_start: int, line_end: int, in_json: bool, out: list[Span], done: set[int]) -> None:
+    """The spans below one header; the rows read go into `done` (a row that looks like a header is not
+    read again as one: a body of ten thousand `password,x` lines stays linear)."""
     if line_end - line_start > _MAX_HEADER:
         return  # a paragraph, not a header of names
     delimiter = _delimiter(data, line_start, line_end)
@@ -244,6 +246,7 @@ def _read_table(data: bytes, line_start: int, line_end: int, in_json: bool, out:
         row = _table_cells(data, pos, end, delimiter) if data[pos:end].strip(b" \t\r") else None
         if row is None or len(row) != len(cells):
             return  # the table ends: another shape, a blank line, prose
+        done.add(pos)
         for i, (kind, strong, kw) in columns.items():
             v_start, v_end, quoted = _trimmed(data, *row[i])
             value = data[v_start:v_end]
