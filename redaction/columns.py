@@ -22,6 +22,7 @@ import re
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_value, looks_random
+from ctxtap.redaction.json_escapes import string_end, unescaped_quote
 from ctxtap.redaction.names import name_kind, strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
@@ -135,19 +136,17 @@ def _line_at(data: bytes, at: int) -> tuple[int, int, bool] | None:
 
 
 def _last_bare_quote(data: bytes, start: int, end: int) -> int:
-    """The last `"` between `start` and `end` that no backslash escapes, or -1."""
+    """The last `"` between `start` and `end` that delimits a JSON string (no escape before it), or -1."""
     i = data.rfind(b'"', start, end)
-    while i > start and data[i - 1] == 0x5C:
+    while i >= 0 and not unescaped_quote(data, i):
         i = data.rfind(b'"', start, i)
-    return i if i >= start and (i == 0 or data[i - 1] != 0x5C) else -1
+    return i
 
 
 def _bare_quote_or(data: bytes, start: int, end: int) -> int:
-    """The first `"` between `start` and `end` that no backslash escapes (a JSON string's end), else `end`."""
-    i = data.find(b'"', start, end)
-    while i > 0 and data[i - 1] == 0x5C:
-        i = data.find(b'"', i + 1, end)
-    return end if i < 0 else i
+    """Where the JSON string holding `start` closes, if before `end`; else `end`."""
+    i = string_end(data, start)
+    return end if i < 0 or i > end else i
 
 
 def _cell_inside(data: bytes, end: int) -> int:

@@ -31,7 +31,7 @@ _SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"\b", b"f": b"\f", b"n":
 MAX_DEPTH = 4
 
 
-def _unescaped_quote(data: bytes, pos: int) -> bool:
+def unescaped_quote(data: bytes, pos: int) -> bool:
     """Is the `"` at `pos` a string delimiter (preceded by an even run of backslashes)?"""
     n = 0
     while pos - n - 1 >= 0 and data[pos - n - 1] == 0x5C:
@@ -47,7 +47,7 @@ def _string_start(data: bytes, pos: int, steps: int | None = None) -> int | None
     """Where the content of the JSON string literal holding `pos` begins (0 where no quote opens it);
     None where more than `steps` escaped quotes lie between."""
     lo = data.rfind(b'"', 0, pos)
-    while lo >= 0 and not _unescaped_quote(data, lo):
+    while lo >= 0 and not unescaped_quote(data, lo):
         if steps is not None:
             if steps == 0:
                 return None
@@ -104,7 +104,7 @@ def string_end(data: bytes, start: int) -> int:
     """The offset of the quote that closes the JSON string whose contents begin at `start`, or -1:
     found with `bytes.find` (C speed over long strings), skipping escaped quotes."""
     i = data.find(b'"', start)
-    while i >= 0 and not _unescaped_quote(data, i):
+    while i >= 0 and not unescaped_quote(data, i):
         i = data.find(b'"', i + 1)
     return i
 

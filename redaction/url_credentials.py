@@ -146,13 +146,13 @@ def find_url_passwords(data: bytes, ends: list[int] | None = None) -> list[tuple
 # --- an authority without a scheme: `[domain/]user:password@host` ----------------------------------
 # Remote-execution tools take their target so (Impacket's `corp/admin:pw@10.0.0.9`), and proxies their
 # address (`pip --proxy user:pw@proxy:8080`, `HTTPS_PROXY=user:pw@proxy.corp:3128`, `curl -x ...`).
-# Reported at the `@` and the host's first character; the word is read back from there.
+# Reported from the byte before the `@`; the word is read back from there.
 # (an `@` between a word's character and a host's: a colon-led run before it in the pattern cost the
 # engine a seventh more, every `a:b` starting one; e-mail addresses are far fewer, and read back cheaply)
 AUTHORITY_TRIGGER = rb"[^\s\"'`@]@[A-Za-z0-9\[]"
 AUTHORITY_REACH = 64 + 1 + 64 + 1 + 128 + 2
-_AUTHORITY_RE = re.compile(
-    rb"(?P<domain>[A-Za-z0-9._\-]{1,64}[/\\](?:\\)?)?(?P<user>[A-Za-z0-9._\-$]{1,64}):(?P<pw>[^\s\"'`]{4,128})\Z"
+_AUTHORITY_RE = re.compile(  # (after a JSON string's `\\n` or `\\t` when the word begins with one)
+    rb"(?:\\[ntr])?(?P<domain>[A-Za-z0-9._\-]{1,64}[/\\](?:\\)?)?(?P<user>[A-Za-z0-9._\-$]{1,64}):(?P<pw>[^\s\"'`]{4,128})\Z"
 )
 # `mailto:ops@example.com`, `sip:alice@pbx`, `pkg:npm/left-pad@1.3.0`: URI schemes written without `//`
 _NO_SLASH_SCHEMES = frozenset(b"mailto sip sips tel xmpp im pres acct pkg urn news nntp geo cid mid".split())
@@ -178,7 +178,6 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
     start = floor + 1 + data[floor:at].translate(_WORD_START_TO_SPACE).rfind(b" ")
     if start == floor and start > 0:
         return None  # longer than any user and password
-    start = after_json_escape(data, start)
     m = _AUTHORITY_RE.match(data, start, at)
     if m is None or m.group("user").lower() in _NO_SLASH_SCHEMES and not m.group("domain"):
         return None
@@ -196,10 +195,3 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
 
 def _is_ipv4(host: bytes) -> bool:
     return _IPV4_RE.fullmatch(host) is not None and all(int(octet) <= 255 for octet in host.split(b"."))
-
-
-def after_json_escape(data: bytes, start: int) -> int:
-    """`\\nuser:pw@host` inside a JSON string: the word begins after the escape."""
-    if start + 1 < len(data) and data[start] == 0x5C and data[start + 1] in b"ntr":
-        return start + 2
-    return start
