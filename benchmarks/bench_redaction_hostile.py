@@ -60,6 +60,14 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
         "private key headers": lambda g, s: "-----BEGIN RSA PRIVATE KEY-----\n" * (s // 32),
         "passwords in escaped quotes": lambda g, s: json.dumps({"x": f'password=\\"{r(g, 10)}\\" ' * (s // 30)}),
         "escaped slashes": lambda g, s: json.dumps({"x": "https://a/b/c " * (s // 14)}).replace("/", "\\/"),
+        "CSV rows under a password header": lambda g, s: "".join(f"password,{r(g, 12)}\n" for _ in range(s // 22)),
+        "Markdown rows, user and password": lambda g, s: "| user | password |\n" + "".join(
+            f"| {r(g, 6)} | {r(g, 12)} |\n" for _ in range(s // 26)),
+        "Markdown header after header": lambda g, s: "| user | password |\n" * (s // 20),
+        "authorities without a scheme": lambda g, s: "".join(f"a:{r(g, 6)}@10.0.0.{g.randint(1, 254)} "
+                                                             for _ in range(s // 18)),
+        "credentials: user/password pairs": lambda g, s: "".join(f"credentials: {r(g, 5)}/{r(g, 12)}!1 "
+                                                                 for _ in range(s // 34)),
         "SSE, one stream per event": lambda g, s: _sse(
             [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": "x"}}
              for i in range(s // 100)]),

@@ -35,7 +35,6 @@ TRIGGERS: tuple[Trigger, ...] = (
             literals=(b"pass", b"pwd", b"secret", b"token", b"key", b"credential"), window=24, caseless=True,
             opens=False),
 )
-_MAX_ROWS = 500  # rows read below one header
 _MAX_LINE = 4096
 _MAX_HEADER = 1024
 _BREAK_RE = re.compile(rb"\r?\n|(?:\\r)?\\n")  # a line's end, raw or escaped in a JSON string
@@ -231,8 +230,8 @@ def _read_table(data: bytes, line_start: int, line_end: int, in_json: bool, out:
     columns = {i: k for i, n in enumerate(names) if (k := _column_kind(n, paired)) is not None}
     if not columns:
         return
-    pos, rows = _next_line(data, line_end), 0
-    while pos is not None and rows < _MAX_ROWS:
+    pos = _next_line(data, line_end)
+    while pos is not None:  # every row, however many: each is read once (`done`), so a dump stays linear
         m = _BREAK_RE.search(data, pos, pos + _MAX_LINE)
         end = m.start() if m is not None else len(data)
         if m is None and len(data) > pos + _MAX_LINE:
@@ -253,7 +252,7 @@ def _read_table(data: bytes, line_start: int, line_end: int, in_json: bool, out:
                 continue  # words in a delimited line: a sentence's clause, not a password
             if value and not is_non_secret_value(value, quoted, kw) and (strong or looks_random(value)):
                 out.append(Span(v_start, v_end, kind, PRIORITY_ASSIGNMENT))
-        pos, rows = _next_line(data, end), rows + 1
+        pos = _next_line(data, end)
 
 
 def _header_name(data: bytes, start: int, end: int) -> bytes:
