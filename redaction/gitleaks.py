@@ -110,6 +110,7 @@ class Rule:
     max_width: int
     gated: bool  # found by its keywords, not by its regex (regex too loose to scan a body with)
     literal: bool = False  # the regex is a fixed string: the prefix of a longer token
+    anchored: bool = False  # (with `gated`) the regex starts with a keyword: matched only where one is
 
 
 @dataclass

@@ -123,24 +123,41 @@ def _findings(
             continue
         if m.end() == m.start():
             continue
-        start, end = _secret_span(rule, m)
-        if end <= start:
-            continue
-        finding = Finding(rule, start, end, m.start())
-        # The verdict depends only on the text around the match: bodies repeat
-        # the same lines (resent history, tool schemas), so decide each once.
-        line_lo, line_hi = _line_bounds(data, m.start(), m.end())
-        lo = min(line_lo, max(0, m.start() - 160))
-        hi_ctx = max(line_hi, min(n, m.end() + 16))
-        key = (rule.id, data[lo:hi_ctx], m.start() - lo, m.end() - lo, start - lo, end - lo)
-        verdict = _VERDICTS.get(key)
-        if verdict is None:
-            if len(_VERDICTS) >= _VERDICT_LIMIT:
-                _VERDICTS.clear()
-            verdict = _VERDICTS[key] = _accept(finding, data, m, data[line_lo:line_hi], global_allowlist)
-        if verdict:
-            out.append(finding)
+        for start, end in _secret_spans(rule, m):
+            if end <= start:
+                continue
+            finding = Finding(rule, start, end, m.start())
+            # The verdict depends only on the text around the match: bodies repeat
+            # the same lines (resent history, tool schemas), so decide each once.
+            line_lo, line_hi = _line_bounds(data, m.start(), m.end())
+            lo = min(line_lo, max(0, m.start() - 160))
+            hi_ctx = max(line_hi, min(n, m.end() + 16))
+            key = (rule.id, data[lo:hi_ctx], m.start() - lo, m.end() - lo, start - lo, end - lo)
+            verdict = _VERDICTS.get(key)
+            if verdict is None:
+                if len(_VERDICTS) >= _VERDICT_LIMIT:
+                    _VERDICTS.clear()
+                verdict = _VERDICTS[key] = _accept(finding, data, m, data[line_lo:line_hi], global_allowlist)
+            if verdict:
+                out.append(finding)
     return out
+
+
+LAST_GROUP = -1  # `Rule.secret_group`: the last outermost group is the secret (Kingfisher's catalogue)
+
+
+def _secret_spans(rule: Rule, m: re.Match[bytes]) -> list[tuple[int, int]]:
+    """`_secret_span`, or with `LAST_GROUP` the last outermost non-empty group: Kingfisher's rules that
+    capture more than one thing capture the secret last (an account's name, then its key; a machine, a
+    login, then the password), and a group inside another is a piece of the token."""
+    if rule.secret_group != LAST_GROUP or m.re.groups < 2:
+        return [_secret_span(rule, m)]
+    outer: list[tuple[int, int]] = []
+    for g in range(1, m.re.groups + 1):
+        s, e = m.span(g)
+        if e > s and not (outer and s < outer[-1][1]):  # a group inside the one before is part of it
+            outer.append((s, e))
+    return outer[-1:] or [m.span()]
 
 
 _VERDICTS: dict[tuple, bool] = {}
@@ -159,6 +176,8 @@ def _accept(
         return False
     if rule.contextual and not _credential_context(rule, data, f):
         return False
+    if rule.anchored and is_non_secret_value(secret.strip(b"\"'`"), True, b""):
+        return False  # a vendor's name near a value that is clearly none (`CLIENT_SECRET = "CLIENT_SECRET"`)
     match = m.group(0)
     if global_allowlist is not None and global_allowlist.allows(secret, match, line):
         return False
@@ -171,7 +190,7 @@ MIN_SECRET_GROUP = 8
 def _secret_span(rule: Rule, m: re.Match[bytes]) -> tuple[int, int]:
     if m.re.groups == 0:
         return m.span()
-    if rule.secret_group:
+    if rule.secret_group > 0:
         if rule.secret_group > m.re.groups:
             return (0, 0)
         return m.span(rule.secret_group)
@@ -209,18 +228,26 @@ _FALLBACK_WINDOW = 1024
 
 
 class GitleaksDetector:
-    """The rule set's triggers for the engine, and the verification of what they found."""
+    """The rule set's triggers for the engine, and the verification of what they found.
+
+    A rule found at a vendor's name (`Rule.anchored`: Kingfisher's context rules) has no trigger of its
+    own: every such name is one literal of a single trigger, and a hit's name says which rules to match
+    there (hundreds of triggers, or their any-character runs, cost the engine far more)."""
 
     def __init__(self, ruleset: RuleSet) -> None:
         self.ruleset = ruleset
         self.triggers: list[Trigger] = []
+        rules = ruleset.rules
+        self._rule_of: list[int] = [i for i, rule in enumerate(rules) if not rule.anchored]  # by trigger
         # Rules that span lines (`kind: Secret` ... `data:`): inside a JSON string their newlines are escapes.
-        self.multiline = frozenset(
-            i for i, rule in enumerate(ruleset.rules) if "(?s" in rule.regex or "\\n" in rule.regex or "\\r" in rule.regex
-        )
-        self._multiline_order = sorted(self.multiline)
-        self._lines_need = {i: LINES_NEED[r.id] for i, r in enumerate(ruleset.rules) if r.id in LINES_NEED}
-        for rule in ruleset.rules:
+        self._multiline_order = [
+            (t, i) for t, i in enumerate(self._rule_of)
+            if "(?s" in rules[i].regex or "\\n" in rules[i].regex or "\\r" in rules[i].regex
+        ]
+        self.multiline = frozenset(i for _, i in self._multiline_order)
+        self._lines_need = {i: LINES_NEED[r.id] for i, r in enumerate(rules) if r.id in LINES_NEED}
+        for i in self._rule_of:
+            rule = rules[i]
             if rule.gated:
                 pattern = b"|".join(re.escape(k) for k in rule.keywords)
                 self.triggers.append(
@@ -236,6 +263,22 @@ class GitleaksDetector:
                         fold_literals=True,
                     )
                 )
+        self._named: dict[bytes, list[Rule]] = {}  # a vendor's name (lower case) -> the rules it starts
+        for rule in rules:
+            if rule.anchored:
+                for name in rule.keywords:
+                    self._named.setdefault(name, []).append(rule)
+        # the names' lengths by their last byte: a hit's end says which lengths to look up
+        self._lengths_by_last: dict[int, tuple[int, ...]] = {}
+        for name in self._named:
+            for last in {name[-1], bytes([name[-1]]).upper()[0]}:
+                known = self._lengths_by_last.get(last, ())
+                self._lengths_by_last[last] = tuple(sorted({*known, len(name)}))
+        if self._named:
+            names = tuple(sorted(self._named))
+            # no JSON string is opened for a name: the rules read an escaped `\n` as two characters
+            self.triggers.append(Trigger(b"|".join(re.escape(k) for k in names), literals=names, window=0,
+                                         caseless=True, opens=False))
 
     def lines_at(self, data: bytes, hits: list[tuple[int, list[tuple[int, int]]]]) -> list[int]:
         """Where a rule spanning lines (`kind: Secret` ... `data:`) would match once a JSON string's
@@ -258,12 +301,35 @@ class GitleaksDetector:
         return out
 
     def find_all(self, data: bytes, hits: TriggerHits, out: list[Span]) -> None:
-        """`find` with a list of hits per rule (the detector contract): the rules that matched, in order."""
-        self.find(data, [(index, found) for index, found in enumerate(hits) if found], out)
+        """`find` with a list of hits per trigger (the detector contract): the rules that matched, in
+        order, then the rules found at a vendor's name."""
+        plain = len(self._rule_of)
+        self.find(data, [(self._rule_of[t], found) for t, found in enumerate(hits[:plain]) if found], out)
+        if self._named and hits[plain]:
+            self.find_named(data, hits[plain], out)
 
     def lines_at_all(self, data: bytes, hits: TriggerHits) -> list[int]:
-        """`lines_at` with a list of hits per rule (the detector contract)."""
-        return self.lines_at(data, [(index, hits[index]) for index in self._multiline_order if hits[index]])
+        """`lines_at` with a list of hits per trigger (the detector contract)."""
+        return self.lines_at(data, [(index, hits[t]) for t, index in self._multiline_order if hits[t]])
+
+    def find_named(self, data: bytes, found: list[tuple[int, int]], out: list[Span]) -> None:
+        """Append a span per finding of a rule at the vendor's name that ends at each hit's end: its regex
+        matched there (it starts with the name), then gitleaks' checks and ctxtap's value checks."""
+        n = len(data)
+        glob = self.ruleset.global_allowlist
+        for _, end in found:
+            for length in self._lengths_by_last.get(data[end - 1], ()):
+                start = end - length
+                rules = self._named.get(data[start:end].lower()) if start >= 0 else None
+                for rule in rules or ():
+                    hi = min(n, start + rule.max_width + 8)
+                    m = rule.verifier.match(data, start, hi)
+                    if m is None:
+                        continue
+                    for f in _findings(rule, data, [m], hi, glob):
+                        stop = _first_space(data, f.start, f.end)
+                        if stop > f.start:
+                            out.append(Span(f.start, stop, rule.id, PRIORITY_GENERIC))
 
     def find(self, data: bytes, hits: list[tuple[int, list[tuple[int, int]]]], out: list[Span]) -> None:
         """Append a span per verified finding; `hits`: (rule index, its trigger's matches) of the
@@ -286,7 +352,21 @@ class GitleaksDetector:
                         continue
                     seen.add((f.start, f.end))
                     end = f.end if rule.contextual else _token_end(data, f.start, f.end, rule.literal)
-                    out.append(Span(f.start, end, rule.id, priority))
+                    if rule.secret_group == LAST_GROUP:
+                        end = _first_space(data, f.start, end)  # `password\s+([^\s]+)` over a closing quote
+                    if end > f.start:
+                        out.append(Span(f.start, end, rule.id, priority))
+
+
+_SPACE_RE = re.compile(rb"[\s\"'`]|\\[nrt\"]")
+
+
+def _first_space(data: bytes, start: int, end: int) -> int:
+    """Where a context rule's secret ends: at its first whitespace or quote, raw or JSON-escaped. Kingfisher's
+    value classes are loose (`[^;]{1,100}` runs on into the sentence after an Azure key, `[^\\s]+` over a
+    JSON string's closing quote); no key has a space, and a quote ends the string that holds it."""
+    m = _SPACE_RE.search(data, start, end)
+    return m.start() if m is not None else end
 
 
 def _windows(ends: list[int], back: int, ahead: int, n: int) -> list[tuple[int, int]]:
@@ -366,9 +446,13 @@ RULE_EXAMPLES: tuple[str, ...] = samples(
     "the client uses p8e-<lower:32> to sign in",  # gitleaks' adobe-client-secret
     "deployed with CLOJARS_<lower:60>",  # gitleaks' clojars-api-token
     'BUNDLE_GEMS__CONTRIBSYS__COM: "<hex:8>:<hex:8>"\n',  # gitleaks' sidekiq-secret
+    "CloudSmith <hex:40> (staging)",  # Kingfisher's cloudsmith.1: a vendor's name, then its key
+    '{"content": "search: Algolia\\n  ab<lower:30>\\n"}',  # algolia.1, in a JSON string
 )
 RULE_NEAR_MISSES: tuple[str, ...] = (
     '{"password": "unreserved"}',  # a word, with its quotes in the rule's secret group
     "api_key = os.environ['API_KEY']",
     '<add key="ClearTextPassword" value="${NUGET_PASSWORD}" />',
+    "see the cloudsmith docs for the CLOUDSMITH_API_KEY_FROM_THE_VAULT setting",  # a name, no key
+    "mycloudsmith 7f3a9c2e1b8d4f60a5e27f3a9c2e1b8d4f60a5e2",  # the name inside another word
 )

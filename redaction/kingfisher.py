@@ -8,7 +8,9 @@ find identifiers (`visible: false`), low-confidence ones, and formats gitleaks o
 already redact on every one of the rule's own examples (`duplicate_of`) are left out there.
 Each kept rule becomes a `gitleaks.Rule`: the regex is de-verbosed (`(?x)`), translated and
 adapted exactly as gitleaks' are, and its placeholder kind names its source
-(`kingfisher-github-2`). Nothing is fetched at run time.
+(`kingfisher-github-2`). Most of the catalogue is context rules (a vendor's name, then a value):
+those are found by the name alone (`context_keywords`, `Rule.anchored`). Nothing is fetched at
+run time.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ctxtap.redaction.gitleaks import Rule, RuleSet, TranslationError, _adapt, _max_width, translate_re2
+from ctxtap.redaction.gitleaks_match import LAST_GROUP
 
 RULES_FILE = Path(__file__).with_name("rules") / "kingfisher.json"
 KIND_PREFIX = "kingfisher-"
@@ -83,21 +86,47 @@ def compile_rule(raw: dict) -> Rule:
     python = translate_re2(source)
     verifier = re.compile(_adapt(python, for_python=True).encode())
     heads = fixed_heads(raw["pattern"])
+    names = [] if heads else context_keywords(raw["pattern"])
+    if not heads and not names:
+        raise TranslationError("a context rule without a vendor's name of four letters or more to find it by")
     return Rule(
         id=kind_of(raw["id"]),
         regex=source,
         trigger=_adapt(source, for_python=False).encode(),
         verifier=verifier,
         # a self-identifying format's fixed heads (`bkua_`, `p8e-`) are its keywords: the fallback engine
-        # looks them up instead of running the regex over every body (70 catalogue triggers had no literal)
-        keywords=tuple(sorted({h.lower().encode() for h in heads})),
+        # looks them up instead of running the regex over every body (70 catalogue triggers had no literal);
+        # a context rule's vendor names are, and all the engine looks for (see `context_keywords`)
+        keywords=tuple(sorted({h.lower().encode() for h in heads or names})),
         entropy=float(raw.get("min_entropy") or 0.0),
-        secret_group=0,
+        secret_group=LAST_GROUP,
         allowlists=(),
         contextual=False,
         max_width=_max_width(verifier),
-        gated=False,
+        gated=bool(names),
+        anchored=bool(names),
     )
+
+
+CONTEXT_NAME_MIN = 4  # `box`, `aws`, `uid`: three letters are inside too many words to find a rule by
+
+
+def context_keywords(pattern: str) -> list[str]:
+    """The vendor names a context rule's whole match starts with (`adobe` of `\\badobe(?:.|[\\n\\r]){0,32}?
+    \\b([a-f0-9]{32})`), lower case, if each has four characters or more; else none.
+
+    Most of the catalogue is such rules. Their bounded any-character runs cost the engine half its speed
+    as triggers; found by their names alone (literals, which the engine matches almost for free) and
+    matched in Python only where a name starts, they cost little (`gitleaks_match.verify`)."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    try:
+        heads = _heads(list(_parser.parse(_flags_first(deverbose(pattern)))))
+    except (re.error, RecursionError):
+        return []
+    if not heads or min(len(h) for h in heads) < CONTEXT_NAME_MIN:
+        return []
+    return sorted({h.lower() for h in heads})
 
 
 def secret_prefix(pattern: str) -> list[str] | None:
