@@ -37,6 +37,7 @@ from ctxtap.redaction.false_positives import (
     REFERENCE_RE,
     REJECT_LIMIT,
     REJECTED,
+    basic_credential_b64,
     is_non_secret,
     looks_random,
     passphrase,
@@ -106,6 +107,8 @@ def _triggers() -> list[tuple[int, Trigger]]:
     split(4, b"pw", _PAIRED_VALUE)
     add(5, b"authorization" + _SEP, b"authorization")
     split(5, b"auth")
+    # Docker's and npm's `auth` may be base64 of a short `user:password` (`dTpwNHNz`); `looks_random` decodes it
+    add(5, rb"(?:^|[^A-Za-z0-9_.\-])auth" + _SEP + rb"[ \t]*(?:\\*[\"'`])?[A-Za-z0-9+/]{6}[A-Za-z0-9+/=]{2}", b"auth")
     add(6, _NAME_CHAR + rb"credentials?" + _SEP, b"credential")
     add(6, rb"(?:^|[^A-Za-z0-9_.\-])credentials?" + _SEP + _RANDOM_VALUE, b"credential")
     split(7, b"signature")
@@ -363,7 +366,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     if b" " in value:
         if is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not passphrase(value):
             return None
-    elif is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong, literal=literal):
+    elif (is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong, literal=literal)
+          and not basic_credential_b64(value)):  # `dTpwNHNz` reads as a word, and is `u:p4ss`
         return None
     scheme = head.group("scheme")
     if scheme is not None and kind == "authorization" and scheme.strip().lower() == b"basic":
@@ -513,6 +517,8 @@ DETECTOR = Detector(
         'export AZURE_DEVOPS_PAT="<lower:52>"',  # a personal access token's name
         "const githubPat = '<hex:40>';",
         "MY_PASSCODE=<mixed:12>",
+        '{"auths": {"registry.example.com": {"auth": "dTpwNHNz"}}}',  # base64 of `u:p4ss` (Docker)
+        "_auth=YWI6Yw==",  # npm: base64 of `ab:c`
     ),
     near_misses=samples(
         '{"key": "status", "sort_key": "name"}',
@@ -525,6 +531,7 @@ DETECTOR = Detector(
         "DB_PASSWORD=${DB_PASSWORD}",
         'url_pat = re.compile(r"https?://[^ ]+")',  # `_pat`: a pattern's name, its value no token
         '{"use_pat": true, "glob_pat": "**/*.py"}',
+        '{"auth": "required", "token": "YWJjZGVmZ2g="}',  # a word; base64 of `abcdefgh`, no `user:password`
     ),
     python_starts=True,
     reads_found=True,

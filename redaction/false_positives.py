@@ -14,6 +14,7 @@ lines); `redaction.scanner.clear_caches` empties it.
 
 from __future__ import annotations
 
+import base64
 import re
 
 from ctxtap.redaction.entropy import shannon_entropy
@@ -142,6 +143,8 @@ def looks_random(value: bytes) -> bool:
     UUIDs count (API keys and tokens are often UUIDs), and so do random strings
     with few or no digits, as long as they do not read as a programmer's name.
     """
+    if basic_credential_b64(value):
+        return True
     if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value):
         return False
     if _UUID_RE.fullmatch(value):
@@ -153,6 +156,22 @@ def looks_random(value: bytes) -> bool:
     if digits >= 2:
         return True
     return shannon_entropy(value) >= 3.5 and not _reads_as_identifier(value)
+
+
+_BASE64_RE = re.compile(rb"(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+_USER_PASS_RE = re.compile(rb"[\x21-\x39\x3b-\x7e]{1,128}:[\x21-\x7e]{1,128}")
+
+
+def basic_credential_b64(value: bytes) -> bool:
+    """Is `value` base64 of `user:password` (Docker's `"auth"`, an `Authorization: Basic` value, an npm
+    `_auth`)? Short ones (`dTpwNHNz` is `u:p4ss`) look like no key, but the format says what they are."""
+    if not 8 <= len(value) <= 344 or _BASE64_RE.fullmatch(value) is None:
+        return False
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except ValueError:
+        return False
+    return _USER_PASS_RE.fullmatch(decoded) is not None
 
 
 def _reads_as_identifier(segment: bytes) -> bool:
