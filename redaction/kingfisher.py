@@ -117,7 +117,7 @@ def context_keywords(pattern: str) -> list[str]:
 
     Most of the catalogue is such rules. Their bounded any-character runs cost the engine half its speed
     as triggers; found by their names alone (literals, which the engine matches almost for free) and
-    matched in Python only where a name starts, they cost little (`gitleaks_match.verify`)."""
+    matched in Python only where a name ends a hit, they cost little (`GitleaksDetector.find_named`)."""
     from re import _parser  # type: ignore[attr-defined]
 
     try:
