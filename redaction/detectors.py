@@ -638,6 +638,7 @@ CONTEXT = Detector(
         "deploy:$2y$10$<crypt:53>\nbob:x",
         "http://api.softlayer.com/soap/v3.1/<lower:64>",
         "psexec.py corp/admin:<alnum:10>!@10.0.0.9 cmd",  # an authority without a scheme (Impacket's target)
+        "wmiexec.py 'corp.local/admin:P@<alnum:8> x'@dc01",  # the same quoted: the password holds `@` and a space
         "pip install --proxy alice:<alnum:12>@proxy.corp:8080 requests",
     ),
     near_misses=(
@@ -648,5 +649,6 @@ CONTEXT = Detector(
         "https://hooks.slack.com/services/",
         "mailto:alice2@example.com, author:bob7@example.org, image: nginx:1.25@sha256:<hex:64>",
         '"bom-ref": "tool:pkg:pypi/trove-classifiers@2026.9.21.13", at 12:00:00@host1.example.com',
+        "GRANT ALL ON app.* TO 'app'@localhost; CREATE USER 'ro'@'%';",  # MySQL's quoted users: no password
     ),
 )

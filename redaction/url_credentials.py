@@ -149,16 +149,43 @@ def find_url_passwords(data: bytes, ends: list[int] | None = None) -> list[tuple
 # Reported from the byte before the `@`; the word is read back from there.
 # (an `@` between a word's character and a host's: a colon-led run before it in the pattern cost the
 # engine a seventh more, every `a:b` starting one; e-mail addresses are far fewer, and read back cheaply)
-AUTHORITY_TRIGGER = rb"[^\s\"'`@]@[A-Za-z0-9\[]"
+AUTHORITY_TRIGGER = rb"[^\s`@]@[A-Za-z0-9\[]"  # a quote before the `@` too: `'corp/admin:P@ss'@dc01`
 AUTHORITY_REACH = 64 + 1 + 64 + 1 + 128 + 2
 _AUTHORITY_RE = re.compile(  # (after a JSON string's `\\n` or `\\t` when the word begins with one)
     rb"(?:\\[ntr])?(?P<domain>[A-Za-z0-9._\-]{1,64}[/\\](?:\\)?)?(?P<user>[A-Za-z0-9._\-$]{1,64}):(?P<pw>[^\s\"'`]{4,128})\Z"
 )
 # `mailto:ops@example.com`, `sip:alice@pbx`, `pkg:npm/left-pad@1.3.0`: URI schemes written without `//`
+# `'corp.local/admin:P@ss'@dc01` (Impacket quotes the user part when the password holds `@` or a space)
+_QUOTED_AUTHORITY_RE = re.compile(
+    rb"(?P<domain>[A-Za-z0-9._\-]{1,64}[/\\])?(?P<user>[A-Za-z0-9._\-$]{1,64}):(?P<pw>[^\r\n]{4,128})\Z"
+)
 _NO_SLASH_SCHEMES = frozenset(b"mailto sip sips tel xmpp im pres acct pkg urn news nntp geo cid mid".split())
 _WORD_START_TO_SPACE = bytes(0x20 if c in b" \t\r\n\"'`=(,;[{<>|" else c for c in range(256))
 _EMAIL_LOCAL_RE = re.compile(rb"[A-Za-z0-9._+\-]+")  # what an e-mail's local part is made of
 _IPV4_RE = re.compile(rb"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
+
+
+def _quoted_authority_password(data: bytes, at: int, host: bytes) -> tuple[int, int] | None:
+    """The password of `'[domain/]user:password'@host` (the quote before `at`): what the quotes hold must be
+    a user and a password, and the opening quote must begin a word. MySQL's `'root'@localhost` holds no
+    password; a host that is a version (`'a:b'@1.2`) is none."""
+    close = at - 1
+    quote = data[close : close + 1]
+    if quote == b'"' and close and data[close - 1] == 0x5C:
+        close, quote = close - 1, b'\\"'  # inside a JSON string: `\"corp/admin:pw\"@dc01`
+    opening = data.rfind(quote, max(0, close - AUTHORITY_REACH), close)
+    if opening < 0 or (opening > 0 and data[opening - 1] not in _WORD_BEFORE_QUOTE):
+        return None
+    m = _QUOTED_AUTHORITY_RE.match(data, opening + len(quote), close)
+    if m is None or quote[-1:] in m.group("pw") or (host[:1].isdigit() and not _is_ipv4(host)):
+        return None
+    password = m.group("pw")
+    if not password.strip(b"0123456789:.") or is_template_password(password) or b"//" in password:
+        return None
+    return m.start("pw"), m.end("pw")
+
+
+_WORD_BEFORE_QUOTE = frozenset(b" \t\r\n=([{,;|>")
 
 
 def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
@@ -172,6 +199,8 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
     h = _HOST_RE.match(data, at + 1)
     if h is None or not _host_ok(h.group("host")):
         return None
+    if at and data[at - 1] in b"\"'":
+        return _quoted_authority_password(data, at, h.group("host"))
     floor = max(0, at - AUTHORITY_REACH)
     if data.find(b":", floor, at) < 0:
         return None  # an e-mail address: no colon before its `@` (the common case)
