@@ -545,6 +545,8 @@ _CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None
     # the same without a scheme (`corp/admin:pw@10.0.0.9`, `--proxy user:pw@proxy:8080`), reported at the host
     (Trigger(url_credentials.AUTHORITY_TRIGGER, literals=(b"@",), window=2, som=True, opens=False),
      _authority_passwords),
+    (Trigger(url_credentials.QUOTED_AUTHORITY_TRIGGER, literals=(b"@",), window=2, som=True, opens=False),
+     _authority_passwords),
     (Trigger(
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/",
         literals=(b"hooks.slack.com/",),
