@@ -94,6 +94,9 @@ class Allowlist:
         return any(w in text for w in self.stopwords)
 
 
+LAST_GROUP = -1  # `Rule.secret_group`: the last outermost group is the secret (Kingfisher's catalogue)
+
+
 @dataclass(frozen=True)
 class Rule:
     """One gitleaks rule, ready to verify the places its trigger found."""

@@ -21,7 +21,7 @@ from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import shannon_entropy
 from ctxtap.redaction.false_positives import NOT_SECRET_NAMES, is_non_secret_value, looks_random
-from ctxtap.redaction.gitleaks import GENERIC_RULE, Allowlist, Rule, RuleSet
+from ctxtap.redaction.gitleaks import GENERIC_RULE, LAST_GROUP, Allowlist, Rule, RuleSet
 from ctxtap.redaction.spans import PRIORITY_GENERIC, PRIORITY_GITLEAKS, Span
 
 _TAIL = 64  # text after a trigger's end the verifier may look at
@@ -123,41 +123,24 @@ def _findings(
             continue
         if m.end() == m.start():
             continue
-        for start, end in _secret_spans(rule, m):
-            if end <= start:
-                continue
-            finding = Finding(rule, start, end, m.start())
-            # The verdict depends only on the text around the match: bodies repeat
-            # the same lines (resent history, tool schemas), so decide each once.
-            line_lo, line_hi = _line_bounds(data, m.start(), m.end())
-            lo = min(line_lo, max(0, m.start() - 160))
-            hi_ctx = max(line_hi, min(n, m.end() + 16))
-            key = (rule.id, data[lo:hi_ctx], m.start() - lo, m.end() - lo, start - lo, end - lo)
-            verdict = _VERDICTS.get(key)
-            if verdict is None:
-                if len(_VERDICTS) >= _VERDICT_LIMIT:
-                    _VERDICTS.clear()
-                verdict = _VERDICTS[key] = _accept(finding, data, m, data[line_lo:line_hi], global_allowlist)
-            if verdict:
-                out.append(finding)
+        start, end = _secret_span(rule, m)
+        if end <= start:
+            continue
+        finding = Finding(rule, start, end, m.start())
+        # The verdict depends only on the text around the match: bodies repeat
+        # the same lines (resent history, tool schemas), so decide each once.
+        line_lo, line_hi = _line_bounds(data, m.start(), m.end())
+        lo = min(line_lo, max(0, m.start() - 160))
+        hi_ctx = max(line_hi, min(n, m.end() + 16))
+        key = (rule.id, data[lo:hi_ctx], m.start() - lo, m.end() - lo, start - lo, end - lo)
+        verdict = _VERDICTS.get(key)
+        if verdict is None:
+            if len(_VERDICTS) >= _VERDICT_LIMIT:
+                _VERDICTS.clear()
+            verdict = _VERDICTS[key] = _accept(finding, data, m, data[line_lo:line_hi], global_allowlist)
+        if verdict:
+            out.append(finding)
     return out
-
-
-LAST_GROUP = -1  # `Rule.secret_group`: the last outermost group is the secret (Kingfisher's catalogue)
-
-
-def _secret_spans(rule: Rule, m: re.Match[bytes]) -> list[tuple[int, int]]:
-    """`_secret_span`, or with `LAST_GROUP` the last outermost non-empty group: Kingfisher's rules that
-    capture more than one thing capture the secret last (an account's name, then its key; a machine, a
-    login, then the password), and a group inside another is a piece of the token."""
-    if rule.secret_group != LAST_GROUP or m.re.groups < 2:
-        return [_secret_span(rule, m)]
-    outer: list[tuple[int, int]] = []
-    for g in range(1, m.re.groups + 1):
-        s, e = m.span(g)
-        if e > s and not (outer and s < outer[-1][1]):  # a group inside the one before is part of it
-            outer.append((s, e))
-    return outer[-1:] or [m.span()]
 
 
 _VERDICTS: dict[tuple, bool] = {}
@@ -190,6 +173,15 @@ MIN_SECRET_GROUP = 8
 def _secret_span(rule: Rule, m: re.Match[bytes]) -> tuple[int, int]:
     if m.re.groups == 0:
         return m.span()
+    if rule.secret_group == LAST_GROUP and m.re.groups > 1:
+        # Kingfisher's rules that capture several things capture the secret last (an account's name,
+        # then its key; a machine, a login, then the password); a group inside another is a piece of it
+        outer: list[tuple[int, int]] = []
+        for g in range(1, m.re.groups + 1):
+            s, e = m.span(g)
+            if e > s and not (outer and s < outer[-1][1]):
+                outer.append((s, e))
+        return outer[-1] if outer else m.span()
     if rule.secret_group > 0:
         if rule.secret_group > m.re.groups:
             return (0, 0)

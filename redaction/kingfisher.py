@@ -20,8 +20,15 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from ctxtap.redaction.gitleaks import Rule, RuleSet, TranslationError, _adapt, _max_width, translate_re2
-from ctxtap.redaction.gitleaks_match import LAST_GROUP
+from ctxtap.redaction.gitleaks import (
+    LAST_GROUP,
+    Rule,
+    RuleSet,
+    TranslationError,
+    _adapt,
+    _max_width,
+    translate_re2,
+)
 
 RULES_FILE = Path(__file__).with_name("rules") / "kingfisher.json"
 KIND_PREFIX = "kingfisher-"

@@ -155,11 +155,12 @@ AUTHORITY_REACH = 64 + 1 + 64 + 1 + 128 + 2
 _AUTHORITY_RE = re.compile(  # (after a JSON string's `\\n` or `\\t` when the word begins with one)
     rb"(?:\\[ntr])?(?P<domain>[A-Za-z0-9._\-]{1,64}[/\\](?:\\)?)?(?P<user>[A-Za-z0-9._\-$]{1,64}):(?P<pw>[^\s\"'`]{4,128})\Z"
 )
-# `mailto:ops@example.com`, `sip:alice@pbx`, `pkg:npm/left-pad@1.3.0`: URI schemes written without `//`
 # `'corp.local/admin:P@ss'@dc01` (Impacket quotes the user part when the password holds `@` or a space)
 _QUOTED_AUTHORITY_RE = re.compile(
     rb"(?P<domain>[A-Za-z0-9._\-]{1,64}[/\\])?(?P<user>[A-Za-z0-9._\-$]{1,64}):(?P<pw>[^\r\n]{4,128})\Z"
 )
+_WORD_BEFORE_QUOTE = frozenset(b" \t\r\n=([{,;|>")
+# `mailto:ops@example.com`, `sip:alice@pbx`, `pkg:npm/left-pad@1.3.0`: URI schemes written without `//`
 _NO_SLASH_SCHEMES = frozenset(b"mailto sip sips tel xmpp im pres acct pkg urn news nntp geo cid mid".split())
 _WORD_START_TO_SPACE = bytes(0x20 if c in b" \t\r\n\"'`=(,;[{<>|" else c for c in range(256))
 _EMAIL_LOCAL_RE = re.compile(rb"[A-Za-z0-9._+\-]+")  # what an e-mail's local part is made of
@@ -180,13 +181,15 @@ def _quoted_authority_password(data: bytes, at: int, host: bytes) -> tuple[int, 
     m = _QUOTED_AUTHORITY_RE.match(data, opening + len(quote), close)
     if m is None or quote[-1:] in m.group("pw") or (host[:1].isdigit() and not _is_ipv4(host)):
         return None
-    password = m.group("pw")
-    if not password.strip(b"0123456789:.") or is_template_password(password) or b"//" in password:
+    if not _could_be_password(m.group("pw")):
         return None
     return m.start("pw"), m.end("pw")
 
 
-_WORD_BEFORE_QUOTE = frozenset(b" \t\r\n=([{,;|>")
+def _could_be_password(password: bytes) -> bool:
+    """Not a URL (`reverse:https://a@b`), a port or a time (`12:00:00@host`), or a template."""
+    return (b"//" not in password.replace(b"\\/", b"/") and bool(password.strip(b"0123456789:."))
+            and not is_template_password(password))
 
 
 def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
@@ -212,8 +215,8 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
     if m is None or m.group("user").lower() in _NO_SLASH_SCHEMES and not m.group("domain"):
         return None
     pw_start, password = m.start("pw"), m.group("pw")
-    if b"//" in password.replace(b"\\/", b"/") or not password.strip(b"0123456789:.") or is_template_password(password):
-        return None  # a URL (`reverse:https://a@b`), a port or a time (`12:00:00@host`), a template
+    if not _could_be_password(password):
+        return None
     host = h.group("host")
     if host[:1].isdigit() and not _is_ipv4(host):
         return None  # `pkg:pypi/trove-classifiers@2026.9.21.13`: a version
