@@ -15,6 +15,7 @@ lines); `redaction.scanner.clear_caches` empties it.
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 
 from ctxtap.redaction.entropy import shannon_entropy
@@ -118,6 +119,25 @@ def camel_case_name(body: bytes) -> bool:
 # `sha256=`, `"integrity": "`, `h1:`: the value that follows is a digest, however random it looks
 _DIGEST_LABEL_RE = re.compile(rb"(?i)(?:h1|sha[0-9]*|md5|blake[0-9]*[bs]?|xxh[0-9]*|crc[0-9]*|digest|integrity|checksum)"
                               rb"[\"']?\s*[:=]\s*[\"']?$")
+
+
+_NOT_PRINTABLE = bytes(c for c in range(256) if not (32 <= c < 127 or c in (9, 10, 13)))
+
+
+def decoded_text(run: bytes, skips: tuple[int, ...] = (0, 1, 2, 3)) -> bytes | None:
+    """The text `run` is base64 (standard or url-safe) of, read from any of its first four offsets (a
+    cut piece of a longer base64 string; `skips`) or None: a key's body is random bytes, of which a
+    quarter or more are not printable. Telemetry fields carry base64 of JSON (`eyJyaCI6...`)."""
+    text = run.replace(b"-", b"+").replace(b"_", b"/")
+    for skip in skips:
+        chunk = text[skip : skip + (len(text) - skip) // 4 * 4]
+        try:
+            raw = base64.b64decode(chunk, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        if len(raw) >= 12 and len(raw.translate(None, _NOT_PRINTABLE)) * 10 >= len(raw) * 9:
+            return raw
+    return None
 
 
 def labelled_digest(data: bytes, start: int) -> bool:

@@ -35,9 +35,15 @@ from ctxtap.redaction.detector import Detector, sample
 from ctxtap.redaction.detectors import after_escape
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
-from ctxtap.redaction.false_positives import camel_case_name, labelled_digest, names_no_secret, reads_as_words
+from ctxtap.redaction.false_positives import (
+    camel_case_name,
+    decoded_text,
+    labelled_digest,
+    names_no_secret,
+    reads_as_words,
+)
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
-from ctxtap.redaction.vendor_tokens import verify_run
+from ctxtap.redaction.vendor_tokens import checksum_tail_end, verify_run
 
 KIND = "vendor-token"
 
@@ -240,25 +246,6 @@ def _mixed_random(body: bytes) -> bool:
     return not (_repeats(body) or reads_as_words(body) or _ascending(body) or camel_case_name(body))
 
 
-_NOT_PRINTABLE = bytes(c for c in range(256) if not (32 <= c < 127 or c in (9, 10, 13)))
-
-
-def decoded_text(run: bytes, skips: tuple[int, ...] = (0, 1, 2, 3)) -> bytes | None:
-    """The text `run` is base64 (standard or url-safe) of, read from any of its first four offsets (a
-    cut piece of a longer base64 string; `skips`) or None: a key's body is random bytes, of which a
-    quarter or more are not printable. Telemetry fields carry base64 of JSON (`eyJyaCI6...`)."""
-    text = run.replace(b"-", b"+").replace(b"_", b"/")
-    for skip in skips:
-        chunk = text[skip : skip + (len(text) - skip) // 4 * 4]
-        try:
-            raw = base64.b64decode(chunk, validate=True)
-        except (binascii.Error, ValueError):
-            continue
-        if len(raw) >= 12 and len(raw.translate(None, _NOT_PRINTABLE)) * 10 >= len(raw) * 9:
-            return raw
-    return None
-
-
 _TEXT_TOKEN_RE = re.compile(rb"[A-Za-z0-9_.~\-]{20,}")
 
 
@@ -335,16 +322,18 @@ def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] |
         m = _GLUED_RUN_RE.match(data, start)
         if m is None:
             continue
-        stop = m.end()
+        stop = end = m.end()
         done = stop
         if stop < n and data[stop] == 0x3D:  # `=`: padding, so the run is base64 (or a name before its value)
-            _padded_carrier(data, start, stop, out)
-            continue
-        if stop < n and (data[stop] in _AFTER_RUN or (data[stop] == 0x2E and stop + 1 < n and (
+            end = checksum_tail_end(data, stop)  # or a checksum after the key (`…=0BA1C2D3`)
+            if end < 0:
+                _padded_carrier(data, start, stop, out)
+                continue
+        elif stop < n and (data[stop] in _AFTER_RUN or (data[stop] == 0x2E and stop + 1 < n and (
                 data[stop + 1] in _ALNUM or data.startswith(b"[REDACTED:", stop + 1)))):
             continue  # longer than a key (base64, a path, a dotted name, a token redacted before)
-        while stop > start and data[stop - 1] in b"_-":
-            stop -= 1
+        while stop > start and data[stop - 1] in b"_-" and end == stop:
+            stop = end = stop - 1
         if stop - start in (64, 76) and (data[stop : stop + 1] in (b"\n", b"\r") or data.startswith(b"\\n", stop)):
             continue  # a full line of an armored block (a certificate, a public key): PEM and MIME widths
         run = data[start:stop]
@@ -354,7 +343,7 @@ def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] |
             continue
         if not run.isupper() and names_no_secret(data, start):
             continue  # a wire id or a page token (`"responseId": "…"`); capitals after `key_id=` are a key's id
-        out.append(Span(start, stop, KIND, PRIORITY_GENERIC))
+        out.append(Span(start, end, KIND, PRIORITY_GENERIC))
 
 
 def _padded_carrier(data: bytes, start: int, stop: int, out: list[Span]) -> None:
@@ -473,7 +462,8 @@ def _examples() -> tuple[str, ...]:
             f"export KEY={bech32_encode('zsec', words[:40])}",
             sample("key QZ.Ab3<alnum:19>.Xy7<alnum:40> here"),
             sample("licence Q7-<upper:2>4<upper:3>-9<upper:4>2-<upper:3>5<upper:2>-8<upper:2>3<upper:2>-<upper:4>6"),
-            f"the bot signs in as {signed} here")
+            f"the bot signs in as {signed} here",
+            sample("jira token QZTT7<alnum:20><b64url:140>=<upper:8> set"))  # a glued head, base64url, `=` and a checksum
 
 
 TRIGGERS: tuple[Trigger, ...] = (

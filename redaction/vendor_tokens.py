@@ -4,8 +4,10 @@ Rule sets name vendors one by one (`ghp_`, `glpat-`, `sk_live_`), so a key from 
 list knows yet reaches disk. Nearly every such key has one structure: a short alphabetic head
 (`pnu`, `rdme`, `shippo`), a separator (`_`, `-`, `.`), optional short fields (a version `v1`,
 an environment `live`, a kind `pat`), then a long body of one alphabet drawn at random, with
-perhaps a short tail (a checksum or region, `_46702463`). Identifiers, paths, hashes, UUIDs and
-base64 have heads and bodies too, but not this combination: a body of 20+ letters and digits
+perhaps a short tail (a checksum or region, `_46702463`, `=0BA1C2D3`). Some put an id drawn at
+random before a `.` and the secret (`pat<id>.<secret>`): such a head is judged as random itself.
+Identifiers, paths, hashes, UUIDs and base64 have heads and bodies too, but not this combination:
+a body of 20+ letters and digits
 with both, high entropy and few words; a head that is no hash's name (`sha512-`), a value no
 `id` field or wire id (`msg_01...`, `call_...`) carries. Where the body ends in a GitHub/npm-style
 CRC32 checksum (six base62 characters) that checks, the format says enough on its own.
@@ -27,7 +29,13 @@ from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.detectors import after_escape, escape_before
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
-from ctxtap.redaction.false_positives import camel_case_name, labelled_digest, letter_pairs, reads_as_words
+from ctxtap.redaction.false_positives import (
+    camel_case_name,
+    decoded_text,
+    labelled_digest,
+    letter_pairs,
+    reads_as_words,
+)
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 
 KIND = "vendor-token"
@@ -44,6 +52,7 @@ TILDE_SEGMENT_MIN = 12
 ID_FIELD_MIN = 9
 # A head and short kind fields (`sm_aat_`) say enough for a random body of sixteen.
 SHORT_BODY_MIN = 16
+ID_HEAD_MIN, ID_HEAD_MAX = 12, 24  # an id before a `.` and the secret
 # One trigger for every separator (a `.` of its own, with a longer body, cost the engine a fifth more
 # than sharing the repeat): `sentence.Start` never has thirteen letters and digits after its dot.
 TRIGGERS: tuple[Trigger, ...] = (
@@ -60,7 +69,9 @@ _SEPARATORS = b"_.-~"
 _NOT_RUN_TO_SPACE = bytes(c if c in _RUN_BYTES else 0x20 for c in range(256))
 _RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-~]*")
 # A head before `~` may be any letters and digits (`2Vq7Q~…`): no word, path or digest is written so.
-_HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]|[A-Za-z0-9]{1,14}~")
+# Before a `.`, a head of twelve or more drawn at random itself (`pat<id>.<secret>`): an id, then its secret.
+_HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]|[A-Za-z0-9]{1,14}~"
+                         rb"|[A-Za-z0-9]{%d,%d}\." % (ID_HEAD_MIN, ID_HEAD_MAX))
 _BASE64_ONLY = frozenset(b"+/=")
 _BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
 _MAX_BEFORE = 64  # a head and its fields before the body
@@ -174,6 +185,17 @@ def _random_enough(parts: list[bytes]) -> bool:
     return _class_changes(parts) * 100 >= 25 * n and _wordy(parts) * 10 < 7 * n
 
 
+def _id_head(head: bytes) -> bool:
+    """An id drawn at random before a `.` (`pat21ROq7yrgyzh7t.`): letters and digits mixed, no hex alone
+    (two digests joined by a dot are no key). Base64 of a number is an id too; base64 of text with letters
+    is a payload (a JWT's header, `eyJhbGciOiJIUzI1NiJ9.`), which the signed-token shapes judge by decoding."""
+    if not (ID_HEAD_MIN <= len(head) <= ID_HEAD_MAX and head.isalnum() and _HEX_RE.fullmatch(head) is None
+            and _random_enough([head])):
+        return False
+    text = decoded_text(head)
+    return text is None or text.isdigit()
+
+
 def _names_no_key(head: bytes, separator: int) -> bool:
     """Is `head` a digest's or a wire id's (`sha512-` integrity, `toolu_`)? `sha256~` is no digest's notation."""
     return separator != 0x7E and head.lower() in _NOT_KEY_HEADS
@@ -191,8 +213,10 @@ def verify_run(run: bytes) -> bool:
         return False
     head = segments[0]
     tilde = b"~" in run
-    random_head = run[len(head)] == 0x7E and head.isalnum()  # before a `~`, see `_HEAD_AT_RE`
-    if (not 1 <= len(head) <= 14 or (_HEAD_RE.fullmatch(head) is None and not random_head)
+    id_head = run[len(head)] == 0x2E and _id_head(head)
+    random_head = (run[len(head)] == 0x7E and head.isalnum()) or id_head  # see `_HEAD_AT_RE`
+    if (not 1 <= len(head) <= (ID_HEAD_MAX if id_head else 14)
+            or (_HEAD_RE.fullmatch(head) is None and not random_head)
             or _REPEAT_RE.search(head) or _names_no_key(head, run[len(head)])):
         return False
     rest = run[len(head) + 1 :]
@@ -241,6 +265,21 @@ def _base64_tail(data: bytes, start: int, stop: int) -> int:
     return pad
 
 
+_CHECKSUM_TAIL_RE = re.compile(rb"=[A-Za-z0-9]{4,16}")
+
+
+def checksum_tail_end(data: bytes, at: int) -> int:
+    """Where `=` and a short field after a body end (`…=0BA1C2D3`: a checksum or a version after the random
+    part), or -1: more token characters after it, or no such field."""
+    m = _CHECKSUM_TAIL_RE.match(data, at)
+    if m is None:
+        return -1
+    end = m.end()
+    if end < len(data) and (data[end] in _RUN_BYTES or data[end] in _BASE64_ONLY):
+        return -1
+    return end
+
+
 def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of vendor keys around the triggers' hits ((start, end), end only, one list per trigger)."""
     # where each hit's separator is (the two triggers' bodies differ in length), in order: a run both
@@ -270,20 +309,27 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
             continue  # no vendor's head (a UUID, a hash, `self._name`): the cheap and common case
         if _names_no_key(data[start : head.end() - 1], data[head.end() - 1]):
             continue  # as `verify_run` judges, sooner: lockfiles and tool calls hold thousands
+        if start > 0 and data[start - 1] == 0x24 and _id_head(data[start : head.end() - 1]):
+            continue  # `$2a$06$<salt>.<hash>`: a crypt hash's base64 holds dots (the password-hash rule's)
         while stop > start and data[stop - 1] in _SEPARATORS:
             stop -= 1  # a sentence's full stop, a trailing dash
         if start > 0 and data[start - 1] == 0x2B:
             continue  # `+`: inside base64
+        end = stop
         if stop < n and data[stop] in _BASE64_ONLY:
-            stop = _base64_tail(data, start, stop)
-            if stop < 0:
-                continue
+            padded = _base64_tail(data, start, stop)
+            if padded >= 0:
+                end = stop = padded
+            else:
+                end = checksum_tail_end(data, stop)  # the body is judged without it
+                if end < 0:
+                    continue
         run = data[start:stop]
         if not verify_run(run):
             continue
         if _ID_FIELD_RE.search(data, max(0, start - 40), start) or labelled_digest(data, start):
             continue  # an identifier's field holds a wire id, a digest's label a digest: not a key
-        out.append(Span(start, stop, KIND, PRIORITY_GENERIC))  # any named rule names it better
+        out.append(Span(start, end, KIND, PRIORITY_GENERIC))  # any named rule names it better
 
 
 # Heads invented for the examples: no rule set lists them, only the structure finds them.
@@ -303,6 +349,8 @@ DETECTOR = Detector(
         "deploy key 36: rwk_<lower:28>",  # one random segment whose letters make a few pronounceable runs
         "hub token 40: hxq_<letters:30>",  # letters only, changing case less often than half the time
         "ci secret 5: pqe_<b64url:20>",  # base64url of twenty, a `_` of its own inside
+        "grant <mixed:16>7.<hex:64> ok",  # an id drawn at random, a dot, then the secret
+        "pqe_<alnum:36>=<upper:8>",  # the body, `=` and a checksum
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
@@ -317,5 +365,6 @@ DETECTOR = Detector(
         "if (opts.fetchOptions.allowStaleOnFetchAbort) {",  # a name made of words, camelCase
         "var links = document.getElementsByTagName('a');",  # a member's name after a dot
         "src: url(roboto-latin-500.f5b74d7ffcdf85b9dd60.woff2)",  # a file name with its content hash
+        "('', '$2a$06$DCq7YPn5Rq63x1Lad4cll.TV4S6ytwfsfvkgY8jIucDrjc8deX1s'),",  # a crypt hash: the hash rule's
     ),
 )
