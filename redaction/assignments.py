@@ -519,6 +519,7 @@ DETECTOR = Detector(
         "MY_PASSCODE=<mixed:12>",
         '{"auths": {"registry.example.com": {"auth": "dTpwNHNz"}}}',  # base64 of `u:p4ss` (Docker)
         "_auth=YWI6Yw==",  # npm: base64 of `ab:c`
+        "redis_pass = Jm<upper:3>Qa771.bbt<upper:1>\n",  # dotted, but no word to say after the dot: no code
     ),
     near_misses=samples(
         '{"key": "status", "sort_key": "name"}',
@@ -532,6 +533,7 @@ DETECTOR = Detector(
         'url_pat = re.compile(r"https?://[^ ]+")',  # `_pat`: a pattern's name, its value no token
         '{"use_pat": true, "glob_pat": "**/*.py"}',
         '{"auth": "required", "token": "YWJjZGVmZ2g="}',  # a word; base64 of `abcdefgh`, no `user:password`
+        "secret = rfc3279.RSAPublicKey",  # a module and a class: code, a digit or not
     ),
     python_starts=True,
     reads_found=True,

@@ -61,6 +61,7 @@ REFERENCE_RE = re.compile(
 _DOTTED_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
 _NAME_START_RE = re.compile(rb"[a-z_$]{2}|[A-Z][a-z]|[A-Z]{2}")
 _REAL_WORD_RE = re.compile(rb"[A-Za-z][a-z]{2,}")
+_VOWEL_RE = re.compile(rb"[aeiouyAEIOUY]")
 _CAMEL_WORD_RE = re.compile(rb"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _WORDS_RE = re.compile(rb"_*[a-z][a-z_\-]*\??|[A-Za-z]+\?")
 _EXPRESSION_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:[+*/\-][A-Za-z_][A-Za-z0-9_]*)+")
@@ -211,7 +212,8 @@ def _is_code_reference(value: bytes) -> bool:
     if _DOTTED_RE.fullmatch(value) is None:
         return False
     segments = value.split(b".")
-    has_word = _REAL_WORD_RE.search(segments[-1]) is not None
+    # a word of three letters or more that can be said: `Key`, `environ`, not `bbt` (`JmKRQa771.bbtV`)
+    has_word = any(_VOWEL_RE.search(w) for w in _REAL_WORD_RE.findall(segments[-1]))
     starts_like_name = _NAME_START_RE.match(segments[0]) is not None
     return has_word and starts_like_name and all(_reads_as_identifier(segment) for segment in segments)
 

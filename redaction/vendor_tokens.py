@@ -302,6 +302,10 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
             stop < n and data[stop] in _RUN_BYTES
         ):
             continue  # longer than any key
+        if (data[stop - 1] in _SEPARATORS and data.startswith(b"[REDACTED:", stop)) or (
+                data[start] in _SEPARATORS and data[start - 1 : start] == b"]"
+                and data.rfind(b"[REDACTED:", max(0, start - 80), start) >= 0):
+            continue  # glued to a token redacted before: the run was judged whole then (redacting twice changes nothing)
         while start < sep and data[start] in _SEPARATORS:
             start += 1  # `.IQ8Q~…`: a separator before the head belongs to no word
         head = _HEAD_AT_RE.match(data, start)

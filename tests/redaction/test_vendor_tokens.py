@@ -82,3 +82,17 @@ def test_a_valid_crc32_checksum_is_enough() -> None:
 )
 def test_ordinary_shapes_stay(text: str) -> None:
     assert Redactor(b"\x03" * 32, "vendor").redact_text(text) == text
+
+
+@pytest.mark.parametrize("glue", ["~", "-", "_"])
+def test_a_run_glued_to_a_token_is_judged_the_same_twice(glue: str) -> None:
+    """A run too long to be a key (seventeen pieces, a Slack token glued on) is left whole; once the Slack
+    token is a placeholder, what is left of the run must be left too, or redacting twice changes the text."""
+    rng = random.Random(9)
+    pieces = "_".join(_r(rng, ALNUM, 18) for _ in range(15))
+    slack = f"xoxb-{_r(rng, string.digits, 12)}-{_r(rng, string.digits, 13)}-{_r(rng, ALNUM, 24)}"
+    redactor = Redactor(b"\x03" * 32, "vendor")
+    for text in (f"Aq29.{pieces}{glue}{slack}", f"{slack}{glue}Aq29.{pieces}"):
+        once = redactor.redact_text(text)
+        assert "[REDACTED:slack-" in once
+        assert redactor.redact_text(once) == once
