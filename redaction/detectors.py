@@ -71,6 +71,10 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("google-api-key", rb"AIza[0-9A-Za-z_\-]{35}", (b"AIz",)),
     TokenFormat("google-oauth-token", rb"ya29\.[0-9A-Za-z_\-]{20,}", (b"ya2",)),
     TokenFormat("google-client-secret", rb"GOCSPX-[0-9A-Za-z_\-]{20,}", (b"GOC",)),
+    # Google's OAuth refresh tokens (gcloud's and every installed app's `refresh_token`)
+    TokenFormat("google-refresh-token", rb"1//0[0-9A-Za-z_\-]{40,}", (b"1//",)),
+    # Firebase Cloud Messaging's legacy server keys: the key's id, then the key
+    TokenFormat("firebase-server-key", rb"AAAA[0-9A-Za-z_\-]{7}:APA91b[0-9A-Za-z_\-]{100,}", (b"AAA",)),
     TokenFormat(
         "aws-access-key",
         rb"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}",
@@ -619,6 +623,8 @@ TOKENS = Detector(
         "the key sk-ant-api03-<b64url:80> was in the log",
         '{"aws_access_key_id": "AKIA<upper:16>"}',
         "token eyJ<b64url:16>.eyJ<b64url:24>. end",  # an unsigned JWT
+        "gcloud gave me 1//0<b64url:100> to keep",
+        "push with AAAA<b64url:7>:APA91b<b64url:134> now",
         "x\\nghp_<alnum:36>",  # right after a JSON escape
     ),
     near_misses=samples(

@@ -190,6 +190,8 @@ def _secret_makers() -> list[Callable[[random.Random], Secret]]:
         lambda g: S("google-api-key", f"AIza{_r(g, B64URL, 35)}", "GEMINI_API_KEY"),
         lambda g: S("google-oauth-token", f"ya29.{_r(g, B64URL, 150)}", "GOOGLE_ACCESS_TOKEN"),
         lambda g: S("google-client-secret", f"GOCSPX-{_r(g, B64URL, 28)}", "GOOGLE_CLIENT_SECRET"),
+        lambda g: S("google-refresh-token", f"1//0{_r(g, B64URL, 99)}", "GOOGLE_REFRESH_TOKEN"),
+        lambda g: S("firebase-server-key", f"AAAA{_r(g, B64URL, 7)}:APA91b{_r(g, B64URL, 134)}", "FCM_SERVER_KEY"),
         lambda g: S("aws-access-key", f"AKIA{_r(g, BASE32, 16)}", "AWS_ACCESS_KEY_ID"),
         lambda g: S("aws-access-key", f"ASIA{_r(g, BASE32, 16)}", "AWS_ACCESS_KEY_ID"),
         lambda g: S("aws-secret-key", _r(g, B64, 40), "AWS_SECRET_ACCESS_KEY", standalone=False, token=False),
