@@ -53,6 +53,7 @@ ID_FIELD_MIN = 9
 # A head and short kind fields (`sm_aat_`) say enough for a random body of sixteen.
 SHORT_BODY_MIN = 16
 ID_HEAD_MIN, ID_HEAD_MAX = 12, 24  # an id before a `.` and the secret
+NUMBER_ID_BODY_MIN = 32  # the body after a number's id (`8-<secret>`)
 # One trigger for every separator (a `.` of its own, with a longer body, cost the engine a fifth more
 # than sharing the repeat): `sentence.Start` never has thirteen letters and digits after its dot.
 TRIGGERS: tuple[Trigger, ...] = (
@@ -70,8 +71,9 @@ _NOT_RUN_TO_SPACE = bytes(c if c in _RUN_BYTES else 0x20 for c in range(256))
 _RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-~]*")
 # A head before `~` may be any letters and digits (`2Vq7Q~…`): no word, path or digest is written so.
 # Before a `.`, a head of twelve or more drawn at random itself (`pat<id>.<secret>`): an id, then its secret.
+# A number before `-` or `_` is an id too (`8-<secret>`), when a long body of all three classes follows.
 _HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]|[A-Za-z0-9]{1,14}~"
-                         rb"|[A-Za-z0-9]{%d,%d}\." % (ID_HEAD_MIN, ID_HEAD_MAX))
+                         rb"|[A-Za-z0-9]{%d,%d}\.|[0-9]{1,10}[_\-]" % (ID_HEAD_MIN, ID_HEAD_MAX))
 _BASE64_ONLY = frozenset(b"+/=")
 _BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
 _MAX_BEFORE = 64  # a head and its fields before the body
@@ -196,6 +198,11 @@ def _id_head(head: bytes) -> bool:
     return text is None or text.isdigit()
 
 
+def _all_classes(body: bytes) -> bool:
+    """Capitals, lower case and digits, each somewhere in `body`."""
+    return body.upper() != body and body.lower() != body and len(body.translate(None, b"0123456789")) < len(body)
+
+
 def _names_no_key(head: bytes, separator: int) -> bool:
     """Is `head` a digest's or a wire id's (`sha512-` integrity, `toolu_`)? `sha256~` is no digest's notation."""
     return separator != 0x7E and head.lower() in _NOT_KEY_HEADS
@@ -214,7 +221,8 @@ def verify_run(run: bytes) -> bool:
     head = segments[0]
     tilde = b"~" in run
     id_head = run[len(head)] == 0x2E and _id_head(head)
-    random_head = (run[len(head)] == 0x7E and head.isalnum()) or id_head  # see `_HEAD_AT_RE`
+    number_id = head.isdigit() and run[len(head)] in b"_-"
+    random_head = (run[len(head)] == 0x7E and head.isalnum()) or id_head or number_id  # see `_HEAD_AT_RE`
     if (not 1 <= len(head) <= (ID_HEAD_MAX if id_head else 14)
             or (_HEAD_RE.fullmatch(head) is None and not random_head)
             or _REPEAT_RE.search(head) or _names_no_key(head, run[len(head)])):
@@ -229,6 +237,8 @@ def verify_run(run: bytes) -> bool:
             and len(last) >= 8 and not last.isdigit()):
         return _random_enough([last])  # ids, then the secret (a version or date has one long number at most)
     longest = max(segments[1:], key=len)
+    if number_id and not (len(longest) >= NUMBER_ID_BODY_MIN and _all_classes(longest)):
+        return False  # `2024-…`, `3-column`: a number before a word or a short run is no key's id
     fields = segments[1:-1]
     # a last segment of sixteen after a head and short kind fields (`sm_aat_<16>`) is a body
     short = bool(fields) and len(last) == len(longest) and all(f.isalpha() and len(f) <= 6 for f in fields)
@@ -355,6 +365,7 @@ DETECTOR = Detector(
         "ci secret 5: pqe_<b64url:20>",  # base64url of twenty, a `_` of its own inside
         "grant <mixed:16>7.<hex:64> ok",  # an id drawn at random, a dot, then the secret
         "pqe_<alnum:36>=<upper:8>",  # the body, `=` and a checksum
+        '{"method": "auth.login_with_api_key", "params": ["7-<alnum:64>"]}',  # a number's id, then the secret
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
@@ -370,5 +381,6 @@ DETECTOR = Detector(
         "var links = document.getElementsByTagName('a');",  # a member's name after a dot
         "src: url(roboto-latin-500.f5b74d7ffcdf85b9dd60.woff2)",  # a file name with its content hash
         "('', '$2a$06$DCq7YPn5Rq63x1Lad4cll.TV4S6ytwfsfvkgY8jIucDrjc8deX1s'),",  # a crypt hash: the hash rule's
+        "a 3-column grid, build 20241205-abcdefghijklmnopqrstuvwxyzabcdefgh",  # numbers before words
     ),
 )
