@@ -105,6 +105,23 @@ def reads_as_words(text: bytes) -> bool:
     return pairs > 0 and sum(upper.count(p) for p in _ENGLISH_PAIRS) * 3 >= pairs
 
 
+_DIGITS = b"0123456789"
+
+
+def digit_count(body: bytes) -> int:
+    """How many ASCII digits `body` holds (counted in C)."""
+    return len(body) - len(body.translate(None, _DIGITS))
+
+
+def has_digit(body: bytes) -> bool:
+    return len(body.translate(None, _DIGITS)) < len(body)
+
+
+def all_classes(body: bytes) -> bool:
+    """Capitals, lower case and digits, each somewhere in `body`: what a base62 key of twenty holds."""
+    return body.upper() != body and body.lower() != body and has_digit(body)
+
+
 _CAMEL_WORD_COVER_RE = re.compile(rb"[A-Z][a-z]{2,}|^[a-z]{3,}")
 
 
@@ -113,7 +130,7 @@ def camel_case_name(body: bytes) -> bool:
     `getSystemClockWithInfo`)? Such words cover 85 % of it or more, all of it when it holds no digit:
     letters and digits drawn at random do so about once in ten thousand at twenty characters, letters
     alone (no digit to break a word) seven times in ten thousand, less the longer they are."""
-    need = 85 if any(48 <= c <= 57 for c in body) else 100
+    need = 85 if has_digit(body) else 100
     return sum(map(len, _CAMEL_WORD_COVER_RE.findall(body))) * 100 >= need * len(body)
 
 

@@ -36,8 +36,11 @@ from ctxtap.redaction.detectors import after_escape
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
 from ctxtap.redaction.false_positives import (
+    all_classes,
     camel_case_name,
     decoded_text,
+    digit_count,
+    has_digit,
     labelled_digest,
     names_no_secret,
     reads_as_words,
@@ -204,21 +207,10 @@ def _ascending(body: bytes) -> bool:
     return sum(1 for a, b in zip(body.translate(_STEP_UP), following, strict=False) if a == b) * 3 >= len(body)
 
 
-_DIGITS = b"0123456789"
-
-
-def _has_digit(body: bytes) -> bool:
-    return len(body.translate(None, _DIGITS)) < len(body)
-
-
-def _digit_count(body: bytes) -> int:
-    return len(body) - len(body.translate(None, _DIGITS))
-
-
 def _drawn_at_random(body: bytes) -> bool:
     """Letters and a digit at least, no number of nine digits, letters that are no words, entropy near
     the alphabet's (base32 keys may hold a single digit and long runs of capitals)."""
-    digits = _digit_count(body)
+    digits = digit_count(body)
     if digits < 1 or len(body) - digits < 2 or _DIGIT_RUN.search(body) or _UPPER_HEX.fullmatch(body):
         return False  # an upper-case hex run is a digest (`SHA1DA39A3EE...`), not a key
     if shannon_entropy(body) < 0.8 * expected_entropy(32 if digits * 5 < len(body) else 36, len(body)):
@@ -268,7 +260,7 @@ def _one_case_random(head: bytes, body: bytes) -> bool:
     characters are digits and a third of random bodies hold such a run, fourteen)."""
     if head.lower().rstrip(b"0123456789") in _DIGEST_HEADS:
         return False
-    digits = _digit_count(body)
+    digits = digit_count(body)
     n = len(body)
     hex_body = _HEX_LOWER.fullmatch(body) is not None or _UPPER_HEX.fullmatch(body) is not None
     if not 2 <= digits <= n - 4 or (_HEX_DIGIT_RUN if hex_body else _DIGIT_RUN).search(body) or _ascending(body):
@@ -288,7 +280,7 @@ def glued_key(run: bytes) -> bool:
     upper = body.lower() != body
     lower = body.upper() != body
     if run[0] <= 57:  # a digit first: no head, so only a body of both cases drawn at random
-        return upper and lower and _digit_count(body) * 2 <= len(body) and _random_or_carrier(run, body)
+        return upper and lower and digit_count(body) * 2 <= len(body) and _random_or_carrier(run, body)
     if not lower:
         m = _UPPER_GLUED_RE.fullmatch(body)
         return m is not None and _drawn_at_random(m.group(2))
@@ -299,7 +291,7 @@ def glued_key(run: bytes) -> bool:
         m = _LOWER_HEAD_RE.match(body)
         return (m is not None and _HEX_LOWER.fullmatch(body, m.end()) is not None
                 and not _HEX_LOWER.fullmatch(m.group(0)) and _one_case_random(m.group(0), body[m.end():]))
-    return _has_digit(body) and _random_or_carrier(run, body)
+    return has_digit(body) and _random_or_carrier(run, body)
 
 
 def _random_or_carrier(run: bytes, body: bytes) -> bool:
@@ -337,7 +329,7 @@ def glued_head_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] |
         if stop - start in (64, 76) and (data[stop : stop + 1] in (b"\n", b"\r") or data.startswith(b"\\n", stop)):
             continue  # a full line of an armored block (a certificate, a public key): PEM and MIME widths
         run = data[start:stop]
-        if not _has_digit(run) or not glued_key(run):
+        if not has_digit(run) or not glued_key(run):
             continue  # every glued shape holds a digit: names and words (`RawDescriptionHelpFormatter`) do not
         if labelled_digest(data, start):
             continue
@@ -361,10 +353,7 @@ def _padded_carrier(data: bytes, start: int, stop: int, out: list[Span]) -> None
 _DOTTED_RE = re.compile(rb"(?<![A-Za-z0-9_.-])[A-Za-z][A-Za-z0-9]{1,7}((?:\.[A-Za-z0-9_-]{16,}){2,3})(?![A-Za-z0-9_-]|\.[A-Za-z0-9_-])")
 def _random_segment(segment: bytes) -> bool:
     """Upper, lower and digits mixed (base62/base64url), near that alphabet's entropy."""
-    upper = any(65 <= c <= 90 for c in segment)
-    lower = any(97 <= c <= 122 for c in segment)
-    digit = any(48 <= c <= 57 for c in segment)
-    if not (upper and lower and digit) or _CLASS_RUN.search(segment):
+    if not all_classes(segment) or _CLASS_RUN.search(segment):
         return False
     return shannon_entropy(segment) >= 0.85 * expected_entropy(62, len(segment))
 
@@ -419,7 +408,7 @@ def grouped_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | No
     for m in _matches(_GROUPED_RE, data, hits, 40, 80):
         run = m.group(0)
         body = run.replace(b"-", b"")
-        digits = sum(48 <= c <= 57 for c in body)
+        digits = digit_count(body)
         if (_HEX_GROUPS.fullmatch(run) or len(body) < 24 or not 3 <= digits <= len(body) - 8
                 or reads_as_words(body)):
             continue

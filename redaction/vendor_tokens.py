@@ -30,8 +30,11 @@ from ctxtap.redaction.detectors import after_escape, escape_before
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
 from ctxtap.redaction.false_positives import (
+    all_classes,
     camel_case_name,
     decoded_text,
+    digit_count,
+    has_digit,
     labelled_digest,
     letter_pairs,
     reads_as_words,
@@ -145,7 +148,6 @@ def _class_changes(parts: list[bytes]) -> int:
 
 
 _HEX_TAIL_RE = re.compile(rb"[0-9a-f]{32,}$")
-_DIGIT_BYTES = frozenset(b"0123456789")
 # Letter pairs a body needs before its letters are judged as words or chance: fewer (`7u1rpal84hro4l5v`)
 # read as words by chance too often
 _PAIRS_TO_JUDGE = 12
@@ -158,7 +160,7 @@ def _random_enough(parts: list[bytes]) -> bool:
     tail = _HEX_TAIL_RE.search(body)
     if tail is not None and tail.start() > 0:
         body = tail.group(0)
-    digits = sum(1 for c in body if 48 <= c <= 57)
+    digits = digit_count(body)
     upper = sum(1 for c in body if 65 <= c <= 90)
     lower = len(body) - digits - upper
     n = len(body)
@@ -198,11 +200,6 @@ def _id_head(head: bytes) -> bool:
     return text is None or text.isdigit()
 
 
-def _all_classes(body: bytes) -> bool:
-    """Capitals, lower case and digits, each somewhere in `body`."""
-    return body.upper() != body and body.lower() != body and len(body.translate(None, b"0123456789")) < len(body)
-
-
 def _names_no_key(head: bytes, separator: int) -> bool:
     """Is `head` a digest's or a wire id's (`sha512-` integrity, `toolu_`)? `sha256~` is no digest's notation."""
     return separator != 0x7E and head.lower() in _NOT_KEY_HEADS
@@ -237,7 +234,7 @@ def verify_run(run: bytes) -> bool:
             and len(last) >= 8 and not last.isdigit()):
         return _random_enough([last])  # ids, then the secret (a version or date has one long number at most)
     longest = max(segments[1:], key=len)
-    if number_id and not (len(longest) >= NUMBER_ID_BODY_MIN and _all_classes(longest)):
+    if number_id and not (len(longest) >= NUMBER_ID_BODY_MIN and all_classes(longest)):
         return False  # `2024-…`, `3-column`: a number before a word or a short run is no key's id
     fields = segments[1:-1]
     # a last segment of sixteen after a head and short kind fields (`sm_aat_<16>`) is a body
@@ -252,7 +249,7 @@ def verify_run(run: bytes) -> bool:
             return False
     if len(longest) < SEGMENT_MIN and not tilde:
         return False
-    if b"." in run and not any(c in _DIGIT_BYTES for p in parts for c in p):
+    if b"." in run and not any(has_digit(p) for p in parts):
         return False  # `document.getElementsByTagName`: a member's name after a dot, letters only
     return any(_checksum_holds(p) for p in parts) or _random_enough(parts)
 
