@@ -7,9 +7,10 @@ covers what is not: a flag and its value separated by a space, the short
 flags of clients whose `-p`/`-a`/`-w` means a password (MySQL, MongoDB, sshpass, Redis, the
 LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash options
 (`keytool -storepass x`, `-passout pass:x`), `user:password` after `-u`/`--user`, Samba's
-`-U user%password`, and a literal piped into a command that reads a secret from its standard
-input (`echo pw | docker login --password-stdin`, `echo pw | sudo -S ...`, `chpasswd`,
-`passwd --stdin`, `gh auth login --with-token`, or a here-string `<<< pw` after one).
+`-U user%password`, the archivers' `-pX` and `zip -P x`, `ssh-keygen -N x`, and a literal
+piped into a command that reads a secret from its standard input (`echo pw | docker login
+--password-stdin`, `echo pw | sudo -S ...`, `chpasswd`, `passwd --stdin`, `gh auth login
+--with-token`, or a here-string `<<< pw` after one).
 
 A class rather than a list for remote execution and database tools: a command that names its user with a
 flag (`-u admin`, `-U sa`, `--username alice`, `/u:alice`) takes the password with the short flag beside
@@ -33,7 +34,10 @@ _STRONG_LONG = re.compile(rb"(?i)pass|pwd|secret|token|api-?key|credential")
 _PASSWORD_LONG = re.compile(rb"(?i)pass|pwd")
 
 # Clients whose short flag takes the password: attached (`mysql -pX`) or after a space (`sshpass -p X`).
-_ATTACHED_P = rb"mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mysqlpump|mariadb|mariadb-dump"
+_ATTACHED_P = (rb"mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mysqlpump|mariadb|mariadb-dump"
+               rb"|7z|7za|7zz|7zr|rar|unrar")  # the archivers' `-pSECRET` too
+# Tools whose password flag is a capital or another letter (`zip -P x`, `ssh-keygen -N x`): the tool, then its flags
+_OTHER_FLAG_TOOLS = {b"zip": (b"-P",), b"unzip": (b"-P",), b"ssh-keygen": (b"-N", b"-P")}
 _SPACED_P = (rb"sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|ldapsearch|ldapadd|ldapmodify"
              rb"|ldapdelete|ldapwhoami|ldappasswd|ldapcompare|ldapmodrdn")
 
@@ -46,7 +50,8 @@ TRIGGERS: tuple[Trigger, ...] = (
         som=True,
         caseless=True,
     ),
-    Trigger(rb"(?:" + _ATTACHED_P + rb")[ \t]", literals=(b"mysql", b"mariadb"), window=20, som=True, caseless=True),
+    Trigger(rb"(?:" + _ATTACHED_P + rb")[ \t]", literals=(b"mysql", b"mariadb", b"7z", b"rar"), window=20, som=True,
+            caseless=True),
     Trigger(
         rb"(?:" + _SPACED_P + rb"|(?:docker|podman|az)[ \t]+login|redis-cli)[ \t]",
         literals=(b"sshpass", b"mongo", b"login", b"redis-cli", b"ldap"),
@@ -77,6 +82,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[ \t](?:-[uUl][ \t]|--(?:user(?:name)?|login)[ \t=]|/u(?:ser)?:)",
             literals=(b"-u", b"-U", b"-l", b"--user", b"--login", b"/u"),
             window=12, caseless=True),
+    Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + b"|".join(_OTHER_FLAG_TOOLS) + rb")[ \t]", literals=(b"zip", b"ssh-keygen"),
+            window=16, som=True),
 )
 
 # A shell word: quoted (possibly JSON-escaped quotes) or bare up to a space, quote or escape.
@@ -193,7 +200,9 @@ def _piped_secret(data: bytes, consumer: int, out: list[Span], user_colon: bool 
 
 def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
-    long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named = hits
+    long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named, other = hits
+    for start, end in other:
+        _other_flag(data, start, end, out)
     done = -1  # every user flag of one command reads the same command once
     for _start, end in user_named:  # (no start of match: the flag's end is inside its command)
         if end > done:
@@ -278,6 +287,26 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
             out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
 
 
+_TOOL_RE = re.compile(rb"[A-Za-z0-9\-]+")
+
+
+def _other_flag(data: bytes, start: int, end: int, out: list[Span]) -> None:
+    """`zip -P x`, `ssh-keygen -N x`: the value of the tool's own password flag in the same command."""
+    m = _TOOL_RE.search(data, start, end)
+    flags = _OTHER_FLAG_TOOLS.get(m.group(0)) if m is not None else None
+    if not flags:
+        return
+    stop = _line_end(data, end)
+    for flag in flags:
+        at = data.find(b" " + flag + b" ", end - 1, stop)
+        word = _word(data, at + len(flag) + 2) if at >= 0 else None
+        if word is None:
+            continue
+        value = data[word[0] : word[1]]
+        if not value.startswith(b"-") and not is_non_secret_value(value, word[2], b"pass"):
+            out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
+
+
 def _command_start(data: bytes, pos: int) -> int:
     """Where the command holding `pos` begins: after the last separator or line end before it."""
     lo = begin = max(0, pos - _COMMAND_REACH)
@@ -323,6 +352,9 @@ DETECTOR = Detector(
         "smbclient -U bob%<mixed:12> //fs/share",
         "psexec \\\\host -u admin -p <mixed:14> cmd",
         "hydra -l admin -p <mixed:12> ssh://10.0.0.9",  # a login named with `-l`
+        "7z a -p<mixed:12> backup.7z data/",  # an archiver's attached `-p`
+        "zip -P <mixed:12> backup.zip data",
+        "ssh-keygen -t ed25519 -N '<mixed:14>' -f key",
     ),
     near_misses=(
         "mkdir -p build/out && docker run -p 8080:80 app",
@@ -334,5 +366,6 @@ DETECTOR = Detector(
         "openssl rsa -in key.pem -passin env:KEY_PASS -out plain.pem",
         "echo $REGISTRY_PASSWORD | docker login -u bob --password-stdin",
         "sudo -u postgres -p 'Password: ' psql",
+        "unzip -p site.zip index.html && gzip -N notes.txt && ssh-keygen -N '' -f key && unrar x -p- a.rar",
     ),
 )

@@ -53,10 +53,12 @@ _UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F
 _RANDOM_CHARS_RE = re.compile(rb"[A-Za-z0-9+/=_.~:%\-]+")
 _PATH_RE = re.compile(rb"(?:\.{0,2}|~)/[\w.\-]+(?:/[\w.\-]*)+")
 _NUMBERISH_RE = re.compile(rb"[0-9.,_:\-]+|0[xX][0-9a-fA-F_]+|0[oObB][0-7_]+")
-# `${VAR}`, `$VAR`, `%(name)s`, `%VAR%`, `{{ tpl }}`, `{name}`, `<your key>`, `[list]`, `(regex)`, YAML `!tag`,
-# `*alias`, `&anchor`, `@reference`, `=` (a second `=`), `#fff`.
+# `${VAR}`, `$VAR`, `%(name)s`, `%VAR%`, `%s`, `{{ tpl }}`, `{name}`, `<your key>`, `[list]`, `(regex)`, YAML `!tag`,
+# `*alias`, `&anchor`, `@reference`, `=` (a second `=`), `#fff`. A `%` before letters that neither close
+# with `%` nor end at one directive's letter is a password's first character (`%vnSKkz2S7B1GH`).
 REFERENCE_RE = re.compile(
-    rb"\$|%\(?[A-Za-z_]|\{|<|\[|\(|![A-Za-z]+$|\*[A-Za-z_]*$|&[A-Za-z_]+$|@[A-Za-z_][\w.]*$|=|#[0-9a-fA-F]{3,8}$"
+    rb"\$|%\([A-Za-z_]|%[A-Za-z_][A-Za-z0-9_]*%|%[-+ #0-9.]*[A-Za-z](?![A-Za-z0-9])|\{|<|\[|\(|![A-Za-z]+$"
+    rb"|\*[A-Za-z_]*$|&[A-Za-z_]+$|@[A-Za-z_][\w.]*$|=|#[0-9a-fA-F]{3,8}$"
 )
 _DOTTED_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)+")
 _NAME_START_RE = re.compile(rb"[a-z_$]{2}|[A-Z][a-z]|[A-Z]{2}")

@@ -37,8 +37,9 @@ _LINK = (rb"(?:[ \t]+(?:is|was|will[ \t]+be|would[ \t]+be|is[ \t]+now|(?:set[ \t
 
 _CELL_NAME = rb"[A-Za-z0-9_.\-]*(?:pass|pwd|secret|key|token|credential|auth)[A-Za-z0-9_.\-]*"
 
-# "log in with password Xy7!pq2z": a password's name followed by the value alone
-_BARE_NAME = rb"pass(?:word|phrase|wd)"
+# "log in with password Xy7!pq2z": a password's name followed by the value alone; SQL's
+# `IDENTIFIED BY 'Xy7!pq2z'` (MySQL, MariaDB, Oracle: `CREATE USER`, `ALTER USER`, `GRANT`) is one too
+_BARE_NAME = rb"pass(?:word|phrase|wd)|identified[ \t]+(?:with[ \t]+[A-Za-z0-9_]{1,40}[ \t]+)?by"
 # "the service's SECRET 9fQ2…", `boxTOKEN 4kZ…`, `lokalise ACCESS_KEY a1b2…`, `acmeACCESS:X1Y2…`: a word
 # ending in a credential's name (a vendor's name may be glued before it), a space or a colon, and a
 # value that looks generated (16 characters or more, see `looks_random`)
@@ -55,7 +56,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     # `| DB_PASSWORD | value |`: a cell that is a secret's name, then the next cell's start
     # (cells padded with spaces, as Markdown writes them: `|A_KEY|B(?:x)|` is a regex's alternation)
     Trigger(rb"\|[ \t]+`?" + _CELL_NAME + rb"`?[ \t]+\|", literals=(b"|",), window=100, caseless=True),
-    Trigger(rb"(?:^|[^A-Za-z0-9_.\-])" + _BARE_NAME + rb"[ \t]+[^\s]", literals=(b"pass",), window=30, caseless=True),
+    Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + _BARE_NAME + rb")[ \t]+[^\s]", literals=(b"pass", b"identified"),
+            window=80, caseless=True),
     # read in a JSON string's raw bytes (`opens=False`): "token" is in every model API's bodies, and opening
     # each string it is in cost a third of the scan
     Trigger(_BARE_SECRET_WORDS + rb"[A-Za-z0-9_]*(?:[ \t]+|:[ \t]*)[\"'`]?[A-Za-z0-9]",
@@ -128,7 +130,7 @@ def find_prose_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
 def _bare_value(data: bytes, end: int, out: list[Span]) -> None:
     """`password Xy7!pq2z`: the word right after a password's name, when it cannot be a word of the sentence
     (letters and digits, eight or more, no inner dot or slash, nothing `is_non_secret_value` recognises)."""
-    m = next((m for m in _BARE_RE.finditer(data, max(0, end - 16), min(len(data), end + 140)) if m.end() > end - 1), None)
+    m = next((m for m in _BARE_RE.finditer(data, max(0, end - 72), min(len(data), end + 140)) if m.end() > end - 1), None)
     if m is None or m.start() >= end:
         return
     v_start, v_end, quoted = _value_span(data, m)
@@ -235,6 +237,8 @@ DETECTOR = Detector(
         "the service's TOKEN `<mixed:24>` expires in a day",
         "Default credentials: admin / <alnum:10>7!",  # a login's user and password pair
         "then log in as alice:<alnum:8>4# and open the dashboard",
+        "CREATE USER 'app'@'%' IDENTIFIED BY '<mixed:14>';",  # SQL's password clause
+        "ALTER USER 'root'@'localhost' IDENTIFIED WITH caching_sha2_password BY '<mixed:12>';",
     ),
     near_misses=(
         "the password is required",
@@ -246,5 +250,6 @@ DETECTOR = Detector(
         "token usage 12345678 of 200000000; the token expired; secret sauce",
         "refresh the token https://auth.example.com/oauth2/token?grant_type=refresh_token",
         "credentials: admin/admin, or log in with user:password; sign in as docs/v2.1",
+        "each user is identified by their email address; IDENTIFIED BY 'password' in the docs",
     ),
 )
