@@ -11,6 +11,12 @@ The pair is a class, not a list of libraries: a call or keyword whose name ends 
 `credential(s)` given two string literals (`auth=("alice", "pw")`, `BasicAuth(...)`,
 `SetBasicAuth(...)`, `NetworkCredential(...)`, `UsernamePasswordCredentials(...)`) holds a user
 and a password, in that order.
+
+A credential's fallback is a class too: a lookup by a credential's name given a literal default
+(`os.getenv("DB_PASSWORD", "pw")`, `os.environ.get(...)`, `ENV.fetch(...)`, `getOrDefault(...)`,
+`config.get("api_key", "k")`: the name and the literal are the call's only arguments), and a credential's
+variable or field or-ed with a literal (`process.env.DB_PASS || "pw"`, `opts.apiKey ?? "k"`,
+`os.environ.get("GH_TOKEN") or "t"`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,11 @@ TRIGGERS: tuple[Trigger, ...] = (
     # an auth call or keyword given a literal: `HTTPBasicAuth("alice", ...`, `auth=('alice', ...`
     Trigger(rb"(?:auth|credentials?)[ \t]*(?:=[ \t]*)?[(\[][ \t]*\\*[\"'`]", literals=(b"auth", b"credential"),
             window=40, caseless=True),
+    # a lookup's name argument ending in a credential's word, a comma, the default's opening quote
+    Trigger(rb"(?:pass|pwd|secret|token|key|auth|credentials?)[A-Za-z0-9_]*\\*[\"'][ \t]*,[ \t]*\\*[\"'`]",
+            literals=(b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"credential"), window=80, caseless=True),
+    # `|| "`, `?? "`, ` or "`: a value or-ed with a literal
+    Trigger(rb"(?:\|\||\?\?|[ \t]or)[ \t]*\\*[\"'`]", literals=(b"||", b"??", b" or"), window=8),
 )
 
 _NAME_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
@@ -40,9 +51,42 @@ _PAIR_RE = re.compile(rb"(?P<user>[^\s\"'`\\]{1,64})\\*[\"'`][ \t]*,[ \t]*(?P<es
                       rb"(?P<v>[^\s\"'`\\]{4,256})(?P=esc)(?P=q)[ \t]*[,)\]]")
 
 
+# `getenv(  "DB_PASSWORD"  ,  "`: a call's first argument, a credential's name (quotes possibly escaped), anchored at
+# the default's opening quote
+_LOOKUP_RE = re.compile(rb"[A-Za-z0-9_]\([ \t]*(?P<esc>\\*)(?P<q>[\"'])(?P<name>[A-Za-z0-9_.\-]{1,80})(?P=esc)(?P=q)[ \t]*,[ \t]*\\*[\"'`]\Z")
+# A variable's name, not a word (`("password", "<hash>")` is a test vector's pair): words joined by `_`, `-`
+# or `.`, capitals throughout, or camelCase
+_VARIABLE_NAME_RE = re.compile(rb"[A-Za-z0-9][_.\-][A-Za-z]|^[A-Z0-9]+$|[a-z][A-Z]")
+# the literal from its first character: its closing quote, then the call's end
+_DEFAULT_RE = re.compile(rb"(?P<v>[^\s\"'`\\]{4,256})\\*[\"'`][ \t]*\)")
+# a variable, field or lookup before `||`/`??` (`process.env.DB_PASS`, `opts["apiKey"]`, `getenv("X")`)
+_ORED_NAME_RE = re.compile(rb"(?P<name>[A-Za-z_$][A-Za-z0-9_$]*)(?:\\*[\"']\]|\\*[\"']\))?[ \t]*(?:\|\||\?\?|or)[ \t]*"
+                           rb"\\*[\"'`]\Z")
+# the literal from its first character to its closing quote
+_ORED_VALUE_RE = re.compile(rb"(?P<v>[^\s\"'`\\]{4,256})\\*[\"'`]")
+
+
+def _credential_default(data: bytes, end: int, named: tuple[str, bytes] | None, value_re: re.Pattern[bytes],
+                        out: list[Span]) -> None:
+    """The literal starting at `end` when `named` (a strong name's kind and keyword) says it is a credential's."""
+    if named is None:
+        return
+    m = value_re.match(data, end)
+    if m is not None and not is_non_secret_literal(m.group("v"), named[1]):
+        out.append(Span(m.start("v"), m.end("v"), named[0], PRIORITY_ASSIGNMENT))
+
+
 def find_comparison_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
-    """Append spans of literals compared with a strong name and of auth calls' passwords; `hits[i]` are where
-    `TRIGGERS[i]` matched."""
+    """Append spans of literals compared with a strong name, of auth calls' passwords and of credentials'
+    literal fallbacks; `hits[i]` are where `TRIGGERS[i]` matched."""
+    for _, end in hits[2]:
+        m = _LOOKUP_RE.search(data, max(0, end - 120), end)
+        if m is not None and _VARIABLE_NAME_RE.search(m.group("name")):
+            _credential_default(data, end, strong_name_kind(m.group("name").rsplit(b".", 1)[-1]), _DEFAULT_RE, out)
+    for _, end in hits[3]:
+        m = _ORED_NAME_RE.search(data, max(0, end - 120), end)
+        if m is not None:
+            _credential_default(data, end, strong_name_kind(m.group("name")), _ORED_VALUE_RE, out)
     for _, end in hits[1]:
         m = _PAIR_RE.match(data, end)
         if m is not None and not is_non_secret_literal(m.group("v"), b"pass"):
@@ -71,6 +115,9 @@ DETECTOR = Detector(
         'if ("<mixed:14>" !== my_password_sec) {',
         'HTTPBasicAuth("alice", "<mixed:14>")',
         "requests.get(url, auth=('alice', '<mixed:14>'))",
+        "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '<mixed:20>')",  # a credential's literal fallback
+        "const pass = process.env.DB_PASS || '<mixed:14>';",
+        "token = os.environ.get('GH_TOKEN') or '<mixed:16>'",
     ),
     near_misses=(
         "if (name == password) {",
@@ -78,5 +125,7 @@ DETECTOR = Detector(
         'requests.get(u, auth=("alice", "password"))',
         "req.SetBasicAuth(user, pass)",
         'auth("login", "Please sign in")',
+        "required: ['api_key', 'model'], x = config.get('password', 'default'), t('password', 'Enter it')",
+        "test -f token || echo 'missing file'; os.getenv('DB_PASSWORD', '') or 'unset'",
     ),
 )
