@@ -37,10 +37,16 @@ TRIGGERS: tuple[Trigger, ...] = (
             window=40, caseless=True),
     # a lookup's name argument ending in a credential's word, a comma, the default's opening quote
     Trigger(rb"(?:pass|pwd|secret|token|key|auth|credentials?)[A-Za-z0-9_]*\\*[\"'][ \t]*,[ \t]*\\*[\"'`]",
-            literals=(b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"credential"), window=80, caseless=True),
-    # `|| "`, `?? "`, ` or "`: a value or-ed with a literal
-    Trigger(rb"(?:\|\||\?\?|[ \t]or)[ \t]*\\*[\"'`]", literals=(b"||", b"??", b" or"), window=8),
+            literals=(b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"credential"), window=80, caseless=True,
+            opens=False),
+    # a credential's name, then `|| "`, `?? "` or ` or "`: its value or-ed with a literal (`||` alone is in
+    # every shell line and script: the name's word anchors the trigger)
+    Trigger(rb"(?:pass|pwd|secret|token|key|auth|credentials?)[A-Za-z0-9_]*(?:\\*[\"'][\])])?[ \t]*(?:\|\||\?\?|or)"
+            rb"[ \t]*\\*[\"'`]", literals=(b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"credential"),
+            window=80, caseless=True, opens=False),
 )
+# (`opens=False`: both read escaped quotes themselves, so code inside a JSON string needs no opening; these
+# shapes are in every model API's bodies, and opening each string they are in cost a scan a string)
 
 _NAME_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 # The literal before the operator, quotes possibly escaped (code inside a JSON string), anchored at its end.
@@ -59,9 +65,31 @@ _LOOKUP_RE = re.compile(rb"[A-Za-z0-9_]\([ \t]*(?P<esc>\\*)(?P<q>[\"'])(?P<name>
 _VARIABLE_NAME_RE = re.compile(rb"[A-Za-z0-9][_.\-][A-Za-z]|^[A-Z0-9]+$|[a-z][A-Z]")
 # the literal from its first character: its closing quote, then the call's end
 _DEFAULT_RE = re.compile(rb"(?P<v>[^\s\"'`\\]{4,256})\\*[\"'`][ \t]*\)")
-# a variable, field or lookup before `||`/`??` (`process.env.DB_PASS`, `opts["apiKey"]`, `getenv("X")`)
-_ORED_NAME_RE = re.compile(rb"(?P<name>[A-Za-z_$][A-Za-z0-9_$]*)(?:\\*[\"']\]|\\*[\"']\))?[ \t]*(?:\|\||\?\?|or)[ \t]*"
-                           rb"\\*[\"'`]\Z")
+_SPACES = b" \t"
+_QUOTES_AND_ESCAPES = b"\"'\\"
+_NAME_RUN = bytes(sorted(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$"))
+
+
+def _ored_name(data: bytes, end: int) -> bytes | None:
+    """The variable, field or lookup's name before `||`, `??` or `or` and the literal's opening quote (which
+    ends at `end`): `process.env.DB_PASS`'s `DB_PASS`, `opts["apiKey"]`'s `apiKey`, `getenv("X")`'s `X`.
+    Walked back in C (`rstrip`), not searched for: `||` and ` or "` are everywhere in code and prose."""
+    lo = max(0, end - 120)
+    head = data[lo : end - 1].rstrip(b"\\").rstrip(_SPACES)  # the quote's escapes, the spaces before it
+    for op in (b"||", b"??", b"or"):
+        if head.endswith(op):
+            head = head[: -len(op)]
+            break
+    else:
+        return None
+    head = head.rstrip(_SPACES)
+    if head.endswith((b"]", b")")):  # `opts["apiKey"]`, `getenv("X")`: the key's closing quote before it
+        head = head[:-1]
+        if not head.endswith((b"'", b'"')):
+            return None
+        head = head.rstrip(_QUOTES_AND_ESCAPES)
+    name = head[len(head.rstrip(_NAME_RUN)) :]
+    return name if name and not name[:1].isdigit() else None
 # the literal from its first character to its closing quote
 _ORED_VALUE_RE = re.compile(rb"(?P<v>[^\s\"'`\\]{4,256})\\*[\"'`]")
 
@@ -80,13 +108,14 @@ def find_comparison_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> No
     """Append spans of literals compared with a strong name, of auth calls' passwords and of credentials'
     literal fallbacks; `hits[i]` are where `TRIGGERS[i]` matched."""
     for _, end in hits[2]:
-        m = _LOOKUP_RE.search(data, max(0, end - 120), end)
+        paren = data.rfind(b"(", max(0, end - 100), end)  # the call's: the regex is matched from there, once
+        m = _LOOKUP_RE.match(data, paren - 1, end) if paren > 0 else None
         if m is not None and _VARIABLE_NAME_RE.search(m.group("name")):
             _credential_default(data, end, strong_name_kind(m.group("name").rsplit(b".", 1)[-1]), _DEFAULT_RE, out)
     for _, end in hits[3]:
-        m = _ORED_NAME_RE.search(data, max(0, end - 120), end)
-        if m is not None:
-            _credential_default(data, end, strong_name_kind(m.group("name")), _ORED_VALUE_RE, out)
+        name = _ored_name(data, end)
+        if name is not None:
+            _credential_default(data, end, strong_name_kind(name), _ORED_VALUE_RE, out)
     for _, end in hits[1]:
         m = _PAIR_RE.match(data, end)
         if m is not None and not is_non_secret_literal(m.group("v"), b"pass"):
