@@ -37,9 +37,11 @@ _LINK = (rb"(?:[ \t]+(?:is|was|will[ \t]+be|would[ \t]+be|is[ \t]+now|(?:set[ \t
 
 _CELL_NAME = rb"[A-Za-z0-9_.\-]*(?:pass|pwd|secret|key|token|credential|auth)[A-Za-z0-9_.\-]*"
 
-# "log in with password Xy7!pq2z": a password's name followed by the value alone; SQL's
-# `IDENTIFIED BY 'Xy7!pq2z'` (MySQL, MariaDB, Oracle: `CREATE USER`, `ALTER USER`, `GRANT`) is one too
-_BARE_NAME = rb"pass(?:word|phrase|wd)|identified[ \t]+(?:with[ \t]+[A-Za-z0-9_]{1,40}[ \t]+)?by"
+# "log in with password Xy7!pq2z": a password's name followed by the value alone
+_BARE_PASSWORD = rb"pass(?:word|phrase|wd)"
+# SQL's `IDENTIFIED BY 'Xy7!pq2z'` (MySQL, MariaDB, Oracle: `CREATE USER`, `ALTER USER`, `GRANT`) is one too
+_IDENTIFIED_BY = rb"identified[ \t]+(?:with[ \t]+[A-Za-z0-9_]{1,40}[ \t]+)?by"
+_BARE_NAME = _BARE_PASSWORD + rb"|" + _IDENTIFIED_BY
 # "the service's SECRET 9fQ2…", `boxTOKEN 4kZ…`, `lokalise ACCESS_KEY a1b2…`, `acmeACCESS:X1Y2…`: a word
 # ending in a credential's name (a vendor's name may be glued before it), a space or a colon, and a
 # value that looks generated (16 characters or more, see `looks_random`)
@@ -56,8 +58,7 @@ TRIGGERS: tuple[Trigger, ...] = (
     # `| DB_PASSWORD | value |`: a cell that is a secret's name, then the next cell's start
     # (cells padded with spaces, as Markdown writes them: `|A_KEY|B(?:x)|` is a regex's alternation)
     Trigger(rb"\|[ \t]+`?" + _CELL_NAME + rb"`?[ \t]+\|", literals=(b"|",), window=100, caseless=True),
-    Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + _BARE_NAME + rb")[ \t]+[^\s]", literals=(b"pass", b"identified"),
-            window=80, caseless=True),
+    Trigger(rb"(?:^|[^A-Za-z0-9_.\-])" + _BARE_PASSWORD + rb"[ \t]+[^\s]", literals=(b"pass",), window=30, caseless=True),
     # read in a JSON string's raw bytes (`opens=False`): "token" is in every model API's bodies, and opening
     # each string it is in cost a third of the scan
     Trigger(_BARE_SECRET_WORDS + rb"[A-Za-z0-9_]*(?:[ \t]+|:[ \t]*)[\"'`]?[A-Za-z0-9]",
@@ -67,6 +68,11 @@ TRIGGERS: tuple[Trigger, ...] = (
     # that says the pair is a login's
     Trigger(_PAIR_LEAD + rb"[ \t]*:?[ \t]+[\"'`]?[A-Za-z0-9._@\-]{1,64}(?:[ \t]*/[ \t]*|:)[^\s/]",
             literals=(b"credential", b"creds", b"log", b"sign"), window=100, caseless=True),
+    # SQL's `IDENTIFIED BY '…'` (any case, the value quoted), or `IDENTIFIED BY x` in capitals (Oracle's unquoted
+    # form): "a path identified by the path" in a tool's description stays out (read raw, `opens=False`: that
+    # description is in every request, and opening its string for each cost 3 % of the scan)
+    Trigger(rb"(?i:" + _IDENTIFIED_BY + rb")[ \t]+\\{0,3}[\"'`]|IDENTIFIED[ \t]+(?:WITH[ \t]+[A-Za-z0-9_]{1,40}[ \t]+)?BY[ \t]+[^\s]",
+            literals=(b"identified", b"IDENTIFIED"), window=80, opens=False),
 )
 _ROW_RE = re.compile(rb"\|[ \t]+`?(?P<name>" + _CELL_NAME + rb")`?[ \t]+\|[ \t]+(?P<q>`?)(?P<v>[^\s|`\\]{8,256})(?P=q)[ \t]+\|",
                      re.I)
@@ -93,12 +99,12 @@ _TRAILING = b".,;:"  # sentence punctuation after a bare value (`!` and `?` may 
 def find_prose_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of credentials given in a sentence or a table row; `hits[i]` are where `TRIGGERS[i]`
     matched."""
-    sentences, rows, bare, bare_secrets, pairs = hits
+    sentences, rows, bare, bare_secrets, pairs, identified = hits
     for _, end in pairs:
         _pair_value(data, end, out)
     for _, end in rows:
         _row_value(data, end, out)
-    for _, end in bare:
+    for _, end in (*bare, *identified):
         _bare_value(data, end, out)
     for _, end in bare_secrets:
         _bare_secret(data, end, out)
