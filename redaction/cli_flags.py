@@ -82,8 +82,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[ \t](?:-[uUl][ \t]|--(?:user(?:name)?|login)[ \t=]|/u(?:ser)?:)",
             literals=(b"-u", b"-U", b"-l", b"--user", b"--login", b"/u"),
             window=12, caseless=True),
+    # (read raw, `opens=False`: "a zip file" in a tool's description would open its JSON string in every request)
     Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + b"|".join(_OTHER_FLAG_TOOLS) + rb")[ \t]", literals=(b"zip", b"ssh-keygen"),
-            window=16, som=True),
+            window=16, som=True, opens=False),
 )
 
 # A shell word: quoted (possibly JSON-escaped quotes) or bare up to a space, quote or escape.
