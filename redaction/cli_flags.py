@@ -7,7 +7,8 @@ covers what is not: a flag and its value separated by a space, the short
 flags of clients whose `-p`/`-a`/`-w` means a password (MySQL, MongoDB, sshpass, Redis, the
 LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash options
 (`keytool -storepass x`, `-passout pass:x`), `user:password` after `-u`/`--user`, Samba's
-`-U user%password`, the archivers' `-pX` and `zip -P x`, `ssh-keygen -N x`, and a literal
+`-U user%password`, the archivers' `-pX` and `zip -P x`, `ssh-keygen -N x`, PowerShell's
+`ConvertTo-SecureString 'x' -AsPlainText`, and a literal
 piped into a command that reads a secret from its standard input (`echo pw | docker login
 --password-stdin`, `echo pw | sudo -S ...`, `chpasswd`, `passwd --stdin`, `gh auth login
 --with-token`, or a here-string `<<< pw` after one).
@@ -82,6 +83,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[ \t](?:-[uUl][ \t]|--(?:user(?:name)?|login)[ \t=]|/u(?:ser)?:)",
             literals=(b"-u", b"-U", b"-l", b"--user", b"--login", b"/u"),
             window=12, caseless=True),
+    # PowerShell's `ConvertTo-SecureString 'pw' -AsPlainText`: the literal made into a credential
+    Trigger(rb"ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?\\*[\"']", literals=(b"convertto-securestring",),
+            window=40, caseless=True, opens=False),
     # (read raw, `opens=False`: "a zip file" in a tool's description would open its JSON string in every request)
     Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + b"|".join(_OTHER_FLAG_TOOLS) + rb")[ \t]", literals=(b"zip", b"ssh-keygen"),
             window=16, som=True, opens=False),
@@ -201,9 +205,13 @@ def _piped_secret(data: bytes, consumer: int, out: list[Span], user_colon: bool 
 
 def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
-    long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named, other = hits
+    long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named, secure, other = hits
     for start, end in other:
         _other_flag(data, start, end, out)
+    for _, end in secure:
+        m = _SECURE_STRING_RE.match(data, end)
+        if m is not None and not is_non_secret_value(m.group("v"), True, b"pass"):
+            out.append(Span(m.start("v"), m.end("v"), "password", PRIORITY_ASSIGNMENT))
     done = -1  # every user flag of one command reads the same command once
     for _start, end in user_named:  # (no start of match: the flag's end is inside its command)
         if end > done:
@@ -289,6 +297,8 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
 
 
 _TOOL_RE = re.compile(rb"[A-Za-z0-9\-]+")
+# after `ConvertTo-SecureString '`: the literal, its closing quote (escaped or not), then `-AsPlainText`
+_SECURE_STRING_RE = re.compile(rb"(?P<v>[^\"'\\\n]{1,256})\\*[\"'][ \t]+-AsPlainText", re.I)
 
 
 def _other_flag(data: bytes, start: int, end: int, out: list[Span]) -> None:
@@ -356,6 +366,7 @@ DETECTOR = Detector(
         "7z a -p<mixed:12> backup.7z data/",  # an archiver's attached `-p`
         "zip -P <mixed:12> backup.zip data",
         "ssh-keygen -t ed25519 -N '<mixed:14>' -f key",
+        "$pw = ConvertTo-SecureString '<mixed:14>' -AsPlainText -Force",  # PowerShell
     ),
     near_misses=(
         "mkdir -p build/out && docker run -p 8080:80 app",

@@ -7,10 +7,10 @@ the comparison. `password == "x"` is an assignment-like form (see
 in Yoda conditions and in tests: the name after the operator says the
 literal is a secret.
 
-The pair is a class, not a list of libraries: a call or keyword whose name ends in `auth` or
-`credential(s)` given two string literals (`auth=("alice", "pw")`, `BasicAuth(...)`,
-`SetBasicAuth(...)`, `NetworkCredential(...)`, `UsernamePasswordCredentials(...)`) holds a user
-and a password, in that order.
+The pair is a class, not a list of libraries: a call or keyword whose name ends in `auth`,
+`credential(s)` or `login` given two string literals (`auth=("alice", "pw")`, `BasicAuth(...)`,
+`SetBasicAuth(...)`, `NetworkCredential(...)`, `UsernamePasswordCredentials(...)`, `ftp.login(...)`,
+`imap.login(...)`) holds a user and a password, in that order.
 
 A credential's fallback is a class too: a lookup by a credential's name given a literal default
 (`os.getenv("DB_PASSWORD", "pw")`, `os.environ.get(...)`, `ENV.fetch(...)`, `getOrDefault(...)`,
@@ -33,8 +33,8 @@ from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[\"'`][ \t]{0,4}[!=]==?[ \t]{0,4}[A-Za-z_$]", literals=(b"==", b"!="), window=12),
     # an auth call or keyword given a literal: `HTTPBasicAuth("alice", ...`, `auth=('alice', ...`
-    Trigger(rb"(?:auth|credentials?)[ \t]*(?:=[ \t]*)?[(\[][ \t]*\\*[\"'`]", literals=(b"auth", b"credential"),
-            window=40, caseless=True),
+    Trigger(rb"(?:auth|credentials?|login)[ \t]*(?:=[ \t]*)?[(\[][ \t]*\\*[\"'`]",
+            literals=(b"auth", b"credential", b"login"), window=40, caseless=True),
     # a lookup's name argument ending in a credential's word, a comma, the default's opening quote
     Trigger(rb"(?:pass|pwd|secret|token|key|auth|credentials?)[A-Za-z0-9_]*\\*[\"'][ \t]*,[ \t]*\\*[\"'`]",
             literals=(b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"credential"), window=80, caseless=True,
@@ -147,6 +147,7 @@ DETECTOR = Detector(
         "SECRET_KEY = os.environ.get('DJANGO_SECRET_KEY', '<mixed:20>')",  # a credential's literal fallback
         "const pass = process.env.DB_PASS || '<mixed:14>';",
         "token = os.environ.get('GH_TOKEN') or '<mixed:16>'",
+        "ftp.login('alice', '<mixed:14>')",  # a login call's user and password
     ),
     near_misses=(
         "if (name == password) {",

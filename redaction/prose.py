@@ -12,7 +12,8 @@ stay as written. A Markdown table row naming a secret in one cell (`DB_PASSWORD`
 credential's name followed by a value that looks generated (`acme SECRET 9fQ2…`, `boxTOKEN 4kZ…`,
 `lokalise ACCESS_KEY a1b2…`) is read the same way, with `looks_random`'s stricter test. A user and
 password pair after a word that says it is a login's ("default credentials: admin / Xk9!…", "log in as
-alice:Xk9!…") gives its password when that reads as one.
+alice:Xk9!…") gives its password when that reads as one. After a name written as code
+(`aws_secret_access_key`, `npmAuthToken`), a shorter value shaped as a password, a symbol in it, is read too.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ _PROSE_RE = re.compile(rb"(?i)(?P<name>" + _NAMES + rb")(?P<link>" + _LINK + rb"
 _BARE_RE = re.compile(rb"(?i)(?P<name>" + _BARE_NAME + rb")[ \t]+(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,128})(?P=q)"
                       rb"|(?P<bv>[^\s\"'`\\()\[\]{}]{8,128}))")
 _BARE_SECRET_NAME_RE = re.compile(rb"(?i)" + _BARE_SECRET_NAME)
+_CODE_NAME_RE = re.compile(rb"[A-Za-z0-9][_\-][A-Za-z]|[a-z][A-Z]")  # words joined as code joins them
+_BARE_RE_VALUE = re.compile(rb"(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,128})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{},;]{8,128}))"
+                            rb"(?![(\[{,;])")  # not a call, an index or minified code's next field
 _BARE_SECRET_VALUE_RE = re.compile(
     rb"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s\\]{16,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}<>|,;]{16,256}))(?![^\s.,;:)\]}\"'`\\])")
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -169,11 +173,24 @@ def _bare_secret(data: bytes, end: int, out: list[Span]) -> None:
     if (start > 0 and data[start - 1] in _NAME_BYTES) or _BARE_SECRET_NAME_RE.fullmatch(data, start, name_end) is None:
         return
     m = _BARE_SECRET_VALUE_RE.match(data, at, min(len(data), at + 260))
+    if m is not None:
+        v_start, v_end, quoted = _value_span(data, m)
+        value = data[v_start:v_end]
+        if looks_random(value) and not is_non_secret_value(value, quoted, b"secret"):
+            out.append(Span(v_start, v_end, "generic-secret", PRIORITY_ASSIGNMENT))
+            return
+    # a name written as code (`aws_secret_access_key`, `npmAuthToken`), then a shorter value shaped as a
+    # password: `aws configure set aws_secret_access_key Xy7!…`, `rclone … secret_access_key Xy7!…`
+    name = data[start:name_end].rstrip(b":")
+    if _CODE_NAME_RE.search(name) is None or strong_name_kind(name) is None:
+        return  # a phrase's word, or a name that describes the secret (`token_count`, `secret_key_path`)
+    m = _BARE_RE_VALUE.match(data, at, min(len(data), at + 140))
     if m is None:
         return
     v_start, v_end, quoted = _value_span(data, m)
     value = data[v_start:v_end]
-    if looks_random(value) and not is_non_secret_value(value, quoted, b"secret"):
+    if (_password_shaped(value) and _PASSWORD_SYMBOL_RE.search(value) is not None  # `XXH64_hash_t`: a type
+            and not _INNER_DOT_OR_SLASH_RE.search(value) and _reads_as_secret(value, value, quoted, b"secret")):
         out.append(Span(v_start, v_end, "generic-secret", PRIORITY_ASSIGNMENT))
 
 
@@ -245,6 +262,7 @@ DETECTOR = Detector(
         "then log in as alice:<alnum:8>4# and open the dashboard",
         "CREATE USER 'app'@'%' IDENTIFIED BY '<mixed:14>';",  # SQL's password clause
         "ALTER USER 'root'@'localhost' IDENTIFIED WITH caching_sha2_password BY '<mixed:12>';",
+        "aws configure set aws_secret_access_key <mixed:12>!",  # a name written as code, a password's value
     ),
     near_misses=(
         "the password is required",
@@ -257,5 +275,6 @@ DETECTOR = Detector(
         "refresh the token https://auth.example.com/oauth2/token?grant_type=refresh_token",
         "credentials: admin/admin, or log in with user:password; sign in as docs/v2.1",
         "each user is identified by their email address; IDENTIFIED BY 'password' in the docs",
+        "token_count Abc12345 and secret_key_path Abc12345x",  # names that describe, not hold, a secret
     ),
 )
