@@ -65,6 +65,8 @@ _LOOKUP_RE = re.compile(rb"[A-Za-z0-9_]\([ \t]*(?P<esc>\\*)(?P<q>[\"'])(?P<name>
 _VARIABLE_NAME_RE = re.compile(rb"[A-Za-z0-9][_.\-][A-Za-z]|^[A-Z0-9]+$|[a-z][A-Z]")
 # the literal from its first character: its closing quote, then the call's end
 _DEFAULT_RE = re.compile(rb"(?P<v>[^\s\"'`\\]{4,256})\\*[\"'`][ \t]*\)")
+# the literal from its first character to its closing quote
+_ORED_VALUE_RE = re.compile(rb"(?P<v>[^\s\"'`\\]{4,256})\\*[\"'`]")
 _SPACES = b" \t"
 _QUOTES_AND_ESCAPES = b"\"'\\"
 _NAME_RUN = bytes(sorted(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_$"))
@@ -76,7 +78,7 @@ def _ored_name(data: bytes, end: int) -> bytes | None:
     Walked back in C (`rstrip`), not searched for: `||` and ` or "` are everywhere in code and prose."""
     lo = max(0, end - 120)
     head = data[lo : end - 1].rstrip(b"\\").rstrip(_SPACES)  # the quote's escapes, the spaces before it
-    for op in (b"||", b"??", b"or"):
+    for op in (b"||", b"??", b" or", b"\tor"):  # `or` a word of its own (`key_color "x"` is no or-ed value)
         if head.endswith(op):
             head = head[: -len(op)]
             break
@@ -90,8 +92,6 @@ def _ored_name(data: bytes, end: int) -> bytes | None:
         head = head.rstrip(_QUOTES_AND_ESCAPES)
     name = head[len(head.rstrip(_NAME_RUN)) :]
     return name if name and not name[:1].isdigit() else None
-# the literal from its first character to its closing quote
-_ORED_VALUE_RE = re.compile(rb"(?P<v>[^\s\"'`\\]{4,256})\\*[\"'`]")
 
 
 def _credential_default(data: bytes, end: int, named: tuple[str, bytes] | None, value_re: re.Pattern[bytes],
