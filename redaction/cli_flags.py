@@ -8,10 +8,9 @@ flags of clients whose `-p`/`-a`/`-w` means a password (MySQL, MongoDB, sshpass,
 LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash options
 (`keytool -storepass x`, `-passout pass:x`), `user:password` after `-u`/`--user`, Samba's
 `-U user%password`, the archivers' `-pX` and `zip -P x`, `ssh-keygen -N x`, PowerShell's
-`ConvertTo-SecureString 'x' -AsPlainText`, and a literal
-piped into a command that reads a secret from its standard input (`echo pw | docker login
---password-stdin`, `echo pw | sudo -S ...`, `chpasswd`, `passwd --stdin`, `gh auth login
---with-token`, or a here-string `<<< pw` after one).
+`ConvertTo-SecureString 'x' -AsPlainText`, and a literal piped into a command that reads a secret
+from its standard input (`echo pw | docker login --password-stdin`, `echo pw | sudo -S ...`,
+`chpasswd`, `passwd --stdin`, `gh auth login --with-token`, or a here-string `<<< pw` after one).
 
 A class rather than a list for remote execution and database tools: a command that names its user with a
 flag (`-u admin`, `-U sa`, `--username alice`, `/u:alice`) takes the password with the short flag beside
