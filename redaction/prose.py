@@ -84,10 +84,12 @@ _BARE_RE = re.compile(rb"(?i)(?P<name>" + _BARE_NAME + rb")[ \t]+(?:(?P<q>\\{0,3
                       rb"|(?P<bv>[^\s\"'`\\()\[\]{}]{8,128}))")
 _BARE_SECRET_NAME_RE = re.compile(rb"(?i)" + _BARE_SECRET_NAME)
 _CODE_NAME_RE = re.compile(rb"[A-Za-z0-9][_\-][A-Za-z]|[a-z][A-Z]")  # words joined as code joins them
-_BARE_RE_VALUE = re.compile(rb"(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,128})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{},;]{8,128}))"
+# (a bare value is taken whole, `{m,n}+`: a run that fails the test after it is no value, and no shorter
+# piece of it is one either, or redacting twice would find one once part of the run is a placeholder)
+_BARE_RE_VALUE = re.compile(rb"(?:(?P<q>\\{0,3}[\"'`])(?P<qv>[^\"'`\s\\]{8,128})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{},;]{8,128}+))"
                             rb"(?![(\[{,;])")  # not a call, an index or minified code's next field
 _BARE_SECRET_VALUE_RE = re.compile(
-    rb"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s\\]{16,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}<>|,;]{16,256}))(?![^\s.,;:)\]}\"'`\\])")
+    rb"(?:(?P<q>[\"'`])(?P<qv>[^\"'`\s\\]{16,256})(?P=q)|(?P<bv>[^\s\"'`\\()\[\]{}<>|,;]{16,256}+))(?![^\s.,;:)\]}\"'`\\])")
 _NAME_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _DIGITS_RE = re.compile(rb"[0-9]")
 _UPPER_RE = re.compile(rb"[A-Z]")
