@@ -29,6 +29,7 @@ from tests.secret_examples.matrix import (
     distinct_secrets,
     load_examples,
     run_matrix,
+    split_positions,
 )
 from tests.secret_examples.score import recall_table
 
@@ -129,3 +130,11 @@ def test_upstream_false_positive_examples_are_counted_apart(corpus) -> None:
     assert set(fps) == {"gitleaks", "detect-secrets"}
     for altered, total in fps.values():
         assert 0 <= altered <= total and total >= 50
+
+
+def test_split_positions_spread_and_cap() -> None:
+    assert split_positions(5, None) == [1, 2, 3, 4]
+    assert split_positions(40, 1) == [20]  # one point: the middle (it divided by zero)
+    assert split_positions(40, 3) == [1, 20, 39]
+    with pytest.raises(ValueError, match="at least 1"):
+        split_positions(40, 0)

@@ -322,6 +322,10 @@ def split_positions(length: int, limit: int | None) -> list[int]:
     every = list(range(1, length))
     if limit is None or len(every) <= limit:
         return every
+    if limit < 1:
+        raise ValueError(f"split positions per secret must be at least 1, not {limit}")
+    if limit == 1:
+        return [every[len(every) // 2]]  # the middle (one point has no spread)
     step = (len(every) - 1) / (limit - 1)
     return sorted({every[round(i * step)] for i in range(limit)})
 

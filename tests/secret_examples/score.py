@@ -136,9 +136,16 @@ def format_families(table: dict[tuple[str, str], dict[str, tuple[int, int]]]) ->
     return "\n".join(lines)
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--positions", type=int, default=None, help="cap split positions per secret (default: all)")
+    parser.add_argument("--positions", type=_positive, default=None, help="cap split positions per secret (default: all)")
     parser.add_argument("--families", action="store_true", help="also print recall per family")
     parser.add_argument("--json", type=Path, help="write the tables as JSON")
     parser.add_argument("--no-kingfisher", action="store_true", help="leave out the second catalogue's examples")
