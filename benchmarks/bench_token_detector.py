@@ -24,6 +24,7 @@ import re
 import sys
 import sysconfig
 import time
+import zlib
 from collections import Counter, defaultdict
 from pathlib import Path
 from urllib.parse import quote
@@ -161,6 +162,12 @@ def third_scanner_cases() -> dict[str, list[str]]:
     return out
 
 
+def third_half_held_out(rule_id: str) -> bool:
+    """Half of the third scanner's rules, by a fixed hash of the id, kept out of sight while rules are
+    written (the other half has been read while writing rules since the split was made: only this half still scores the unseen)."""
+    return zlib.crc32(rule_id.encode()) % 2 == 1
+
+
 def score_third(alone: Alone) -> dict[str, list[int]]:
     """rule -> [kept, cases] for the third scanner's secrets in the neutral placements."""
     out: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -234,6 +241,7 @@ GLUED_SHAPES = (
     ("lower-case + hex", "lower", 4, "hex", 32),
     ("capitals + hex", "upper", 2, "hex", 32),
     ("no head, base62", "letters", 0, "alnum", 32),
+    ("no head, lower-case base36", "lower", 0, "abcdefghijklmnopqrstuvwxyz0123456789", 46),
 )
 
 
@@ -305,10 +313,14 @@ def main(argv: list[str] | None = None) -> int:
             for fam, (k, c) in sorted(fams.items()):
                 print(f"      {fam:60s} {100 * k / c:5.1f} %  ({k}/{c})")
     third = score_third(alone)
-    kept, cases = sum(c[0] for c in third.values()), sum(c[1] for c in third.values())
-    print(f"  {'third scanner':17s} {len(third):3d} rules,    {cases:5d} cases: recall {100 * kept / cases:5.1f} %"
-          f" ({sum(1 for c in third.values() if c[0] == c[1])} rules complete; Kingfisher's examples of vendors "
-          f"gitleaks does not name, 5 neutral placements)")
+    for label, part in (("third scanner", third),
+                        ("  held-out half", {r: c for r, c in third.items() if third_half_held_out(r)}),
+                        ("  seen half", {r: c for r, c in third.items() if not third_half_held_out(r)})):
+        kept, cases = sum(c[0] for c in part.values()), sum(c[1] for c in part.values())
+        print(f"  {label:17s} {len(part):3d} rules,    {cases:5d} cases: recall {100 * kept / cases:5.1f} %"
+              f" ({sum(1 for c in part.values() if c[0] == c[1])} rules complete"
+              + ("; Kingfisher's examples of vendors gitleaks does not name, 5 neutral placements)"
+                 if part is third else ")"))
     if args.families:
         for rule, (k, c) in sorted(third.items()):
             print(f"      {rule:60s} {100 * k / c:5.1f} %  ({k}/{c})")

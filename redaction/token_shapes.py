@@ -9,7 +9,8 @@ shapes, each recognisable from its structure rather than from a list of vendors:
 - **Signed JSON tokens** (`eyJ….eyJ….sig`): a JWT's first two segments are base64url JSON
   objects, the first naming its algorithm; checked by decoding, not by the `eyJ` alone.
 - **A glued head** (`AKIA…`): two to five capitals followed directly by a long body of capitals
-  and digits (base32/base36). The body must look drawn at random: both letters and digits, near its
+  and digits (base32/base36); or 40 lower-case letters and digits or more (base36, neither hex nor
+  base32), whatever head they start with. The body must look drawn at random: both letters and digits, near its
   alphabet's entropy, no long runs of one class, no upper-case hex (a digest). A glued head before a
   lower-case hex body (Twilio's `SK…`) is left to the catalogues: its trigger doubled this
   detector's cost.
@@ -279,7 +280,9 @@ def glued_key(run: bytes) -> bool:
     body = run.replace(b"_", b"").replace(b"-", b"")
     upper = body.lower() != body
     lower = body.upper() != body
-    if run[0] <= 57:  # a digit first: no head, so only a body of both cases drawn at random
+    if run[0] <= 57:  # a digit first: no head, so only a body drawn at random (both cases, or base36)
+        if not upper:
+            return _lower_base36(run)
         return upper and lower and digit_count(body) * 2 <= len(body) and _random_or_carrier(run, body)
     if not lower:
         m = _UPPER_GLUED_RE.fullmatch(body)
@@ -289,9 +292,28 @@ def glued_key(run: bytes) -> bool:
         return _one_case_random(m.group(0), body[m.end():])
     if not upper:
         m = _LOWER_HEAD_RE.match(body)
-        return (m is not None and _HEX_LOWER.fullmatch(body, m.end()) is not None
-                and not _HEX_LOWER.fullmatch(m.group(0)) and _one_case_random(m.group(0), body[m.end():]))
+        if m is not None and _HEX_LOWER.fullmatch(body, m.end()) is not None and not _HEX_LOWER.fullmatch(m.group(0)):
+            return _one_case_random(m.group(0), body[m.end():])
+        return _lower_base36(run)
     return has_digit(body) and _random_or_carrier(run, body)
+
+
+LOWER_BASE36_MIN = 40
+_BASE32_LOWER = re.compile(rb"[a-z2-7]+")
+
+
+def _lower_base36(run: bytes) -> bool:
+    """Lower-case letters and digits drawn at random, 40 or more and no separator (NuGet's `oy2…`, whatever
+    head it has): no hex (a digest), no base32 (an IPFS CID, an onion address: content addresses, public),
+    no bech32 whose checksum holds (an address), no word, near base36's entropy. Shorter runs of this alphabet are ids (cuid, nanoid) as often as keys."""
+    return (len(run) >= LOWER_BASE36_MIN and run.isalnum() and _HEX_LOWER.fullmatch(run) is None
+            and _BASE32_LOWER.fullmatch(run) is None and not _bech32(run) and _one_case_random(b"", run))
+
+
+def _bech32(run: bytes) -> bool:
+    """A bech32 string whose checksum holds: an address (`bc1q…`) or a key the bech32 shape judges by its head."""
+    m = _BECH32_RE.fullmatch(run)
+    return m is not None and bech32_checks(m.group(1).decode(), m.group(2).decode())
 
 
 def _random_or_carrier(run: bytes, body: bytes) -> bool:
@@ -452,7 +474,9 @@ def _examples() -> tuple[str, ...]:
             sample("key QZ.Ab3<alnum:19>.Xy7<alnum:40> here"),
             sample("licence Q7-<upper:2>4<upper:3>-9<upper:4>2-<upper:3>5<upper:2>-8<upper:2>3<upper:2>-<upper:4>6"),
             f"the bot signs in as {signed} here",
-            sample("jira token QZTT7<alnum:20><b64url:140>=<upper:8> set"))  # a glued head, base64url, `=` and a checksum
+            sample("jira token QZTT7<alnum:20><b64url:140>=<upper:8> set"),  # a glued head, base64url, `=` and a checksum
+            sample("dotnet nuget push pkg.nupkg -k qz7<lower:43> -s feed"),  # lower-case base36, any head
+            sample("published with 8<lower:45> today"))
 
 
 TRIGGERS: tuple[Trigger, ...] = (
@@ -484,5 +508,8 @@ DETECTOR = Detector(
         "QmFzZTY0UGF5bG9hZDEy.zzzzzz.k3Jq8ZpL2mXw9RtYvB4nC7dF1gH",  # a middle field that is no time of issue
         "serialized=b'\\n\\x12GetWorkerPIDsReply\\x12\\x0c'",  # a byte escape, then a protobuf message's name
         "export { ZodFirstPartyTypeKind3 as Kind } from './types';",  # capitalised words and a digit: a name
+        "ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/index.html",  # base32: a content address
+        "onion v3 pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd.onion",
+        "cache key 3f786850e387550fdab836ed7e6dc881de23001b7f9a1c4e5d2b3a4c5d6e7f8091a2b3c4",  # hex: a digest
     ),
 )
