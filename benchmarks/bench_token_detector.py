@@ -32,7 +32,7 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ctxtap.redaction import token_shapes, vendor_tokens  # noqa: E402
+from ctxtap.redaction import token_shapes, url_tokens, vendor_tokens  # noqa: E402
 from ctxtap.redaction.detector import ALPHABETS  # noqa: E402
 from ctxtap.redaction.engine import build_engine, hyperscan_available  # noqa: E402
 from ctxtap.redaction.spans import Span, merge_spans  # noqa: E402
@@ -56,10 +56,11 @@ def heldout_families() -> set[str]:
 
 class Alone:
     """The token detectors' triggers in an engine of their own (vendor_tokens: a head, a separator and a
-    random body; token_shapes: bech32 secrets, signed JSON tokens, glued heads), and their verifiers."""
+    random body; token_shapes: bech32 secrets, signed JSON tokens, glued heads; url_tokens: a random segment of
+    a URL's path), and their verifiers."""
 
     def __init__(self, backend: str | None) -> None:
-        self.detectors = (vendor_tokens.DETECTOR, token_shapes.DETECTOR)
+        self.detectors = (vendor_tokens.DETECTOR, token_shapes.DETECTOR, url_tokens.DETECTOR)
         triggers = [t for d in self.detectors for t in d.triggers]
         self.engine = build_engine(triggers, backend)
 

@@ -36,6 +36,7 @@ from ctxtap.redaction import (
     gitleaks_match,
     prose,
     token_shapes,
+    url_tokens,
     vendor_tokens,
 )
 from ctxtap.redaction.detector import Detector
@@ -53,6 +54,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     columns.DETECTOR,  # a table's column whose header names a credential (Markdown, CSV, TSV)
     vendor_tokens.DETECTOR,  # keys of vendors no list names, by their structure
     token_shapes.DETECTOR,  # the same without a separator: bech32 secrets, signed JSON tokens, glued heads
+    url_tokens.DETECTOR,  # a random segment in a URL's path (webhooks, reset links)
     encodings.DETECTOR,  # percent-encoded runs (a flat decoder)
     base64_runs.DETECTOR,  # files attached as base64 (a nesting decoder)
 )

@@ -35,6 +35,7 @@ DECLARED = (
     "columns",
     "vendor-tokens",
     "token-shapes",
+    "url-tokens",
     "percent-encoded",
     "base64-files",
 )

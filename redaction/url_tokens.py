@@ -1,0 +1,82 @@
+"""Random tokens in a URL's path: webhooks, reset and sign-in links, shared capability URLs.
+
+`https://hooks.example/services/T0123/B0456/<token>` carries its secret in
+its path: whoever holds the URL can post, reset or read. The catalogues list a few such hosts
+(Slack, Discord, Teams); this finds the structure instead: after `scheme://host/`, a path segment
+of twenty letters and digits or more, no separator inside, judged as a key glued to its head is
+judged anywhere (`token_shapes.glued_key`: drawn at random, no words, no digest, no address).
+The glued shape does not look after a `/` on its own, because file paths and standard base64 hold
+one before long runs; inside a URL's path neither does. Segments with a separator (`pat-…`,
+`T0123_…`) are the vendor-token detector's, which reads URL paths already; UUIDs and hex (commit
+and content hashes) stay.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ctxtap.redaction.detector import Detector, TriggerHits, samples
+from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.false_positives import has_digit, labelled_digest
+from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
+from ctxtap.redaction.token_shapes import glued_key
+
+KIND = "url-token"
+SEGMENT_MIN = 20
+_SEGMENT_MAX = 256
+# The host, any segments, then twenty letters and digits right after a `/`; its end is 20 past the segment's start.
+TRIGGERS: tuple[Trigger, ...] = (
+    Trigger(rb"://[^\s/\"'<>\\]+/(?:[^\s/\"'<>\\?#]*/)*[A-Za-z0-9]{%d}" % SEGMENT_MIN, literals=(b"://",),
+            window=2048, opens=False),
+)
+_ALNUM_RE = re.compile(rb"[A-Za-z0-9]*")
+# What may follow a whole segment: the next segment, the query, the fragment, the URL's end (space, quote,
+# bracket, a JSON escape, a comma or a sentence's full stop). Anything else (`-`, `_`, `.js`, `%2F`, `:`)
+# makes it part of a longer segment: a name, a file, a vendor's token with a separator.
+_ENDS = frozenset(b"/?#&; \t\r\n\"'`<>()[]{}\\,|")
+
+
+def _segment_end_ok(data: bytes, stop: int) -> bool:
+    if stop >= len(data) or data[stop] in _ENDS:
+        return True
+    nxt = data[stop + 1 : stop + 2]
+    return data[stop] in b".!" and (not nxt or nxt in b" \t\r\n\"'\\)")  # a sentence's end
+
+
+def find_url_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
+    """Append a span for each random segment the trigger reached (its hits end 20 past the segment's start)."""
+    done = -1
+    for _, end in hits[0]:
+        start = end - SEGMENT_MIN
+        if start < done:
+            continue
+        stop = _ALNUM_RE.match(data, end).end()
+        done = stop
+        run = data[start:stop]
+        if len(run) > _SEGMENT_MAX or not _segment_end_ok(data, stop):
+            continue
+        if not has_digit(run) or not glued_key(run) or labelled_digest(data, start):
+            continue
+        out.append(Span(start, stop, KIND, PRIORITY_GENERIC))  # any named rule names it better
+
+
+DETECTOR = Detector(
+    "url-tokens",
+    TRIGGERS,
+    find_url_token_spans,
+    examples=samples(
+        "curl -X POST https://hooks.qzv.example/services/T0123ABCD/B0456EFGH/Q7<alnum:22> -d '{}'",
+        "webhook: https://relay.qzv.example/trigger/deploy/with/key/Zk3<alnum:19>",
+        '{"url": "https://qzv.example/reset-password/Q8<alnum:30>?lang=en"}',
+        "post to https://qzv.example/w/k9<lower:40>.",
+    ),
+    near_misses=(
+        "https://github.com/org/repo/blob/3f786850e387550fdab836ed7e6dc881de23001b/src/main.py",  # a commit
+        "https://cdn.example.com/static/js/main.a1af608a1019e2ff468d.bundle.js",  # a file name with its hash
+        "https://docs.example.com/reference/AbstractSingletonProxyFactoryBean2/",  # a name made of words
+        "https://api.example.com/v1/items/550e8400-e29b-41d4-a716-446655440000",  # a UUID
+        "https://example.com/articles/how-to-configure-the-proxy-2024",  # a slug
+        "see /usr/lib/python3/site-packages/Xk8mP2qR7sT4vW9yZ1bC3dF6/init.py",  # a file path, no URL
+        "https://ipfs.io/ipfs/bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi",  # a content address
+    ),
+)

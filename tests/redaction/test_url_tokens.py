@@ -1,0 +1,70 @@
+"""A random token in a URL's path (a webhook, a reset link) never reaches disk; the URL around it stays.
+
+The tokens are drawn here at random, so no list of hosts or heads could find them: every placement
+of the secret matrix (headers, query strings, JSON strings, tool results, SSE and WebSocket deltas
+split inside the token, compressed bodies) through the capture writer.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from pathlib import Path
+
+from ctxtap.redaction import Redactor
+from ctxtap.redaction.scanner import find_spans
+from tests.secret_examples.matrix import Example, run_matrix
+
+HOSTS = ("hooks.qzv.example/services/T0QZ1/B0QZ2", "relay.qzv.example/trigger/deploy/with/key",
+         "qzv.example/reset-password", "qzv.example:8443/w")
+
+
+def _urls(seed: int) -> list[tuple[str, str]]:
+    """(token, URL): base62 and lower-case base36 tokens of 22 to 44 characters, after a query or not."""
+    rng = random.Random(seed)
+    out = []
+    for i, host in enumerate(HOSTS * 2):
+        alphabet = string.ascii_letters + string.digits if i % 2 == 0 else string.ascii_lowercase + string.digits
+        n = rng.choice((22, 32, 44)) if i % 2 == 0 else 44
+        token = rng.choice(string.ascii_letters) + "".join(rng.choice(alphabet) for _ in range(n - 1))
+        out.append((token, f"https://{host}/{token}" + ("?lang=en" if i >= len(HOSTS) else "")))
+    return out
+
+
+def test_every_placement_through_the_writer(tmp_path: Path) -> None:
+    examples = [
+        Example(id=f"url-token:{i}", source="ctxtap", family="url-token", label="tp", cls="self-identifying",
+                text=url, secret=token, name="webhook", file="tests/redaction/test_url_tokens.py", line=1, token=url)
+        for i, (token, url) in enumerate(_urls(seed=5))
+    ]
+    run = run_matrix(tmp_path / "cap", examples, positions=3)
+    assert sorted({(run.cases[i].example.secret, run.cases[i].placement) for i in run.leaks}) == []
+    assert {"header-neutral", "query-encoded", "tool-json", "json-escaped", "prose", "sse-split2",
+            "ws-split"} <= {c.placement for c in run.cases}
+
+
+def test_only_the_segment_goes_and_twice_changes_nothing() -> None:
+    redactor = Redactor(b"k" * 32, "t")
+    token, url = _urls(seed=9)[0]
+    text = f'{{"content": "see {url}\\nthen retry"}}'
+    once = redactor.redact_text(text)
+    assert token not in once
+    assert once.startswith('{"content": "see https://hooks.qzv.example/services/T0QZ1/B0QZ2/[REDACTED:url-token:')
+    assert once.endswith('\\nthen retry"}')
+    assert redactor.redact_text(once) == once
+    # the request URL itself (the proxy's record of where a call went)
+    assert redactor.redact_url(url + "?page=2").startswith("https://hooks.qzv.example/services/T0QZ1/B0QZ2/[REDACTED:")
+
+
+def test_segments_that_are_no_token_stay() -> None:
+    kept = (
+        "https://github.com/org/repo/commit/3f786850e387550fdab836ed7e6dc881de23001b",  # hex: a commit
+        "https://files.example/packages/3f/78/6850e387550fdab836ed7e6dc881de23001b7f9a1c4e5d2b3a/pkg-1.0.whl",
+        "https://docs.example/api/RequestHandlerFactoryBuilder2/",  # a name made of words
+        "https://example.com/items/550e8400-e29b-41d4-a716-446655440000/edit",  # a UUID
+        "https://example.com/blog/ten-ways-to-configure-your-proxy-in-2024",  # a slug
+        "https://cdn.example/assets/app.3f786850e387550fdab836ed.js",  # a file with its hash
+        "https://example.com/static/QzvAbstractFactory2024Edition.png",  # a file name
+    )
+    for url in kept:
+        assert find_spans(url.encode()) == [], url
