@@ -21,6 +21,8 @@ shapes, each recognisable from its structure rather than from a list of vendors:
   Flask's and Discord's tokens): a base64url payload, four bytes of issue time in six base64url
   characters that decode to a time between 2012 and 2040 (counted from 1970 or from 2011, the two
   epochs in use), and a random base64url signature of 27 characters or more (HMAC-SHA1 and up).
+- **A number's id, a colon and the secret** (`<bot id>:<secret>`, Telegram's layout): six to twelve
+  digits, then thirty base64url characters or more of both cases and digits drawn at random.
 """
 
 from __future__ import annotations
@@ -438,10 +440,25 @@ def grouped_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | No
             out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
 
 
+# --- a number's id, a colon, the secret ---------------------------------------------------------
+
+_NUMBERED_RE = re.compile(rb"(?:(?<![A-Za-z0-9_.:/+-])|(?<=\\[nrt]))[0-9]{6,12}:([A-Za-z0-9_-]{30,128})(?![A-Za-z0-9_+/=-])")
+
+
+def numbered_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | None = None) -> None:
+    """`<bot id>:<secret>` (Telegram's bot tokens, an app's `id:secret`): a number of six to twelve digits, a
+    colon, then thirty characters of base64url or more drawn at random, both cases and digits. Times
+    (`12:30`), ports, line numbers and `key:value` pairs of words never have such a body."""
+    for m in _matches(_NUMBERED_RE, data, hits, 40, 140):
+        body = m.group(1).replace(b"-", b"").replace(b"_", b"")
+        if body.lower() != body and body.upper() != body and has_digit(body) and _mixed_random(body):
+            out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
+
+
 def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: list[Span]) -> None:
     """Append the spans of the shapes; `hits` are the triggers' (the body is scanned only when
     one of them matched)."""
-    bech32, jwt, claims, glued, dotted, grouped, signed = hits
+    bech32, jwt, claims, glued, dotted, grouped, signed, numbered = hits
     if bech32:
         bech32_secret_spans(data, out, list(bech32))
     if jwt:
@@ -456,6 +473,8 @@ def find_token_shape_spans(data: bytes, hits: list[list[tuple[int, int]]], out: 
         grouped_spans(data, out, list(grouped))
     if signed:
         signed_spans(data, out, list(signed))
+    if numbered:
+        numbered_spans(data, out, list(numbered))
 
 
 def _examples() -> tuple[str, ...]:
@@ -476,7 +495,8 @@ def _examples() -> tuple[str, ...]:
             f"the bot signs in as {signed} here",
             sample("jira token QZTT7<alnum:20><b64url:140>=<upper:8> set"),  # a glued head, base64url, `=` and a checksum
             sample("dotnet nuget push pkg.nupkg -k qz7<lower:43> -s feed"),  # lower-case base36, any head
-            sample("published with 8<lower:45> today"))
+            sample("published with 8<lower:45> today"),
+            sample("app 48213906:<alnum:40> set"))  # a number's id, a colon, the secret
 
 
 TRIGGERS: tuple[Trigger, ...] = (
@@ -488,6 +508,7 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[A-Za-z0-9]\.[A-Za-z0-9_-]{16}[A-Za-z0-9_-]*\.[A-Za-z0-9_-]{16}", window=0, opens=False),
     Trigger(rb"-[A-Z0-9]{5,6}-[A-Z0-9]{4,6}-", window=0, opens=False),
     Trigger(SIGNED_TRIGGER, window=0, opens=False),
+    Trigger(rb"[0-9]{6}:[A-Za-z0-9_-]{20}", window=0, opens=False),
 )
 
 
@@ -508,6 +529,7 @@ DETECTOR = Detector(
         "QmFzZTY0UGF5bG9hZDEy.zzzzzz.k3Jq8ZpL2mXw9RtYvB4nC7dF1gH",  # a middle field that is no time of issue
         "serialized=b'\\n\\x12GetWorkerPIDsReply\\x12\\x0c'",  # a byte escape, then a protobuf message's name
         "export { ZodFirstPartyTypeKind3 as Kind } from './types';",  # capitalised words and a digit: a name
+        "at 1733512800:handleIncomingWebhookRequest_v2 and 20241206:build_artifacts_for_release",  # names
         "ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi/index.html",  # base32: a content address
         "onion v3 pg6mmjiyjmcrsslvykfwnntlaru7p5svn6y2ymmju6nubxndf4pscryd.onion",
         "cache key 3f786850e387550fdab836ed7e6dc881de23001b7f9a1c4e5d2b3a4c5d6e7f8091a2b3c4",  # hex: a digest
