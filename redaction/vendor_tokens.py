@@ -75,15 +75,18 @@ _RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-~]*")
 # A head before `~` may be any letters and digits (`2Vq7Q~…`): no word, path or digest is written so.
 # Before a `.`, a head of twelve or more drawn at random itself (`pat<id>.<secret>`): an id, then its secret.
 # A number before `-` or `_` is an id too (`8-<secret>`), when a long body of all three classes follows.
+# Before `_` or `-`, such a head longer than any vendor's (`EAAA5Vdw8spS5whXWn_…`) is base64url's first piece.
 _HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]|[A-Za-z0-9]{1,14}~"
-                         rb"|[A-Za-z0-9]{%d,%d}\.|[0-9]{1,10}[_\-]" % (ID_HEAD_MIN, ID_HEAD_MAX))
+                         rb"|[A-Za-z0-9]{%d,%d}[._\-]|[0-9]{1,10}[_\-]" % (ID_HEAD_MIN, ID_HEAD_MAX))
 _BASE64_ONLY = frozenset(b"+/=")
 _BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
 _MAX_BEFORE = 64  # a head and its fields before the body
+_HEAD_MAX = 14  # a vendor's head, at most
 _MAX_RUN = 512  # longer runs are base64url blobs, not keys
 _MAX_SEGMENTS = 16
 _HEAD_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}")
-_REPEAT_RE = re.compile(rb"(.)\1\1")  # `gAAAAA`: a Fernet token's start, no vendor's mnemonic
+# `gAAAAA`: a Fernet token's start, no vendor's mnemonic (Square's `EAAA` has three)
+_REPEAT_RE = re.compile(rb"(.)\1\1\1")
 _SPLIT_RE = re.compile(rb"[_.\-~]")
 _FILE_END_RE = re.compile(rb"\.[a-z][a-z0-9]{0,4}$")  # a file's extension (`.woff2`, `.mp4`), a domain's last label
 _HEX_RE = re.compile(rb"[0-9a-fA-F]+")
@@ -217,10 +220,11 @@ def verify_run(run: bytes) -> bool:
         return False
     head = segments[0]
     tilde = b"~" in run
-    id_head = run[len(head)] == 0x2E and _id_head(head)
+    # a random id before `.`; before `_` or `-`, a random piece longer than a vendor's head (base64url split)
+    id_head = (run[len(head)] == 0x2E or len(head) > _HEAD_MAX) and _id_head(head)
     number_id = head.isdigit() and run[len(head)] in b"_-"
     random_head = (run[len(head)] == 0x7E and head.isalnum()) or id_head or number_id  # see `_HEAD_AT_RE`
-    if (not 1 <= len(head) <= (ID_HEAD_MAX if id_head else 14)
+    if (not 1 <= len(head) <= (ID_HEAD_MAX if id_head else _HEAD_MAX)
             or (_HEAD_RE.fullmatch(head) is None and not random_head)
             or _REPEAT_RE.search(head) or _names_no_key(head, run[len(head)])):
         return False
@@ -363,6 +367,8 @@ DETECTOR = Detector(
         "grant <mixed:16>7.<hex:64> ok",  # an id drawn at random, a dot, then the secret
         "pqe_<alnum:36>=<upper:8>",  # the body, `=` and a checksum
         '{"method": "auth.login_with_api_key", "params": ["7-<alnum:64>"]}',  # a number's id, then the secret
+        "key Q7<alnum:17>_<alnum:40> ok",  # base64url whose first piece is longer than any vendor's head
+        "use QAAA7<alnum:6>_<alnum:30> here",  # a head with a letter thrice
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
