@@ -68,6 +68,12 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
                                                              for _ in range(s // 18)),
         "credentials: user/password pairs": lambda g, s: "".join(f"credentials: {r(g, 5)}/{r(g, 12)}!1 "
                                                                  for _ in range(s // 34)),
+        "one URL, a random segment after another": lambda g, s: "https://h.example/" + "/".join(
+            r(g, 24) for _ in range(s // 25)),
+        "URL after URL, a random segment each": lambda g, s: "".join(f"https://h.example/{r(g, 22)} "
+                                                                     for _ in range(s // 41)),
+        "numbers, colons, random bodies": lambda g, s: "".join(f"{g.randint(10**5, 10**9)}:{r(g, 32)} "
+                                                               for _ in range(s // 42)),
         "SSE, one stream per event": lambda g, s: _sse(
             [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": "x"}}
              for i in range(s // 100)]),
