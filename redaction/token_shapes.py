@@ -10,8 +10,8 @@ shapes, each recognisable from its structure rather than from a list of vendors:
   objects, the first naming its algorithm; checked by decoding, not by the `eyJ` alone.
 - **A glued head** (`AKIA…`): two to five capitals followed directly by a long body of capitals
   and digits (base32/base36); or 40 lower-case letters and digits or more (base36, neither hex nor
-  base32), whatever head they start with. The body must look drawn at random: both letters and digits, near its
-  alphabet's entropy, no long runs of one class, no upper-case hex (a digest). A glued head before a
+  base32), whatever head they start with. The body must look drawn at random: both letters and
+  digits, near its alphabet's entropy, no long runs of one class, no upper-case hex (a digest). A glued head before a
   lower-case hex body (Twilio's `SK…`) is left to the catalogues: its trigger doubled this
   detector's cost.
 - **A head and dotted random segments** (`SG.<22>.<43>`, `pat.<id>.<id>.<secret>`): each segment
@@ -307,7 +307,8 @@ _BASE32_LOWER = re.compile(rb"[a-z2-7]+")
 def _lower_base36(run: bytes) -> bool:
     """Lower-case letters and digits drawn at random, 40 or more and no separator (NuGet's `oy2…`, whatever
     head it has): no hex (a digest), no base32 (an IPFS CID, an onion address: content addresses, public),
-    no bech32 whose checksum holds (an address), no word, near base36's entropy. Shorter runs of this alphabet are ids (cuid, nanoid) as often as keys."""
+    no bech32 whose checksum holds (an address), no word, near base36's entropy. Shorter runs of this
+    alphabet are ids (cuid, nanoid) as often as keys."""
     return (len(run) >= LOWER_BASE36_MIN and run.isalnum() and _HEX_LOWER.fullmatch(run) is None
             and _BASE32_LOWER.fullmatch(run) is None and not _bech32(run) and _one_case_random(b"", run))
 
