@@ -3,7 +3,9 @@
 Agents run shell commands and send them, with their output, to the model, so
 command lines from shell history, scripts and READMEs reach the recorder.
 `--password=x` is an assignment (see `redaction.assignments`); this module
-covers what is not: a flag and its value separated by a space, the short
+covers what is not: a flag and its value separated by a space or as the next item of an argument list
+(`["--password", "x"]`, a compose file's or a pod's exec form), its word glued to another
+(`--requirepass x`, `--rootpassword x`), the short
 flags of clients whose `-p`/`-a`/`-w` means a password (MySQL, MongoDB, sshpass, Redis, the
 LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash options
 (`keytool -storepass x`, `-passout pass:x`), `user:password` after `-u`/`--user`, Samba's
@@ -30,6 +32,14 @@ from ctxtap.redaction.false_positives import is_non_secret_value, looks_random
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 _LONG_WORDS = rb"(?:password|passwd|passphrase|pass|pwd|token|secret|api-?key|key|auth|credentials?)"
+# The same words glued to the one before (`--requirepass`, `--rootpassword`, `--clientsecret`); `key` and
+# `auth` glued are other words too often (`--hotkey`, `--oauth`), and so is a `pass` of these:
+_GLUED_WORDS = rb"[a-z0-9]{2,20}(?:pass(?:word|wd|phrase)?|pwd|secret|token)"
+# Between a flag and its value: spaces, or the next item of an argument list (`["--password", "x"]`, the exec
+# form of a compose file's `command:` or a pod's `args:`), its quotes perhaps JSON-escaped.
+_ARGV_GAP = rb"(?:[ \t]+|\\{0,3}[\"'][ \t]*,[ \t]*(?=\\{0,3}[\"']))"
+_NOT_GLUED_PASS = (b"bypass", b"compass", b"surpass", b"overpass", b"underpass", b"trespass", b"renderpass",
+                   b"subpass", b"multipass", b"firstpass", b"secondpass", b"singlepass", b"onepass", b"twopass")
 _STRONG_LONG = re.compile(rb"(?i)pass|pwd|secret|token|api-?key|credential")
 _PASSWORD_LONG = re.compile(rb"(?i)pass|pwd")
 
@@ -44,7 +54,7 @@ _SPACED_P = (rb"sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoim
 TRIGGERS: tuple[Trigger, ...] = (
     # `--password x`, `--auth-token x`, `--api-key x`
     Trigger(
-        rb"--(?:[a-z0-9]+[-_])*" + _LONG_WORDS + rb"[ \t]+",
+        rb"--(?:[a-z0-9]+[-_])*(?:" + _LONG_WORDS + rb"|" + _GLUED_WORDS + rb")(?:[ \t]+|\\{0,3}[\"'][ \t]*,)",
         literals=(b"--",),
         window=60,
         som=True,
@@ -92,7 +102,7 @@ TRIGGERS: tuple[Trigger, ...] = (
 
 # A shell word: quoted (possibly JSON-escaped quotes) or bare up to a space, quote or escape.
 _WORD_RE = re.compile(rb"(?P<q>\\*[\"'])(?P<qv>[^\"'\\\n]{1,256})(?P=q)|(?P<bv>[^\s\"'`\\;|&<>()]{1,256})")
-_LONG_RE = re.compile(rb"(?i)--(?:[a-z0-9]+[-_])*(?P<kw>" + _LONG_WORDS + rb")[ \t]+")
+_LONG_RE = re.compile(rb"(?i)--(?:[a-z0-9]+[-_])*(?P<kw>" + _LONG_WORDS + rb"|" + _GLUED_WORDS + rb")" + _ARGV_GAP)
 _LINE_END_RE = re.compile(rb"\n|\\n|\\r|;|&&|\|\|")
 _ATTACHED_RE = re.compile(rb"[ \t]-p(?P<v>\\*[\"'][^\"'\\\n]{1,256}\\*[\"']|[^\s\"'`\\;|&<>()]{1,256})")
 _SPACED_RE = re.compile(rb"[ \t](?:-p|-a|-w|--pass|--password)[ \t]+")  # `-w`: the ldap tools' bind password
@@ -243,9 +253,10 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
             continue
         v_start, v_end, quoted = word
         value = data[v_start:v_end]
-        if value.startswith(b"-") or is_non_secret_value(value, quoted, m.group("kw").lower()):
-            continue
         kw = m.group("kw")
+        if kw.lower().endswith(_NOT_GLUED_PASS) or value.startswith(b"-") or is_non_secret_value(
+                value, quoted, kw.lower()):
+            continue
         if not _STRONG_LONG.search(kw) and not looks_random(value):
             continue
         kind = "password" if _PASSWORD_LONG.search(kw) else "generic-secret"
@@ -353,6 +364,9 @@ DETECTOR = Detector(
     TRIGGERS,
     find_cli_spans,
     examples=samples(
+        "redis-server --requirepass <mixed:14> --port 6380",  # the flag's word glued to the one before
+        'command: ["vault", "server", "--root-token", "<mixed:14>"]',  # an argument list (exec form)
+        'args: ["--registry-pass", "<mixed:12>"]',
         "mysql -u root -p<mixed:12> mydb",
         "sshpass -p <mixed:10> ssh user@host",
         "curl -u admin:<mixed:14> https://example.com",
@@ -368,6 +382,8 @@ DETECTOR = Detector(
         "$pw = ConvertTo-SecureString '<mixed:14>' -AsPlainText -Force",  # PowerShell
     ),
     near_misses=(
+        "chromium --bypass 10.0.0.0/8 && ffmpeg --twopass 1 && tool --compass north",  # words ending in `pass`
+        'args: ["--password", "--verbose"]',  # the next item is a flag
         "mkdir -p build/out && docker run -p 8080:80 app",
         "ssh -p 2222 user@host",
         "ssh -l admin -p 2222 host && ls -l -p build && grep -l -P 'x+' file",
