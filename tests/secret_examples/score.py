@@ -1,6 +1,6 @@
 """Recall of the capture redactor on the vendored example secrets, per placement, source, class and family.
 
-    python -m tests.secret_examples.score [--positions N] [--families] [--json FILE] [--no-kingfisher]
+    python -m tests.secret_examples.score [--positions N] [--families] [--json FILE] [--no-kingfisher | --unseen]
 
 Runs the whole matrix (every example in every placement, SSE split at every
 position unless `--positions` caps it) through the capture writer, scans the
@@ -15,6 +15,10 @@ disk like an attacker (see `matrix.py`) and prints:
    placed without its name is counted under "unnamed" only);
 3. the upstream `fps` examples the redactor alters, per source (reported
    apart; redacting a near miss next to a credential name is allowed).
+
+`--unseen` scores Kingfisher's examples with Kingfisher's rules left out: the nearest stand-in in reach
+for a scanner whose rules ctxtap does not vendor (its vendors that gitleaks also names are still
+found by gitleaks' rules).
 
 Talks to nothing but the local disk; CPU-bound (one writer thread).
 """
@@ -136,6 +140,16 @@ def format_families(table: dict[tuple[str, str], dict[str, tuple[int, int]]]) ->
     return "\n".join(lines)
 
 
+def leave_out_kingfisher_rules() -> None:
+    """Make the process's scanner from gitleaks' rules alone (Kingfisher's examples then stand for a
+    catalogue ctxtap does not vendor: what its own detectors and gitleaks' find of them)."""
+    from ctxtap.redaction import scanner
+    from ctxtap.redaction.gitleaks import load_rules
+
+    scanner.clear_caches()
+    scanner._scanners["default"] = scanner.Scanner(load_rules(), None)
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -149,17 +163,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--families", action="store_true", help="also print recall per family")
     parser.add_argument("--json", type=Path, help="write the tables as JSON")
     parser.add_argument("--no-kingfisher", action="store_true", help="leave out the second catalogue's examples")
+    parser.add_argument("--unseen", action="store_true",
+                        help="score only Kingfisher's examples with its rules left out (gitleaks' and ctxtap's own "
+                             "detectors): how a scanner whose rules ctxtap does not vendor fares")
     args = parser.parse_args(argv)
     header, examples = load_examples()
-    if not args.no_kingfisher:
+    if args.unseen:
+        leave_out_kingfisher_rules()
+        examples = kingfisher_examples()
+    elif not args.no_kingfisher:
         examples = examples + kingfisher_examples()
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
         run = run_matrix(Path(tmp) / "cap", examples, positions=args.positions)
         elapsed = time.perf_counter() - t0
     table = recall_table(run)
-    print(f"corpus: gitleaks {header['gitleaks']}, detect-secrets {header['detect_secrets']}"
-          + ("" if args.no_kingfisher else ", kingfisher (redaction/rules/kingfisher.json)"))
+    if args.unseen:
+        print("corpus: kingfisher's examples, with its rules left out (an unvendored catalogue's stand-in)")
+    else:
+        print(f"corpus: gitleaks {header['gitleaks']}, detect-secrets {header['detect_secrets']}"
+              + ("" if args.no_kingfisher else ", kingfisher (redaction/rules/kingfisher.json)"))
     print(f"{len(run.cases)} cases, {len(run.leaks)} leaked; {elapsed:.1f} s "
           f"(build {run.seconds['build']:.1f}, write+finalize {run.seconds['write']:.1f}, "
           f"attacker scan {run.seconds['scan']:.1f}; CPU-bound, one writer thread)\n")
