@@ -367,7 +367,7 @@ DETECTOR = Detector(
         "grant <mixed:16>7.<hex:64> ok",  # an id drawn at random, a dot, then the secret
         "pqe_<alnum:36>=<upper:8>",  # the body, `=` and a checksum
         '{"method": "auth.login_with_api_key", "params": ["7-<alnum:64>"]}',  # a number's id, then the secret
-        "key Q7<alnum:17>_<alnum:40> ok",  # base64url whose first piece is longer than any vendor's head
+        "grant Q7<alnum:17>_<alnum:40> ok",  # base64url whose first piece is longer than any vendor's head
         "use QAAA7<alnum:6>_<alnum:30> here",  # a head with a letter thrice
     ),
     near_misses=(
