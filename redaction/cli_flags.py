@@ -37,7 +37,8 @@ _LONG_WORDS = rb"(?:password|passwd|passphrase|pass|pwd|token|secret|api-?key|ke
 _GLUED_WORDS = rb"[a-z0-9]{2,20}(?:pass(?:word|wd|phrase)?|pwd|secret|token)"
 # Between a flag and its value: spaces, or the next item of an argument list (`["--password", "x"]`, the exec
 # form of a compose file's `command:` or a pod's `args:`), its quotes perhaps JSON-escaped.
-_ARGV_GAP = rb"(?:[ \t]+|\\{0,3}[\"'][ \t]*,[ \t]*(?=\\{0,3}[\"']))"
+_ARGV_ITEM = rb"\\{0,3}[\"'][ \t]*,[ \t]*"  # the flag's closing quote and the comma (Hyperscan: no lookahead)
+_ARGV_GAP = rb"(?:[ \t]+|" + _ARGV_ITEM + rb"(?=\\{0,3}[\"']))"  # ... up to the value's opening quote
 _NOT_GLUED_PASS = (b"bypass", b"compass", b"surpass", b"overpass", b"underpass", b"trespass", b"renderpass",
                    b"subpass", b"multipass", b"firstpass", b"secondpass", b"singlepass", b"onepass", b"twopass")
 _STRONG_LONG = re.compile(rb"(?i)pass|pwd|secret|token|api-?key|credential")
@@ -54,7 +55,7 @@ _SPACED_P = (rb"sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoim
 TRIGGERS: tuple[Trigger, ...] = (
     # `--password x`, `--auth-token x`, `--api-key x`
     Trigger(
-        rb"--(?:[a-z0-9]+[-_])*(?:" + _LONG_WORDS + rb"|" + _GLUED_WORDS + rb")(?:[ \t]+|\\{0,3}[\"'][ \t]*,)",
+        rb"--(?:[a-z0-9]+[-_])*(?:" + _LONG_WORDS + rb"|" + _GLUED_WORDS + rb")(?:[ \t]+|" + _ARGV_ITEM + rb")",
         literals=(b"--",),
         window=60,
         som=True,

@@ -452,7 +452,7 @@ def numbered_spans(data: bytes, out: list[Span], hits: list[tuple[int, int]] | N
     (`12:30`), ports, line numbers and `key:value` pairs of words never have such a body."""
     for m in _matches(_NUMBERED_RE, data, hits, 40, 140):
         body = m.group(1).replace(b"-", b"").replace(b"_", b"")
-        if body.lower() != body and body.upper() != body and has_digit(body) and _mixed_random(body):
+        if all_classes(body) and _mixed_random(body):
             out.append(Span(m.start(), m.end(), KIND, PRIORITY_GENERIC))
 
 
