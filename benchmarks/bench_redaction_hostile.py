@@ -74,6 +74,8 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
                                                                      for _ in range(s // 41)),
         "numbers, colons, random bodies": lambda g, s: "".join(f"{g.randint(10**5, 10**9)}:{r(g, 32)} "
                                                                for _ in range(s // 42)),
+        "base64url pieces, one long run": lambda g, s: "aB3-" * (s // 4),
+        "base64url pieces, run after run": lambda g, s: "".join(f"k_{r(g, 8)}-{r(g, 8)}_{r(g, 8)} " for _ in range(s // 30)),
         "SSE, one stream per event": lambda g, s: _sse(
             [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": "x"}}
              for i in range(s // 100)]),

@@ -59,14 +59,25 @@ ID_HEAD_MIN, ID_HEAD_MAX = 12, 24  # an id before a `.` and the secret
 NUMBER_ID_BODY_MIN = 32  # the body after a number's id (`8-<secret>`)
 # One trigger for every separator (a `.` of its own, with a longer body, cost the engine a fifth more
 # than sharing the repeat): `sentence.Start` never has thirteen letters and digits after its dot.
+PIECE_MAX = 12  # a piece of base64url between its separators shorter than SEGMENT_MIN
+_PIECE_CHANGES = 40  # changes of class per hundred characters in such pieces, at least (about 60 at random)
+_CLASS_CHANGE = rb"(?:[a-z][A-Z]|[A-Z][0-9]|[0-9][A-Z]|[a-z][0-9][A-Za-z])"
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[_.~\-][A-Za-z0-9]{%d}" % SEGMENT_MIN, window=0, opens=False),
     # `~` inside a token (Azure's `…Q~…`, `sha256~…`): no word, path or digest is written so, and the
     # body after it may hold separators of its own
     Trigger(rb"~[A-Za-z0-9_.\-]{%d}" % TILDE_SEGMENT_MIN, window=0, opens=False),
     Trigger(rb"[0-9]{%d}[_~\-][0-9]{%d}" % (ID_FIELD_MIN, ID_FIELD_MIN), window=0, opens=False),
+    # base64url cut by its own `-` and `_` into pieces shorter than thirteen: two pieces in a row, each with a
+    # change of class inside that words seldom make (lower then upper, a digit beside a capital or inside
+    # lower-case letters). Snake and kebab names change class at their separators, not inside the pieces.
+    Trigger(rb"[_\-][A-Za-z0-9]{0,%d}%s[A-Za-z0-9]{0,%d}[_\-][A-Za-z0-9]{0,%d}%s"
+            % (PIECE_MAX, _CLASS_CHANGE, PIECE_MAX, PIECE_MAX, _CLASS_CHANGE), window=0, opens=False),
 )
-_SEP_BEFORE_END = (SEGMENT_MIN + 1, TILDE_SEGMENT_MIN + 1, ID_FIELD_MIN + 1)  # a hit's separator, from its end
+# a hit's separator, from its end (the pieces' trigger ends anywhere in its run: its last byte stands for it)
+_SEP_BEFORE_END = (SEGMENT_MIN + 1, TILDE_SEGMENT_MIN + 1, ID_FIELD_MIN + 1, 1)
+# how far before that the run may start: a head and its fields, and for the pieces' trigger the pieces too
+_REACH_BEFORE = (64, 64, 64, 64 + 2 * (2 * PIECE_MAX + 3))
 
 _RUN_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~")
 _SEPARATORS = b"_.-~"
@@ -80,7 +91,6 @@ _HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]|
                          rb"|[A-Za-z0-9]{%d,%d}[._\-]|[0-9]{1,10}[_\-]" % (ID_HEAD_MIN, ID_HEAD_MAX))
 _BASE64_ONLY = frozenset(b"+/=")
 _BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
-_MAX_BEFORE = 64  # a head and its fields before the body
 _HEAD_MAX = 14  # a vendor's head, at most
 _MAX_RUN = 512  # longer runs are base64url blobs, not keys
 _MAX_SEGMENTS = 16
@@ -208,6 +218,15 @@ def _names_no_key(head: bytes, separator: int) -> bool:
     return separator != 0x7E and head.lower() in _NOT_KEY_HEADS
 
 
+def _base64url_pieces(run: bytes, parts: list[bytes]) -> bool:
+    """Short pieces that are base64url cut by its own `-` and `_` (`q7Xk2-Rt9pWm_4Lz8`), no name's words:
+    upper case, lower case and digits among them (snake and kebab names, constants and CSS classes lack one),
+    the class changing inside the pieces as often as at random (words change it once: `AMD-Instinct-MI250X`)."""
+    joined = b"".join(parts)
+    return (b"." not in run and b"~" not in run and all_classes(joined)
+            and _class_changes(parts) * 100 >= _PIECE_CHANGES * len(joined))
+
+
 def verify_run(run: bytes) -> bool:
     """Is this run of token characters (bounded on both sides) a vendor key?
 
@@ -251,7 +270,7 @@ def verify_run(run: bytes) -> bool:
         parts = [p for p in segments[1:] if not p.isdigit()]
         if sum(len(p) for p in parts) + len(parts) - 1 < BODY_MIN:  # base64url: its `-` and `_` count
             return False
-    if len(longest) < SEGMENT_MIN and not tilde:
+    if len(longest) < SEGMENT_MIN and not tilde and not _base64url_pieces(run, parts):
         return False
     if b"." in run and not any(has_digit(p) for p in parts):
         return False  # `document.getElementsByTagName`: a member's name after a dot, letters only
@@ -295,15 +314,16 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
     """Append spans of vendor keys around the triggers' hits ((start, end), end only, one list per trigger)."""
     # where each hit's separator is (the two triggers' bodies differ in length), in order: a run both
     # triggers found (`~` before thirteen letters) is judged once
-    seps = sorted((end - back, end) for found, back in zip(hits, _SEP_BEFORE_END, strict=True) for _, end in found)
+    seps = sorted((end - back, end, reach) for found, back, reach in zip(hits, _SEP_BEFORE_END, _REACH_BEFORE, strict=True)
+                  for _, end in found)
     done = -1
     n = len(data)
-    for sep, end in seps:
+    for sep, end, reach in seps:
         if sep < done:
             continue  # inside a run already judged
         if data[sep] == 0x2E and sep and 48 <= data[sep - 1] <= 57 and data[sep + 1 : end].isdigit():
             continue  # a decimal fraction (`19.360564538132063`): half the hits in JSON of measurements
-        floor = max(0, sep - _MAX_BEFORE)
+        floor = max(0, sep - reach)
         start = floor + 1 + data[floor:sep].translate(_NOT_RUN_TO_SPACE).rfind(b" ")  # the run's start, in C
         fwd = _RUN_AFTER_RE.match(data, end, min(n, start + _MAX_RUN + 1))
         stop = fwd.end() if fwd is not None else end
@@ -364,6 +384,7 @@ DETECTOR = Detector(
         "deploy key 36: rwk_<lower:28>",  # one random segment whose letters make a few pronounceable runs
         "hub token 40: hxq_<letters:30>",  # letters only, changing case less often than half the time
         "ci secret 5: pqe_<b64url:20>",  # base64url of twenty, a `_` of its own inside
+        "ci secret 7: pqe_<alnum:9>-<alnum:7>_<alnum:8>",  # base64url cut by its `-` and `_` into short pieces
         "grant <mixed:16>7.<hex:64> ok",  # an id drawn at random, a dot, then the secret
         "pqe_<alnum:36>=<upper:8>",  # the body, `=` and a checksum
         '{"method": "auth.login_with_api_key", "params": ["7-<alnum:64>"]}',  # a number's id, then the secret
@@ -385,5 +406,6 @@ DETECTOR = Detector(
         "src: url(roboto-latin-500.f5b74d7ffcdf85b9dd60.woff2)",  # a file name with its content hash
         "('', '$2a$06$DCq7YPn5Rq63x1Lad4cll.TV4S6ytwfsfvkgY8jIucDrjc8deX1s'),",  # a crypt hash: the hash rule's
         "a 3-column grid, build 20241205-abcdefghijklmnopqrstuvwxyzabcdefgh",  # numbers before words
+        "gpu: NVIDIA-Tesla-V100S-PCIE-32GB ready, AMD-Instinct-MI300X-OAM",  # a product's name in pieces
     ),
 )
