@@ -76,6 +76,10 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
                                                                for _ in range(s // 42)),
         "base64url pieces, one long run": lambda g, s: "aB3-" * (s // 4),
         "base64url pieces, run after run": lambda g, s: "".join(f"k_{r(g, 8)}-{r(g, 8)}_{r(g, 8)} " for _ in range(s // 30)),
+        "standard base64 after a head, + early": lambda g, s: "".join(
+            f"k_{r(g, 5)}+{r(g, 30, _ALNUM + '+/')} " for _ in range(s // 40)),
+        "integrity hashes (sha512-…+…)": lambda g, s: "".join(
+            f'"integrity": "sha512-{r(g, 6)}+{r(g, 80, _ALNUM + "+/")}==",\n' for _ in range(s // 110)),
         "SSE, one stream per event": lambda g, s: _sse(
             [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": "x"}}
              for i in range(s // 100)]),

@@ -102,8 +102,29 @@ def leaked(secret: str, after: str) -> bool:
     return False
 
 
+# Written by hand, not drawn at random: placeholders' words, a character four times, a piece written twice,
+# an alphabet or number line written out. Independent of the detector's own tests; chance puts none of
+# these in a random key of this length once in a thousand.
+_HAND_WORDS = ("example", "sample", "dummy", "fake", "hello", "world", "your", "placeholder", "changeme", "redacted")
+_SAME_CHAR_RE = re.compile(r"(.)\1{3}")
+
+
+def written_by_hand(secret: str) -> bool:
+    """Is this example's secret a placeholder a person typed (`AKIAZZZZ...`, `glpat-hellOworld380_testin`)
+    rather than a key drawn at random? Such examples test a rule's pattern; no format-based detector can tell
+    them from prose without a list of heads, so they are counted apart as well as in the total."""
+    s = secret.lower()
+    if _SAME_CHAR_RE.search(s) or any(w in s for w in _HAND_WORDS):
+        return True
+    if any(s[i : i + 5] in s[i + 5 :] for i in range(len(s) - 9)):
+        return True
+    steps = [ord(b) - ord(a) for a, b in zip(s, s[1:], strict=False)]
+    return any(steps[i] == steps[i + 1] == steps[i + 2] and abs(steps[i]) == 1 for i in range(len(steps) - 2))
+
+
 def score(alone: Alone) -> dict[str, dict[str, list[int]]]:
-    """group -> family -> [kept, cases] over every held-out / seen true positive in every placement."""
+    """group -> family -> [kept, cases] over every held-out / seen true positive in every placement; the
+    groups `…, drawn at random` leave out the examples written by hand."""
     _, examples = load_examples()
     held = heldout_families()
     out: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
@@ -116,6 +137,8 @@ def score(alone: Alone) -> dict[str, dict[str, list[int]]]:
         cells = [out[group][fam]]
         if SHAPED_RE.fullmatch(secret):
             cells.append(out[group + ", shaped"][fam])
+        if not written_by_hand(ex.secret or secret):
+            cells.append(out[group + ", drawn at random"][fam])
         for text in placements(secret, ex).values():
             kept = not leaked(ex.secret or secret, alone.redact(text))
             for cell in cells:
@@ -211,7 +234,8 @@ def ordinary(alone: Alone) -> list[tuple[str, int, int, list[str]]]:
     return rows
 
 
-RANDOM_ALPHABETS = {"letters+digits": "alnum", "letters": "letters", "lower+digits": "lower", "base64url": "b64url"}
+RANDOM_ALPHABETS = {"letters+digits": "alnum", "letters": "letters", "lower+digits": "lower", "base64url": "b64url",
+                    "base64": "b64"}
 RANDOM_LENGTHS = (20, 24, 32, 40)
 
 
@@ -308,12 +332,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"vendor-token detector alone ({backend}; no vendored or ctxtap rule): "
           f"self-identifying true positives kept off disk, {len(next(iter(groups.values()))) and ''}"
           f"{len(BODY_PLACEMENTS) + 3} placements each")
-    for group in ("held-out", "held-out, shaped", "seen", "seen, shaped"):
+    for group in ("held-out", "held-out, shaped", "held-out, drawn at random", "seen", "seen, shaped",
+                  "seen, drawn at random"):
         fams = groups[group]
         kept = sum(c[0] for c in fams.values())
         cases = sum(c[1] for c in fams.values())
         full = sum(1 for c in fams.values() if c[0] == c[1])
-        print(f"  {group:17s} {len(fams):3d} families, {cases:5d} cases: recall {100 * kept / cases:5.1f} %"
+        print(f"  {group:25s} {len(fams):3d} families, {cases:5d} cases: recall {100 * kept / cases:5.1f} %"
               f" ({full} families complete)")
         if args.families and (args.show_held_out or not group.startswith("held-out")):
             for fam, (k, c) in sorted(fams.items()):

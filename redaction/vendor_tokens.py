@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from collections.abc import Sequence
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.detectors import after_escape, escape_before
@@ -61,7 +62,8 @@ NUMBER_ID_BODY_MIN = 32  # the body after a number's id (`8-<secret>`)
 # than sharing the repeat): `sentence.Start` never has thirteen letters and digits after its dot.
 PIECE_MAX = 12  # a piece of base64url between its separators shorter than SEGMENT_MIN
 _PIECE_CHANGES = 40  # changes of class per hundred characters in such pieces, at least (about 60 at random)
-_CLASS_CHANGE = rb"(?:[a-z][A-Z]|[A-Z][0-9]|[0-9][A-Z]|[a-z][0-9][A-Za-z])"
+# lower then upper, a digit beside a capital, a digit between letters not both hex (a UUID's groups have none)
+_CLASS_CHANGE = rb"(?:[a-z][A-Z]|[A-Z][0-9]|[0-9][A-Z]|[g-z][0-9][A-Za-z]|[a-z][0-9][G-Zg-z])"
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[_.~\-][A-Za-z0-9]{%d}" % SEGMENT_MIN, window=0, opens=False),
     # `~` inside a token (Azure's `…Q~…`, `sha256~…`): no word, path or digest is written so, and the
@@ -69,11 +71,18 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"~[A-Za-z0-9_.\-]{%d}" % TILDE_SEGMENT_MIN, window=0, opens=False),
     Trigger(rb"[0-9]{%d}[_~\-][0-9]{%d}" % (ID_FIELD_MIN, ID_FIELD_MIN), window=0, opens=False),
     # base64url cut by its own `-` and `_` into pieces shorter than thirteen: two pieces in a row, each with a
-    # change of class inside that words seldom make (lower then upper, a digit beside a capital or inside
-    # lower-case letters). Snake and kebab names change class at their separators, not inside the pieces.
+    # change of class inside that words seldom make (`_CLASS_CHANGE`). Snake and kebab names change class at
+    # their separators, not inside the pieces. Scanned apart (see `Trigger`).
     Trigger(rb"[_\-][A-Za-z0-9]{0,%d}%s[A-Za-z0-9]{0,%d}[_\-][A-Za-z0-9]{0,%d}%s"
-            % (PIECE_MAX, _CLASS_CHANGE, PIECE_MAX, PIECE_MAX, _CLASS_CHANGE), window=0, opens=False),
+            % (PIECE_MAX, _CLASS_CHANGE, PIECE_MAX, PIECE_MAX, _CLASS_CHANGE), window=0, opens=False, apart=True),
 )
+# A head, a separator and a body of standard base64 whose first `+` or `/` comes before thirteen letters and
+# digits (`fm2_lJPE+…`), which the first trigger never sees; judged by `_base64_body_spans`. A head with digits
+# takes `_` (`sha512-` integrity is a digest's), and a capital or a digit follows the `+` or `/` within twelve
+# (`node_modules/lodash`: a path's lower-case names). Scanned apart, as the pieces' trigger is.
+STANDARD_BASE64_TRIGGER = Trigger(rb"(?:^|[^A-Za-z0-9_.+/=\-])(?:[A-Za-z]{1,14}[_\-]|[A-Za-z][A-Za-z0-9]{0,13}_)"
+                                  rb"[A-Za-z0-9]{0,%d}[+/][A-Za-z0-9+/]{0,11}[A-Z0-9]" % (SEGMENT_MIN - 1),
+                                  window=0, opens=False, apart=True)
 # a hit's separator, from its end (the pieces' trigger ends anywhere in its run: its last byte stands for it)
 _SEP_BEFORE_END = (SEGMENT_MIN + 1, TILDE_SEGMENT_MIN + 1, ID_FIELD_MIN + 1, 1)
 # how far before that the run may start: a head and its fields, and for the pieces' trigger the pieces too
@@ -91,6 +100,7 @@ _HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]|
                          rb"|[A-Za-z0-9]{%d,%d}[._\-]|[0-9]{1,10}[_\-]" % (ID_HEAD_MIN, ID_HEAD_MAX))
 _BASE64_ONLY = frozenset(b"+/=")
 _BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
+_B64_PIECE_RE = re.compile(rb"[A-Za-z0-9]+")
 _HEAD_MAX = 14  # a vendor's head, at most
 _MAX_RUN = 512  # longer runs are base64url blobs, not keys
 _MAX_SEGMENTS = 16
@@ -280,7 +290,8 @@ def verify_run(run: bytes) -> bool:
 def _base64_tail(data: bytes, start: int, stop: int) -> int:
     """Where a body of standard base64 (`fm2_lJPE...+...==`) ends, or -1 if this is no such body.
 
-    It must hold a `+` or end in `=` (a path holds `/` only), and end at a token boundary."""
+    It must hold a `+`, end in `=` or be cut by `/` into pieces drawn at random (a path's are words), and end
+    at a token boundary."""
     m = _BASE64_TAIL_RE.match(data, stop, min(len(data), start + _MAX_RUN))
     assert m is not None  # it matches the empty string
     end, pad = m.end(1), m.end()
@@ -290,8 +301,8 @@ def _base64_tail(data: bytes, start: int, stop: int) -> int:
     if data.startswith((b"[REDACTED:", b"%5BREDACTED:", b"%5bREDACTED:"), after):
         return -1  # `NAME=` before a value already redacted: as before it was (redacting twice changes nothing)
     tail = data[stop:pad]
-    if b"+" not in tail and pad == end:
-        return -1
+    if b"+" not in tail and pad == end and not _base64url_pieces(data[start:pad], _B64_PIECE_RE.findall(data, start, pad)[1:]):
+        return -1  # `/` alone: a path's, unless its pieces change class as random ones do (and no `.`: a crypt hash's)
     return pad
 
 
@@ -310,8 +321,53 @@ def checksum_tail_end(data: bytes, at: int) -> int:
     return end
 
 
+_NOT_B64_RUN_TO_SPACE = bytes(c if c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-"
+                              else 0x20 for c in range(256))
+_B64_MATCH_MAX = 48  # the trigger's match and the byte before it, at most
+_B64_BODY_RE = re.compile(rb"([A-Za-z][A-Za-z0-9]{0,13})([_\-])([A-Za-z0-9+/]{%d,%d})(={0,2})" % (BODY_MIN, _MAX_RUN))
+
+
+def verify_base64_body(head: bytes, body: bytes, padded: bool) -> bool:
+    """A head and a body of standard base64 drawn at random: a `+` in it or `=` after it (a path holds `/`
+    only); with `/` alone, pieces that change class as often as random ones do (`node_modules/yaml/dist`
+    do not); either way random enough."""
+    if (_HEAD_RE.fullmatch(head) is None or _REPEAT_RE.search(head) or head.lower() in _NOT_KEY_HEADS
+            or _HEX_RE.fullmatch(body.replace(b"/", b"").replace(b"+", b""))):
+        return False
+    pieces = _B64_PIECE_RE.findall(body)
+    if b"+" not in body and not padded and not _base64url_pieces(body, pieces):
+        return False
+    return _random_enough([body])
+
+
+def _base64_body_spans(data: bytes, hits: Sequence[tuple[int, int]], out: list[Span]) -> None:
+    """Keys whose body is standard base64 after a head and a separator, around `STANDARD_BASE64_TRIGGER`'s
+    hits (ends only: the run's start is found backwards, over a head, a separator and base64)."""
+    done = -1
+    n = len(data)
+    for _, end in hits:
+        if end <= done:
+            continue
+        floor = max(0, end - _B64_MATCH_MAX)
+        start = floor + 1 + data[floor:end].translate(_NOT_B64_RUN_TO_SPACE).rfind(b" ")  # in C
+        m = _B64_BODY_RE.match(data, start)
+        if m is None:
+            continue
+        done = stop = m.end()
+        after = stop + (stop < n and data[stop] == 0x2E)  # a sentence's full stop
+        if after < n and (data[after] in _RUN_BYTES or data[after] in _BASE64_ONLY):
+            continue  # longer than any key, or no token's end
+        head, body = m.group(1), m.group(3)
+        if verify_base64_body(head, body, bool(m.group(4))) and not (
+                _ID_FIELD_RE.search(data, max(0, start - 40), start) or labelled_digest(data, start)):
+            out.append(Span(start, stop, KIND, PRIORITY_GENERIC))
+
+
 def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of vendor keys around the triggers' hits ((start, end), end only, one list per trigger)."""
+    if hits[-1]:
+        _base64_body_spans(data, hits[-1], out)
+    hits = hits[:-1]
     # where each hit's separator is (the two triggers' bodies differ in length), in order: a run both
     # triggers found (`~` before thirteen letters) is judged once
     seps = sorted((end - back, end, reach) for found, back, reach in zip(hits, _SEP_BEFORE_END, _REACH_BEFORE, strict=True)
@@ -370,7 +426,7 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
 # Heads invented for the examples: no rule set lists them, only the structure finds them.
 DETECTOR = Detector(
     "vendor-tokens",
-    TRIGGERS,
+    (*TRIGGERS, STANDARD_BASE64_TRIGGER),
     find_vendor_token_spans,
     examples=samples(
         "export SOMETHING=qzv_<alnum:36>",
@@ -385,6 +441,9 @@ DETECTOR = Detector(
         "hub token 40: hxq_<letters:30>",  # letters only, changing case less often than half the time
         "ci secret 5: pqe_<b64url:20>",  # base64url of twenty, a `_` of its own inside
         "ci secret 7: pqe_<alnum:9>-<alnum:7>_<alnum:8>",  # base64url cut by its `-` and `_` into short pieces
+        "fly token qzf_<alnum:6>+<b64:40>",  # standard base64, its first `+` early
+        "deploy rqx_<alnum:9>/<alnum:12>/<alnum:14> now",  # standard base64 with `/` alone, random pieces
+        "key: wvk-<alnum:20>/<alnum:20>",  # a long first piece, then `/` and no padding
         "grant <mixed:16>7.<hex:64> ok",  # an id drawn at random, a dot, then the secret
         "pqe_<alnum:36>=<upper:8>",  # the body, `=` and a checksum
         '{"method": "auth.login_with_api_key", "params": ["7-<alnum:64>"]}',  # a number's id, then the secret
@@ -407,5 +466,7 @@ DETECTOR = Detector(
         "('', '$2a$06$DCq7YPn5Rq63x1Lad4cll.TV4S6ytwfsfvkgY8jIucDrjc8deX1s'),",  # a crypt hash: the hash rule's
         "a 3-column grid, build 20241205-abcdefghijklmnopqrstuvwxyzabcdefgh",  # numbers before words
         "gpu: NVIDIA-Tesla-V100S-PCIE-32GB ready, AMD-Instinct-MI300X-OAM",  # a product's name in pieces
+        "cd node_modules/yaml2/dist/schema3/json8 && ls",  # a path: pieces of one case
+        "hash 'sha-512=lzgnXLFcvglRLS0gt.C4gy.NurS3OIOVRAU1zZOV4P.qFiVFO2/'",  # a crypt hash: `.` and `/`
     ),
 )

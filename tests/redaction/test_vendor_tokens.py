@@ -96,3 +96,50 @@ def test_a_run_glued_to_a_token_is_judged_the_same_twice(glue: str) -> None:
         once = redactor.redact_text(text)
         assert "[REDACTED:slack-" in once
         assert redactor.redact_text(once) == once
+
+
+def _pieces_keys(rng: random.Random) -> list[str]:
+    """Invented keys whose bodies no thirteen letters and digits in a row reach: base64url cut by its own `-`
+    and `_`, and standard base64 whose first `+` or `/` comes early (or holds `/` alone)."""
+    b64 = ALNUM + "+/"
+    return [
+        f"qzv_{_r(rng, ALNUM, 9)}-{_r(rng, ALNUM, 7)}_{_r(rng, ALNUM, 8)}",
+        f"kloppa-{_r(rng, ALNUM, 11)}_{_r(rng, ALNUM, 10)}-{_r(rng, ALNUM, 5)}",
+        f"fmq2_{_r(rng, ALNUM, 6)}+{_r(rng, b64, 40)}",
+        f"wvk-{_r(rng, ALNUM, 9)}/{_r(rng, ALNUM, 12)}/{_r(rng, ALNUM, 14)}",
+        f"tnx_{_r(rng, ALNUM, 20)}/{_r(rng, ALNUM, 20)}",
+        f"zorp_{_r(rng, ALNUM, 4)}/{_r(rng, b64, 30)}==",
+    ]
+
+
+def test_bodies_in_short_pieces_are_redacted() -> None:
+    """Drawn at random, a body's letters read as words now and then (`reads_as_words`, a few in a hundred at
+    this length): nine in ten keys at least, each in every placement, and the text around them kept."""
+    redactor = Redactor(b"k" * 32, "t")
+    keys = [key for seed in range(10) for key in _pieces_keys(random.Random(seed))]
+    kept = 0
+    for key in keys:
+        outs = [(text, redactor.redact_text(text)) for text in
+                (f"the key is {key} for now", f'{{"output": "found {key}\\n"}}', f"X-Thing: {key}")]
+        for text, out in outs:
+            assert out.startswith(text[: text.index(key)]) and out.endswith(text[text.index(key) + len(key):]), out
+        kept += all(key not in out for _, out in outs)
+    assert kept >= 0.9 * len(keys), f"{kept} of {len(keys)}"
+
+
+@pytest.mark.parametrize("text", [
+    "cd node_modules/yaml2/dist/schema3/json8 && ls",  # a path: pieces of one case
+    "gpu: NVIDIA-Tesla-V100S-PCIE-32GB ready, AMD-Instinct-MI300X-OAM",  # a product's name in pieces
+    "color: var(--vscode-symbolIcon-numberForeground-2);",  # CSS variables: words
+    "TLS_CHACHA20_POLY1305_SHA256 and ECDHE_RSA_WITH_AES_128_GCM_SHA256",  # constants
+    "see src_dir/LoginHandler2/views/AccountSettings.tsx",  # a path with camelCase folders
+])
+def test_pieces_that_are_names_stay(text: str) -> None:
+    assert Redactor(b"k" * 32, "t").redact_text(text) == text
+
+
+def test_a_crypt_hash_is_left_to_the_password_hash_rule() -> None:
+    """`.` and `/` in a crypt hash's alphabet: no base64 body of a key (the hash rule names it better)."""
+    text = "('secret', '$5$rounds=1005$nacl$6Mo/TmGDrXxg.bMK9isRzyWH3a..6HnSVVsJMEX7ud/')"
+    out = Redactor(b"k" * 32, "t").redact_text(text)
+    assert "[REDACTED:password-hash:" in out and "vendor-token" not in out
