@@ -42,6 +42,7 @@ from tests.secret_examples.matrix import (  # noqa: E402
     carried,
     distinct_secrets,
     load_examples,
+    written_by_hand,
 )
 
 HELDOUT = ROOT / "tests" / "secret_examples" / "heldout_families.txt"
@@ -100,26 +101,6 @@ def leaked(secret: str, after: str) -> bool:
         if any(f in after for f in frags):
             return True
     return False
-
-
-# Written by hand, not drawn at random: placeholders' words, a character four times, a piece written twice,
-# an alphabet or number line written out. Independent of the detector's own tests; chance puts none of
-# these in a random key of this length once in a thousand.
-_HAND_WORDS = ("example", "sample", "dummy", "fake", "hello", "world", "your", "placeholder", "changeme", "redacted")
-_SAME_CHAR_RE = re.compile(r"(.)\1{3}")
-
-
-def written_by_hand(secret: str) -> bool:
-    """Is this example's secret a placeholder a person typed (`AKIAZZZZ...`, `glpat-hellOworld380_testin`)
-    rather than a key drawn at random? Such examples test a rule's pattern; no format-based detector can tell
-    them from prose without a list of heads, so they are counted apart as well as in the total."""
-    s = secret.lower()
-    if _SAME_CHAR_RE.search(s) or any(w in s for w in _HAND_WORDS):
-        return True
-    if any(s[i : i + 5] in s[i + 5 :] for i in range(len(s) - 9)):
-        return True
-    steps = [ord(b) - ord(a) for a, b in zip(s, s[1:], strict=False)]
-    return any(steps[i] == steps[i + 1] == steps[i + 2] and abs(steps[i]) == 1 for i in range(len(steps) - 2))
 
 
 def score(alone: Alone) -> dict[str, dict[str, list[int]]]:

@@ -138,3 +138,20 @@ def test_split_positions_spread_and_cap() -> None:
     assert split_positions(40, 3) == [1, 20, 39]
     with pytest.raises(ValueError, match="at least 1"):
         split_positions(40, 0)
+
+
+def test_placeholders_are_told_from_keys_drawn_at_random() -> None:
+    """The benchmarks count examples written by hand apart: a placeholder must be caught, and a key drawn at
+    random almost never (the test is independent of the detectors' own)."""
+    import random
+    import string
+
+    from tests.secret_examples.matrix import written_by_hand
+
+    rng = random.Random(8)
+    alnum = string.ascii_letters + string.digits
+    drawn = [f"qzv_{''.join(rng.choice(alnum) for _ in range(40))}" for _ in range(2000)]
+    assert sum(map(written_by_hand, drawn)) <= 4
+    for placeholder in ("AKIAZZZZZZZZZZZZZZZZ", "sk_live_YOUR_KEY_HERE_0000", "xoxb-EXAMPLE-TOKEN-EXAMPLE",
+                        "glpat-abcd1234efgh5678ijkl", "ghp_fakefakefakefakefake012345678901"):
+        assert written_by_hand(placeholder), placeholder

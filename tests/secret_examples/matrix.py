@@ -113,6 +113,26 @@ def load_examples(path: Path = EXAMPLES) -> tuple[dict, list[Example]]:
 KINGFISHER = HERE.parents[1] / "redaction" / "rules" / "kingfisher.json"
 
 
+# Written by hand, not drawn at random: placeholders' words, a character four times, a piece written twice,
+# an alphabet or number line written out. Independent of the detector's own tests; chance puts none of
+# these in a random key of this length once in a thousand.
+_HAND_WORDS = ("example", "sample", "dummy", "fake", "hello", "world", "your", "placeholder", "changeme", "redacted")
+_SAME_CHAR_RE = re.compile(r"(.)\1{3}")
+
+
+def written_by_hand(secret: str) -> bool:
+    """Is this example's secret a placeholder a person typed (`AKIAZZZZ...`, `glpat-hellOworld380_testin`)
+    rather than a key drawn at random? Such examples test a rule's pattern; no format-based detector can tell
+    them from prose without a list of heads, so they are counted apart as well as in the total."""
+    s = secret.lower()
+    if _SAME_CHAR_RE.search(secret) or any(w in s for w in _HAND_WORDS):
+        return True
+    if any(s[i : i + 5] in s[i + 5 :] for i in range(len(s) - 9)):
+        return True
+    steps = [ord(b) - ord(a) for a, b in zip(secret, secret[1:], strict=False)]
+    return any(steps[i] == steps[i + 1] == steps[i + 2] and abs(steps[i]) == 1 for i in range(len(steps) - 2))
+
+
 def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
     """The vendored second catalogue's own examples as true positives (source `kingfisher`): the value is
     its rule's last group (or whole match) in the example. Classed by what the catalogues themselves say:
