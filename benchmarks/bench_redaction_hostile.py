@@ -80,6 +80,10 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
             f"k_{r(g, 5)}+{r(g, 30, _ALNUM + '+/')} " for _ in range(s // 40)),
         "integrity hashes (sha512-…+…)": lambda g, s: "".join(
             f'"integrity": "sha512-{r(g, 6)}+{r(g, 80, _ALNUM + "+/")}==",\n' for _ in range(s // 110)),
+        "positional passwords, one line": lambda g, s: "".join(
+            f"htpasswd -b f u {r(g, 10)} net use \\\\s\\x {r(g, 8)} " for _ in range(s // 50)),
+        "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
+            f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "SSE, one stream per event": lambda g, s: _sse(
             [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": "x"}}
              for i in range(s // 100)]),

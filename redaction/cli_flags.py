@@ -25,6 +25,7 @@ prompt.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
@@ -49,6 +50,34 @@ _ATTACHED_P = (rb"mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mysq
                rb"|7z|7za|7zz|7zr|rar|unrar")  # the archivers' `-pSECRET` too
 # Tools whose password flag is a capital or another letter (`zip -P x`, `ssh-keygen -N x`): the tool, then its flags
 _OTHER_FLAG_TOOLS = {b"zip": (b"-P",), b"unzip": (b"-P",), b"ssh-keygen": (b"-N", b"-P")}
+class _Positional(NamedTuple):
+    """Where a command takes its password as a positional argument, with no flag before it."""
+
+    which: int  # the positional word (after the command's own words)
+    needs: bytes = b""  # a letter an option must hold (`htpasswd` reads it only in batch mode, `-b`)
+    one_earlier: bytes = b""  # a letter of an option that puts it one place earlier (`htpasswd -n`: no file)
+    with_value: frozenset[bytes] = frozenset()  # options that take the next word
+    slash_options: bool = False  # Windows' `/user:NAME`, `/delete` are options too
+
+
+_POSITIONAL_PASSWORD: dict[bytes, _Positional] = {
+    b"htpasswd": _Positional(3, b"b", b"n"),  # `htpasswd -b[c] FILE USER PW`, `htpasswd -nb USER PW`
+    b"wpa_passphrase": _Positional(2),  # `wpa_passphrase SSID PASSPHRASE`
+    b"rabbitmqctl add_user": _Positional(2, with_value=frozenset((b"-n", b"--node"))),  # `add_user USER PW`
+    b"rabbitmqctl change_password": _Positional(2, with_value=frozenset((b"-n", b"--node"))),
+    b"rabbitmqctl authenticate_user": _Positional(2, with_value=frozenset((b"-n", b"--node"))),
+    # MinIO's client: `mc alias set ALIAS URL ACCESS-KEY SECRET-KEY`
+    b"mc alias set": _Positional(4, with_value=frozenset((b"--api", b"--path"))),
+    b"mc config host add": _Positional(4, with_value=frozenset((b"--api", b"--lookup"))),
+    b"net use": _Positional(2, slash_options=True),  # `net use [Z:] SHARE PW /user:NAME` (`*` prompts)
+    b"openssl passwd": _Positional(1, with_value=frozenset((b"-salt", b"-in"))),  # `openssl passwd -6 -salt S PW`
+}
+_DRIVE_RE = re.compile(rb"[A-Za-z]:\Z")  # `net use Z: ...`: a drive letter, no positional of the password's
+_UNESCAPED_QUOTE_RE = re.compile(rb'(?<!\\)"')
+# their words: quoted, or bare up to a space (a Windows share, backslashes and all, is one word)
+_POSITIONAL_WORD_RE = re.compile(rb"(?P<q>\\*[\"'])(?P<qv>[^\"'\\\n]{1,256})(?P=q)|(?P<bv>[^\s\"'`;|&<>()]{1,256})")
+_POSITIONAL_RE = re.compile(rb"(?i)(?:^|[^A-Za-z0-9_.\-/])(?P<cmd>" + b"|".join(
+    re.escape(c) for c in sorted(_POSITIONAL_PASSWORD, key=len, reverse=True)) + rb")[ \t]")
 _SPACED_P = (rb"sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|ldapsearch|ldapadd|ldapmodify"
              rb"|ldapdelete|ldapwhoami|ldappasswd|ldapcompare|ldapmodrdn")
 
@@ -90,7 +119,7 @@ TRIGGERS: tuple[Trigger, ...] = (
             window=20, som=True),
     # a user named by a flag: its password flag beside it in the same command (`-u admin -p pw`)
     # (`-l`: a login, as hydra, medusa and ssh name it; ssh's `-p` is a port and stays)
-    Trigger(rb"[ \t](?:-[uUl][ \t]|--(?:user(?:name)?|login)[ \t=]|/u(?:ser)?:)",
+    Trigger(rb"[ \t](?:-[uUl][ \t]|--(?:user(?:name)?|login)[ \t=]|[/-]u(?:ser)?:)",
             literals=(b"-u", b"-U", b"-l", b"--user", b"--login", b"/u"),
             window=12, caseless=True),
     # PowerShell's `ConvertTo-SecureString 'pw' -AsPlainText`: the literal made into a credential
@@ -99,6 +128,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     # (read raw, `opens=False`: "a zip file" in a tool's description would open its JSON string in every request)
     Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + b"|".join(_OTHER_FLAG_TOOLS) + rb")[ \t]", literals=(b"zip", b"ssh-keygen"),
             window=16, som=True, opens=False),
+    # a password as a positional argument (`htpasswd -b f user pw`, `rabbitmqctl add_user u pw`, `net use`)
+    Trigger(_POSITIONAL_RE.pattern[4:], literals=tuple(c.split(b" ")[-1] for c in _POSITIONAL_PASSWORD), window=40,
+            som=True, caseless=True, opens=False),
 )
 
 # A shell word: quoted (possibly JSON-escaped quotes) or bare up to a space, quote or escape.
@@ -144,7 +176,7 @@ _TRAILING_LINE_END_RE = re.compile(rb"(?:\\+[nr])+\Z")  # printf's `\n` after th
 _SUDO_ARG_OPTIONS = frozenset(b"ugpCDhrtTU")  # sudo's options that take an argument
 _SAMBA_USER_RE = re.compile(rb"[ \t](?:-U[ \t]*|--user(?:name)?[= \t][ \t]*)(?P<q>\\*[\"'])?(?P<u>[^\s%\"']{1,128})%")
 _PIPE_REACH = 600  # how far before the consumer the producer may begin
-_PAIR_PASS_RE = re.compile(rb"[ \t](?:(?:-p|-P|-pw|--pw)[ \t]+|/(?:p|pw|pass|password):)")
+_PAIR_PASS_RE = re.compile(rb"[ \t](?:(?:-p|-P|-pw|--pw)[ \t]+|[/-](?:p|pw|pass|password):)")  # `/p:`, winrs' `-p:`
 # What ends the command before a flag: a line end, a shell operator, or the JSON string that opens it.
 _COMMAND_SEP_RE = re.compile(rb"\n|\\+[nr]|;|&&|\|\|?|`|\$\(|\\*\"[ \t]*[:,\[][ \t]*\\*\"")
 _COMMAND_REACH = 512  # bytes before a user flag its command may begin
@@ -215,9 +247,12 @@ def _piped_secret(data: bytes, consumer: int, out: list[Span], user_colon: bool 
 
 def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
-    long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named, secure, other = hits
+    (long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named, secure, other,
+     positional) = hits
     for start, end in other:
         _other_flag(data, start, end, out)
+    for start, _ in positional:
+        _positional_password(data, start, out)
     for _, end in secure:
         m = _SECURE_STRING_RE.match(data, end)
         if m is not None and not is_non_secret_value(m.group("v"), True, b"pass"):
@@ -329,6 +364,49 @@ def _other_flag(data: bytes, start: int, end: int, out: list[Span]) -> None:
             out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
 
 
+def _positional_password(data: bytes, start: int, out: list[Span]) -> None:
+    """The password a command takes as a positional argument (`_POSITIONAL_PASSWORD`), counted among the
+    command's words up to the line's end (or its JSON string's), options apart."""
+    m = _POSITIONAL_RE.match(data, max(0, start - 1)) or _POSITIONAL_RE.match(data, start)
+    if m is None:
+        return
+    rule = _POSITIONAL_PASSWORD[b" ".join(m.group("cmd").lower().split())]
+    stop = _string_end(data, m.start("cmd"), _line_end(data, m.end()))
+    words: list[tuple[int, int, bool]] = []
+    options, takes_value = b"", False
+    for w in _POSITIONAL_WORD_RE.finditer(data, m.end(), stop):
+        quoted = w.group("qv") is not None
+        v_start, v_end = w.span("qv" if quoted else "bv")
+        text = data[v_start:v_end]
+        if takes_value:
+            takes_value = False
+        elif not quoted and (text.startswith(b"-") or (rule.slash_options and text.startswith(b"/"))):
+            options += text
+            takes_value = text in rule.with_value
+        elif not _DRIVE_RE.match(text):
+            words.append((v_start, v_end, quoted))
+            if len(words) == rule.which:
+                break  # (options come before the positionals these commands read)
+    options = options.lower()
+    which = rule.which - bool(rule.one_earlier and rule.one_earlier in options)
+    if (rule.needs and rule.needs not in options) or len(words) < which:
+        return
+    v_start, v_end, quoted = words[which - 1]
+    value = data[v_start:v_end]
+    if value != b"*" and not is_non_secret_value(value, quoted, b"pass"):
+        out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
+
+
+def _string_end(data: bytes, start: int, stop: int) -> int:
+    """Where a command written inside a JSON string (`"command": "htpasswd ..."`: an odd number of unescaped
+    quotes on its line before it) ends: at the string's closing quote; otherwise `stop`."""
+    line = max(data.rfind(b"\n", 0, start) + 1, start - 2048)
+    if len(_UNESCAPED_QUOTE_RE.findall(data, line, start)) % 2 == 0:
+        return stop
+    m = _UNESCAPED_QUOTE_RE.search(data, start, stop)
+    return m.start() if m is not None else stop
+
+
 def _command_start(data: bytes, pos: int) -> int:
     """Where the command holding `pos` begins: after the last separator or line end before it."""
     lo = begin = max(0, pos - _COMMAND_REACH)
@@ -381,6 +459,11 @@ DETECTOR = Detector(
         "zip -P <mixed:12> backup.zip data",
         "ssh-keygen -t ed25519 -N '<mixed:14>' -f key",
         "$pw = ConvertTo-SecureString '<mixed:14>' -AsPlainText -Force",  # PowerShell
+        "htpasswd -bc /etc/nginx/.htpasswd admin <mixed:12>",  # a password as a positional argument
+        '{"command": "rabbitmqctl add_user deploy <mixed:14>", "cwd": "/srv"}',
+        "net use Z: \\\\fs\\share <mixed:12> /user:CORP\\alice",
+        "mc alias set --api S3v4 store http://127.0.0.1:9000 minio <mixed:16>",
+        "winrs -r:host -u:admin -p:<mixed:12> ipconfig",  # Windows' colon form
     ),
     near_misses=(
         "chromium --bypass 10.0.0.0/8 && ffmpeg --twopass 1 && tool --compass north",  # words ending in `pass`
@@ -395,5 +478,7 @@ DETECTOR = Detector(
         "echo $REGISTRY_PASSWORD | docker login -u bob --password-stdin",
         "sudo -u postgres -p 'Password: ' psql",
         "unzip -p site.zip index.html && gzip -N notes.txt && ssh-keygen -N '' -f key && unrar x -p- a.rar",
+        "htpasswd -c .htpasswd alice && net use * /delete && net use Z: \\\\fs\\share * /user:alice",  # prompts
+        "rabbitmqctl add_user deploy $RABBIT_PASSWORD && openssl passwd -stdin < pw.txt",
     ),
 )

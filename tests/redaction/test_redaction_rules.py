@@ -280,6 +280,16 @@ def test_gitleaks_context_rules_apply_to_bodies(redactor: Redactor) -> None:
         ("smbclient //fs/share -U 'corp\\bob%Tr0ub4dor-3x' -c ls", "Tr0ub4dor-3x", "password"),
         ("smbclient -U bob%Tr0ub4dor-3x //fs/share", "Tr0ub4dor-3x", "password"),
         ("rpcclient --user=corp/bob%Tr0ub4dor-3x dc01 -c enumdomusers", "Tr0ub4dor-3x", "password"),
+        # a password as a positional argument, no flag before it
+        ("htpasswd -bc /etc/nginx/.htpasswd admin Tr0ub4dor-3x && nginx -s reload", "Tr0ub4dor-3x", "password"),
+        ("htpasswd -nbB admin 'Tr0ub4dor-3x' > auth.txt", "Tr0ub4dor-3x", "password"),
+        ('{"command": "rabbitmqctl add_user deploy Tr0ub4dor-3x", "timeout": 30}', "Tr0ub4dor-3x", "password"),
+        ("rabbitmqctl change_password guest Tr0ub4dor-3x", "Tr0ub4dor-3x", "password"),
+        ("mc alias set store https://s3.example minio Zq8vX2mL0pR7sT4u --api S3v4", "Zq8vX2mL0pR7sT4u", "password"),
+        ("NET USE Z: \\\\fs01\\public Tr0ub4dor-3x /USER:CORP\\bob /PERSISTENT:NO", "Tr0ub4dor-3x", "password"),
+        ("wpa_passphrase HomeNet Tr0ub4dor-3x >> /etc/wpa_supplicant.conf", "Tr0ub4dor-3x", "password"),
+        ("openssl passwd -6 -salt Xq7 Tr0ub4dor-3x", "Tr0ub4dor-3x", "password"),
+        ("winrs -r:srv01 -u:admin -p:Tr0ub4dor-3x ipconfig", "Tr0ub4dor-3x", "password"),
     ],
 )
 def test_command_line_credentials(redactor: Redactor, text: str, secret: str, kind: str | None) -> None:
@@ -368,6 +378,13 @@ def test_command_lines_without_credentials_are_kept(redactor: Redactor) -> None:
         'echo "deploy" | sudo chpasswd',
         "smbclient -L //fs -U guest%",
         "smbclient -U bob //fs/share",
+        # positional passwords that are not there: prompted for, a reference, no batch mode
+        "htpasswd -c /etc/nginx/.htpasswd admin",
+        "htpasswd -D .htpasswd admin",
+        "net use Z: \\\\fs01\\public * /user:bob && net use Z: /delete",
+        "rabbitmqctl add_user deploy \"$RABBIT_PASSWORD\"",
+        "openssl passwd -6 -stdin < pw.txt",
+        "the net use command maps a share; rabbitmqctl add_user takes a user and a password",
     ):
         assert redactor.redact_text(text) == text, text
 
