@@ -50,6 +50,8 @@ _ATTACHED_P = (rb"mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mysq
                rb"|7z|7za|7zz|7zr|rar|unrar")  # the archivers' `-pSECRET` too
 # Tools whose password flag is a capital or another letter (`zip -P x`, `ssh-keygen -N x`): the tool, then its flags
 _OTHER_FLAG_TOOLS = {b"zip": (b"-P",), b"unzip": (b"-P",), b"ssh-keygen": (b"-N", b"-P")}
+
+
 class _Positional(NamedTuple):
     """Where a command takes its password as a positional argument, with no flag before it."""
 

@@ -58,12 +58,12 @@ ID_FIELD_MIN = 9
 SHORT_BODY_MIN = 16
 ID_HEAD_MIN, ID_HEAD_MAX = 12, 24  # an id before a `.` and the secret
 NUMBER_ID_BODY_MIN = 32  # the body after a number's id (`8-<secret>`)
-# One trigger for every separator (a `.` of its own, with a longer body, cost the engine a fifth more
-# than sharing the repeat): `sentence.Start` never has thirteen letters and digits after its dot.
 PIECE_MAX = 12  # a piece of base64url between its separators shorter than SEGMENT_MIN
 _PIECE_CHANGES = 40  # changes of class per hundred characters in such pieces, at least (about 60 at random)
 # lower then upper, a digit beside a capital, a digit between letters not both hex (a UUID's groups have none)
 _CLASS_CHANGE = rb"(?:[a-z][A-Z]|[A-Z][0-9]|[0-9][A-Z]|[g-z][0-9][A-Za-z]|[a-z][0-9][G-Zg-z])"
+# One trigger for every separator (a `.` of its own, with a longer body, cost the engine a fifth more
+# than sharing the repeat): `sentence.Start` never has thirteen letters and digits after its dot.
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"[_.~\-][A-Za-z0-9]{%d}" % SEGMENT_MIN, window=0, opens=False),
     # `~` inside a token (Azure's `…Q~…`, `sha256~…`): no word, path or digest is written so, and the
@@ -301,7 +301,8 @@ def _base64_tail(data: bytes, start: int, stop: int) -> int:
     if data.startswith((b"[REDACTED:", b"%5BREDACTED:", b"%5bREDACTED:"), after):
         return -1  # `NAME=` before a value already redacted: as before it was (redacting twice changes nothing)
     tail = data[stop:pad]
-    if b"+" not in tail and pad == end and not _base64url_pieces(data[start:pad], _B64_PIECE_RE.findall(data, start, pad)[1:]):
+    pieces = _B64_PIECE_RE.findall(data, start, pad)[1:]  # the head's left out
+    if b"+" not in tail and pad == end and not _base64url_pieces(data[start:pad], pieces):
         return -1  # `/` alone: a path's, unless its pieces change class as random ones do (and no `.`: a crypt hash's)
     return pad
 
