@@ -30,6 +30,7 @@ from typing import NamedTuple
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_value, looks_random
+from ctxtap.redaction.json_escapes import string_end
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 _LONG_WORDS = rb"(?:password|passwd|passphrase|pass|pwd|token|secret|api-?key|key|auth|credentials?)"
@@ -75,11 +76,12 @@ _POSITIONAL_PASSWORD: dict[bytes, _Positional] = {
     b"openssl passwd": _Positional(1, with_value=frozenset((b"-salt", b"-in"))),  # `openssl passwd -6 -salt S PW`
 }
 _DRIVE_RE = re.compile(rb"[A-Za-z]:\Z")  # `net use Z: ...`: a drive letter, no positional of the password's
-_UNESCAPED_QUOTE_RE = re.compile(rb'(?<!\\)"')
+_DELIMITER_QUOTE_RE = re.compile(rb'(?<!\\)(?:\\\\)*"')  # a quote after an even run of backslashes
 # their words: quoted, or bare up to a space (a Windows share, backslashes and all, is one word)
 _POSITIONAL_WORD_RE = re.compile(rb"(?P<q>\\*[\"'])(?P<qv>[^\"'\\\n]{1,256})(?P=q)|(?P<bv>[^\s\"'`;|&<>()]{1,256})")
-_POSITIONAL_RE = re.compile(rb"(?i)(?:^|[^A-Za-z0-9_.\-/])(?P<cmd>" + b"|".join(
-    re.escape(c) for c in sorted(_POSITIONAL_PASSWORD, key=len, reverse=True)) + rb")[ \t]")
+_POSITIONAL = rb"(?:^|[^A-Za-z0-9_.\-/])(?P<cmd>" + b"|".join(
+    re.escape(c) for c in sorted(_POSITIONAL_PASSWORD, key=len, reverse=True)) + rb")[ \t]"
+_POSITIONAL_RE = re.compile(rb"(?i)" + _POSITIONAL)
 _SPACED_P = (rb"sshpass|mongo|mongosh|mongodump|mongorestore|mongoexport|mongoimport|ldapsearch|ldapadd|ldapmodify"
              rb"|ldapdelete|ldapwhoami|ldappasswd|ldapcompare|ldapmodrdn")
 
@@ -131,7 +133,7 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + b"|".join(_OTHER_FLAG_TOOLS) + rb")[ \t]", literals=(b"zip", b"ssh-keygen"),
             window=16, som=True, opens=False),
     # a password as a positional argument (`htpasswd -b f user pw`, `rabbitmqctl add_user u pw`, `net use`)
-    Trigger(_POSITIONAL_RE.pattern[4:], literals=tuple(c.split(b" ")[-1] for c in _POSITIONAL_PASSWORD), window=40,
+    Trigger(_POSITIONAL, literals=tuple(c.split(b" ")[-1] for c in _POSITIONAL_PASSWORD), window=40,
             som=True, caseless=True, opens=False),
 )
 
@@ -369,7 +371,7 @@ def _other_flag(data: bytes, start: int, end: int, out: list[Span]) -> None:
 def _positional_password(data: bytes, start: int, out: list[Span]) -> None:
     """The password a command takes as a positional argument (`_POSITIONAL_PASSWORD`), counted among the
     command's words up to the line's end (or its JSON string's), options apart."""
-    m = _POSITIONAL_RE.match(data, max(0, start - 1)) or _POSITIONAL_RE.match(data, start)
+    m = _POSITIONAL_RE.match(data, start)
     if m is None:
         return
     rule = _POSITIONAL_PASSWORD[b" ".join(m.group("cmd").lower().split())]
@@ -403,10 +405,10 @@ def _string_end(data: bytes, start: int, stop: int) -> int:
     """Where a command written inside a JSON string (`"command": "htpasswd ..."`: an odd number of unescaped
     quotes on its line before it) ends: at the string's closing quote; otherwise `stop`."""
     line = max(data.rfind(b"\n", 0, start) + 1, start - 2048)
-    if len(_UNESCAPED_QUOTE_RE.findall(data, line, start)) % 2 == 0:
+    if len(_DELIMITER_QUOTE_RE.findall(data, line, start)) % 2 == 0:
         return stop
-    m = _UNESCAPED_QUOTE_RE.search(data, start, stop)
-    return m.start() if m is not None else stop
+    end = string_end(data, start)
+    return end if 0 <= end < stop else stop
 
 
 def _command_start(data: bytes, pos: int) -> int:

@@ -77,9 +77,9 @@ TRIGGERS: tuple[Trigger, ...] = (
             % (PIECE_MAX, _CLASS_CHANGE, PIECE_MAX, PIECE_MAX, _CLASS_CHANGE), window=0, opens=False, apart=True),
 )
 # A head, a separator and a body of standard base64 whose first `+` or `/` comes before thirteen letters and
-# digits (`fm2_lJPE+…`), which the first trigger never sees; judged by `_base64_body_spans`. A head with digits
-# takes `_` (`sha512-` integrity is a digest's), and a capital or a digit follows the `+` or `/` within twelve
-# (`node_modules/lodash`: a path's lower-case names). Scanned apart, as the pieces' trigger is.
+# digits (`fm2_lJPE+…`), which the first trigger never sees; judged as the others (`_base64_body_seps`). A
+# head with digits takes `_` (`sha512-` integrity is a digest's), and a capital or a digit follows the `+` or
+# `/` within twelve (`node_modules/lodash`: a path's lower-case names). Scanned apart, as the pieces' trigger is.
 STANDARD_BASE64_TRIGGER = Trigger(rb"(?:^|[^A-Za-z0-9_.+/=\-])(?:[A-Za-z]{1,14}[_\-]|[A-Za-z][A-Za-z0-9]{0,13}_)"
                                   rb"[A-Za-z0-9]{0,%d}[+/][A-Za-z0-9+/]{0,11}[A-Z0-9]" % (SEGMENT_MIN - 1),
                                   window=0, opens=False, apart=True)
@@ -324,55 +324,31 @@ def checksum_tail_end(data: bytes, at: int) -> int:
 
 _NOT_B64_RUN_TO_SPACE = bytes(c if c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/-"
                               else 0x20 for c in range(256))
-_B64_MATCH_MAX = 48  # the trigger's match and the byte before it, at most
-_B64_BODY_RE = re.compile(rb"([A-Za-z][A-Za-z0-9]{0,13})([_\-])([A-Za-z0-9+/]{%d,%d})(={0,2})" % (BODY_MIN, _MAX_RUN))
+_B64_MATCH_MAX = 48  # the standard-base64 trigger's match and the byte before it, at most
+_B64_HEAD_RE = re.compile(rb"[A-Za-z][A-Za-z0-9]{0,13}[_\-]([A-Za-z0-9]*)")
 
 
-def verify_base64_body(head: bytes, body: bytes, padded: bool) -> bool:
-    """A head and a body of standard base64 drawn at random: a `+` in it or `=` after it (a path holds `/`
-    only); with `/` alone, pieces that change class as often as random ones do (`node_modules/yaml/dist`
-    do not); either way random enough."""
-    if (_HEAD_RE.fullmatch(head) is None or _REPEAT_RE.search(head) or head.lower() in _NOT_KEY_HEADS
-            or _HEX_RE.fullmatch(body.replace(b"/", b"").replace(b"+", b""))):
-        return False
-    pieces = _B64_PIECE_RE.findall(body)
-    if b"+" not in body and not padded and not _base64url_pieces(body, pieces):
-        return False
-    return _random_enough([body])
-
-
-def _base64_body_spans(data: bytes, hits: Sequence[tuple[int, int]], out: list[Span]) -> None:
-    """Keys whose body is standard base64 after a head and a separator, around `STANDARD_BASE64_TRIGGER`'s
-    hits (ends only: the run's start is found backwards, over a head, a separator and base64)."""
-    done = -1
-    n = len(data)
+def _base64_body_seps(data: bytes, hits: Sequence[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """`STANDARD_BASE64_TRIGGER`'s hits as the other triggers' are judged: (the head's separator, the end of
+    the letters and digits after it, how far back the run may start). The hit ends past a `+` or `/`, so
+    its start is found backwards over base64 first; `_base64_tail` then reads the body as for any run."""
+    out = []
     for _, end in hits:
-        if end <= done:
-            continue
         floor = max(0, end - _B64_MATCH_MAX)
         start = floor + 1 + data[floor:end].translate(_NOT_B64_RUN_TO_SPACE).rfind(b" ")  # in C
-        m = _B64_BODY_RE.match(data, start)
-        if m is None:
-            continue
-        done = stop = m.end()
-        after = stop + (stop < n and data[stop] == 0x2E)  # a sentence's full stop
-        if after < n and (data[after] in _RUN_BYTES or data[after] in _BASE64_ONLY):
-            continue  # longer than any key, or no token's end
-        head, body = m.group(1), m.group(3)
-        if verify_base64_body(head, body, bool(m.group(4))) and not (
-                _ID_FIELD_RE.search(data, max(0, start - 40), start) or labelled_digest(data, start)):
-            out.append(Span(start, stop, KIND, PRIORITY_GENERIC))
+        m = _B64_HEAD_RE.match(data, start)
+        if m is not None:
+            out.append((m.start(1) - 1, m.end(1), _REACH_BEFORE[0]))
+    return out
 
 
 def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of vendor keys around the triggers' hits ((start, end), end only, one list per trigger)."""
-    if hits[-1]:
-        _base64_body_spans(data, hits[-1], out)
-    hits = hits[:-1]
-    # where each hit's separator is (the two triggers' bodies differ in length), in order: a run both
-    # triggers found (`~` before thirteen letters) is judged once
-    seps = sorted((end - back, end, reach) for found, back, reach in zip(hits, _SEP_BEFORE_END, _REACH_BEFORE, strict=True)
-                  for _, end in found)
+    # where each hit's separator is (the triggers' bodies differ in length), in order: a run two triggers
+    # found (`~` before thirteen letters) is judged once
+    seps = [(end - back, end, reach) for found, back, reach in zip(hits[:-1], _SEP_BEFORE_END, _REACH_BEFORE, strict=True)
+            for _, end in found]
+    seps = sorted(seps + _base64_body_seps(data, hits[-1]) if hits[-1] else seps)
     done = -1
     n = len(data)
     for sep, end, reach in seps:
@@ -403,8 +379,8 @@ def find_vendor_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> 
             continue  # as `verify_run` judges, sooner: lockfiles and tool calls hold thousands
         if start > 0 and data[start - 1] == 0x24 and _id_head(data[start : head.end() - 1]):
             continue  # `$2a$06$<salt>.<hash>`: a crypt hash's base64 holds dots (the password-hash rule's)
-        while stop > start and data[stop - 1] in _SEPARATORS:
-            stop -= 1  # a sentence's full stop, a trailing dash
+        while stop > start and data[stop - 1] in _SEPARATORS and not (stop < n and data[stop] in b"+/"):
+            stop -= 1  # a sentence's full stop, a trailing dash (not a separator before base64's `+` or `/`)
         if start > 0 and data[start - 1] == 0x2B:
             continue  # `+`: inside base64
         end = stop
