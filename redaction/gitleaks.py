@@ -135,7 +135,7 @@ def translate_re2(source: str) -> str:
     """RE2 syntax to Python `re` syntax (the constructs gitleaks uses).
 
     `X(?i)Y|Z` (flags to the end of the group, across alternatives) becomes
-    `X(?i:Y)|(?i:Z)`; `\\z` becomes `\\Z`; `[[:alnum:]]` is spelled out; a `[`
+    `X(?i:Y)|(?i:Z)`; `(?<name>` becomes `(?P<name>`; `\\z` becomes `\\Z`; `[[:alnum:]]` is spelled out; a `[`
     inside a class is escaped.
     """
     out: list[str] = []
@@ -177,6 +177,10 @@ def translate_re2(source: str) -> str:
                 i += m.end()
                 continue
             stack.append([])
+            if named := re.match(r"\(\?<([A-Za-z_][A-Za-z0-9_]*)>", source[i:]):
+                out.append(f"(?P<{named.group(1)}>")  # RE2's newer spelling of a named group
+                i += named.end()
+                continue
             out.append(c)
             i += 1
             continue

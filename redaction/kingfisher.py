@@ -42,7 +42,8 @@ def kind_of(rule_id: str) -> str:
 
 
 def deverbose(pattern: str) -> str:
-    """A `(?x)` pattern with its layout and comments taken out (Hyperscan and `_adapt` read it plain)."""
+    """A `(?x)` pattern with its layout and comments (`# …` to the line's end, `(?# …)` to its `)`) taken out
+    (Hyperscan and `_adapt` read it plain)."""
     m = _VERBOSE_RE.match(pattern)
     if m is None:
         return pattern.strip()
@@ -68,6 +69,10 @@ def deverbose(pattern: str) -> str:
             elif pattern[i + 1 : i + 3] == "^]":
                 out.append("^]")
                 i += 2
+        elif pattern.startswith("(?#", i):  # an inline comment, `(?# header )`: to its `)`
+            close = pattern.find(")", i)
+            i = n if close < 0 else close + 1
+            continue
         elif c == "#":
             while i < n and pattern[i] != "\n":
                 i += 1
@@ -125,10 +130,8 @@ def context_keywords(pattern: str) -> list[str]:
     Most of the catalogue is such rules. Their bounded any-character runs cost the engine half its speed
     as triggers; found by their names alone (literals, which the engine matches almost for free) and
     matched in Python only where a name ends a hit, they cost little (`GitleaksDetector.find_named`)."""
-    from re import _parser  # type: ignore[attr-defined]
-
     try:
-        heads = _heads(list(_parser.parse(_flags_first(deverbose(pattern)))))
+        heads = _heads(_parsed(pattern))
     except (re.error, RecursionError):
         return []
     if not heads or min(len(h) for h in heads) < CONTEXT_NAME_MIN:
@@ -140,12 +143,22 @@ def secret_prefix(pattern: str) -> list[str] | None:
     """The fixed heads the rule's secret (its first group, else the match) starts with, if each has
     three characters or more (`aio_`, `p8e-`): a self-identifying format. None for a context rule
     (a vendor's name near a value: `adobe(?:.|[\\n\\r]){0,32}?([a-f0-9]{32})`)."""
-    from re import _parser  # type: ignore[attr-defined]
-
-    items = list(_parser.parse(_flags_first(deverbose(pattern))))
+    items = _parsed(pattern)
     group = _group(items, 1)
     heads = _heads(group if group is not None else items)
     return heads if heads and min(len(h) for h in heads) >= 3 else None
+
+
+def _parsed(pattern: str) -> list:
+    """The rule's regex as Python's parser reads it, after the translation its verifier gets (flags in the
+    middle scoped, named groups spelled Python's way); raises `re.error`, a failed translation too."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    try:
+        source = translate_re2(_flags_first(deverbose(pattern)))
+    except TranslationError as exc:
+        raise re.error(str(exc)) from exc
+    return list(_parser.parse(source))
 
 
 def fixed_heads(pattern: str) -> list[str]:

@@ -2,7 +2,7 @@
 
     git clone --depth 1 https://github.com/mongodb/kingfisher /tmp/kingfisher
     python -m ctxtap.redaction.kingfisher_refresh /tmp/kingfisher
-    python -m ctxtap.redaction.kingfisher_refresh --rejudge    # duplicates again, no checkout
+    python -m ctxtap.redaction.kingfisher_refresh --rejudge    # skips and duplicates again, no checkout
 
 Reads `data/rules/*.yml` (PyYAML, needed here only) and writes, per rule, what redaction needs:
 id, name, pattern, entropy floor, confidence, examples. Marked, not dropped, so a refresh shows
@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent / "rules"
 CONTEXT_RULE = "context rule without a vendor's name of four letters or more to find it by"
 
 
+HELPER = "identifier helper (visible: false): not a secret"
 COMMON_NAME = "context rule whose vendor name is common in ordinary text (more than once a megabyte)"
 
 
@@ -66,7 +67,7 @@ def _git(checkout: Path, *args: str) -> str:
 
 def _skip(raw: dict) -> str | None:
     if raw.get("visible") is False:
-        return "identifier helper (visible: false): not a secret"
+        return HELPER
     if raw.get("confidence") == "low":
         return "low confidence"
     try:
@@ -129,12 +130,18 @@ def _covering_kind(data: bytes, start: int, end: int, scanner: Scanner) -> str |
 
 
 def rejudge(path: Path = RULES_FILE) -> dict:
-    """Judge the vendored file's duplicates again with today's rules (no checkout needed): after a
-    change to `_duplicate_of` or to the rules it compares with."""
+    """Judge the vendored file's skips and duplicates again with today's rules (no checkout needed): after a
+    change to `_skip`, to `_duplicate_of`, to the regex reader or to the rules they compare with. Identifier
+    helpers stay skipped (the file keeps no `visible` field to judge them by)."""
     catalogue = json.loads(path.read_text("utf-8"))
     scanner = Scanner(load_rules())
     for entry in catalogue["rules"]:
+        if entry.get("skip") != HELPER:
+            entry.pop("skip", None)
+            if reason := _skip(entry):
+                entry["skip"] = reason
         if entry.get("skip"):
+            entry.pop("duplicate_of", None)
             continue
         entry.pop("duplicate_of", None)
         if dup := _duplicate_of(entry, scanner):
@@ -153,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkout", type=Path, nargs="?", help="a clone of github.com/mongodb/kingfisher")
     parser.add_argument("--rejudge", action="store_true",
-                        help="judge the vendored file's duplicates again, without a checkout")
+                        help="judge the vendored file's skips and duplicates again, without a checkout")
     args = parser.parse_args(argv)
     if args.rejudge:
         print(json.dumps(rejudge(), indent=1))
