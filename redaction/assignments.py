@@ -302,6 +302,7 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     quote = head.group("q")
     v_start = head.end()
     data_line = False  # a bare value filling an env or YAML line: data, not code
+    line_start = 0
     if quote is not None:
         v_end = _run_end(_QUOTED_RUN_RE, data, v_start)
         if v_end is not None and data[v_end : v_end + len(quote)] != quote and strong:
@@ -355,8 +356,11 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     value = data[v_start:v_end]
     # `password = "rootpasswd"`, a YAML line's `password: "rootpasswd"` (a name, not a JSON key, given a
     # string): a literal
-    literal = (strong and quoted and m.group("close") is None
-               and (sep in (b"=", b":=") or sep == b":" and at_line_start(data, start) > 0))
+    # and `DB_PASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`: a bare value after an upper-case password's name
+    # that begins an env or YAML line is data, as a quoted string is (a variable would be `$NAME`; not `f(KEY=v)`)
+    literal = strong and (quoted and m.group("close") is None
+                          and (sep in (b"=", b":=") or sep == b":" and at_line_start(data, start) > 0)
+                          or kind == "password" and not quoted and env_style and data_line and line_start > 0)
     if quoted and b"\\" in value:
         value = value.replace(b"\\", b"")  # judged without its escapes
     if paired and b" " in value:
@@ -520,6 +524,8 @@ DETECTOR = Detector(
         '{"auths": {"registry.example.com": {"auth": "dTpwNHNz"}}}',  # base64 of `u:p4ss` (Docker)
         "_auth=YWI6Yw==",  # npm: base64 of `ab:c`
         "redis_pass = Jm<upper:3>Qa771.bbt<upper:1>\n",  # dotted, but no word to say after the dot: no code
+        "REACT_APP_PASSWORD=whiteduke\n",  # a word filling an env line under an upper-case name: data
+        "      - POSTGRES_PASSWORD=postgres\n",  # a compose file's environment list
     ),
     near_misses=samples(
         '{"key": "status", "sort_key": "name"}',
@@ -534,6 +540,7 @@ DETECTOR = Detector(
         '{"use_pat": true, "glob_pat": "**/*.py"}',
         '{"auth": "required", "token": "YWJjZGVmZ2g="}',  # a word; base64 of `abcdefgh`, no `user:password`
         "secret = rfc3279.RSAPublicKey",  # a module and a class: code, a digit or not
+        "f(PASSWORD=pw_value, b=1)",  # an upper-case keyword argument: code
     ),
     python_starts=True,
     reads_found=True,

@@ -71,6 +71,7 @@ _MASK_RE = re.compile(rb"(?i)x{4}|\*{3}|\.\.\.|\xe2\x80\xa6|#{4}")
 # A value made only of mask characters (`xxxx`, `****`, `...`): what a strong name's value must be to count as masked.
 _ALL_MASK_RE = re.compile(rb"(?i)(?:[x*.#_\-]|\xe2\x80\xa6|\xe2\x80\xa2)+")
 # Letters no word has: a run longer than words get (`abcdefghijabcdefghij`), one letter thrice (`npm_xxxxxxx`).
+_JOINED_WORDS_RE = re.compile(rb"[A-Za-z]+(?:[_\-][A-Za-z]+)*")  # `whiteduke`, `dev_admin`, `change-me`
 _LONG_LETTER_RUN_RE = re.compile(rb"[a-z]{16}|([a-z])\1\1")
 # A digit-only value this long under a strong name is a credential (numeric ids and secrets), not a count.
 _MIN_SECRET_DIGITS = 8
@@ -266,8 +267,11 @@ def is_non_secret(
     # No digit from here on.
     if b"your" in lower or (kw and kw.rstrip(b"s") in lower):  # no name given (gitleaks rules): no name to echo
         return True  # your-api-key-here, "password": "passwordField"
-    if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value) and not (literal and value.isalpha()):
-        return True  # "password": "unreserved", "token": "string?"
+    if _WORDS_RE.fullmatch(value) and not _LONG_LETTER_RUN_RE.search(value) and not (
+            literal and (value.isalpha() or not quoted and _JOINED_WORDS_RE.fullmatch(value))):
+        # "password": "unreserved", "token": "string?"; but a literal's `whiteduke`, an env line's `dev_admin`
+        # (in code `LEARNER_STATS_KEY = "learner_stats"` names a field)
+        return True
     if quoted:
         return False
     if IDENTIFIER_RE.fullmatch(value) or _EXPRESSION_RE.fullmatch(value):
@@ -275,8 +279,8 @@ def is_non_secret(
         # `PASS=xKqLpVzRtWmN` does not read as a name.
         if strong and _LONG_LETTER_RUN_RE.search(lower):
             return False  # `npm_xxxxxxxxxxx`: no programmer's name
-        if strong and not code_context:
-            return len(value) < 12 or b"." in value  # `DB_PASS=TestSourcePassword`: env data, not code
+        if strong and not code_context:  # `DB_PASS=TestSourcePassword`: env data, not code
+            return (len(value) < 12 and not literal) or b"." in value
         return len(value) < 12 or b"." in value or _reads_as_identifier(value)
     return False
 

@@ -153,7 +153,7 @@ def name_start(data: bytes, pos: int, limit: int = 0) -> int:
     return start
 
 
-_LINE_PREFIX = (b"export ", b"- ", b"set ")
+_LINE_PREFIX = (b"export", b"-", b"set", b"ENV", b"ARG")  # shell, YAML lists, cmd, Dockerfiles
 RAW_LINE, ESCAPED_LINE = 1, 2
 _JSON_VALUE_OPEN_RE = re.compile(rb"[:\[,][ \t]*\\*$")
 
@@ -164,15 +164,15 @@ def starts_line(data: bytes, start: int) -> bool:
 
 
 def at_line_start(data: bytes, start: int) -> int:
-    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `)?
+    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `, `set `, `ENV `, `ARG `)?
 
     0 if not, `RAW_LINE`, or `ESCAPED_LINE` after an escaped `\\n` (a file inside a JSON string).
     """
     i = start
     while i > 0 and data[i - 1] in b" \t":
         i -= 1
-    for prefix in _LINE_PREFIX:
-        if data[max(0, i - len(prefix)) : i] == prefix:
+    for prefix in _LINE_PREFIX:  # the space after it was skipped above
+        if i >= len(prefix) and data[i - len(prefix) : i] == prefix:
             i -= len(prefix)
             while i > 0 and data[i - 1] in b" \t":
                 i -= 1
