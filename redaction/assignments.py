@@ -357,10 +357,12 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     # `password = "rootpasswd"`, a YAML line's `password: "rootpasswd"` (a name, not a JSON key, given a
     # string): a literal
     # and `DB_PASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`: a bare value after an upper-case password's name
-    # that begins an env or YAML line is data, as a quoted string is (a variable would be `$NAME`; not `f(KEY=v)`)
+    # that begins an env or YAML line is data, as a quoted string is (a variable would be `$NAME`; not `f(KEY=v)`),
+    # and so is a long flag's (`--password=whiteduke`)
     literal = strong and (quoted and m.group("close") is None
                           and (sep in (b"=", b":=") or sep == b":" and at_line_start(data, start) > 0)
-                          or kind == "password" and not quoted and env_style and data_line and line_start > 0)
+                          or kind == "password" and not quoted
+                          and (env_style and data_line and line_start > 0 or tight and data.startswith(b"--", start)))
     if quoted and b"\\" in value:
         value = value.replace(b"\\", b"")  # judged without its escapes
     if paired and b" " in value:

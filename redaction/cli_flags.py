@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.false_positives import is_non_secret_value, looks_random
+from ctxtap.redaction.false_positives import is_non_secret_password, is_non_secret_value, looks_random
 from ctxtap.redaction.json_escapes import string_end
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
@@ -296,7 +296,7 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
         kw = m.group("kw")
         if kw.lower().endswith(_NOT_GLUED_PASS) or value.startswith(b"-") or is_non_secret_value(
                 value, quoted, kw.lower()):
-            continue
+            continue  # (a word stays: prose names flags too, `the --username and --password options`)
         if not _STRONG_LONG.search(kw) and not looks_random(value):
             continue
         kind = "password" if _PASSWORD_LONG.search(kw) else "generic-secret"
@@ -305,7 +305,7 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
         stop = _line_end(data, end)
         for m in _ATTACHED_RE.finditer(data, end - 1, stop):
             value = m.group("v").strip(b"\\\"'")
-            if value and not is_non_secret_value(value, True, b"pass"):
+            if value and not is_non_secret_password(value):  # `mysql -pwhiteduke`: glued, only a password
                 v_start = m.start("v") + (len(m.group("v")) - len(m.group("v").lstrip(b"\\\"'")))
                 out.append(Span(v_start, v_start + len(value), "password", PRIORITY_ASSIGNMENT))
     for _start, end in spaced:
@@ -315,7 +315,7 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
             if word is None:
                 continue
             value = data[word[0] : word[1]]
-            if not value.startswith(b"-") and not is_non_secret_value(value, word[2], b"pass"):
+            if not value.startswith(b"-") and not is_non_secret_password(value):  # these tools' flag: a password
                 out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
     for _start, end in user:
         m = _USER_RE.search(data, max(0, end - 12), min(len(data), end + 400))
@@ -468,6 +468,7 @@ DETECTOR = Detector(
         "net use Z: \\\\fs\\share <mixed:12> /user:CORP\\alice",
         "mc alias set --api S3v4 store http://127.0.0.1:9000 minio <mixed:16>",
         "winrs -r:host -u:admin -p:<mixed:12> ipconfig",  # Windows' colon form
+        "sshpass -p dev_admin ssh deploy@host && mysql -u root -pwhiteduke app",  # a word where only a password goes
     ),
     near_misses=(
         "chromium --bypass 10.0.0.0/8 && ffmpeg --twopass 1 && tool --compass north",  # words ending in `pass`
@@ -484,5 +485,6 @@ DETECTOR = Detector(
         "unzip -p site.zip index.html && gzip -N notes.txt && ssh-keygen -N '' -f key && unrar x -p- a.rar",
         "htpasswd -c .htpasswd alice && net use * /delete && net use Z: \\\\fs\\share * /user:alice",  # prompts
         "rabbitmqctl add_user deploy $RABBIT_PASSWORD && openssl passwd -stdin < pw.txt",
+        "pass them with the --username and --password options && journalctl -u nginx -p warning",
     ),
 )

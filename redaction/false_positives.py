@@ -294,6 +294,13 @@ def passphrase(value: bytes) -> bool:
     return not REFERENCE_RE.match(value)
 
 
+def is_non_secret_password(value: bytes) -> bool:
+    """Is a value given where only a password goes (`--password X`, `sshpass -p X`, `mysql -pX`) clearly none?
+    Words are passwords there (`whiteduke`, `dev_admin`); references, placeholders, masks, short numbers,
+    paths and dotted names are not."""
+    return is_non_secret(value, False, b"password", code_context=False, strong=True, literal=True)
+
+
 def is_non_secret_value(value: bytes, quoted: bool, kw: bytes) -> bool:
     """Is `value`, given under a credential name `kw`, clearly not a secret (empty, a reference, a word)?"""
     return is_non_secret(value, quoted, kw, code_context=False)

@@ -389,6 +389,26 @@ def test_command_lines_without_credentials_are_kept(redactor: Redactor) -> None:
         assert redactor.redact_text(text) == text, text
 
 
+def test_a_word_where_only_a_password_goes(redactor: Redactor) -> None:
+    """A flag that takes nothing but a password (`sshpass -p`, `mysql -pX`, `redis-cli -a`, `ldapsearch -w`,
+    `--password=`) takes a word too: weak passwords are passwords. A long flag followed by a word with a
+    space may be prose naming the flag, and a user-and-password pair's `-p` another tool's option: those
+    keep words. References and placeholders stay everywhere."""
+    for text, secret in (("sshpass -p dev_admin ssh deploy@build01", "dev_admin"),
+                         ("mysql -u root -pwhiteduke app", "whiteduke"),
+                         ("redis-cli -h cache -a whiteduke ping", "whiteduke"),
+                         ("ldapsearch -x -D cn=admin,dc=corp -w change-it-soon -b dc=corp", "change-it-soon"),
+                         ("docker login -u bob -p whiteduke registry.example", "whiteduke"),
+                         ("mysqldump -u root --password=whiteduke app > dump.sql", "whiteduke"),
+                         ("7z x -pwhiteduke backup.7z", "whiteduke")):
+        _assert_redacted(redactor, text, secret)
+    for text in ("sshpass -p $SSHPASS ssh host", "mysql -u root -p mydb", "mysql -u root -pPASSWORD app",
+                 "docker login -u bob -p your_password registry.example", "journalctl -u nginx -p warning",
+                 "use the --username and --password options", "mysqldump --password=$DB_PASSWORD app",
+                 "redis-cli -a secret ping"):
+        assert redactor.redact_text(text) == text, text
+
+
 def test_near_miss_next_to_a_credential_name_is_redacted(redactor: Redactor) -> None:
     # One character short of a GitHub token, one of an OpenAI key: the name says it is a secret.
     for text, value in (
