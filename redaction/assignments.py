@@ -245,7 +245,7 @@ def _next_stop(stops: list[int], start: int, end: int) -> int:
 
 # A user's name assigned beside a weak password name (`pass`, `pw`, `pwd`): the pair says it is a password.
 _USER_NAME_RE = re.compile(
-    rb"(?i)(?:^|(?<=[\s{,;(&?\"'`]))(?:\\*[\"'`])?(?:user(?:[_-]?(?:name|id))?|login|uid|usr|account)(?:\\*[\"'`])?"
+    rb"(?i)(?:^|(?<=[\s{,;(&?\"'`]))(?:\\*[\"'`])?(?:user(?:[ _-]?(?:name|id))?|login|uid|usr|account)(?:\\*[\"'`])?"
     rb"[ \t]*(?::(?!//)|=(?!=))"
 )
 _PAIR_REACH = 160  # bytes before the password's name and after its separator
@@ -358,11 +358,13 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     # string): a literal
     # and `DB_PASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`: a bare value after an upper-case password's name
     # that begins an env or YAML line is data, as a quoted string is (a variable would be `$NAME`; not `f(KEY=v)`),
-    # and so is a long flag's (`--password=whiteduke`)
+    # and so is a long flag's (`--password=whiteduke`), a connection string's field's (`;Pwd=whiteduke;`) and a
+    # query parameter's (`?user=app&password=whiteduke`)
     literal = strong and (quoted and m.group("close") is None
                           and (sep in (b"=", b":=") or sep == b":" and at_line_start(data, start) > 0)
                           or kind == "password" and not quoted
-                          and (env_style and data_line and line_start > 0 or tight and data.startswith(b"--", start)))
+                          and (env_style and data_line and line_start > 0 or tight and data.startswith(b"--", start)
+                               or tight and sep == b"=" and start > 0 and data[start - 1] in b";?&"))
     if quoted and b"\\" in value:
         value = value.replace(b"\\", b"")  # judged without its escapes
     if paired and b" " in value:

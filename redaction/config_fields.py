@@ -25,7 +25,7 @@ import re
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.false_positives import is_non_secret_value
+from ctxtap.redaction.false_positives import is_non_secret_password, is_non_secret_value
 from ctxtap.redaction.names import name_start, starts_line, strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
@@ -69,8 +69,8 @@ _DEFINE_RE = re.compile(rb"(?i)define[ \t]*\([ \t]*(?P<q1>" + _QUOTE + rb")(?P<n
                         rb"[ \t]*(?P<q2>" + _QUOTE + rb")(?P<v>[^'\"\\\n]{1,512})(?P=q2)")
 _CONN_RE = re.compile(rb"(?i);[ \t]*(?:password|pwd)[ \t]*=[ \t]*(?P<v>\{[^}\n]{1,256}\}|[^;\"'\\\n\r]{1,256})")
 _NETRC_RE = re.compile(rb"(?i)password[ \t]+(?P<v>[^ \t\r\n\\\"']{1,256})")
-# `.netrc`: `login <name>` right before `password` (on its line or the one before)
-_NETRC_LOGIN_RE = re.compile(rb"(?i)\blogin" + _GAP + rb"[^ \t\r\n\\]{1,128}" + _GAP + rb"\Z")
+# `.netrc`: `login <name>` right before `password` (on its line or the one before; in a JSON string after `\\n`)
+_NETRC_LOGIN_RE = re.compile(rb"(?i)(?:\b|(?<=\\[nt]))login" + _GAP + rb"[^ \t\r\n\\]{1,128}" + _GAP + rb"\Z")
 # host:port:database:user:password on its own line (after grep's `path/.pgpass:` prefix, if any)
 _PGPASS_RE = re.compile(
     _LINE_START + rb"(?:[^\s:\"\\]{0,256}pgpass:)?(?P<host>[A-Za-z0-9.\-]{1,253}|\*):(?P<port>[0-9]{1,5}|\*):(?P<db>" + _PG_FIELD
@@ -123,7 +123,7 @@ def find_config_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
         m = _CONN_RE.match(data, start)
         if m is not None:
             value = m.group("v").rstrip(b" \t")
-            if not is_non_secret_value(value.strip(b"{}"), True, b"password"):
+            if not is_non_secret_password(value.strip(b"{}")):
                 out.append(Span(m.start("v"), m.start("v") + len(value), "password", PRIORITY_ASSIGNMENT))
     for _, end in netrc:
         lo = max(0, end - 40)
@@ -131,7 +131,7 @@ def find_config_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
         at = lo + found if found >= 0 else -1
         m = _NETRC_RE.match(data, at) if at >= 0 else None
         if (m is not None and _NETRC_LOGIN_RE.search(data, max(0, at - 160), at) is not None
-                and not is_non_secret_value(m.group("v"), True, b"password")):
+                and not is_non_secret_password(m.group("v"))):
             out.append(Span(*m.span("v"), "password", PRIORITY_ASSIGNMENT))
     if pgpass:
         _find_pgpass_lines(data, pgpass, out)
@@ -307,7 +307,8 @@ def _add(out: list[Span], m: re.Match[bytes], name: bytes, salts: bool = False) 
         return
     kind, kw = named
     value = m.group("v")
-    if not is_non_secret_value(value, True, kw):
+    # a password's field in these formats holds data, never code: a word is the password (`whiteduke`)
+    if not (is_non_secret_password(value) if kind == "password" else is_non_secret_value(value, True, kw)):
         out.append(Span(*m.span("v"), kind, PRIORITY_ASSIGNMENT))
 
 
@@ -323,6 +324,7 @@ DETECTOR = Detector(
         "env:\n- name: DB_PASSWORD\n  value: <mixed:14>\n- name: LOG_LEVEL\n  value: debug\n",
         "> GET / HTTP/1.1\n> Host: api\n> Cookie: theme=dark; sid=<alnum:16>\n",
         "db:\n  password: >-\n    <alnum:20>\nport: 5432\n",
+        "<server><username>deploy</username><password>whiteduke</password></server>",  # a word: data, a password
     ),
     near_misses=(
         "<password>${DB_PASSWORD}</password>",
@@ -332,5 +334,6 @@ DETECTOR = Detector(
         "- name: DB_PASSWORD\n  valueFrom:\n    secretKeyRef:\n      name: db\n      key: password\n",
         "Cookie: theme=dark; lang=en-US\n",
         "password:\n  ${DB_PASSWORD}\n",
+        "<password>required</password> <password>PASSWORD</password>",  # placeholders
     ),
 )

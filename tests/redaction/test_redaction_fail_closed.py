@@ -91,6 +91,23 @@ def test_a_word_after_an_upper_case_name_that_begins_an_env_or_yaml_line(redacto
         _kept(redactor, text)
 
 
+def test_a_word_in_a_password_field_of_a_data_format(redactor: Redactor) -> None:
+    """A connection string's, a query's, an XML element's and a .netrc line's password field holds data, never
+    a variable's name: a word there is the password. References and placeholder words stay."""
+    for text, secret in (("Server=db;Database=app;User Id=sa;Pwd=whiteduke;", "whiteduke"),
+                         ("Data Source=db;Initial Catalog=app;User ID=sa;Password=dev_admin", "dev_admin"),
+                         ("DSN=app;UID=sa;PWD=whiteduke", "whiteduke"),
+                         ("jdbc:mysql://db:3306/app?user=app&password=whiteduke", "whiteduke"),
+                         ("<server><id>nexus</id><username>deploy</username><password>whiteduke</password></server>",
+                          "whiteduke"),
+                         ("machine api.example.com\nlogin bob\npassword whiteduke\n", "whiteduke")):
+        _assert_redacted(redactor, text, secret)
+    for text in ("Server=db;User Id=sa;Password=${DB_PASSWORD};", "jdbc:mysql://db/app?user=app&password=secret",
+                 "<password>required</password>", "machine h login bob password $NETRC_PASSWORD\n",
+                 "Server=db;Database=app;Integrated Security=true;"):
+        _kept(redactor, text)
+
+
 def test_brackets_no_expression_closes(redactor: Redactor) -> None:
     secret = "m{{h}o)p${e]nob(ody[finds>-_$#thisone}}"
     _assert_redacted(redactor, f"apikey = {secret}\n", secret)
