@@ -356,14 +356,16 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     value = data[v_start:v_end]
     # `password = "rootpasswd"`, a YAML line's `password: "rootpasswd"` (a name, not a JSON key, given a
     # string): a literal
-    # and `DB_PASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`: a bare value after an upper-case password's name
-    # that begins an env or YAML line is data, as a quoted string is (a variable would be `$NAME`; not `f(KEY=v)`),
+    # and `DB_PASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`, my.cnf's `password=whiteduke`: a bare value that
+    # fills an env, properties or YAML line after a password's name is data, as a quoted string is (a variable would
+    # be `$NAME`; not `f(KEY=v)`; after a lower-case name a capital may be code's type, `password: SecretStr`),
     # and so is a long flag's (`--password=whiteduke`), a connection string's field's (`;Pwd=whiteduke;`) and a
     # query parameter's (`?user=app&password=whiteduke`)
     literal = strong and (quoted and m.group("close") is None
                           and (sep in (b"=", b":=") or sep == b":" and at_line_start(data, start) > 0)
                           or kind == "password" and not quoted
-                          and (env_style and data_line and line_start > 0 or tight and data.startswith(b"--", start)
+                          and ((env_style or value == value.lower()) and data_line and line_start > 0
+                               or tight and data.startswith(b"--", start)
                                or tight and sep == b"=" and start > 0 and data[start - 1] in b";?&"))
     if quoted and b"\\" in value:
         value = value.replace(b"\\", b"")  # judged without its escapes

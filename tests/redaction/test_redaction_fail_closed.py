@@ -73,21 +73,25 @@ def test_env_and_yaml_lines_hold_their_value_to_the_end(redactor: Redactor) -> N
         _kept(redactor, text)
 
 
-def test_a_word_after_an_upper_case_name_that_begins_an_env_or_yaml_line(redactor: Redactor) -> None:
-    """`DB_PASSWORD=postgres` in a .env file, a compose file or a Dockerfile is the password, however
-    guessable: the line is data, as a quoted string in code is. A call's argument, a reference, a
-    placeholder word and a lower-case YAML field's type stay."""
+def test_a_word_filling_an_env_properties_or_yaml_line_after_a_password_name(redactor: Redactor) -> None:
+    """`DB_PASSWORD=postgres` in a .env file, a compose file, a Dockerfile, my.cnf or gradle.properties is the
+    password, however guessable: the line is data, as a quoted string in code is. A call's argument, a
+    reference, a placeholder word, a word that echoes the name and a class field's type stay."""
     for text, secret in (("REACT_APP_PASSWORD=whiteduke\n", "whiteduke"),
                          ("export DB_PASSWORD=dev_admin\n", "dev_admin"),
                          ("services:\n  db:\n    environment:\n      - POSTGRES_PASSWORD=postgres\n", "postgres"),
                          ("    environment:\n      POSTGRES_PASSWORD: postgres\n", "postgres"),
                          ("FROM postgres:16\nENV POSTGRES_PASSWORD=change-it-soon\n", "change-it-soon"),
-                         ("set DB_PASSWORD=whiteduke\r\n", "whiteduke")):
+                         ("set DB_PASSWORD=whiteduke\r\n", "whiteduke"),
+                         ("[client]\nuser=root\npassword=whiteduke\n", "whiteduke"),  # my.cnf
+                         ("ossrhUsername=deploy\nossrhPassword=whiteduke\n", "whiteduke"),  # gradle.properties
+                         ("db:\n  host: db.internal\n  password: dev_admin\n", "dev_admin")):
         _assert_redacted(redactor, text, secret)
     for text in ("f(PASSWORD=pw_value, b=1)\n", "x = f(password=user_pw)\n", "DB_PASSWORD=${DB_PASSWORD}\n",
                  "PASSWORD=changeme\n", "DB_PASSWORD=required\n", "SMTP_PASSWORD=smtp_password\n",
                  "  password: string\n", "PASSWORD: str = Field(default=None)\n", "export PATH=$HOME/bin\n",
-                 'LEARNER_STATS_KEY = "learner_stats"\n', "CACHE_KEY=build_cache\n"):
+                 'LEARNER_STATS_KEY = "learner_stats"\n', "CACHE_KEY=build_cache\n",
+                 "class Login(BaseModel):\n    password: SecretStr\n    token: bytes\n", "password=user_password\n"):
         _kept(redactor, text)
 
 
