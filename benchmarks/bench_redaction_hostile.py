@@ -35,6 +35,7 @@ from ctxtap.redaction.engine import hyperscan_available  # noqa: E402
 from ctxtap.redaction.scanner import clear_caches  # noqa: E402
 
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_B64 = _ALNUM + "+/"
 
 
 def _rnd(rng: random.Random, n: int, alphabet: str = _ALNUM) -> str:
@@ -84,6 +85,9 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
             f"htpasswd -b f u {r(g, 10)} net use \\\\s\\x {r(g, 8)} " for _ in range(s // 50)),
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
+        "key-width base64 lines, two by two": lambda g, s: "".join(
+            f"{r(g, 64, _B64)}\n{r(g, 64, _B64)}\nnext\n" for _ in range(s // 135)),
+        "key-width base64 lines, one block, low entropy": lambda g, s: ("A" * 64 + "\n") * (s // 65),
         "SSE, one stream per event": lambda g, s: _sse(
             [{"type": "content_block_delta", "index": i, "delta": {"type": "text_delta", "text": "x"}}
              for i in range(s // 100)]),

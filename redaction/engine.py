@@ -279,8 +279,8 @@ class HyperscanEngine:
             flags.append(f)
         together = [i for i, t in enumerate(triggers) if not t.apart]
         apart = [i for i, t in enumerate(triggers) if t.apart]
-        self._db = compiled_database([triggers[i].pattern for i in together], [flags[i] for i in together], cache,
-                                     ids=together)
+        self._db = (compiled_database([triggers[i].pattern for i in together], [flags[i] for i in together], cache,
+                                      ids=together) if together else None)  # (a detector's own engine, in tests)
         self._apart_db = (compiled_database([triggers[i].pattern for i in apart], [flags[i] for i in apart], cache,
                                             ids=apart) if apart else None)
         self._local = threading.local()
@@ -293,10 +293,11 @@ class HyperscanEngine:
             return hits
         scratch = getattr(self._local, "scratch", None)
         if scratch is None:
-            scratch = self._local.scratch = _hs.Scratch(self._db)
+            scratch = self._local.scratch = _hs.Scratch(self._db) if self._db is not None else False
             if self._apart_db is not None:
                 self._local.apart_scratch = _hs.Scratch(self._apart_db)
-        self._db.scan(data, match_event_handler=_on_match, context=hits, scratch=scratch)
+        if self._db is not None:
+            self._db.scan(data, match_event_handler=_on_match, context=hits, scratch=scratch)
         if apart and self._apart_db is not None:
             self._apart_db.scan(data, match_event_handler=_on_match, context=hits, scratch=self._local.apart_scratch)
         if self._python_starts and not self._python_starts.keys().isdisjoint(hits.by_trigger):

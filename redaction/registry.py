@@ -34,6 +34,7 @@ from ctxtap.redaction import (
     detectors,
     encodings,
     gitleaks_match,
+    key_lines,
     prose,
     token_shapes,
     url_tokens,
@@ -54,6 +55,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     columns.DETECTOR,  # a table's column whose header names a credential (Markdown, CSV, TSV)
     vendor_tokens.DETECTOR,  # keys of vendors no list names, by their structure
     token_shapes.DETECTOR,  # the same without a separator: bech32 secrets, signed JSON tokens, glued heads
+    key_lines.DETECTOR,  # a private key's body without its BEGIN line: base64 lines of one width
     url_tokens.DETECTOR,  # a random segment in a URL's path (webhooks, reset links)
     encodings.DETECTOR,  # percent-encoded runs (a flat decoder)
     base64_runs.DETECTOR,  # files attached as base64 (a nesting decoder)

@@ -35,6 +35,7 @@ DECLARED = (
     "columns",
     "vendor-tokens",
     "token-shapes",
+    "key-lines",
     "url-tokens",
     "percent-encoded",
     "base64-files",
