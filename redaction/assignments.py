@@ -547,6 +547,7 @@ DETECTOR = Detector(
         '{"auth": "required", "token": "YWJjZGVmZ2g="}',  # a word; base64 of `abcdefgh`, no `user:password`
         "secret = rfc3279.RSAPublicKey",  # a module and a class: code, a digit or not
         "f(PASSWORD=pw_value, b=1)",  # an upper-case keyword argument: code
+        '{"rulesets": {"credentials": "creds-2026.12.10"}}',  # a version after a weak name
     ),
     python_starts=True,
     reads_found=True,

@@ -70,8 +70,8 @@ _EXPRESSION_RE = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*(?:[+*/\-][A-Za-z_][A-Za-z0
 _MASK_RE = re.compile(rb"(?i)x{4}|\*{3}|\.\.\.|\xe2\x80\xa6|#{4}")
 # A value made only of mask characters (`xxxx`, `****`, `...`): what a strong name's value must be to count as masked.
 _ALL_MASK_RE = re.compile(rb"(?i)(?:[x*.#_\-]|\xe2\x80\xa6|\xe2\x80\xa2)+")
-# Letters no word has: a run longer than words get (`abcdefghijabcdefghij`), one letter thrice (`npm_xxxxxxx`).
 _JOINED_WORDS_RE = re.compile(rb"[A-Za-z]+(?:[_\-][A-Za-z]+)*")  # `whiteduke`, `dev_admin`, `change-me`
+# Letters no word has: a run longer than words get (`abcdefghijabcdefghij`), one letter thrice (`npm_xxxxxxx`).
 _LONG_LETTER_RUN_RE = re.compile(rb"[a-z]{16}|([a-z])\1\1")
 # A digit-only value this long under a strong name is a credential (numeric ids and secrets), not a count.
 _MIN_SECRET_DIGITS = 8
@@ -186,7 +186,7 @@ def looks_random(value: bytes) -> bool:
     """
     if basic_credential_b64(value):
         return True
-    if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value):
+    if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value) or _VERSION_RE.fullmatch(value):
         return False
     if _UUID_RE.fullmatch(value):
         return True
@@ -199,6 +199,8 @@ def looks_random(value: bytes) -> bool:
     return shannon_entropy(value) >= 3.5 and not _reads_as_identifier(value)
 
 
+# A version, perhaps after a name (`creds-2026.12.10`, `node-v20.11.1`, `1.2.3-beta2`): numbers and dots, no key
+_VERSION_RE = re.compile(rb"(?:[A-Za-z]+[_\-])*v?[0-9]{1,8}(?:\.[0-9]{1,8}){1,3}(?:[_\-+][A-Za-z]+[0-9]*)?")
 _BASE64_RE = re.compile(rb"(?:[A-Za-z0-9+/]{4})+(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 _USER_PASS_RE = re.compile(rb"[\x21-\x39\x3b-\x7e]{1,128}:[\x21-\x7e]{1,128}")
 
@@ -295,7 +297,7 @@ def passphrase(value: bytes) -> bool:
 
 
 def is_non_secret_password(value: bytes) -> bool:
-    """Is a value given where only a password goes (`--password X`, `sshpass -p X`, `mysql -pX`) clearly none?
+    """Is a value given where only a password goes (`--password=X`, `sshpass -p X`, `mysql -pX`, `;Pwd=X;`) clearly none?
     Words are passwords there (`whiteduke`, `dev_admin`); references, placeholders, masks, short numbers,
     paths and dotted names are not."""
     return is_non_secret(value, False, b"password", code_context=False, strong=True, literal=True)

@@ -10,8 +10,8 @@ one such width, each on a line of its own (raw, JSON-escaped, or after a line nu
 Not taken: lines inside a PEM block whose BEGIN line is in view (a certificate's or a public key's body is
 public; a private key's is the PEM rule's), lines of another width or of uneven widths, text encoded
 as base64 (its entropy is lower), and a file whose first bytes say it is an image, a document or an
-archive (`openssl base64` wraps any file at 64). A certificate's middle lines read alone are taken: nothing in them tells
-them from a key's.
+archive (`openssl base64` wraps any file at 64). A certificate's middle lines read alone are taken:
+nothing in them tells them from a key's.
 """
 
 from __future__ import annotations
