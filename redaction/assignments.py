@@ -374,6 +374,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     if not strong and not looks_random(value):
         return None  # the common case (`"key": "status"`), decided before the slower checks
     if b" " in value:
+        if len(kw) >= 4 and kw in value.lower():
+            return None  # `- password: password to use with username`: words about the name describe it
         if is_non_secret(value.replace(b" ", b""), quoted, kw, code_context=False) and not passphrase(value):
             return None
     elif (is_non_secret(value, quoted, kw, code_context=not (tight or data_line), strong=strong, literal=literal)
@@ -548,6 +550,7 @@ DETECTOR = Detector(
         "secret = rfc3279.RSAPublicKey",  # a module and a class: code, a digit or not
         "f(PASSWORD=pw_value, b=1)",  # an upper-case keyword argument: code
         '{"rulesets": {"credentials": "creds-2026.12.10"}}',  # a version after a weak name
+        "    - password: password to use with username\n",  # a docstring's list: words about the name
     ),
     python_starts=True,
     reads_found=True,
