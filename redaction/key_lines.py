@@ -17,11 +17,13 @@ nothing in them tells them from a key's.
 from __future__ import annotations
 
 import base64
+import re
 import textwrap
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
+from ctxtap.redaction.false_positives import all_classes
 from ctxtap.redaction.spans import PRIORITY_FORMAT, Span
 
 KIND = "private-key"
@@ -30,13 +32,12 @@ KIND = "private-key"
 WIDTHS = (64, 70)
 MIN_FULL_LINES = 2
 _B64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-_UPPER = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-_LOWER = frozenset(b"abcdefghijklmnopqrstuvwxyz")
 _DIGITS = frozenset(b"0123456789")
 # What a line number ends with: a Read tool's arrow (raw or JSON-escaped), `cat -n`'s tab, `grep -n`'s colon.
 _NUMBER_ENDS = (b"\xe2\x86\x92", b"\\u2192", b"\t", b"\\t", b":")
 _BREAK = rb"(?:\r?\n|\\{1,3}r?\\{0,3}n)"
 _NUMBER = rb"(?:[ \t]{0,8}[0-9]{1,7}(?:\xe2\x86\x92|\\u2192|\t|\\t|:))?"
+_BREAK_RE = re.compile(_BREAK + _NUMBER)  # what parts two lines, as the trigger reads it
 # A full line, a line break (a line number perhaps), and sixteen characters of the next line. Scanned apart
 # (see `Trigger`): wide classes, no literal.
 TRIGGERS = (Trigger(rb"[A-Za-z0-9+/]{64}" + _BREAK + _NUMBER + rb"[A-Za-z0-9+/]{16}", window=0, opens=False,
@@ -109,37 +110,8 @@ def _previous_line(data: bytes, start: int) -> tuple[int, int] | None:
 
 def _next_line(data: bytes, end: int) -> tuple[int, int] | None:
     """The line of base64 after the line ending at `end`, if a line break (and perhaps a number) comes first."""
-    n = len(data)
-    i = end
-    if data.startswith(b"\r\n", i):
-        i += 2
-    elif i < n and data[i] == 0x0A:
-        i += 1
-    else:
-        j = i
-        while j < n and data[j] == 0x5C:
-            j += 1
-        if j == i or j >= n or data[j] not in b"rn":
-            return None
-        if data[j] == 0x72:  # `\r` then `\n`
-            k = j + 1
-            while k < n and data[k] == 0x5C:
-                k += 1
-            if k == j + 1 or k >= n or data[k] != 0x6E:
-                return None
-            j = k
-        i = j + 1
-    j = i
-    while j < n and data[j] in b" \t":
-        j += 1
-    k = j
-    while k < n and data[k] in _DIGITS:
-        k += 1
-    if k > j:
-        mark = next((m for m in _NUMBER_ENDS if data.startswith(m, k)), None)
-        if mark is not None:
-            i = k + len(mark)
-    return i, _line_at(data, i)
+    m = _BREAK_RE.match(data, end)
+    return None if m is None else (m.end(), _line_at(data, m.end()))
 
 
 class _PemMarks:
@@ -171,10 +143,7 @@ def _binary_file(first_line: bytes) -> bool:
 
 
 def _random(body: bytes) -> bool:
-    classes = set(body)
-    if not (classes & _UPPER and classes & _LOWER and classes & _DIGITS):
-        return False
-    return shannon_entropy(body) >= expected_entropy(64, len(body)) - _ENTROPY_SLACK
+    return all_classes(body) and shannon_entropy(body) >= expected_entropy(64, len(body)) - _ENTROPY_SLACK
 
 
 def find_key_line_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
