@@ -155,3 +155,19 @@ def test_placeholders_are_told_from_keys_drawn_at_random() -> None:
     for placeholder in ("AKIAZZZZZZZZZZZZZZZZ", "sk_live_YOUR_KEY_HERE_0000", "xoxb-EXAMPLE-TOKEN-EXAMPLE",
                         "glpat-abcd1234efgh5678ijkl", "ghp_fakefakefakefakefake012345678901"):
         assert written_by_hand(placeholder), placeholder
+
+
+def test_kingfisher_examples_its_own_filter_drops_are_not_expected() -> None:
+    """A Kingfisher example whose secret is at or under its rule's entropy floor is one Kingfisher itself
+    does not report (a username, `$Password` in a rule's own examples): it is scored, not expected."""
+    from tests.secret_examples.matrix import KINGFISHER, kingfisher_examples, kingfisher_reports
+
+    assert not kingfisher_reports("dev_admin", 3.3)  # 2.95 bits
+    assert not kingfisher_reports("abab", 1.0)  # exactly the floor: dropped, as Kingfisher's `<=` does
+    assert kingfisher_reports("q7Xk2Rt9pWm4Lz8v", 3.3)
+    floors = {r["id"]: r.get("min_entropy") or 0.0 for r in json.loads(KINGFISHER.read_text())["rules"]}
+    examples = kingfisher_examples()
+    under = [e for e in examples if not kingfisher_reports(e.secret, floors[e.family])]
+    assert under, "the vendored catalogue has examples under their own floor"
+    assert all(e.cls == "unmarked" for e in under)
+    assert any(e.cls != "unmarked" for e in examples if kingfisher_reports(e.secret, floors[e.family]))

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import random
 import re
 import time
 import zlib
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,9 +142,9 @@ def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
       (`kingfisher.secret_prefix`) and the rule finds it with nothing around it;
     - name-marked: the rule wants the vendor's name near the value (`checkout ... pk_...`: a
       context rule whose generic head many vendors share);
-    - unmarked: the catalogue does not claim it (a low-confidence rule: `password123`), or it holds
-      a stopword of gitleaks' global allowlist (the written-out alphabet: a placeholder by the
-      vendored catalogues' own word).
+    - unmarked: the catalogue does not claim it (a low-confidence rule: `password123`; a value Kingfisher
+      itself drops, `kingfisher_reports`), or it holds a stopword of gitleaks' global allowlist (the
+      written-out alphabet: a placeholder by the vendored catalogues' own word).
 
     Identifier helpers (`visible: false`, not secrets) and rules whose regex Python cannot read are left out."""
     out: list[Example] = []
@@ -165,7 +166,8 @@ def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
             token = None
             if (password := _url_password(secret)) is not None:  # a connection string: its password is the secret
                 token, secret = secret, password
-            if rule.get("skip") == "low confidence" or any(w in secret.lower() for w in stopwords):
+            if (rule.get("skip") == "low confidence" or any(w in secret.lower() for w in stopwords)
+                    or not kingfisher_reports(secret, rule.get("min_entropy") or 0.0)):
                 cls = "unmarked"
             elif (token or secret).lower().startswith(tuple(heads) or ("\0",)) and rx.search(f" {token or secret} "):
                 cls = "self-identifying"
@@ -175,6 +177,15 @@ def kingfisher_examples(path: Path = KINGFISHER) -> list[Example]:
                                cls=cls, text=text, secret=secret, name=rule["name"], file=rule["file"], line=0,
                                token=token))
     return out
+
+
+def kingfisher_reports(secret: str, min_entropy: float) -> bool:
+    """Would Kingfisher report this secret of one of its rules? Its matcher drops a match whose secret's
+    Shannon entropy is at or under the rule's `min_entropy` (a username, `$Password`, `%nothing%` in some
+    rules' own examples): gitleaks' rules are read with their entropy floor (`annotate`), and so are
+    Kingfisher's. (Its safe list of placeholders is not applied: those count apart as written by hand.)"""
+    counts = Counter(secret)
+    return -sum(c / len(secret) * math.log2(c / len(secret)) for c in counts.values()) > min_entropy
 
 
 def _url_password(value: str) -> str | None:
