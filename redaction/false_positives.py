@@ -196,7 +196,7 @@ def looks_random(value: bytes) -> bool:
         return False
     if digits >= 2:
         return True
-    return shannon_entropy(value) >= 3.5 and not _reads_as_identifier(value)
+    return shannon_entropy(value) >= 3.5 and not reads_as_identifier(value)
 
 
 # A version, perhaps after a name (`creds-2026.12.10`, `node-v20.11.1`, `1.2.3-beta2`): numbers and dots, no key
@@ -217,7 +217,7 @@ def basic_credential_b64(value: bytes) -> bool:
     return _USER_PASS_RE.fullmatch(decoded) is not None
 
 
-def _reads_as_identifier(segment: bytes) -> bool:
+def reads_as_identifier(segment: bytes) -> bool:
     """`RegEnumKey`, `Ed25519PrivateKey`, `id_GostR3410_94`, but not `RGrN7bgU` or `xKqLpVzRtWmN`.
 
     Split into camelCase words, a programmer's name has few one-letter words
@@ -237,7 +237,7 @@ def _is_code_reference(value: bytes) -> bool:
     # a word of three letters or more that can be said: `Key`, `environ`, not `bbt` (`JmKRQa771.bbtV`)
     has_word = any(_VOWEL_RE.search(w) for w in _REAL_WORD_RE.findall(segments[-1]))
     starts_like_name = _NAME_START_RE.match(segments[0]) is not None
-    return has_word and starts_like_name and all(_reads_as_identifier(segment) for segment in segments)
+    return has_word and starts_like_name and all(reads_as_identifier(segment) for segment in segments)
 
 
 def is_non_secret(
@@ -283,7 +283,7 @@ def is_non_secret(
             return False  # `npm_xxxxxxxxxxx`: no programmer's name
         if strong and not code_context:  # `DB_PASS=TestSourcePassword`: env data, not code
             return (len(value) < 12 and not literal) or b"." in value
-        return len(value) < 12 or b"." in value or _reads_as_identifier(value)
+        return len(value) < 12 or b"." in value or reads_as_identifier(value)
     return False
 
 

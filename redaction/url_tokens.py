@@ -9,6 +9,11 @@ The glued shape does not look after a `/` on its own, because file paths and sta
 one before long runs; inside a URL's path neither does. Segments with a separator (`pat-…`,
 `T0123_…`) are the vendor-token detector's, which reads URL paths already; UUIDs and hex (commit
 and content hashes) stay.
+
+A token may also stand alone before the host (`https://<token>@github.com/org/repo.git`, a Sentry
+DSN's key): a userinfo with no password. A user's name there is a word or an address; twenty
+letters and digits drawn at random, or hex of thirty-two and more (no commit or content hash is
+written before a host), are a credential.
 """
 
 from __future__ import annotations
@@ -17,17 +22,21 @@ import re
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.false_positives import has_digit, labelled_digest
+from ctxtap.redaction.false_positives import has_digit, labelled_digest, reads_as_identifier
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 from ctxtap.redaction.token_shapes import glued_key
 
 KIND = "url-token"
 SEGMENT_MIN = 20
 _SEGMENT_MAX = 256
+_HEX_KEY_MIN = 32
 # The host, any segments, then twenty letters and digits right after a `/`; its end is 20 past the segment's start.
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"://[^\s/\"'<>\\]+/(?:[^\s/\"'<>\\?#]*/)*[A-Za-z0-9]{%d}" % SEGMENT_MIN, literals=(b"://",),
             window=2048, opens=False),
+    # a userinfo of letters and digits alone, then `@`: reported at the `@`
+    Trigger(rb"://[A-Za-z0-9]{%d,%d}@" % (SEGMENT_MIN, _SEGMENT_MAX), literals=(b"://",), window=_SEGMENT_MAX + 8,
+            opens=False),
 )
 _ALNUM_RE = re.compile(rb"[A-Za-z0-9]*")
 # What may follow a whole segment: the next segment, the query, the fragment, the URL's end (space, quote,
@@ -58,6 +67,30 @@ def find_url_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> Non
         if not has_digit(run) or not glued_key(run) or labelled_digest(data, start):
             continue
         out.append(Span(start, stop, KIND, PRIORITY_GENERIC))  # any named rule names it better
+    for _, end in hits[1]:
+        start = data.rfind(b"://", max(0, end - _SEGMENT_MAX - 4), end) + 3  # the trigger: `://`, letters and digits, `@`
+        user = data[start : end - 1]
+        if _HOST_AFTER_RE.match(data, end) is not None and _userinfo_key(user):
+            out.append(Span(start, end - 1, KIND, PRIORITY_GENERIC))
+
+
+# a host name (or address) and what ends it: a port, a path, the URL's end
+_HOST_AFTER_RE = re.compile(rb"[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9\-]+)*(?::[0-9]{1,5})?"
+                            rb"(?:[/?#\s\"'`<>()\[\]\\,;]|$)")
+_HEX_RE = re.compile(rb"[0-9a-fA-F]+")
+
+
+def _userinfo_key(user: bytes) -> bool:
+    """Is a userinfo with no password a key? Hex of thirty-two and more with letters and digits (old GitHub
+    tokens, Sentry's DSN keys); letters of both cases and digits that do not split into a programmer's
+    words (`Jenkins2BuildAgent01` does); or a key as a glued one is judged anywhere."""
+    if not has_digit(user):
+        return False
+    if len(user) >= _HEX_KEY_MIN and _HEX_RE.fullmatch(user) is not None:
+        return user.upper() != user or user.lower() != user  # some letters
+    if user.upper() != user and user.lower() != user and not reads_as_identifier(user):
+        return True
+    return glued_key(user)
 
 
 DETECTOR = Detector(
@@ -69,6 +102,8 @@ DETECTOR = Detector(
         "webhook: https://relay.qzv.example/trigger/deploy/with/key/Zk3<alnum:19>",
         '{"url": "https://qzv.example/reset-password/Q8<alnum:30>?lang=en"}',
         "post to https://qzv.example/w/k9<lower:40>.",
+        "git clone https://Q7<alnum:30>@github.com/org/repo.git",  # a token as the userinfo, no password
+        'dsn = "https://3f<hex:30>@o4504.ingest.qzv.example/4505"',
     ),
     near_misses=(
         "https://github.com/org/repo/blob/3f786850e387550fdab836ed7e6dc881de23001b/src/main.py",  # a commit
@@ -78,5 +113,8 @@ DETECTOR = Detector(
         "https://example.com/articles/how-to-configure-the-proxy-2024",  # a slug
         "see /usr/lib/python3/site-packages/Xk8mP2qR7sT4vW9yZ1bC3dF6/init.py",  # a file path, no URL
         "https://ipfs.io/ipfs/bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi",  # a content address
+        "git clone https://deployuser2024production@git.example.com/org/repo.git",  # a user's name of words
+        "https://unpkg.com/@babel/core@7.24.0/lib/index.js",  # a package and its version, no userinfo
+        "ssh://AbstractSingletonProxyFactoryBean@host.example.com/repo",  # a name made of words
     ),
 )

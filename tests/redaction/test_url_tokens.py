@@ -68,3 +68,39 @@ def test_segments_that_are_no_token_stay() -> None:
     )
     for url in kept:
         assert find_spans(url.encode()) == [], url
+
+
+def _userinfo_urls(seed: int) -> list[tuple[str, str]]:
+    """(token, URL): a token drawn at random as a URL's userinfo, no password (base62, hex as old GitHub tokens
+    and Sentry DSN keys are)."""
+    rng = random.Random(seed)
+    out = []
+    for i, host in enumerate(("github.com/org/repo.git", "o4504.ingest.qzv.example/4505", "git.qzv.example:8443/r")):
+        alphabet = string.ascii_letters + string.digits if i != 1 else "0123456789abcdef"
+        n = (24, 32, 40)[i]
+        token = rng.choice("abcdef") + rng.choice(string.digits) + "".join(rng.choice(alphabet) for _ in range(n - 2))
+        out.append((token, f"https://{token}@{host}"))
+    return out
+
+
+def test_a_token_as_the_userinfo_never_reaches_disk(tmp_path: Path) -> None:
+    examples = [
+        Example(id=f"url-userinfo:{i}", source="ctxtap", family="url-token", label="tp", cls="self-identifying",
+                text=f"git clone {url}", secret=token, name="clone", file="tests/redaction/test_url_tokens.py",
+                line=1, token=url)
+        for i, (token, url) in enumerate(_userinfo_urls(seed=3))
+    ]
+    run = run_matrix(tmp_path / "cap", examples, positions=3)
+    assert sorted({(run.cases[i].example.secret, run.cases[i].placement) for i in run.leaks}) == []
+    redactor = Redactor(b"k" * 32, "t")
+    token, url = _userinfo_urls(seed=4)[0]
+    once = redactor.redact_text(f"remote: {url}")
+    assert token not in once and once.startswith("remote: https://[REDACTED:") and once.endswith("@github.com/org/repo.git")
+
+
+def test_a_userinfo_that_is_a_name_stays() -> None:
+    for url in ("https://deployuser2024production@git.example.com/org/repo.git",
+                "https://AbstractSingletonProxyFactoryBean@host.example/r",
+                "https://unpkg.com/@babel/core@7.24.0/lib/index.js",
+                "https://jenkinsbuildagent01@ci.example.com/job/x"):
+        assert find_spans(url.encode()) == [], url
