@@ -26,7 +26,7 @@ import re
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_password, is_non_secret_value
-from ctxtap.redaction.names import name_start, starts_line, strong_name_kind
+from ctxtap.redaction.names import after_line_number, name_start, numbered_line, starts_line, strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 _WORDS = (b"pass", b"pwd", b"secret", b"key", b"salt", b"token")
@@ -215,13 +215,13 @@ def _find_pair_value(data: bytes, end: int, out: list[Span]) -> None:
         out.append(Span(*v.span(group), kind, PRIORITY_ASSIGNMENT))
 
 
-def _indent(data: bytes, name_start: int) -> int | None:
-    """The indentation of the line a YAML key at `name_start` begins (after a list's `- `), or None if
-    the key does not begin its line."""
+def _indent(data: bytes, name_start: int, text_start: int) -> int | None:
+    """The indentation of the line a YAML key at `name_start` begins (after a list's `- `; after a tool's line
+    number ending at `text_start`, when the file is shown numbered), or None if the key does not begin its line."""
     if not starts_line(data, name_start):
         return None
     i = name_start
-    while i > 0 and data[i - 1] in b" \t-":
+    while i > max(0, text_start) and data[i - 1] in b" \t-":
         i -= 1
     return name_start - i
 
@@ -236,12 +236,17 @@ def _find_yaml_block(data: bytes, end: int, out: list[Span]) -> None:
         return
     start = name_start(data, colon, max(0, colon - 80))
     named = strong_name_kind(data[start:colon]) if start < colon else None
-    key_indent = _indent(data, start) if named is not None else None
+    numbered = numbered_line(data, start) if named is not None else -1
+    key_indent = _indent(data, start, numbered) if named is not None else None
     if named is None or key_indent is None:
         return
     kind, kw = named
     pos, first_indent = end, None
     for _ in range(_YAML_MAX_LINES):
+        if numbered >= 0:  # the file as a tool shows it: each line after its number
+            pos = after_line_number(data, pos)
+            if pos < 0:
+                return
         line = _YAML_LINE_RE.match(data, pos)
         if line is None or line.end() == pos:
             return

@@ -22,6 +22,7 @@ from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import shannon_entropy
 from ctxtap.redaction.false_positives import NOT_SECRET_NAMES, is_non_secret_value, looks_random
 from ctxtap.redaction.gitleaks import GENERIC_RULE, LAST_GROUP, Allowlist, Rule, RuleSet
+from ctxtap.redaction.names import shown_offset, without_line_numbers
 from ctxtap.redaction.spans import PRIORITY_GENERIC, PRIORITY_GITLEAKS, Span
 
 _TAIL = 64  # text after a trigger's end the verifier may look at
@@ -70,7 +71,14 @@ def verify(
         window = data[lo:hi].lower()
         if not all(w in window for w in needed):
             return []
-    return _findings(rule, data, rule.verifier.finditer(data, lo, hi), hi, global_allowlist)
+    found = _findings(rule, data, rule.verifier.finditer(data, lo, hi), hi, global_allowlist)
+    if found or not rule.gated or (listing := without_line_numbers(data[lo:hi])) is None:
+        return found
+    # a rule spanning lines over a file a tool showed numbered: read the file, place the findings in the listing
+    text, where = listing
+    return [Finding(f.rule, lo + shown_offset(where, f.start), lo + shown_offset(where, f.end - 1) + 1,
+                    lo + shown_offset(where, f.match_start))
+            for f in verify(rule, text, 0, len(text), global_allowlist) if f.end > f.start]
 
 
 # Literals a keyword-gated rule's match always contains (its regex is slow to search in Python).
@@ -288,7 +296,9 @@ class GitleaksDetector:
                 window = data[max(0, pos - _LINES_REACH) : pos + _LINES_REACH]
                 if b"\\n" not in window or (need and not all(word in window.lower() for word in need)):
                     continue
-                if verifier.search(_ESCAPED_SPACE.sub(_whitespace, window)):
+                lines = _ESCAPED_SPACE.sub(_whitespace, window)
+                if verifier.search(lines) or ((listing := without_line_numbers(lines)) is not None
+                                              and verifier.search(listing[0])):
                     out.append(pos)
         return out
 

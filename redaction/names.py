@@ -145,11 +145,15 @@ _NAME_RUN = bytes(sorted(NAME_BYTES))
 
 def name_start(data: bytes, pos: int, limit: int = 0) -> int:
     """Where the name whose characters run back from `pos` begins (not before `limit`): one rstrip
-    in C; a JSON escape's letter before it (`\\nAPI_KEY=`, a file in a JSON string) is not part of it."""
+    in C; a JSON escape's letter before it (`\\nAPI_KEY=`, a file in a JSON string) or an escaped arrow's
+    digits (a line number of Claude Code's Read) are not part of it."""
     run = data[limit:pos]
     start = pos - (len(run) - len(run.rstrip(_NAME_RUN)))
-    if start > 0 and start < len(data) and data[start - 1] == 0x5C and data[start] in b"ntr":
-        start += 1
+    if start > 0 and start < len(data) and data[start - 1] == 0x5C:
+        if data[start] in b"ntr":
+            start += 1
+        elif data.startswith(b"u2192", start):  # Read's line-number arrow, JSON-escaped (`1\\u2192API_KEY=`)
+            start += 5
     return start
 
 
@@ -164,7 +168,8 @@ def starts_line(data: bytes, start: int) -> bool:
 
 
 def at_line_start(data: bytes, start: int) -> int:
-    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `, `set `, `ENV `, `ARG `)?
+    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `, `set `, `ENV `, `ARG `,
+    and a tool's line number: Claude Code's Read `    12→`, `cat -n`'s tab, `grep -n`'s `12:` or `path:12:`)?
 
     0 if not, `RAW_LINE`, or `ESCAPED_LINE` after an escaped `\\n` (a file inside a JSON string).
     """
@@ -177,6 +182,73 @@ def at_line_start(data: bytes, start: int) -> int:
             while i > 0 and data[i - 1] in b" \t":
                 i -= 1
             break
+    kind = _line_kind(data, i)
+    if kind or i == 0:
+        return kind
+    before = _before_line_number(data, i)
+    return _line_kind(data, before) if before >= 0 else 0
+
+
+def after_line_number(data: bytes, pos: int) -> int:
+    """Past a tool's number at the start of a line at `pos` (`    12→`, `    12\t`, `12:`, `path:12:`), or -1."""
+    m = _NUMBER_AT_RE.match(data, pos)
+    return m.end() if m is not None else -1
+
+
+def numbered_line(data: bytes, start: int) -> int:
+    """Where the text of a numbered line holding the name at `start` begins (right after its number), or -1
+    if the name's line has no tool's number before it (`at_line_start` says whether it begins its line)."""
+    i = start
+    while i > 0 and data[i - 1] in b" \t-":
+        i -= 1
+    for prefix in _LINE_PREFIX:
+        if i >= len(prefix) and data[i - len(prefix) : i] == prefix:
+            i -= len(prefix)
+            while i > 0 and data[i - 1] in b" \t":
+                i -= 1
+            break
+    if i == 0 or _line_kind(data, i):
+        return -1
+    before = _before_line_number(data, i)
+    return after_line_number(data, before) if before >= 0 and _line_kind(data, before) else -1
+
+
+def _before_line_number(data: bytes, i: int) -> int:
+    """Where a tool's line number before `i` starts (with its indentation, or the file's path before it), or -1.
+
+    The number ends in Read's arrow (raw or JSON-escaped), a tab (raw: the caller skipped it; or escaped) or a
+    colon (`grep -n`); digits before it, then up to eight spaces, or a path and a colon (`grep -n` over files)."""
+    if data[i - 1] == 0x92 and data[max(0, i - 3) : i] == "\u2192".encode():
+        i -= 3
+    elif data[i - 1] == 0x3A or (i < len(data) and data[i] == 0x09 and 48 <= data[i - 1] <= 57):
+        i -= data[i - 1] == 0x3A  # a colon, or the digits before a raw tab
+    elif data[max(0, i - 6) : i] == b"\\u2192":
+        i -= 6
+    elif data[max(0, i - 2) : i] == b"\\t":
+        i -= 2
+    else:
+        return -1
+    digits_end = i
+    while i > 0 and digits_end - i < 7 and 48 <= data[i - 1] <= 57:
+        i -= 1
+    if i == digits_end:
+        return -1
+    if i > 0 and data[i - 1] == 0x3A:  # `path:12:`
+        floor = max(0, i - 1 - _PATH_MAX)
+        j = i - 1
+        while j > floor and data[j - 1] not in _NOT_PATH:
+            j -= 1
+        if data[j - 1 : j] == b"\\" and data[j : j + 1] in (b"n", b"r"):
+            j += 1  # the path begins after an escaped line end (`\\nconfig/app.env:3:`)
+        return j if j < i - 1 and data[j - 1 : j] not in _NOT_PATH_START else -1
+    floor = max(0, i - 8)
+    while i > floor and data[i - 1] in b" \t":
+        i -= 1
+    return i
+
+
+def _line_kind(data: bytes, i: int) -> int:
+    """`RAW_LINE` if a line begins at `i`, `ESCAPED_LINE` after an escaped line end or as a JSON string's first, else 0."""
     if i == 0 or data[i - 1] in b"\n\r":
         return RAW_LINE
     if data[max(0, i - 2) : i] in (b"\\n", b"\\r"):
@@ -188,3 +260,43 @@ def at_line_start(data: bytes, start: int) -> int:
     if i > 0 and data[i - 1] == 0x22 and _JSON_VALUE_OPEN_RE.search(data, max(0, j - 1 - 8), j - 1):
         return ESCAPED_LINE
     return 0
+
+
+_PATH_MAX = 200
+# the same number read forwards from a line's start
+_NUMBER_AT_RE = re.compile(rb"(?:[ \t]{0,8}|[^\s:\"'\\]{1,%d}:)[0-9]{1,7}(?:\xe2\x86\x92|\\u2192|\t|\\t|:)" % _PATH_MAX)
+_NOT_PATH = frozenset(b" \t\r\n\"'\\:")  # a path before `:12:` holds none of these
+_NOT_PATH_START = frozenset(b":")  # `a:b:12:` is no path and its number (a time, an address)
+
+
+# A line that begins with a tool's number, raw (a decoded JSON string) or as the scan reads a JSON string with
+# its escaped line ends turned back into whitespace (the arrow still `\\u2192`).
+_NUMBERED_LINE_RE = re.compile(rb"(?m)^(?:[ \t]{0,8}|[^\s:\"'\\]{1,%d}:)[0-9]{1,7}(?:\xe2\x86\x92|\\u2192|\t|:)" % _PATH_MAX)
+
+
+def without_line_numbers(text: bytes) -> tuple[bytes, list[tuple[int, int]]] | None:
+    """`text` as its file was, when two or more of its lines show a tool's number (Claude Code's Read, `cat -n`,
+    `grep -n`): each number cut out; and, per cut, (where it was in the text returned, how many bytes were cut
+    up to there), for `shown_offset`. None when the text is no numbered listing. A rule that spans lines
+    (`kind: Secret` ... `data:` ...) reads the file, not the listing."""
+    cuts = list(_NUMBERED_LINE_RE.finditer(text))
+    if len(cuts) < 2:
+        return None
+    out, where, removed, pos = [], [], 0, 0
+    for m in cuts:
+        out.append(text[pos : m.start()])
+        where.append((m.start() - removed, removed + m.end() - m.start()))
+        removed += m.end() - m.start()
+        pos = m.end()
+    out.append(text[pos:])
+    return b"".join(out), where
+
+
+def shown_offset(where: list[tuple[int, int]], offset: int) -> int:
+    """An offset in `without_line_numbers`' text, back in the listing it was made from."""
+    shift = 0
+    for at, removed in where:
+        if at > offset:
+            break
+        shift = removed
+    return offset + shift

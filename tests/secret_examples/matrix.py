@@ -70,6 +70,7 @@ PLACEMENTS: dict[str, tuple[str, bool]] = {
     "yaml": ("body", True),
     "toml": ("body", True),
     "upstream": ("body", True),
+    "tool-read": ("body", True),
     "gzip-body": ("body", True),
     "zstd-body": ("body", True),
     "sse-whole": ("stream", True),
@@ -264,6 +265,8 @@ def body_text(ex: Example, placement: str) -> str:
         return f"[service]\nregion = \"eu\"\n{name} = {json.dumps(s)}\n"
     if placement == "upstream":
         return ex.text
+    if placement == "tool-read":  # the example's file as Claude Code's Read shows it: each line after its number
+        return "".join(f"{n:>6}\u2192{line}" for n, line in enumerate(ex.text.splitlines(True), start=1))
     return f"$ cat config\n{in_context(ex)}\n"  # gzip-body, zstd-body
 
 
@@ -452,9 +455,10 @@ def build_events(examples: list[Example], positions: int | None, seed: int = 0) 
             add([Case(ex, placement) for ex in group], fid)
     # request bodies: one tool result (or user message) per case
     body_placements = ("prose", "tool-json", "json-escaped", "env-named", "env-neutral", "yaml", "toml", "upstream",
-                       "gzip-body", "zstd-body")
+                       "tool-read", "gzip-body", "zstd-body")
     for placement in body_placements:
-        for group in _groups_of_distinct_secrets(upstream if placement == "upstream" else secrets, PER_FLOW):
+        as_written = placement in ("upstream", "tool-read")
+        for group in _groups_of_distinct_secrets(upstream if as_written else secrets, PER_FLOW):
             fid = flows.flow_id()
             messages = []
             for i, ex in enumerate(group):

@@ -48,7 +48,7 @@ SOURCES = ("gitleaks", "detect-secrets", "kingfisher")
 SHORT = {
     "header-named": "hdr", "header-neutral": "hdr0", "query-named": "qry", "query-neutral": "qry0",
     "query-encoded": "qry%", "prose": "prose", "tool-json": "json", "json-escaped": "json2",
-    "env-named": "env", "env-neutral": "env0", "yaml": "yaml", "toml": "toml", "upstream": "upstr",
+    "env-named": "env", "env-neutral": "env0", "yaml": "yaml", "toml": "toml", "upstream": "upstr", "tool-read": "read",
     "gzip-body": "gzip", "zstd-body": "zstd", "sse-whole": "sse", "sse-split2": "sse/2", "sse-split3": "sse/3",
     "ws-whole": "ws", "ws-split": "ws/2", "ws-client": "wsC",
 }
@@ -125,7 +125,7 @@ def format_recall(table: dict[tuple[str, str, str], tuple[int, int]]) -> str:
             lines.append(f"{source:15s} {cls:17s} {total:6d} {row}")
     lines.append("")
     lines.append("placements: " + ", ".join(f"{SHORT[p]}={p}" for p in placements))
-    lines.append("(hdr0, qry0, env0: a neutral name; prose: no name; 'upstr': the example line as upstream wrote it)")
+    lines.append("(hdr0, qry0, env0: a neutral name; prose: no name; 'upstr': the example line as upstream wrote it; 'read': the same as Claude Code's Read shows a file, each line after its number)")
     return "\n".join(lines)
 
 
