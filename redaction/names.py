@@ -157,7 +157,7 @@ def name_start(data: bytes, pos: int, limit: int = 0) -> int:
     return start
 
 
-_LINE_PREFIX = (b"export", b"-", b"set", b"ENV", b"ARG")  # shell, YAML lists, cmd, Dockerfiles
+_LINE_PREFIX = (b"export", b"-", b"+", b"set", b"ENV", b"ARG")  # shell, YAML lists and diffs, cmd, Dockerfiles
 RAW_LINE, ESCAPED_LINE = 1, 2
 _JSON_VALUE_OPEN_RE = re.compile(rb"[:\[,][ \t]*\\*$")
 
@@ -168,20 +168,12 @@ def starts_line(data: bytes, start: int) -> bool:
 
 
 def at_line_start(data: bytes, start: int) -> int:
-    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `, `set `, `ENV `, `ARG `,
+    """Does the name at `start` begin its line (after indentation, `export `, a YAML `- `, a diff's `+`, `set `, `ENV `, `ARG `,
     and a tool's line number: Claude Code's Read `    12→`, `cat -n`'s tab, `grep -n`'s `12:` or `path:12:`)?
 
     0 if not, `RAW_LINE`, or `ESCAPED_LINE` after an escaped `\\n` (a file inside a JSON string).
     """
-    i = start
-    while i > 0 and data[i - 1] in b" \t":
-        i -= 1
-    for prefix in _LINE_PREFIX:  # the space after it was skipped above
-        if i >= len(prefix) and data[i - len(prefix) : i] == prefix:
-            i -= len(prefix)
-            while i > 0 and data[i - 1] in b" \t":
-                i -= 1
-            break
+    i = _before_prefixes(data, start)
     kind = _line_kind(data, i)
     if kind or i == 0:
         return kind
@@ -198,15 +190,7 @@ def after_line_number(data: bytes, pos: int) -> int:
 def numbered_line(data: bytes, start: int) -> int:
     """Where the text of a numbered line holding the name at `start` begins (right after its number), or -1
     if the name's line has no tool's number before it (`at_line_start` says whether it begins its line)."""
-    i = start
-    while i > 0 and data[i - 1] in b" \t-":
-        i -= 1
-    for prefix in _LINE_PREFIX:
-        if i >= len(prefix) and data[i - len(prefix) : i] == prefix:
-            i -= len(prefix)
-            while i > 0 and data[i - 1] in b" \t":
-                i -= 1
-            break
+    i = _before_prefixes(data, start)
     if i == 0 or _line_kind(data, i):
         return -1
     before = _before_line_number(data, i)
@@ -244,6 +228,21 @@ def _before_line_number(data: bytes, i: int) -> int:
     floor = max(0, i - 8)
     while i > floor and data[i - 1] in b" \t":
         i -= 1
+    return i
+
+
+def _before_prefixes(data: bytes, start: int) -> int:
+    """Back from a name at `start` over indentation and up to two of `_LINE_PREFIX` (a diff's `+export NAME=`)."""
+    i = start
+    while i > 0 and data[i - 1] in b" \t":
+        i -= 1
+    for _ in range(2):
+        prefix = next((p for p in _LINE_PREFIX if i >= len(p) and data[i - len(p) : i] == p), None)
+        if prefix is None:
+            break
+        i -= len(prefix)
+        while i > 0 and data[i - 1] in b" \t":
+            i -= 1
     return i
 
 

@@ -126,6 +126,24 @@ def test_a_word_after_a_password_name_in_a_file_a_tool_read_with_line_numbers(re
     _kept(redactor, "see the ratio 3:password=whiteduke in the log\n")
 
 
+
+def test_a_word_after_a_password_name_on_a_diff_line(redactor: Redactor) -> None:
+    """A patch's added and removed lines (`git diff`, Codex's apply_patch) are the file's lines after one
+    character: the word goes from both; a context line (a space) as before. Code and references stay."""
+    patch = ("diff --git a/.env b/.env\n--- a/.env\n+++ b/.env\n@@ -1,3 +1,3 @@\n APP_ENV=dev\n"
+             "-DB_PASSWORD=dev_admin\n+DB_PASSWORD=whiteduke\n")
+    for secret in ("dev_admin", "whiteduke"):
+        _assert_redacted(redactor, patch, secret)
+    for text, secret in (("*** Begin Patch\n*** Add File: config/app.env\n+REACT_APP_PASSWORD=whiteduke\n*** End Patch",
+                          "whiteduke"),
+                         ("@@ db:\n+  password: whiteduke\n", "whiteduke"),
+                         ("+export DB_PASSWORD=whiteduke\n", "whiteduke")):
+        _assert_redacted(redactor, text, secret)
+    for text in ("+f(PASSWORD=pw_value, b=1)\n", "+DB_PASSWORD=${DB_PASSWORD}\n", "+PASSWORD=changeme\n",
+                 "+    password: SecretStr\n", "a+DB_PASSWORD=whiteduke\n"):
+        _kept(redactor, text)
+
+
 def test_a_word_in_a_password_field_of_a_data_format(redactor: Redactor) -> None:
     """A connection string's, a query's, an XML element's and a .netrc line's password field holds data, never
     a variable's name: a word there is the password. References and placeholder words stay."""
