@@ -256,6 +256,20 @@ def _user_named_near(data: bytes, name_start: int, sep_end: int) -> bool:
     return _USER_NAME_RE.search(data, max(0, name_start - _PAIR_REACH), min(len(data), sep_end + _PAIR_REACH)) is not None
 
 
+
+def _shell_word_starts(data: bytes, start: int) -> bool:
+    """Does a word of a command line begin at `start`: after a space that follows a command's word (not a
+    call's `,` or `(`: `f(a, PASSWORD=pw)` is code), or right after a quote that opens it (`echo 'NAME=...'`)?"""
+    before = data[start - 1 : start]
+    if before in (b"'", b'"'):
+        return True
+    if before not in (b" ", b"\t"):
+        return False
+    i = start - 1
+    while i > 0 and data[i - 1] in b" \t":
+        i -= 1
+    return i > 0 and data[i - 1] not in b",(=+*/<>!|"
+
 def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span | None:
     kw_start, kw_end = m.span("kw")
     kw = m.group("kw").lower()
@@ -359,14 +373,16 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
     # and `DB_PASSWORD=postgres`, `POSTGRES_PASSWORD: postgres`, my.cnf's `password=whiteduke`: a bare value that
     # fills an env, properties or YAML line after a password's name is data, as a quoted string is (a variable would
     # be `$NAME`; not `f(KEY=v)`; after a lower-case name a capital may be code's type, `password: SecretStr`),
-    # and so is a long flag's (`--password=whiteduke`), a connection string's field's (`;Pwd=whiteduke;`) and a
-    # query parameter's (`?user=app&password=whiteduke`)
+    # and so is a long flag's (`--password=whiteduke`), a connection string's field's (`;Pwd=whiteduke;`), a
+    # query parameter's (`?user=app&password=whiteduke`) and an environment variable's set inside a command
+    # (`cd app && DB_PASSWORD=whiteduke npm start`, `heroku config:set DB_PASSWORD=...`, `echo 'DB_PASSWORD=...'`)
     literal = strong and (quoted and m.group("close") is None
                           and (sep in (b"=", b":=") or sep == b":" and at_line_start(data, start) > 0)
                           or kind == "password" and not quoted
                           and ((env_style or value == value.lower()) and data_line and line_start > 0
                                or tight and data.startswith(b"--", start)
-                               or tight and sep == b"=" and start > 0 and data[start - 1] in b";?&"))
+                               or tight and sep == b"=" and start > 0 and data[start - 1] in b";?&"
+                               or tight and sep == b"=" and env_style and _shell_word_starts(data, start)))
     if quoted and b"\\" in value:
         value = value.replace(b"\\", b"")  # judged without its escapes
     if paired and b" " in value:
@@ -534,6 +550,9 @@ DETECTOR = Detector(
         "redis_pass = Jm<upper:3>Qa771.bbt<upper:1>\n",  # dotted, but no word to say after the dot: no code
         "REACT_APP_PASSWORD=whiteduke\n",  # a word filling an env line under an upper-case name: data
         "      - POSTGRES_PASSWORD=postgres\n",  # a compose file's environment list
+        "cd app && DB_PASSWORD=whiteduke npm start",  # an environment variable set inside a command
+        "     3\u2192DB_PASSWORD=whiteduke\n",  # a file's line as Claude Code's Read shows it
+        "+REACT_APP_PASSWORD=whiteduke\n",  # a diff's added line
     ),
     near_misses=samples(
         '{"key": "status", "sort_key": "name"}',
@@ -549,6 +568,8 @@ DETECTOR = Detector(
         '{"auth": "required", "token": "YWJjZGVmZ2g="}',  # a word; base64 of `abcdefgh`, no `user:password`
         "secret = rfc3279.RSAPublicKey",  # a module and a class: code, a digit or not
         "f(PASSWORD=pw_value, b=1)",  # an upper-case keyword argument: code
+        "run(cmd, PASSWORD=pw_value)",  # the same after another argument
+        "see the ratio 3:password=whiteduke in the log",  # a number inside a line is no line's number
         '{"rulesets": {"credentials": "creds-2026.12.10"}}',  # a version after a weak name
         "    - password: password to use with username\n",  # a docstring's list: words about the name
     ),

@@ -144,6 +144,19 @@ def test_a_word_after_a_password_name_on_a_diff_line(redactor: Redactor) -> None
         _kept(redactor, text)
 
 
+
+def test_a_word_after_a_password_variable_set_inside_a_command(redactor: Redactor) -> None:
+    """`NAME=value` as a word of a command line (an environment prefix, `env`, `-e`, a platform's `config:set`,
+    `echo 'NAME=...'`) holds data, as the same line at a file's start does; a call's keyword argument stays code."""
+    for text in ("cd app && DB_PASSWORD=whiteduke npm start", "env DB_PASSWORD=whiteduke ./run.sh",
+                 "docker compose run -e POSTGRES_PASSWORD=whiteduke db", "heroku config:set DB_PASSWORD=whiteduke",
+                 "echo 'DB_PASSWORD=whiteduke' >> .env", "fly secrets set SMTP_PASSWORD=whiteduke --app web"):
+        _assert_redacted(redactor, text, "whiteduke")
+    for text in ("f(a, PASSWORD=pw_value)", "x = g(1, DB_PASSWORD=default_pw)", "echo DB_PASSWORD=$DB_PASSWORD",
+                 "echo DB_PASSWORD=changeme", "run(cmd, PASSWORD=user_password)", "echo db_password=whiteduke"):
+        _kept(redactor, text)
+
+
 def test_a_word_in_a_password_field_of_a_data_format(redactor: Redactor) -> None:
     """A connection string's, a query's, an XML element's and a .netrc line's password field holds data, never
     a variable's name: a word there is the password. References and placeholder words stay."""
