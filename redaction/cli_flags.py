@@ -245,7 +245,7 @@ def _piped_secret(data: bytes, consumer: int, out: list[Span], user_colon: bool 
             if colon < 0:
                 continue
             v_start, value = v_start + colon + 1, value[colon + 1 :]
-        if value and not value.startswith(b"-") and not is_non_secret_value(value, True, b"pass"):
+        if value and not value.startswith(b"-") and not is_non_secret_password(value):  # only a password goes there
             out.append(Span(v_start, v_start + len(value), "password", PRIORITY_ASSIGNMENT))
 
 
@@ -282,7 +282,7 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
                 word = _word(data, v_start)
                 v_end = word[1] if word is not None and word[0] == v_start else v_start
             value = data[v_start:v_end]
-            if value and not is_non_secret_value(value, True, b"pass"):
+            if value and not is_non_secret_password(value):  # after `%`: only a password
                 out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
     for start, _ in long_flags:
         m = _LONG_RE.match(data, start)
@@ -364,7 +364,7 @@ def _other_flag(data: bytes, start: int, end: int, out: list[Span]) -> None:
         if word is None:
             continue
         value = data[word[0] : word[1]]
-        if not value.startswith(b"-") and not is_non_secret_value(value, word[2], b"pass"):
+        if not value.startswith(b"-") and not is_non_secret_password(value):  # the tool's password flag
             out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
 
 
@@ -397,7 +397,9 @@ def _positional_password(data: bytes, start: int, out: list[Span]) -> None:
         return
     v_start, v_end, quoted = words[which - 1]
     value = data[v_start:v_end]
-    if value != b"*" and not is_non_secret_value(value, quoted, b"pass"):
+    # a word too when an option asked for the password there (`htpasswd -b`: no prose writes it); else a word
+    # may be a sentence's (`the net use command maps a share`)
+    if value != b"*" and not (is_non_secret_password(value) if rule.needs else is_non_secret_value(value, quoted, b"pass")):
         out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
 
 
@@ -469,6 +471,7 @@ DETECTOR = Detector(
         "mc alias set --api S3v4 store http://127.0.0.1:9000 minio <mixed:16>",
         "winrs -r:host -u:admin -p:<mixed:12> ipconfig",  # Windows' colon form
         "sshpass -p dev_admin ssh deploy@host && mysql -u root -pwhiteduke app",  # a word where only a password goes
+        "echo whiteduke | sudo -S apt update && smbclient -U bob%dev_admin //fs/share",  # piped; after Samba's `%`
     ),
     near_misses=(
         "chromium --bypass 10.0.0.0/8 && ffmpeg --twopass 1 && tool --compass north",  # words ending in `pass`
@@ -486,5 +489,6 @@ DETECTOR = Detector(
         "htpasswd -c .htpasswd alice && net use * /delete && net use Z: \\\\fs\\share * /user:alice",  # prompts
         "rabbitmqctl add_user deploy $RABBIT_PASSWORD && openssl passwd -stdin < pw.txt",
         "pass them with the --username and --password options && journalctl -u nginx -p warning",
+        "echo y | sudo -S apt install curl && zip -P password backup.zip data",  # an answer; a placeholder
     ),
 )

@@ -400,12 +400,23 @@ def test_a_word_where_only_a_password_goes(redactor: Redactor) -> None:
                          ("ldapsearch -x -D cn=admin,dc=corp -w change-it-soon -b dc=corp", "change-it-soon"),
                          ("docker login -u bob -p whiteduke registry.example", "whiteduke"),
                          ("mysqldump -u root --password=whiteduke app > dump.sql", "whiteduke"),
-                         ("7z x -pwhiteduke backup.7z", "whiteduke")):
+                         ("7z x -pwhiteduke backup.7z", "whiteduke"),
+                         # the places a command reads nothing but a password: piped into its standard input,
+                         # after Samba's `%`, a tool's own password flag, a command's password position
+                         ("echo whiteduke | docker login -u bob --password-stdin registry.example", "whiteduke"),
+                         ("echo dev_admin | sudo -S apt update", "dev_admin"),
+                         ("echo 'bob:whiteduke' | chpasswd", "whiteduke"),
+                         ("smbclient //srv/share -U bob%whiteduke", "whiteduke"),
+                         ("zip -P whiteduke backup.zip notes.txt", "whiteduke"),
+                         ("ssh-keygen -t ed25519 -N dev_admin -f deploy_key", "dev_admin"),
+                         ("htpasswd -b .htpasswd bob whiteduke", "whiteduke")):
         _assert_redacted(redactor, text, secret)
     for text in ("sshpass -p $SSHPASS ssh host", "mysql -u root -p mydb", "mysql -u root -pPASSWORD app",
                  "docker login -u bob -p your_password registry.example", "journalctl -u nginx -p warning",
                  "use the --username and --password options", "mysqldump --password=$DB_PASSWORD app",
-                 "redis-cli -a secret ping"):
+                 "redis-cli -a secret ping", "echo y | sudo -S apt install curl", "zip -P password backup.zip f",
+                 "echo $PW | docker login --password-stdin", "htpasswd -b passwords.txt user password",
+                 'ssh-keygen -N "" -f key'):
         assert redactor.redact_text(text) == text, text
 
 
