@@ -256,7 +256,6 @@ def _user_named_near(data: bytes, name_start: int, sep_end: int) -> bool:
     return _USER_NAME_RE.search(data, max(0, name_start - _PAIR_REACH), min(len(data), sep_end + _PAIR_REACH)) is not None
 
 
-
 def _shell_word_starts(data: bytes, start: int) -> bool:
     """Does a word of a command line begin at `start`: after a space that follows a command's word (not a
     call's `,` or `(`: `f(a, PASSWORD=pw)` is code), or right after a quote that opens it (`echo 'NAME=...'`)?"""
@@ -269,6 +268,7 @@ def _shell_word_starts(data: bytes, start: int) -> bool:
     while i > 0 and data[i - 1] in b" \t":
         i -= 1
     return i > 0 and data[i - 1] not in b",(=+*/<>!|"
+
 
 def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span | None:
     kw_start, kw_end = m.span("kw")

@@ -224,7 +224,7 @@ def _before_line_number(data: bytes, i: int) -> int:
             j -= 1
         if data[j - 1 : j] == b"\\" and data[j : j + 1] in (b"n", b"r"):
             j += 1  # the path begins after an escaped line end (`\\nconfig/app.env:3:`)
-        return j if j < i - 1 and data[j - 1 : j] not in _NOT_PATH_START else -1
+        return j if j < i - 1 and (j == 0 or data[j - 1] != 0x3A) else -1  # `a:b:12:` is a time or an address
     floor = max(0, i - 8)
     while i > floor and data[i - 1] in b" \t":
         i -= 1
@@ -262,15 +262,13 @@ def _line_kind(data: bytes, i: int) -> int:
 
 
 _PATH_MAX = 200
-# the same number read forwards from a line's start
-_NUMBER_AT_RE = re.compile(rb"(?:[ \t]{0,8}|[^\s:\"'\\]{1,%d}:)[0-9]{1,7}(?:\xe2\x86\x92|\\u2192|\t|\\t|:)" % _PATH_MAX)
 _NOT_PATH = frozenset(b" \t\r\n\"'\\:")  # a path before `:12:` holds none of these
-_NOT_PATH_START = frozenset(b":")  # `a:b:12:` is no path and its number (a time, an address)
-
-
-# A line that begins with a tool's number, raw (a decoded JSON string) or as the scan reads a JSON string with
-# its escaped line ends turned back into whitespace (the arrow still `\\u2192`).
-_NUMBERED_LINE_RE = re.compile(rb"(?m)^(?:[ \t]{0,8}|[^\s:\"'\\]{1,%d}:)[0-9]{1,7}(?:\xe2\x86\x92|\\u2192|\t|:)" % _PATH_MAX)
+# A tool's number at a line's start: indentation or a file's path and a colon, digits, then the marker.
+_NUMBER_HEAD = rb"(?:[ \t]{0,8}|[^\s:\"'\\]{1,%d}:)[0-9]{1,7}" % _PATH_MAX
+_NUMBER_AT_RE = re.compile(_NUMBER_HEAD + rb"(?:\xe2\x86\x92|\\u2192|\t|\\t|:)")
+# The same at every line of a text whose escaped line ends and tabs were turned back into whitespace (a JSON
+# string as a line-spanning rule reads it; the arrow may still be `\\u2192`).
+_NUMBERED_LINE_RE = re.compile(rb"(?m)^" + _NUMBER_HEAD + rb"(?:\xe2\x86\x92|\\u2192|\t|:)")
 
 
 def without_line_numbers(text: bytes) -> tuple[bytes, list[tuple[int, int]]] | None:
