@@ -9,7 +9,7 @@ fields (Kubernetes' `- name: DB_PASSWORD` then `value: s3cr3t`, ECS task definit
 `{"name": "DB_PASSWORD", "value": "s3cr3t"}`, Terraform's `{ name = ..., value = ... }`, .NET's
 `<add key="ApiKey" value="..." />`),
 a YAML value on the lines after its name (`password:` or `password: |` / `>-`, then the value
-indented below it), and `Cookie:` / `Set-Cookie:` lines of an HTTP exchange printed as text (`curl -v`, a log):
+indented below it; also as a tool shows the file numbered, or on a diff's added lines), and `Cookie:` / `Set-Cookie:` lines of an HTTP exchange printed as text (`curl -v`, a log):
 an agent reads such files all day, and the name rules, which look for `name = value`,
 miss them or cut the value at its first symbol.
 
@@ -226,6 +226,14 @@ def _indent(data: bytes, name_start: int, text_start: int) -> int | None:
     return name_start - i
 
 
+def _diff_added(data: bytes, name_start: int) -> bool:
+    """Is the key at `name_start` on a diff's added line (`+  password: |`, its block on the `+` lines below)?"""
+    i = name_start
+    while i > 0 and data[i - 1] in b" \t":
+        i -= 1
+    return i > 0 and data[i - 1] == 0x2B and starts_line(data, i - 1)
+
+
 def _find_yaml_block(data: bytes, end: int, out: list[Span]) -> None:
     """A strong name's value written on the lines below it: `password:` then an indented scalar,
     or a block scalar (`password: |`), each line of it redacted; a mapping, list, comment or
@@ -241,12 +249,17 @@ def _find_yaml_block(data: bytes, end: int, out: list[Span]) -> None:
     if named is None or key_indent is None:
         return
     kind, kw = named
+    added = _diff_added(data, start)
     pos, first_indent = end, None
     for _ in range(_YAML_MAX_LINES):
         if numbered >= 0:  # the file as a tool shows it: each line after its number
             pos = after_line_number(data, pos)
             if pos < 0:
                 return
+        if added:  # a diff's added lines: each after its `+`
+            if data[pos : pos + 1] != b"+":
+                return
+            pos += 1
         line = _YAML_LINE_RE.match(data, pos)
         if line is None or line.end() == pos:
             return
@@ -330,6 +343,8 @@ DETECTOR = Detector(
         "> GET / HTTP/1.1\n> Host: api\n> Cookie: theme=dark; sid=<alnum:16>\n",
         "db:\n  password: >-\n    <alnum:20>\nport: 5432\n",
         "<server><username>deploy</username><password>whiteduke</password></server>",  # a word: data, a password
+        "     4\u2192db:\n     5\u2192  password: |\n     6\u2192    <alnum:18>\n",  # a block as Read shows it
+        "+db:\n+  password: |\n+    <alnum:18>\n+  port: 5432\n",  # a block on a diff's added lines
     ),
     near_misses=(
         "<password>${DB_PASSWORD}</password>",
@@ -340,5 +355,6 @@ DETECTOR = Detector(
         "Cookie: theme=dark; lang=en-US\n",
         "password:\n  ${DB_PASSWORD}\n",
         "<password>required</password> <password>PASSWORD</password>",  # placeholders
+        "+db:\n+  password:\n+    host: db\n+    port: 5432\n",  # a mapping below the name, in a diff
     ),
 )

@@ -137,10 +137,11 @@ def test_a_word_after_a_password_name_on_a_diff_line(redactor: Redactor) -> None
     for text, secret in (("*** Begin Patch\n*** Add File: config/app.env\n+REACT_APP_PASSWORD=whiteduke\n*** End Patch",
                           "whiteduke"),
                          ("@@ db:\n+  password: whiteduke\n", "whiteduke"),
-                         ("+export DB_PASSWORD=whiteduke\n", "whiteduke")):
+                         ("+export DB_PASSWORD=whiteduke\n", "whiteduke"),
+                         ("+db:\n+  password: |\n+    q7Xk2Rt9pWm4Lz8vB3\n+  host: db\n", "q7Xk2Rt9pWm4Lz8vB3")):  # a block
         _assert_redacted(redactor, text, secret)
     for text in ("+f(PASSWORD=pw_value, b=1)\n", "+DB_PASSWORD=${DB_PASSWORD}\n", "+PASSWORD=changeme\n",
-                 "+    password: SecretStr\n", "a+DB_PASSWORD=whiteduke\n"):
+                 "+    password: SecretStr\n", "a+DB_PASSWORD=whiteduke\n", "+db:\n+  password:\n+    host: db\n"):
         _kept(redactor, text)
 
 
