@@ -202,7 +202,7 @@ def _before_line_number(data: bytes, i: int) -> int:
 
     The number ends in Read's arrow (raw or JSON-escaped), a tab (raw: the caller skipped it; or escaped) or a
     colon (`grep -n`); digits before it, then up to eight spaces, or a path and a colon (`grep -n` over files)."""
-    if data[i - 1] == 0x92 and data[max(0, i - 3) : i] == "\u2192".encode():
+    if data[i - 1] == 0x92 and data[max(0, i - 3) : i] == _ARROW:
         i -= 3
     elif data[i - 1] == 0x3A or (i < len(data) and data[i] == 0x09 and 48 <= data[i - 1] <= 57):
         i -= data[i - 1] == 0x3A  # a colon, or the digits before a raw tab
@@ -261,6 +261,7 @@ def _line_kind(data: bytes, i: int) -> int:
     return 0
 
 
+_ARROW = "\u2192".encode()  # Read's line-number arrow, raw
 _PATH_MAX = 200
 _NOT_PATH = frozenset(b" \t\r\n\"'\\:")  # a path before `:12:` holds none of these
 # A tool's number at a line's start: indentation or a file's path and a colon, digits, then the marker.

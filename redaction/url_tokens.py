@@ -22,7 +22,7 @@ import re
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.false_positives import has_digit, labelled_digest, reads_as_identifier
+from ctxtap.redaction.false_positives import all_classes, has_digit, labelled_digest, reads_as_identifier
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 from ctxtap.redaction.token_shapes import glued_key
 
@@ -87,10 +87,8 @@ def _userinfo_key(user: bytes) -> bool:
     if not has_digit(user):
         return False
     if len(user) >= _HEX_KEY_MIN and _HEX_RE.fullmatch(user) is not None:
-        return user.upper() != user or user.lower() != user  # some letters
-    if user.upper() != user and user.lower() != user and not reads_as_identifier(user):
-        return True
-    return glued_key(user)
+        return not user.isdigit()  # some letters
+    return (all_classes(user) and not reads_as_identifier(user)) or glued_key(user)
 
 
 DETECTOR = Detector(
