@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from ctxtap.capture.writer_proc import MAX_BACKLOG_BYTES  # noqa: E402
+from ctxtap.capture.writer_proc import MAX_BACKLOG_BYTES, MAX_HELD_BYTES  # noqa: E402
 from ctxtap.modelserver.client import HttpClient  # noqa: E402
 from tests.proxyharness import ctxtap_env, start_proxy  # noqa: E402
 
@@ -349,8 +349,9 @@ def bench_latency_throughput(tmp: Path, confdir: Path, n: int, stream_mb: int, e
           f"bare {pb:.1f} MB/s  ctxtap {pc:.1f} MB/s  ratio {pc / pb:.3f}")
     _print_cpu(results, "paced")
     for grown, cpu, lag in results[("ctxtap", "writer")]:
-        print(f"   writer child during a ctxtap run: RSS {grown / 1024:+.1f} MiB over its rest at most (its backlog "
-              f"is bounded at {MAX_BACKLOG_BYTES >> 20} MiB), {cpu:.0%} of a core, done {lag * 1000:.0f} ms after the "
+        print(f"   writer child during a ctxtap run: RSS {grown / 1024:+.1f} MiB over its rest at most (a stream's "
+              f"chunks held up to {MAX_HELD_BYTES >> 20} MiB, its backlog up to {MAX_BACKLOG_BYTES >> 20} MiB), "
+              f"{cpu:.0%} of a core, done {lag * 1000:.0f} ms after the "
               "client's last byte")
 
 

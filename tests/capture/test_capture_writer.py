@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import time
 
 from ctxtap.capture.events import RequestEvent, ResponseChunk, ResponseEvent, StreamStart
@@ -396,6 +397,104 @@ def test_the_proxy_holds_a_bounded_queue_when_the_child_falls_behind(tmp_path, m
     assert sum("forwarding waits for it" in m for m in caplog.messages) == 1  # said once, not per wait
     (ex,) = Capture.open(tmp_path / "cap").exchanges()
     assert ex.response_body == event * (32 * batches)
+
+
+class _Taken:
+    """Takes the place of the CaptureWriter behind `_HeldChunks`: records what it is handed, each
+    event done at once (so the backlog's share is given back at once)."""
+
+    def __init__(self) -> None:
+        self.events: list = []
+
+    def submit(self, event):
+        import concurrent.futures
+
+        self.events.append(event)
+        fut = concurrent.futures.Future()
+        fut.set_result(None)
+        return fut
+
+
+def test_a_streams_chunks_wait_while_it_flows_oldest_first_past_the_bound():
+    """The writer child holds a stream's chunks instead of redacting them while more keep coming
+    (its CPU would be forwarding's loss on busy cores): nothing is handed over below the bound, the
+    oldest first past it, everything in order on release, and the backlog's count is given back."""
+    from ctxtap.capture import writer_proc
+
+    taken = _Taken()
+    backlog = writer_proc._Backlog(1 << 20)
+    chunks = [ResponseChunk("s", bytes([65 + i]) * 3000) for i in range(6)]
+    size = writer_proc._event_size(chunks[0])
+    held = writer_proc._HeldChunks(taken, backlog, limit=3 * size)
+    for chunk in chunks[:3]:
+        held.add(chunk, size)
+    assert taken.events == [] and held and held.used == 3 * size
+    held.add(chunks[3], size)
+    held.add(chunks[4], size)
+    assert taken.events == chunks[:2] and held.used == 3 * size
+    held.add(chunks[5], size)
+    held.release()
+    assert taken.events == chunks and not held and held.used == 0 and backlog.used == 0
+    held.add(ResponseChunk("big", b"x" * (8 * size)), 8 * size)  # one chunk over the bound waits alone
+    assert taken.events == chunks and held.used == 8 * size
+
+
+def test_the_writer_child_takes_up_held_chunks_when_the_stream_pauses(tmp_path):
+    """Held chunks are redacted in the stream's first pause, not only at its end: the child's
+    redacting thread has done the work while the response is still open; the body is whole."""
+    import asyncio
+    import os
+
+    from ctxtap.capture import writer_proc
+
+    delta = json.dumps({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": "The quick brown fox. " * 390}})
+    event = f"event: content_block_delta\ndata: {delta}\n\n".encode()
+    batch = [event] * 32  # about 256 KiB: one recorder batch of reads
+
+    def redacting_cpu(pid: int) -> float:
+        """CPU seconds of the child's redacting thread (the one below the process's priority)."""
+        base = os.getpriority(os.PRIO_PROCESS, pid)
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            if os.getpriority(os.PRIO_PROCESS, int(tid)) > base:
+                fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        raise AssertionError("no redacting thread below the child's priority")
+
+    async def record() -> float:
+        writer = writer_proc.ProcessWriter(tmp_path / "cap", b"k" * 32, {"capture_id": "pause"})
+        await writer.submit(_request("s", 1, b"{}", b"{}"))
+        writer.send(StreamStart("s", "text/event-stream", None))
+        await asyncio.sleep(0.5)
+        before = redacting_cpu(writer._proc.pid)
+        for _ in range(40):  # about 10 MB, then the stream pauses with its response still open
+            writer.send(ResponseChunk("s", list(batch)))
+            await asyncio.sleep(0)
+        worked, deadline = 0.0, time.monotonic() + 30
+        while worked < 0.03 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            worked = redacting_cpu(writer._proc.pid) - before
+        await writer.submit(_response("s", None, chunked=True))
+        assert writer.close(finalize=True) == 0
+        return worked
+
+    assert asyncio.run(record()) >= 0.03
+    (ex,) = Capture.open(tmp_path / "cap").exchanges()
+    assert ex.response_body == event * (32 * 40)
+
+
+def test_the_quiet_check_sees_a_frame_waiting_in_the_pipe():
+    from ctxtap.capture import writer_proc
+
+    read, write = os.pipe()
+    try:
+        with open(read, "rb", closefd=False) as stream:
+            assert writer_proc._quiet(stream, 0.01)
+            os.write(write, b"frame")
+            assert not writer_proc._quiet(stream, 0.01)
+    finally:
+        os.close(read)
+        os.close(write)
 
 
 def test_every_stored_stream_body_has_the_digest_of_its_bytes(tmp_path, monkeypatch):
