@@ -80,6 +80,17 @@ class ResponseChunk:
 
 
 @dataclass
+class RingChunk:
+    """A `ResponseChunk` whose bytes wait in the shared ring (`capture.ring`): the pieces' lengths
+    from `offset` on, and the ring position after them (what the child acknowledges)."""
+
+    flow_id: str
+    offset: int
+    lengths: list[int]
+    end: int
+
+
+@dataclass
 class ErrorEvent:
     """The flow failed (connection reset, upstream refused, stream cut, killed)."""
 

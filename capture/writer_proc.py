@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # the proxy side runs on asyncio; the child has no event loop and never imports it
     import asyncio
 
-from ctxtap.capture.events import ManifestNote, ResponseChunk
+from ctxtap.capture import ring
+from ctxtap.capture.events import ManifestNote, ResponseChunk, RingChunk
 
 _LEN = struct.Struct(">Q")
 _SAME = "<same as body_in>"
@@ -180,10 +181,18 @@ def _spawn() -> subprocess.Popen:
     # batch: mapping fresh pages for each copy was a third of the child's CPU on a 50 MB stream.
     env.setdefault("MALLOC_MMAP_THRESHOLD_", str(MALLOC_MMAP))
     env.setdefault("MALLOC_TRIM_THRESHOLD_", str(MALLOC_TRIM))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ctxtap.capture.writer_proc"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        env=env, bufsize=0,
-    )
+    fd = ring.create(ring.RING_BYTES)
+    args = ["--ring", str(fd), str(ring.RING_BYTES)] if fd is not None else []
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ctxtap.capture.writer_proc", *args], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env=env, bufsize=0, pass_fds=(fd,) if fd is not None else (),
+        )
+        # the child's end of a streamed body's bytes (see `capture.ring`); the pipe carries them without
+        proc.ring = ring.RingWriter(fd, ring.RING_BYTES) if fd is not None else None  # type: ignore[attr-defined]
+    finally:
+        if fd is not None:
+            os.close(fd)  # each process keeps its mapping
     _widen_pipe(proc.stdin.fileno())
     return proc
 
@@ -223,6 +232,8 @@ def discard_spare() -> None:
     if spare is not None:
         spare.kill()
         spare.wait()
+        if spare.ring is not None:
+            spare.ring.close()
 
 
 def _take_spare() -> subprocess.Popen | None:
@@ -250,11 +261,15 @@ class ProcessWriter:
         self.directory = directory
         self.manifest = manifest
         self._proc = _take_spare() or _spawn()
+        self._ring: ring.RingWriter | None = self._proc.ring
+        self._acks = bytearray()  # the child's acknowledgements of ring space, 8 bytes each
         _write_frame(self._proc.stdin, {"directory": str(directory), "key": redaction_key, "manifest": manifest,
                                         "telemetry": telemetry})
         ready = _read_frame(self._proc.stdout)
         if not (isinstance(ready, dict) and ready.get("ready")):
             self._proc.kill()
+            if self._ring is not None:
+                self._ring.close()
             raise RuntimeError(f"capture writer failed to start: {ready!r}")
         self.telemetry_endpoint: str | None = ready.get("telemetry_endpoint")
         import asyncio
@@ -287,8 +302,11 @@ class ProcessWriter:
         return fut
 
     def send(self, event: object) -> None:
-        """Fire and forget (stream chunks): nobody waits for this one."""
+        """Fire and forget (stream chunks): nobody waits for this one. A chunk's bytes go in the
+        shared ring where it has room, and only a small frame through the pipe."""
         if not self.failed:
+            if self._ring is not None and isinstance(event, ResponseChunk):
+                event = self._ring.put(event) or event
             self._write(_frame((0, event)))
             self._keep_bounded()
 
@@ -309,7 +327,10 @@ class ProcessWriter:
         except OSError:
             pass  # the child is gone: the next reader recovers what it wrote
         self._proc.stdin.close()
-        return self._proc.wait()
+        code = self._proc.wait()
+        if self._ring is not None:
+            self._ring.close()
+        return code
 
     # --- the pipe ------------------------------------------------------------------------
 
@@ -378,7 +399,7 @@ class ProcessWriter:
             self._loop.remove_writer(self._out)
 
     def _on_readable(self) -> None:
-        """The child's stdout only ever closes: that means it exited."""
+        """The child's stdout carries its acknowledgements of ring space; it closes when the child exits."""
         try:
             data = os.read(self._in, 65536)
         except BlockingIOError:
@@ -386,6 +407,12 @@ class ProcessWriter:
         if not data:
             self._loop.remove_reader(self._in)
             self._fail("capture writer process exited")
+            return
+        self._acks += data
+        whole = len(self._acks) - len(self._acks) % _LEN.size
+        if whole and self._ring is not None:
+            self._ring.acknowledge(_LEN.unpack_from(self._acks, whole - _LEN.size)[0])  # the last is the furthest
+        del self._acks[:whole]
 
     def _fail(self, message: str) -> None:
         self.failed = message
@@ -519,6 +546,32 @@ def start_receiver(writer):
     return receiver
 
 
+def _ring_reader(args: list[str]) -> ring.RingReader | None:
+    """The ring the proxy passed (`--ring FD SIZE`), if any."""
+    if len(args) == 3 and args[0] == "--ring":
+        fd, size = int(args[1]), int(args[2])
+        reader = ring.RingReader(fd, size)
+        os.close(fd)
+        return reader
+    return None
+
+
+def _take_from_ring(shared: ring.RingReader | None, ref: RingChunk, out: int) -> ResponseChunk:
+    """The chunk copied out of the ring, its space acknowledged to the proxy at once.
+
+    `out` (the child's stdout) does not block: an acknowledgement counts every byte before it, so
+    one the proxy is not reading now is covered by the next. A blocking one could wait on a proxy
+    that itself waits for this process to read its pipe."""
+    if shared is None:  # not expected: the proxy puts chunks in the ring only when it passed one
+        raise RuntimeError("a ring chunk arrived but no ring was passed")
+    chunk = shared.take(ref)
+    try:
+        os.write(out, _LEN.pack(ref.end))  # 8 bytes: a pipe writes them whole or not at all
+    except OSError:
+        pass  # full for now, or the proxy is gone (then the child writes what arrived)
+    return chunk
+
+
 def main() -> int:
     """The child: read events and write them through a CaptureWriter until close or end-of-file.
 
@@ -557,8 +610,10 @@ def main() -> int:
         receiver = start_receiver(writer)
     _write_frame(stdout, {"ready": True, "telemetry_endpoint": receiver.endpoint if receiver else None})
     stdout.flush()
+    os.set_blocking(stdout.fileno(), False)  # from now on it carries only acknowledgements of ring space
     backlog = _Backlog(MAX_BACKLOG_BYTES)
     held = _HeldChunks(writer, backlog, MAX_HELD_BYTES)
+    shared = _ring_reader(sys.argv[1:])
     closing: dict | None = None
     while True:
         if held and _quiet(stdin, QUIET_S):
@@ -570,6 +625,8 @@ def main() -> int:
         if isinstance(event, dict) and "close" in event:
             closing = event
             break
+        if isinstance(event, RingChunk):
+            event = _take_from_ring(shared, event, stdout.fileno())
         size = _event_size(event)
         if isinstance(event, ResponseChunk):
             held.add(event, size)

@@ -7,6 +7,8 @@ import json
 import os
 import time
 
+import pytest
+
 from ctxtap.capture.events import RequestEvent, ResponseChunk, ResponseEvent, StreamStart
 from ctxtap.capture.finalize import finalize
 from ctxtap.capture.manifest import Manifest
@@ -481,6 +483,53 @@ def test_the_writer_child_takes_up_held_chunks_when_the_stream_pauses(tmp_path):
     assert asyncio.run(record()) >= 0.03
     (ex,) = Capture.open(tmp_path / "cap").exchanges()
     assert ex.response_body == event * (32 * 40)
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["ring", "pipe only"])
+def test_a_stream_through_the_writer_childs_ring_is_whole_and_redacted(tmp_path, monkeypatch, shared):
+    """Through the shared-memory ring (`capture.ring`): A stream many times the ring's size: batches go through the ring where the child has freed
+    room and through the pipe where not, or all through the pipe where there is no ring; the body
+    is the same, a key cut between two batches is redacted."""
+    import asyncio
+
+    from ctxtap.capture import ring, writer_proc
+
+    if shared and ring.create(4096) is None:
+        pytest.skip("no memfd on this system")
+    monkeypatch.setattr(ring, "RING_BYTES", 1 << 20)
+    if not shared:
+        monkeypatch.setattr(ring, "create", lambda size: None)
+    key = "sk-proj-" + "Q7x" * 20
+    events = [b"data: " + json.dumps({"type": "content_block_delta", "index": 0, "delta": {
+        "type": "text_delta", "text": f"line {i} " + "The quick brown fox. " * 40}}).encode() + b"\n\n"
+        for i in range(6000)]
+    events[3000] = b"data: " + json.dumps({"delta": {"text": f"OPENAI_API_KEY={key} done"}}).encode() + b"\n\n"
+    stream = b"".join(events)
+    cut = stream.index(key.encode()) + 10
+
+    async def record() -> int:
+        writer = writer_proc.ProcessWriter(tmp_path / "cap", b"k" * 32, {"capture_id": "ring"})
+        await writer.submit(_request("s", 1, b"{}", b"{}"))
+        writer.send(StreamStart("s", "text/event-stream", None))
+        for start in range(0, len(stream), 200_000):
+            end = min(len(stream), start + 200_000)
+            if start < cut < end:  # the key in two batches
+                writer.send(ResponseChunk("s", [stream[start:cut]]))
+                start = cut
+            writer.send(ResponseChunk("s", [stream[start:end][i:i + 8192] for i in range(0, end - start, 8192)]))
+            await asyncio.sleep(0.001)  # the event loop reads the child's acknowledgements
+        await writer.submit(_response("s", None, chunked=True))
+        carried = writer._ring.carried if writer._ring is not None else 0
+        assert writer.close(finalize=True) == 0
+        return carried
+
+    carried = asyncio.run(record())
+    assert (carried > 2 * ring.RING_BYTES) if shared else carried == 0
+    (ex,) = Capture.open(tmp_path / "cap").exchanges()
+    body = ex.response_body
+    assert key.encode() not in body and key[:18].encode() not in body
+    placeholder = body[body.index(b"[REDACTED:"):body.index(b"]", body.index(b"[REDACTED:")) + 1]
+    assert body.replace(placeholder, key.encode()) == stream
 
 
 def test_the_quiet_check_sees_a_frame_waiting_in_the_pipe():
