@@ -552,6 +552,7 @@ DETECTOR = Detector(
         "      - POSTGRES_PASSWORD=postgres\n",  # a compose file's environment list
         "cd app && DB_PASSWORD=whiteduke npm start",  # an environment variable set inside a command
         "     3\u2192DB_PASSWORD=whiteduke\n",  # a file's line as Claude Code's Read shows it
+        "00003| DB_PASSWORD=whiteduke\n",  # the same after a zero-padded number and a bar
         "+REACT_APP_PASSWORD=whiteduke\n",  # a diff's added line
     ),
     near_misses=samples(
@@ -570,6 +571,7 @@ DETECTOR = Detector(
         "f(PASSWORD=pw_value, b=1)",  # an upper-case keyword argument: code
         "run(cmd, PASSWORD=pw_value)",  # the same after another argument
         "see the ratio 3:password=whiteduke in the log",  # a number inside a line is no line's number
+        "| step | 3| password=whiteduke |",  # a table's cell: no line's number either
         '{"rulesets": {"credentials": "creds-2026.12.10"}}',  # a version after a weak name
         "    - password: password to use with username\n",  # a docstring's list: words about the name
     ),

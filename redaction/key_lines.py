@@ -33,10 +33,11 @@ WIDTHS = (64, 70)
 MIN_FULL_LINES = 2
 _B64 = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 _DIGITS = frozenset(b"0123456789")
-# What a line number ends with: a Read tool's arrow (raw or JSON-escaped), `cat -n`'s tab, `grep -n`'s colon.
-_NUMBER_ENDS = (b"\xe2\x86\x92", b"\\u2192", b"\t", b"\\t", b":")
+# What a line number ends with: a Read tool's arrow (raw or JSON-escaped), `cat -n`'s tab, `grep -n`'s colon,
+# opencode's colon and a space, a bar (`00012| `).
+_NUMBER_ENDS = (b"\xe2\x86\x92", b"\\u2192", b"\t", b"\\t", b":", b": ", b"|", b"| ")
 _BREAK = rb"(?:\r?\n|\\{1,3}r?\\{0,3}n)"
-_NUMBER = rb"(?:[ \t]{0,8}[0-9]{1,7}(?:\xe2\x86\x92|\\u2192|\t|\\t|:))?"
+_NUMBER = rb"(?:[ \t]{0,8}[0-9]{1,7}(?:\xe2\x86\x92|\\u2192|\t|\\t|[:|] ?))?"
 _BREAK_RE = re.compile(_BREAK + _NUMBER)  # what parts two lines, as the trigger reads it
 # A full line, a line break (a line number perhaps), and sixteen characters of the next line. Scanned apart
 # (see `Trigger`): wide classes, no literal.
@@ -191,6 +192,7 @@ DETECTOR = Detector(
         "<b64:64>\n<b64:64>\n<b64:64>\n<b64:20>==\n-----END PRIVATE KEY-----\n",  # the end of a key, read alone
         '{"content": "     7\\u2192<b64:64>\\n     8\\u2192<b64:64>\\n     9\\u2192<b64:64>\\n"}',  # a Read tool's lines
         "$ sed -n 4,6p id_rsa\n<b64:70>\n<b64:70>\n<b64:70>\n",  # OpenSSH's width
+        '{"output": "4: <b64:64>\\n5: <b64:64>\\n6: <b64:64>\\n"}',  # opencode's read: a number, a colon, a space
     ),
     near_misses=samples(
         "-----BEGIN CERTIFICATE-----\n<b64:64>\n<b64:64>\n<b64:64>\n",  # a certificate's body: public

@@ -200,12 +200,13 @@ def numbered_line(data: bytes, start: int) -> int:
 def _before_line_number(data: bytes, i: int) -> int:
     """Where a tool's line number before `i` starts (with its indentation, or the file's path before it), or -1.
 
-    The number ends in Read's arrow (raw or JSON-escaped), a tab (raw: the caller skipped it; or escaped) or a
-    colon (`grep -n`); digits before it, then up to eight spaces, or a path and a colon (`grep -n` over files)."""
+    The number ends in Read's arrow (raw or JSON-escaped), a tab (raw: the caller skipped it; or escaped), a
+    colon (`grep -n`, opencode's `12: `) or a bar (`00012| `); digits before it, then up to eight spaces, or a
+    path and a colon (`grep -n` over files)."""
     if data[i - 1] == 0x92 and data[max(0, i - 3) : i] == _ARROW:
         i -= 3
-    elif data[i - 1] == 0x3A or (i < len(data) and data[i] == 0x09 and 48 <= data[i - 1] <= 57):
-        i -= data[i - 1] == 0x3A  # a colon, or the digits before a raw tab
+    elif data[i - 1] in _NUMBER_MARKS or (i < len(data) and data[i] == 0x09 and 48 <= data[i - 1] <= 57):
+        i -= data[i - 1] in _NUMBER_MARKS  # a colon or a bar, or the digits before a raw tab
     elif data[max(0, i - 6) : i] == b"\\u2192":
         i -= 6
     elif data[max(0, i - 2) : i] == b"\\t":
@@ -263,13 +264,14 @@ def _line_kind(data: bytes, i: int) -> int:
 
 _ARROW = "\u2192".encode()  # Read's line-number arrow, raw
 _PATH_MAX = 200
+_NUMBER_MARKS = (0x3A, 0x7C)  # a line number's colon or bar
 _NOT_PATH = frozenset(b" \t\r\n\"'\\:")  # a path before `:12:` holds none of these
 # A tool's number at a line's start: indentation or a file's path and a colon, digits, then the marker.
 _NUMBER_HEAD = rb"(?:[ \t]{0,8}|[^\s:\"'\\]{1,%d}:)[0-9]{1,7}" % _PATH_MAX
-_NUMBER_AT_RE = re.compile(_NUMBER_HEAD + rb"(?:\xe2\x86\x92|\\u2192|\t|\\t|:)")
+_NUMBER_AT_RE = re.compile(_NUMBER_HEAD + rb"(?:\xe2\x86\x92|\\u2192|\t|\\t|:|\|)")
 # The same at every line of a text whose escaped line ends and tabs were turned back into whitespace (a JSON
 # string as a line-spanning rule reads it; the arrow may still be `\\u2192`).
-_NUMBERED_LINE_RE = re.compile(rb"(?m)^" + _NUMBER_HEAD + rb"(?:\xe2\x86\x92|\\u2192|\t|:)")
+_NUMBERED_LINE_RE = re.compile(rb"(?m)^" + _NUMBER_HEAD + rb"(?:\xe2\x86\x92|\\u2192|\t|:|\|)")
 
 
 def without_line_numbers(text: bytes) -> tuple[bytes, list[tuple[int, int]]] | None:

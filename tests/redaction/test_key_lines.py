@@ -48,6 +48,9 @@ def _views(lines: list[str]) -> dict[str, str]:
         "cat -n": "".join(f"{n:6}\t{line}\n" for n, line in enumerate(middle, 4)),
         "cat -n in JSON": json.dumps({"output": "".join(f"{n:6}\t{line}\n" for n, line in enumerate(middle, 4))}),
         "grep -n": "".join(f"{n}:{line}\n" for n, line in enumerate(middle, 4)),
+        "number, colon, space (opencode's read)": json.dumps({"output": "".join(f"{n}: {line}\n"
+                                                                               for n, line in enumerate(middle, 4))}),
+        "zero-padded number and a bar": "".join(f"{n:05d}| {line}\n" for n, line in enumerate(middle, 4)),
         "crlf": "\r\n".join(middle) + "\r\n",
         "json in json": json.dumps({"input": json.dumps({"text": "\n".join(middle)})}),
     }

@@ -96,17 +96,22 @@ def test_a_word_filling_an_env_properties_or_yaml_line_after_a_password_name(red
 
 
 
+_STYLES = ("read", "cat", "grep", "grep-files", "colon-space", "bar")
+
+
 def _numbered(text: str, style: str) -> str:
     """`text` as a tool shows a file it read: Claude Code's Read (`     3→line`), `cat -n` (`     3\tline`),
-    `grep -n` over one file (`3:line`) or several (`config/app.env:3:line`)."""
-    shown = {"read": "{n:>6}\u2192{line}", "cat": "{n:>6}\t{line}", "grep": "{n}:{line}", "grep-files": "config/app.env:{n}:{line}"}
+    `grep -n` over one file (`3:line`) or several (`config/app.env:3:line`), opencode's read (`3: line`), a
+    zero-padded number and a bar (`00003| line`)."""
+    shown = {"read": "{n:>6}\u2192{line}", "cat": "{n:>6}\t{line}", "grep": "{n}:{line}", "grep-files": "config/app.env:{n}:{line}",
+             "colon-space": "{n}: {line}", "bar": "{n:05d}| {line}"}
     return "".join(shown[style].format(n=n, line=line) for n, line in enumerate(text.splitlines(True), start=3))
 
 
 def test_a_word_after_a_password_name_in_a_file_a_tool_read_with_line_numbers(redactor: Redactor) -> None:
     """The file lines of the test above as a tool result shows them, each after its number: still the file's
     lines, so the same words go and the same code stays."""
-    for style in ("read", "cat", "grep", "grep-files"):
+    for style in _STYLES:
         for text, secret in (("REACT_APP_PASSWORD=whiteduke\n", "whiteduke"),
                              ("export DB_PASSWORD=dev_admin\n", "dev_admin"),
                              ("    environment:\n      POSTGRES_PASSWORD: postgres\n", "postgres"),
@@ -119,11 +124,12 @@ def test_a_word_after_a_password_name_in_a_file_a_tool_read_with_line_numbers(re
             _kept(redactor, _numbered(text, style))
     # a value on the lines below its name, each line after its own number
     block = "db:\n  password: |\n    q7Xk2Rt9pWm4Lz8vB3\n  host: db.internal\n"
-    for style in ("read", "cat", "grep", "grep-files"):
+    for style in _STYLES:
         _assert_redacted(redactor, _numbered(block, style), "q7Xk2Rt9pWm4Lz8vB3")
         _kept(redactor, _numbered("db:\n  password:\n    host: db.internal\n    port: 5432\n", style))
-    # a number inside a line is no line's number: `ratio 3:password=...` stays prose's
+    # a number inside a line is no line's number: `ratio 3:password=...` stays prose's; a table's cell the same
     _kept(redactor, "see the ratio 3:password=whiteduke in the log\n")
+    _kept(redactor, "| step | 3| password=whiteduke |\n")
 
 
 
