@@ -188,7 +188,7 @@ def _spawn() -> subprocess.Popen:
             [sys.executable, "-m", "ctxtap.capture.writer_proc", *args], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, env=env, bufsize=0, pass_fds=(fd,) if fd is not None else (),
         )
-        # the child's end of a streamed body's bytes (see `capture.ring`); the pipe carries them without
+        # the proxy's end of the ring (`capture.ring`); None: the pipe carries every chunk
         proc.ring = ring.RingWriter(fd, ring.RING_BYTES) if fd is not None else None  # type: ignore[attr-defined]
     finally:
         if fd is not None:
@@ -266,10 +266,12 @@ class ProcessWriter:
         _write_frame(self._proc.stdin, {"directory": str(directory), "key": redaction_key, "manifest": manifest,
                                         "telemetry": telemetry})
         ready = _read_frame(self._proc.stdout)
-        if not (isinstance(ready, dict) and ready.get("ready")):
+        ok = isinstance(ready, dict) and ready.get("ready")
+        if self._ring is not None and not (ok and ready.get("ring")):  # the child could not map it
+            self._ring.close()
+            self._ring = None
+        if not ok:
             self._proc.kill()
-            if self._ring is not None:
-                self._ring.close()
             raise RuntimeError(f"capture writer failed to start: {ready!r}")
         self.telemetry_endpoint: str | None = ready.get("telemetry_endpoint")
         import asyncio
@@ -547,13 +549,17 @@ def start_receiver(writer):
 
 
 def _ring_reader(args: list[str]) -> ring.RingReader | None:
-    """The ring the proxy passed (`--ring FD SIZE`), if any."""
-    if len(args) == 3 and args[0] == "--ring":
+    """The ring the proxy passed (`--ring FD SIZE`), if any and if it maps (the ready frame says)."""
+    if len(args) != 3 or args[0] != "--ring":
+        return None
+    try:
         fd, size = int(args[1]), int(args[2])
-        reader = ring.RingReader(fd, size)
-        os.close(fd)
-        return reader
-    return None
+        try:
+            return ring.RingReader(fd, size)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return None
 
 
 def _take_from_ring(shared: ring.RingReader | None, ref: RingChunk, out: int) -> ResponseChunk:
@@ -608,12 +614,13 @@ def main() -> int:
     receiver = None
     if init.get("telemetry"):
         receiver = start_receiver(writer)
-    _write_frame(stdout, {"ready": True, "telemetry_endpoint": receiver.endpoint if receiver else None})
+    shared = _ring_reader(sys.argv[1:])
+    _write_frame(stdout, {"ready": True, "telemetry_endpoint": receiver.endpoint if receiver else None,
+                          "ring": shared is not None})
     stdout.flush()
     os.set_blocking(stdout.fileno(), False)  # from now on it carries only acknowledgements of ring space
     backlog = _Backlog(MAX_BACKLOG_BYTES)
     held = _HeldChunks(writer, backlog, MAX_HELD_BYTES)
-    shared = _ring_reader(sys.argv[1:])
     closing: dict | None = None
     while True:
         if held and _quiet(stdin, QUIET_S):
