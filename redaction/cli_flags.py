@@ -41,7 +41,7 @@ _GLUED_WORDS = rb"[a-z0-9]{2,20}(?:pass(?:word|wd|phrase)?|pwd|secret|token)"
 # form of a compose file's `command:` or a pod's `args:`), its quotes perhaps JSON-escaped.
 _ARGV_ITEM = rb"\\{0,3}[\"'][ \t]*,[ \t]*"  # the flag's closing quote and the comma (Hyperscan: no lookahead)
 _ARGV_GAP = rb"(?:[ \t]+|" + _ARGV_ITEM + rb"(?=\\{0,3}[\"']))"  # ... up to the value's opening quote
-_NOT_GLUED_PASS = (b"bypass", b"compass", b"surpass", b"overpass", b"underpass", b"trespass", b"renderpass",
+NOT_GLUED_PASS = (b"bypass", b"compass", b"surpass", b"overpass", b"underpass", b"trespass", b"renderpass",
                    b"subpass", b"multipass", b"firstpass", b"secondpass", b"singlepass", b"onepass", b"twopass")
 _STRONG_LONG = re.compile(rb"(?i)pass|pwd|secret|token|api-?key|credential")
 _PASSWORD_LONG = re.compile(rb"(?i)pass|pwd")
@@ -294,7 +294,7 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
         v_start, v_end, quoted = word
         value = data[v_start:v_end]
         kw = m.group("kw")
-        if kw.lower().endswith(_NOT_GLUED_PASS) or value.startswith(b"-") or is_non_secret_value(
+        if kw.lower().endswith(NOT_GLUED_PASS) or value.startswith(b"-") or is_non_secret_value(
                 value, quoted, kw.lower()):
             continue  # (a word stays: prose names flags too, `the --username and --password options`)
         if not _STRONG_LONG.search(kw) and not looks_random(value):

@@ -32,6 +32,7 @@ from ctxtap.redaction import (
     comparisons,
     config_fields,
     detectors,
+    directives,
     encodings,
     gitleaks_match,
     key_lines,
@@ -51,6 +52,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     cli_flags.DETECTOR,  # `--password x`, `mysql -pX`, a user and password after `curl -u`, piped secrets
     comparisons.DETECTOR,  # `"x" == password`, `HTTPBasicAuth("u", "pw")`
     config_fields.DETECTOR,  # XML, PHP defines, connection strings, .netrc, .pgpass, env lists, cookies
+    directives.DETECTOR,  # `requirepass x`, `rootpw x`, `ENV DB_PASSWORD x`: a password directive's line
     prose.DETECTOR,  # "my password is ...", Markdown table rows
     columns.DETECTOR,  # a table's column whose header names a credential (Markdown, CSV, TSV)
     vendor_tokens.DETECTOR,  # keys of vendors no list names, by their structure

@@ -31,6 +31,7 @@ DECLARED = (
     "command-lines",
     "comparisons",
     "config-fields",
+    "directives",
     "prose",
     "columns",
     "vendor-tokens",

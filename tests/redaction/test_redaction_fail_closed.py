@@ -152,6 +152,28 @@ def test_a_word_after_a_password_name_on_a_diff_line(redactor: Redactor) -> None
 
 
 
+def test_a_password_written_as_a_configuration_directive(redactor: Redactor) -> None:
+    """A line that is a password's name, spaces and one value (redis, slapd, nslcd, keepalived, a Dockerfile's
+    `ENV name value`): the value goes, a word too, raw and as a tool shows the file numbered. A name that is an
+    English word (`password`, `Pass`) begins prose as often; headings, wrapped prose, references, Python's
+    `pass` and words ending in `pass` stay."""
+    for text, secret in (("# redis.conf\nbind 127.0.0.1\nrequirepass foobared77\n", "foobared77"),
+                         ("database mdb\nrootpw whiteduke\n", "whiteduke"),
+                         ("uri ldap://ldap.example.com\nbindpw 'q7Xk2Rt9pWm4'\n", "q7Xk2Rt9pWm4"),
+                         ("  authentication {\n    auth_type PASS\n    auth_pass whiteduke\n  }\n", "whiteduke"),
+                         ("FROM postgres:16\nENV POSTGRES_PASSWORD whiteduke\n", "whiteduke"),
+                         ("+masterpassword whiteduke\n", "whiteduke")):
+        _assert_redacted(redactor, text, secret)
+        _assert_redacted(redactor, _numbered(text, "read"), secret)
+    for text in ("Password hashing\n================\n", "Pass through\n", "requirepass ${REDIS_PASSWORD}\n",
+                 "bypass proxy\ncompass north\n", "    pass\n", "    pass  # nothing to do\n",
+                 "Set the password whiteduke in the form below.\n", 'PassCmd "pass show mail"\n',
+                 "Pass `orient=\"row\"` to silence this warning.\n", "requirepass\n",
+                 "Accept the username and\n    password combination.\n", "password manager\n",
+                 "requirepass accept_downloads=True\n"):
+        _kept(redactor, text)
+
+
 def test_a_word_after_a_password_variable_set_inside_a_command(redactor: Redactor) -> None:
     """`NAME=value` as a word of a command line (an environment prefix, `env`, `-e`, a platform's `config:set`,
     `echo 'NAME=...'`) holds data, as the same line at a file's start does; a call's keyword argument stays code."""
