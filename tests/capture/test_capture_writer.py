@@ -445,7 +445,6 @@ def test_the_writer_child_takes_up_held_chunks_when_the_stream_pauses(tmp_path):
     """Held chunks are redacted in the stream's first pause, not only at its end: the child's
     redacting thread has done the work while the response is still open; the body is whole."""
     import asyncio
-    import os
 
     from ctxtap.capture import writer_proc
 
@@ -487,9 +486,9 @@ def test_the_writer_child_takes_up_held_chunks_when_the_stream_pauses(tmp_path):
 
 @pytest.mark.parametrize("shared", [True, False], ids=["ring", "pipe only"])
 def test_a_stream_through_the_writer_childs_ring_is_whole_and_redacted(tmp_path, monkeypatch, shared):
-    """Through the shared-memory ring (`capture.ring`): A stream many times the ring's size: batches go through the ring where the child has freed
-    room and through the pipe where not, or all through the pipe where there is no ring; the body
-    is the same, a key cut between two batches is redacted."""
+    """A stream many times the size of the shared-memory ring (`capture.ring`): batches go through the
+    ring where the child has freed room and through the pipe where not, or all through the pipe where
+    there is no ring; the body is the same, a key cut between two batches is redacted."""
     import asyncio
 
     from ctxtap.capture import ring, writer_proc
@@ -533,6 +532,7 @@ def test_a_stream_through_the_writer_childs_ring_is_whole_and_redacted(tmp_path,
 
 
 def test_the_quiet_check_sees_a_frame_waiting_in_the_pipe():
+    """`_quiet` (when held chunks are taken up) is true of an empty pipe and false once a frame waits."""
     from ctxtap.capture import writer_proc
 
     read, write = os.pipe()
