@@ -31,18 +31,17 @@ from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_password, is_non_secret_value, looks_random
 from ctxtap.redaction.json_escapes import string_end
+from ctxtap.redaction.names import NOT_GLUED_PASS
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 _LONG_WORDS = rb"(?:password|passwd|passphrase|pass|pwd|token|secret|api-?key|key|auth|credentials?)"
 # The same words glued to the one before (`--requirepass`, `--rootpassword`, `--clientsecret`); `key` and
-# `auth` glued are other words too often (`--hotkey`, `--oauth`), and so is a `pass` of these:
+# `auth` glued are other words too often (`--hotkey`, `--oauth`), and so is a `pass` of `names.NOT_GLUED_PASS`
 _GLUED_WORDS = rb"[a-z0-9]{2,20}(?:pass(?:word|wd|phrase)?|pwd|secret|token)"
 # Between a flag and its value: spaces, or the next item of an argument list (`["--password", "x"]`, the exec
 # form of a compose file's `command:` or a pod's `args:`), its quotes perhaps JSON-escaped.
 _ARGV_ITEM = rb"\\{0,3}[\"'][ \t]*,[ \t]*"  # the flag's closing quote and the comma (Hyperscan: no lookahead)
 _ARGV_GAP = rb"(?:[ \t]+|" + _ARGV_ITEM + rb"(?=\\{0,3}[\"']))"  # ... up to the value's opening quote
-NOT_GLUED_PASS = (b"bypass", b"compass", b"surpass", b"overpass", b"underpass", b"trespass", b"renderpass",
-                   b"subpass", b"multipass", b"firstpass", b"secondpass", b"singlepass", b"onepass", b"twopass")
 _STRONG_LONG = re.compile(rb"(?i)pass|pwd|secret|token|api-?key|credential")
 _PASSWORD_LONG = re.compile(rb"(?i)pass|pwd")
 

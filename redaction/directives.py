@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import re
 
-from ctxtap.redaction.cli_flags import NOT_GLUED_PASS
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_password
-from ctxtap.redaction.names import at_line_start, name_start, strong_name_kind
+from ctxtap.redaction.names import at_line_start, glued_password_name, name_start, strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 # A password's word in a name, then spaces and the first character a value may begin with.
 TRIGGERS = (Trigger(rb"(?:pass|pw)[A-Za-z0-9_.\-]{0,30}[ \t]+[^ \t\r\n\\#=:]", literals=(b"pass", b"pw"),
                     window=40, caseless=True, opens=False),)  # it reads escaped line ends itself
-_GLUED_RE = re.compile(rb"(?i)[a-z0-9]{2,20}(?:pass(?:word|wd|phrase)?|pwd|pw)")
 # The value (bare, or in quotes of its own), then the line's end: raw, escaped in a JSON string, or the string's.
 # (A quote ends the line only as a JSON string's end, before what may follow one.) A value in backticks is
 # code in a document (`Pass ``SERVER``.`, ``Pass `how="row"` ...``).
@@ -46,7 +44,7 @@ def _password_name(name: bytes) -> bool:
     named = strong_name_kind(name)
     if named is not None:
         return named[0] == "password"
-    return _GLUED_RE.fullmatch(name) is not None and not name.lower().endswith(NOT_GLUED_PASS)
+    return glued_password_name(name)
 
 
 def find_directive_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:

@@ -122,6 +122,18 @@ _NAME_ENDS_RE = re.compile(_NAME_KEYWORD + rb"\Z")  # the keyword ends the name 
 _NAME_TAIL_RE = re.compile(_NAME_KEYWORD + rb"(?P<tail>" + NAME_TAIL + rb")\Z")  # or words follow it
 
 
+# Words that end in `pass` and name no password (`--bypass`, `--twopass`, `compass north`).
+NOT_GLUED_PASS = (b"bypass", b"compass", b"surpass", b"overpass", b"underpass", b"trespass", b"renderpass",
+                  b"subpass", b"multipass", b"firstpass", b"secondpass", b"singlepass", b"onepass", b"twopass")
+_GLUED_PASSWORD_RE = re.compile(rb"(?i)[a-z0-9]{2,20}(?:pass(?:word|wd|phrase)?|pwd|pw)")
+
+
+def glued_password_name(name: bytes) -> bool:
+    """A password's word glued to the word before it (`requirepass`, `rootpw`, `masterpassword`), not a word
+    that only ends like one (`bypass`, `compass`)."""
+    return _GLUED_PASSWORD_RE.fullmatch(name) is not None and not name.lower().endswith(NOT_GLUED_PASS)
+
+
 def strong_name_kind(name: bytes) -> tuple[str, bytes] | None:
     """(placeholder kind, keyword) of a name that says it holds a secret (`db_password`, `privateKey`,
     `my_password_sec`), else None."""
