@@ -83,6 +83,8 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
             f'"integrity": "sha512-{r(g, 6)}+{r(g, 80, _ALNUM + "+/")}==",\n' for _ in range(s // 110)),
         "positional passwords, one line": lambda g, s: "".join(
             f"htpasswd -b f u {r(g, 10)} net use \\\\s\\x {r(g, 8)} " for _ in range(s // 50)),
+        "a hook's names down one URL's path": lambda g, s: "https://qzv.example/" + "".join(
+            f"webhooks/{r(g, 16)}/" for _ in range(s // 26)),
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "key-width base64 lines, two by two": lambda g, s: "".join(

@@ -14,6 +14,13 @@ A token may also stand alone before the host (`https://<token>@github.com/org/re
 DSN's key): a userinfo with no password. A user's name there is a word or an address; twenty
 letters and digits drawn at random, or hex of thirty-two and more (no commit or content hash is
 written before a host), are a credential.
+
+A URL that names a hook or a credential says what its random segments are, whatever their alphabet:
+after a path segment `hooks`, `webhook`, `keys`, `token` or `secret` (`/webhook/<hex>/<hex>`,
+`/hooks/<base36>`, `/webhooks/<id>/<base64url>`, `/tokens/<uuid>`), and anywhere in the path of a host
+whose first label is a hook's (`hooks.…`, `hook.eu1.…`, `webhook.…`), a segment of sixteen or more that is
+a UUID, hex of twenty-four or more, or drawn at random (`looks_random`) is the credential. Slugs and
+names of words stay; so do numbers (a hook's id).
 """
 
 from __future__ import annotations
@@ -22,7 +29,14 @@ import re
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.false_positives import all_classes, has_digit, labelled_digest, reads_as_identifier
+from ctxtap.redaction.false_positives import (
+    all_classes,
+    has_digit,
+    labelled_digest,
+    looks_random,
+    reads_as_identifier,
+    reads_as_words,
+)
 from ctxtap.redaction.spans import PRIORITY_GENERIC, Span
 from ctxtap.redaction.token_shapes import glued_key
 
@@ -30,6 +44,9 @@ KIND = "url-token"
 SEGMENT_MIN = 20
 _SEGMENT_MAX = 256
 _HEX_KEY_MIN = 32
+HOOK_SEGMENT_MIN = 16
+_HOOK_HEX_MIN = 24
+_HOOK_SEGMENTS_MAX = 6  # segments judged after a hook's name or host
 # The host, any segments, then twenty letters and digits right after a `/`; its end is 20 past the segment's start.
 TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"://[^\s/\"'<>\\]+/(?:[^\s/\"'<>\\?#]*/)*[A-Za-z0-9]{%d}" % SEGMENT_MIN, literals=(b"://",),
@@ -37,6 +54,13 @@ TRIGGERS: tuple[Trigger, ...] = (
     # a userinfo of letters and digits alone, then `@`: reported at the `@`
     Trigger(rb"://[A-Za-z0-9]{%d,%d}@" % (SEGMENT_MIN, _SEGMENT_MAX), literals=(b"://",), window=_SEGMENT_MAX + 8,
             opens=False),
+    # a path segment that names a hook or a credential, then sixteen token characters (the verifier finds
+    # the URL around it and judges the segments after the name)
+    Trigger(rb"(?:hooks?|keys?|tokens?|secrets?)/[A-Za-z0-9_\-]{%d}" % HOOK_SEGMENT_MIN,
+            literals=(b"hook", b"key", b"token", b"secret"), caseless=True, window=32, opens=False),
+    # a host whose first label is a hook's: reported at the `/` that starts its path
+    Trigger(rb"://[A-Za-z0-9\-]{0,40}hooks?\.[A-Za-z0-9.\-]{1,253}(?::[0-9]{1,5})?/", literals=(b"://",),
+            caseless=True, window=320, opens=False),
 )
 _ALNUM_RE = re.compile(rb"[A-Za-z0-9]*")
 # What may follow a whole segment: the next segment, the query, the fragment, the URL's end (space, quote,
@@ -72,12 +96,67 @@ def find_url_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> Non
         user = data[start : end - 1]
         if _HOST_AFTER_RE.match(data, end) is not None and _userinfo_key(user):
             out.append(Span(start, end - 1, KIND, PRIORITY_GENERIC))
+    if len(hits) > 2:
+        for _, end in hits[2]:
+            slash = end - HOOK_SEGMENT_MIN - 1
+            if _names_hook(data, slash) and _in_url_path(data, slash):
+                _hook_segments(data, slash + 1, out)
+        for _, end in hits[3]:
+            _hook_segments(data, end, out)
+
+
+_HOOK_NAMES = frozenset(b"hook hooks webhook webhooks key keys apikey apikeys api_key api_keys api-key api-keys "
+                        b"token tokens secret secrets".split())
+_SEGMENT_RE = re.compile(rb"[A-Za-z0-9_\-]*")
+_URL_STOPS = b" \t\r\n\"'`<>()[]{}\\,|"
+
+
+def _names_hook(data: bytes, slash: int) -> bool:
+    """Is the path segment that ends at `slash` a hook's or a credential's name (`webhooks`, `api_key`)?"""
+    begin = data.rfind(b"/", max(0, slash - 16), slash)
+    return begin >= 0 and data[begin + 1 : slash].lower() in _HOOK_NAMES
+
+
+def _in_url_path(data: bytes, at: int) -> bool:
+    """Is `at` inside a URL's path: `scheme://host/` before it, with nothing between that ends a URL?"""
+    first = max(0, at - 2048)
+    scheme = data.rfind(b"://", first, at)
+    if scheme < 0:
+        return False
+    between = data[scheme + 3 : at]
+    return b"/" in between and len(between.translate(None, _URL_STOPS)) == len(between)
+
+
+def _hook_segments(data: bytes, start: int, out: list[Span]) -> None:
+    """Spans for the credential segments of a hook's path from `start` (just after a `/`) on."""
+    for _ in range(_HOOK_SEGMENTS_MAX):
+        stop = _SEGMENT_RE.match(data, start).end()
+        if not _segment_end_ok(data, stop):
+            return  # a file name (`.json`), an escape, something no path segment holds
+        if _hook_secret(data[start:stop]):
+            out.append(Span(start, stop, KIND, PRIORITY_GENERIC))
+        if stop >= len(data) or data[stop] != 0x2F:  # `/`: the next segment; anything else ends the path
+            return
+        start = stop + 1
+
+
+def _hook_secret(segment: bytes) -> bool:
+    """Is a segment of a hook's URL its secret: a UUID, hex of twenty-four or more, or letters and digits
+    drawn at random? A number is the hook's id; words (a slug, a name) are the API's."""
+    if not HOOK_SEGMENT_MIN <= len(segment) <= _SEGMENT_MAX or segment.isdigit():
+        return False
+    if _UUID_RE.fullmatch(segment) is not None:
+        return True
+    if _HEX_RE.fullmatch(segment) is not None:
+        return len(segment) >= _HOOK_HEX_MIN and has_digit(segment) and not segment.isdigit()
+    return looks_random(segment) and not reads_as_words(segment) and not reads_as_identifier(segment)
 
 
 # a host name (or address) and what ends it: a port, a path, the URL's end
 _HOST_AFTER_RE = re.compile(rb"[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9\-]+)*(?::[0-9]{1,5})?"
                             rb"(?:[/?#\s\"'`<>()\[\]\\,;]|$)")
 _HEX_RE = re.compile(rb"[0-9a-fA-F]+")
+_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _userinfo_key(user: bytes) -> bool:
@@ -102,6 +181,11 @@ DETECTOR = Detector(
         "post to https://qzv.example/w/k9<lower:40>.",
         "git clone https://Q7<alnum:30>@github.com/org/repo.git",  # a token as the userinfo, no password
         'dsn = "https://3f<hex:30>@o4504.ingest.qzv.example/4505"',
+        "curl -X POST https://acme.qzv.example/webhook/<hex:32>/<hex:32>",  # a hook's name, then hex
+        '{"url": "https://chat.qzv.example/hooks/k2<lower:24>"}',  # base36 of one case after `hooks`
+        "https://qzv.example/api/webhooks/614000783534954239/aH<b64url:66>",  # an id, then base64url
+        "trigger https://qzv.example/webhook/1f7296ab-7961-4d92-9d39-d0a89a2ef80f now",  # a UUID after `webhook`
+        "POST https://hook.eu1.qzv.example/e9<lower:30>",  # a host whose first label is a hook's
     ),
     near_misses=(
         "https://github.com/org/repo/blob/3f786850e387550fdab836ed7e6dc881de23001b/src/main.py",  # a commit
@@ -114,5 +198,12 @@ DETECTOR = Detector(
         "git clone https://deployuser2024production@git.example.com/org/repo.git",  # a user's name of words
         "https://unpkg.com/@babel/core@7.24.0/lib/index.js",  # a package and its version, no userinfo
         "ssh://AbstractSingletonProxyFactoryBean@host.example.com/repo",  # a name made of words
+        "https://docs.github.com/en/webhooks/using-webhooks/creating-webhooks-for-a-repository",  # slugs
+        "https://api.github.com/repos/octo/hello/hooks/12345678901234567890",  # a hook's id, a number
+        "https://github.com/facebook/react/tree/main/src/hooks/useSyncExternalStore2",  # a name after `hooks`
+        "https://example.com/webhooks/stripe_payment_intent_succeeded",  # words after `webhooks`
+        "https://api.example.com/v1/tokens/{token_id}/revoke",  # a template
+        "see src/hooks/9f86d081884c7d659a2feaa0c55ad015/index.ts",  # hex after `hooks`, but no URL
+        "https://hooks.example.com/static/app.min.js",  # a hook's host, a file
     ),
 )

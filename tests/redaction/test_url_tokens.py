@@ -104,3 +104,50 @@ def test_a_userinfo_that_is_a_name_stays() -> None:
                 "https://unpkg.com/@babel/core@7.24.0/lib/index.js",
                 "https://jenkinsbuildagent01@ci.example.com/job/x"):
         assert find_spans(url.encode()) == [], url
+
+
+def _hook_urls(seed: int) -> list[tuple[str, str]]:
+    """(token, URL): a hook's URL whose secret has an alphabet no other rule takes in a path (hex, a UUID,
+    lower-case base36, base64url with its separators), after a hook's name or under a hook's host."""
+    rng = random.Random(seed)
+
+    def drawn(alphabet: str, n: int) -> str:
+        return rng.choice("abcdef") + rng.choice("0123456789") + "".join(rng.choice(alphabet) for _ in range(n - 2))
+
+    hexd, base36 = "0123456789abcdef", string.ascii_lowercase + string.digits
+    uuid = "-".join(drawn(hexd, n) for n in (8, 4, 4, 4, 12))
+    b64url = drawn(string.ascii_letters + string.digits + "-_", 60)
+    return [
+        (t := drawn(hexd, 32), f"https://acme.qzv.example/webhook/{t}"),
+        (uuid, f"https://flows.qzv.example/api/hooks/{uuid}"),
+        (t := drawn(base36, 26), f"https://chat.qzv.example/hooks/{t}"),
+        (b64url, f"https://qzv.example/api/webhooks/{rng.randrange(10**17, 10**18)}/{b64url}"),
+        (t := drawn(base36, 32), f"https://hook.eu1.qzv.example/{t}"),
+        (t := drawn(hexd, 40), f"https://api.qzv.example/v1/keys/{t}?expand=owner"),
+    ]
+
+
+def test_a_hooks_secret_segment_never_reaches_disk(tmp_path: Path) -> None:
+    """A segment after a hook's name, or under a hook's host, that is hex, a UUID or drawn at random."""
+    examples = [
+        Example(id=f"url-hook:{i}", source="ctxtap", family="url-token", label="tp", cls="self-identifying",
+                text=f"curl -X POST {url}", secret=token, name="webhook", file="tests/redaction/test_url_tokens.py",
+                line=1, token=url)
+        for i, (token, url) in enumerate(_hook_urls(seed=11))
+    ]
+    run = run_matrix(tmp_path / "cap", examples, positions=3)
+    assert sorted({(run.cases[i].example.secret, run.cases[i].placement) for i in run.leaks}) == []
+    token, url = _hook_urls(seed=12)[0]
+    once = Redactor(b"k" * 32, "t").redact_text(f"post to {url} now")
+    assert token not in once and once.startswith("post to https://acme.qzv.example/webhook/[REDACTED:url-token:")
+
+
+def test_what_a_hooks_url_holds_besides_its_secret_stays() -> None:
+    for url in ("https://docs.qzv.example/en/webhooks/using-webhooks/creating-webhooks-for-a-repository",
+                "https://api.qzv.example/repos/octo/hello/hooks/123456789012345678",
+                "https://qzv.example/webhooks/stripe_payment_intent_succeeded",
+                "https://github.com/facebook/react/tree/main/src/hooks/useSyncExternalStore2",
+                "https://vault.qzv.example/v1/secrets/data/payments-service-production",
+                "https://hooks.qzv.example/static/app.min.js",
+                "https://api.qzv.example/v1/tokens/{token_id}/revoke"):
+        assert find_spans(url.encode()) == [], url
