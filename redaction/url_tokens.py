@@ -184,7 +184,7 @@ DETECTOR = Detector(
         "curl -X POST https://acme.qzv.example/webhook/<hex:32>/<hex:32>",  # a hook's name, then hex
         '{"url": "https://chat.qzv.example/hooks/k2<lower:24>"}',  # base36 of one case after `hooks`
         "https://qzv.example/api/webhooks/614000783534954239/aH<b64url:66>",  # an id, then base64url
-        "trigger https://qzv.example/webhook/1f7296ab-7961-4d92-9d39-d0a89a2ef80f now",  # a UUID after `webhook`
+        "trigger https://qzv.example/webhook/<hex:8>-<hex:4>-4<hex:3>-a<hex:3>-<hex:12> now",  # a UUID
         "POST https://hook.eu1.qzv.example/e9<lower:30>",  # a host whose first label is a hook's
     ),
     near_misses=(
