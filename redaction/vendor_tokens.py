@@ -430,8 +430,8 @@ DETECTOR = Detector(
         "grant Q7<alnum:17>_<alnum:40> ok",  # base64url whose first piece is longer than any vendor's head
         "use QAAA7<alnum:6>_<alnum:30> here",  # a head with a letter thrice
         # a key's placeholder, an alphabet written out (built here, so this file holds no such key)
-        "set pqz_live_%s123456 in .env" % "abcdefghijklmnopqrstuvwx",
-        "token: qzs_%s%s" % ("ABCDEFGHIJKLMNO", "abcdefghijklmno1234567890"),
+        "set pqz_live_{}123456 in .env".format("abcdefghijklmnopqrstuvwx"),
+        "token: qzs_{}{}".format("ABCDEFGHIJKLMNO", "abcdefghijklmno1234567890"),
     ),
     near_misses=(
         "resp_e11ea717b1935bc5fda8f2cc65477d8f2c36bfe3d5f05d17",  # a wire id the analysis needs
