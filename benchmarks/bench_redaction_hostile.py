@@ -85,6 +85,8 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
             f"htpasswd -b f u {r(g, 10)} net use \\\\s\\x {r(g, 8)} " for _ in range(s // 50)),
         "a hook's names down one URL's path": lambda g, s: "https://qzv.example/" + "".join(
             f"webhooks/{r(g, 16)}/" for _ in range(s // 26)),
+        "PHP's JSON: a URL in every string, its slashes escaped": lambda g, s: json.dumps(
+            [{"href": f"https://qzv.example/{r(g, 8)}/{i}"} for i in range(s // 40)]).replace("/", "\\/"),
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "key-width base64 lines, two by two": lambda g, s: "".join(

@@ -21,11 +21,13 @@ from typing import overload
 
 from ctxtap.redaction.spans import Span
 
-# An escaped quote, a `\\` pair, or a printable ASCII character written as `\u00XX` (Go's
-# encoder writes `&`, `<` and `>` so: `postgres://app:p\u0026ss@db` hides a URL's password):
-# found at the backslash (a literal first byte, so `re` skips to it in C). Control characters
-# (`\u001b` in coloured tool output) and non-ASCII ones hide no rule's delimiter.
-_HIDING_RUN = re.compile(rb'\\(?:[\\"]|u00[2-7][0-9a-fA-F])')
+# An escaped quote, a `\\` pair, a printable ASCII character written as `\u00XX` (Go's
+# encoder writes `&`, `<` and `>` so: `postgres://app:p\u0026ss@db` hides a URL's password), or
+# two escaped slashes (PHP's encoder writes every `/` so: `postgres:\/\/app:pass@db`,
+# `https:\/\/hooks.example\/webhook\/<token>` hide a URL and all it holds): found at the backslash
+# (a literal first byte, so `re` skips to it in C). Control characters (`\u001b` in coloured tool
+# output) and non-ASCII ones hide no rule's delimiter; one escaped slash alone (a path's) no URL.
+_HIDING_RUN = re.compile(rb'\\(?:[\\"]|u00[2-7][0-9a-fA-F]|/\\/)')
 _ESCAPE = re.compile(rb'\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))')
 _SIMPLE = {b'"': b'"', b"\\": b"\\", b"/": b"/", b"b": b"\b", b"f": b"\f", b"n": b"\n", b"r": b"\r", b"t": b"\t"}
 MAX_DEPTH = 4

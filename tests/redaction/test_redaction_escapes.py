@@ -144,3 +144,27 @@ def test_a_secret_behind_go_style_unicode_escapes_is_found(text, secret):
     out = redactor.redact_bytes(body)
     content = json.loads(out)["messages"][0]["content"]
     assert secret not in content and "[REDACTED:" in content and redactor.redact_bytes(out) == out
+
+
+def _php_json(value: object) -> str:
+    """How PHP's json_encode writes by default: every `/` as `\\/` (WordPress and Laravel APIs answer so)."""
+    return json.dumps(value).replace("/", "\\/")
+
+
+@pytest.mark.parametrize("url, secret", [
+    ("postgres://app:Xk9mP2qR7vL4@db.internal:5432/app", "Xk9mP2qR7vL4"),
+    ("https://hooks.qzv.example/services/T0QZ1/B0QZ2/Q7k2m9x4LpR8sT3vW6yZ1bC5", "Q7k2m9x4LpR8sT3vW6yZ1bC5"),
+    ("https://acme.qzv.example/webhook/9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c", "9f2c4e6a8b0d1f3e5a7c9b1d3f5e7a9c"),
+])
+def test_a_url_behind_php_style_escaped_slashes_is_found(url: str, secret: str) -> None:
+    """PHP's JSON writes `https:\\/\\/…`: the raw bytes show no `://` for a URL's rules to read, so a
+    string holding two escaped slashes is opened like one with escaped quotes; raw, and as a tool's
+    output inside an agent's request."""
+    answer = _php_json({"data": {"id": 7, "callback": url, "links": {"self": "https://api.qzv.example/v1/items/7"}}})
+    redactor = Redactor(b"k" * 32, "php")
+    for body in (answer, json.dumps({"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_01", "content": f"$ curl -s api\n{answer}"}]}]})):
+        out = redactor.redact_bytes(body.encode()).decode()
+        assert secret not in out and "[REDACTED:" in out, body
+        assert "items\\/7" in out or "items\\\\/7" in out  # what holds no secret stays as it was
+        assert redactor.redact_bytes(out.encode()).decode() == out
