@@ -96,13 +96,12 @@ def find_url_token_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> Non
         user = data[start : end - 1]
         if _HOST_AFTER_RE.match(data, end) is not None and _userinfo_key(user):
             out.append(Span(start, end - 1, KIND, PRIORITY_GENERIC))
-    if len(hits) > 2:
-        for _, end in hits[2]:
-            slash = end - HOOK_SEGMENT_MIN - 1
-            if _names_hook(data, slash) and _in_url_path(data, slash):
-                _hook_segments(data, slash + 1, out)
-        for _, end in hits[3]:
-            _hook_segments(data, end, out)
+    for _, end in hits[2]:
+        slash = end - HOOK_SEGMENT_MIN - 1
+        if _names_hook(data, slash) and _in_url_path(data, slash):
+            _hook_segments(data, slash + 1, out)
+    for _, end in hits[3]:
+        _hook_segments(data, end, out)
 
 
 _HOOK_NAMES = frozenset(b"hook hooks webhook webhooks key keys apikey apikeys api_key api_keys api-key api-keys "
@@ -148,7 +147,7 @@ def _hook_secret(segment: bytes) -> bool:
     if _UUID_RE.fullmatch(segment) is not None:
         return True
     if _HEX_RE.fullmatch(segment) is not None:
-        return len(segment) >= _HOOK_HEX_MIN and has_digit(segment) and not segment.isdigit()
+        return len(segment) >= _HOOK_HEX_MIN and has_digit(segment)
     return looks_random(segment) and not reads_as_words(segment) and not reads_as_identifier(segment)
 
 

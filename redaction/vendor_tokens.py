@@ -3,9 +3,10 @@
 Rule sets name vendors one by one (`ghp_`, `glpat-`, `sk_live_`), so a key from a vendor no
 list knows yet reaches disk. Nearly every such key has one structure: a short alphabetic head
 (`pnu`, `rdme`, `shippo`), a separator (`_`, `-`, `.`), optional short fields (a version `v1`,
-an environment `live`, a kind `pat`), then a long body of one alphabet drawn at random, with
-perhaps a short tail (a checksum or region, `_46702463`, `=0BA1C2D3`). Some put an id drawn at
-random before a `.` and the secret (`pat<id>.<secret>`): such a head is judged as random itself.
+an environment `live`, a kind `pat`), then a long body of one alphabet drawn at random (in docs and
+fixtures, the alphabet written out: a placeholder of the same shape), with perhaps a short tail (a
+checksum or region, `_46702463`, `=0BA1C2D3`). Some put an id drawn at random before a `.` and the
+secret (`pat<id>.<secret>`): such a head is judged as random itself.
 Identifiers, paths, hashes, UUIDs and base64 have heads and bodies too, but not this combination:
 a body of 20+ letters and digits
 with both, high entropy and few words; a head that is no hash's name (`sha512-`), a value no
