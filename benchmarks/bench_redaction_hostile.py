@@ -87,6 +87,8 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
             f"webhooks/{r(g, 16)}/" for _ in range(s // 26)),
         "PHP's JSON: a URL in every string, its slashes escaped": lambda g, s: json.dumps(
             [{"href": f"https://qzv.example/{r(g, 8)}/{i}"} for i in range(s // 40)]).replace("/", "\\/"),
+        "a web page's quotes, one line of references": lambda g, s: "<pre>" + "".join(
+            f"&quot;k{r(g, 4)}&quot;: &#39;{r(g, 6)}&#39;, " for _ in range(s // 36)) + "</pre>",
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "key-width base64 lines, two by two": lambda g, s: "".join(

@@ -35,6 +35,7 @@ from ctxtap.redaction import (
     directives,
     encodings,
     gitleaks_match,
+    html_entities,
     key_lines,
     prose,
     token_shapes,
@@ -60,6 +61,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     key_lines.DETECTOR,  # a private key's body without its BEGIN line: base64 lines of one width
     url_tokens.DETECTOR,  # a random segment in a URL's path (webhooks, reset links)
     encodings.DETECTOR,  # percent-encoded runs (a flat decoder)
+    html_entities.DETECTOR,  # HTML's character references: code shown in a web page (a flat decoder)
     base64_runs.DETECTOR,  # files attached as base64 (a nesting decoder)
 )
 

@@ -39,6 +39,7 @@ DECLARED = (
     "key-lines",
     "url-tokens",
     "percent-encoded",
+    "html-entities",
     "base64-files",
 )
 
