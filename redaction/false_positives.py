@@ -49,7 +49,7 @@ _NON_SECRET_WORDS = frozenset(
 )
 IDENTIFIER_RE = re.compile(rb"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*")
 _ENV_NAME_RE = re.compile(rb"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _RANDOM_CHARS_RE = re.compile(rb"[A-Za-z0-9+/=_.~:%\-]+")
 _PATH_RE = re.compile(rb"(?:\.{0,2}|~)/[\w.\-]+(?:/[\w.\-]*)+")
 _NUMBERISH_RE = re.compile(rb"[0-9.,_:\-]+|0[xX][0-9a-fA-F_]+|0[oObB][0-7_]+")
@@ -188,7 +188,7 @@ def looks_random(value: bytes) -> bool:
         return True
     if len(value) < 16 or not _RANDOM_CHARS_RE.fullmatch(value) or _VERSION_RE.fullmatch(value):
         return False
-    if _UUID_RE.fullmatch(value):
+    if UUID_RE.fullmatch(value):
         return True
     digits = len(value) - len(value.translate(None, _DIGIT_CHARS))
     letters = len(value) - len(value.translate(None, _LETTER_CHARS))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import shannon_entropy
-from ctxtap.redaction.false_positives import NOT_SECRET_NAMES, is_non_secret_value, looks_random
+from ctxtap.redaction.false_positives import NOT_SECRET_NAMES, UUID_RE, is_non_secret_value, looks_random
 from ctxtap.redaction.gitleaks import GENERIC_RULE, LAST_GROUP, Allowlist, Rule, RuleSet
 from ctxtap.redaction.names import shown_offset, without_line_numbers
 from ctxtap.redaction.spans import PRIORITY_GENERIC, PRIORITY_GITLEAKS, Span
@@ -29,7 +29,6 @@ _TAIL = 64  # text after a trigger's end the verifier may look at
 _LINES_REACH = 1024  # how far a multi-line rule's match may reach from its keyword (gitleaks': 200 + 100 + a value)
 _ESCAPED_SPACE = re.compile(rb"\\+([nrt])")
 _WHITESPACE = {b"n": b"\n", b"r": b"\r", b"t": b"\t"}
-_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _whitespace(m: re.Match[bytes]) -> bytes:
@@ -418,7 +417,7 @@ def _credential_context(rule: Rule, data: bytes, f: Finding) -> bool:
     if is_non_secret_value(value.strip(b"\"'`"), True, b""):  # some rules' secret group holds the quotes
         return False
     if rule.id == GENERIC_RULE:
-        return looks_random(value) and not _UUID_RE.fullmatch(value)
+        return looks_random(value) and not UUID_RE.fullmatch(value)
     return True
 
 

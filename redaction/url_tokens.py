@@ -30,6 +30,7 @@ import re
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import (
+    UUID_RE,
     all_classes,
     has_digit,
     labelled_digest,
@@ -144,7 +145,7 @@ def _hook_secret(segment: bytes) -> bool:
     drawn at random? A number is the hook's id; words (a slug, a name) are the API's."""
     if not HOOK_SEGMENT_MIN <= len(segment) <= _SEGMENT_MAX or segment.isdigit():
         return False
-    if _UUID_RE.fullmatch(segment) is not None:
+    if UUID_RE.fullmatch(segment) is not None:
         return True
     if _HEX_RE.fullmatch(segment) is not None:
         return len(segment) >= _HOOK_HEX_MIN and has_digit(segment)
@@ -155,7 +156,6 @@ def _hook_secret(segment: bytes) -> bool:
 _HOST_AFTER_RE = re.compile(rb"[A-Za-z0-9](?:[A-Za-z0-9\-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9\-]+)*(?::[0-9]{1,5})?"
                             rb"(?:[/?#\s\"'`<>()\[\]\\,;]|$)")
 _HEX_RE = re.compile(rb"[0-9a-fA-F]+")
-_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _userinfo_key(user: bytes) -> bool:

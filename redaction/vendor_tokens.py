@@ -32,6 +32,7 @@ from ctxtap.redaction.detectors import after_escape, escape_before
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.entropy import expected_entropy, shannon_entropy
 from ctxtap.redaction.false_positives import (
+    UUID_RE,
     all_classes,
     camel_case_name,
     decoded_text,
@@ -115,7 +116,6 @@ _HEX_RE = re.compile(rb"[0-9a-fA-F]+")
 _WORD_RE = re.compile(rb"[A-Z]?[a-z]{2,}|[A-Z]{2,}(?![a-z])")
 _VOWELS = frozenset(b"aeiouyAEIOUY")
 _CLUSTER_RE = re.compile(rb"[^aeiouyAEIOUY]{4}")
-_UUID_RE = re.compile(rb"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 # Heads that name a digest, not a key (`sha512-` integrity, `h1:` sums are cut at `:`), and heads of
 # the wire ids every model API returns (not secrets: replay and analysis match requests by them).
 _NOT_KEY_HEADS = frozenset(
@@ -262,7 +262,7 @@ def verify_run(run: bytes) -> bool:
             or _REPEAT_RE.search(head) or _names_no_key(head, run[len(head)])):
         return False
     rest = run[len(head) + 1 :]
-    if _UUID_RE.fullmatch(rest) or _UUID_RE.fullmatch(run):
+    if UUID_RE.fullmatch(rest) or UUID_RE.fullmatch(run):
         return False
     if _FILE_END_RE.search(run):
         return False  # `main.a1af608a1019e2ff468d.bundle.js`, `host-3f2a...9c.example.com`: a name, hash and all

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ctxtap.redaction import Redactor
 from ctxtap.redaction.scanner import find_spans
-from tests.secret_examples.matrix import Example, run_matrix
+from tests.secret_examples.matrix import Example, MatrixRun, run_matrix
 
 HOSTS = ("hooks.qzv.example/services/T0QZ1/B0QZ2", "relay.qzv.example/trigger/deploy/with/key",
          "qzv.example/reset-password", "qzv.example:8443/w")
@@ -31,14 +31,21 @@ def _urls(seed: int) -> list[tuple[str, str]]:
     return out
 
 
-def test_every_placement_through_the_writer(tmp_path: Path) -> None:
+def _through_the_writer(tmp_path: Path, kind: str, name: str, texts: list[tuple[str, str, str]]) -> MatrixRun:
+    """Each (token, URL, text holding it) in every placement of the secret matrix, through the capture
+    writer: the run, after asserting that no token reached disk in any."""
     examples = [
-        Example(id=f"url-token:{i}", source="ctxtap", family="url-token", label="tp", cls="self-identifying",
-                text=url, secret=token, name="webhook", file="tests/redaction/test_url_tokens.py", line=1, token=url)
-        for i, (token, url) in enumerate(_urls(seed=5))
+        Example(id=f"{kind}:{i}", source="ctxtap", family="url-token", label="tp", cls="self-identifying",
+                text=text, secret=token, name=name, file="tests/redaction/test_url_tokens.py", line=1, token=url)
+        for i, (token, url, text) in enumerate(texts)
     ]
     run = run_matrix(tmp_path / "cap", examples, positions=3)
     assert sorted({(run.cases[i].example.secret, run.cases[i].placement) for i in run.leaks}) == []
+    return run
+
+
+def test_every_placement_through_the_writer(tmp_path: Path) -> None:
+    run = _through_the_writer(tmp_path, "url-token", "webhook", [(t, u, u) for t, u in _urls(seed=5)])
     assert {"header-neutral", "query-encoded", "tool-json", "json-escaped", "prose", "sse-split2",
             "ws-split"} <= {c.placement for c in run.cases}
 
@@ -84,14 +91,7 @@ def _userinfo_urls(seed: int) -> list[tuple[str, str]]:
 
 
 def test_a_token_as_the_userinfo_never_reaches_disk(tmp_path: Path) -> None:
-    examples = [
-        Example(id=f"url-userinfo:{i}", source="ctxtap", family="url-token", label="tp", cls="self-identifying",
-                text=f"git clone {url}", secret=token, name="clone", file="tests/redaction/test_url_tokens.py",
-                line=1, token=url)
-        for i, (token, url) in enumerate(_userinfo_urls(seed=3))
-    ]
-    run = run_matrix(tmp_path / "cap", examples, positions=3)
-    assert sorted({(run.cases[i].example.secret, run.cases[i].placement) for i in run.leaks}) == []
+    _through_the_writer(tmp_path, "url-userinfo", "clone", [(t, u, f"git clone {u}") for t, u in _userinfo_urls(seed=3)])
     redactor = Redactor(b"k" * 32, "t")
     token, url = _userinfo_urls(seed=4)[0]
     once = redactor.redact_text(f"remote: {url}")
@@ -129,14 +129,7 @@ def _hook_urls(seed: int) -> list[tuple[str, str]]:
 
 def test_a_hooks_secret_segment_never_reaches_disk(tmp_path: Path) -> None:
     """A segment after a hook's name, or under a hook's host, that is hex, a UUID or drawn at random."""
-    examples = [
-        Example(id=f"url-hook:{i}", source="ctxtap", family="url-token", label="tp", cls="self-identifying",
-                text=f"curl -X POST {url}", secret=token, name="webhook", file="tests/redaction/test_url_tokens.py",
-                line=1, token=url)
-        for i, (token, url) in enumerate(_hook_urls(seed=11))
-    ]
-    run = run_matrix(tmp_path / "cap", examples, positions=3)
-    assert sorted({(run.cases[i].example.secret, run.cases[i].placement) for i in run.leaks}) == []
+    _through_the_writer(tmp_path, "url-hook", "webhook", [(t, u, f"curl -X POST {u}") for t, u in _hook_urls(seed=11)])
     token, url = _hook_urls(seed=12)[0]
     once = Redactor(b"k" * 32, "t").redact_text(f"post to {url} now")
     assert token not in once and once.startswith("post to https://acme.qzv.example/webhook/[REDACTED:url-token:")
