@@ -89,6 +89,10 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
             [{"href": f"https://qzv.example/{r(g, 8)}/{i}"} for i in range(s // 40)]).replace("/", "\\/"),
         "a web page's quotes, one line of references": lambda g, s: "<pre>" + "".join(
             f"&quot;k{r(g, 4)}&quot;: &#39;{r(g, 6)}&#39;, " for _ in range(s // 36)) + "</pre>",
+        "dollar-joined fields, no hash ($a$b$…)": lambda g, s: "".join(f"${r(g, 2).lower()}" for _ in range(s // 3)),
+        "password hashes, one after another": lambda g, s: "".join(
+            f"$argon2id$v=19$m=65536,t=3,p=4${r(g, 22)}${r(g, 43)}:pbkdf2_sha256$600000${r(g, 12)}${r(g, 44)} "
+            for _ in range(s // 160)),
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "key-width base64 lines, two by two": lambda g, s: "".join(

@@ -17,6 +17,8 @@ only verify those places:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -174,7 +176,6 @@ CONTEXT_KINDS: tuple[str, ...] = (
     "azure-client-secret",
     "azure-sas-signature",
     "softlayer-api-key",
-    "password-hash",
 )
 
 
@@ -447,21 +448,6 @@ _SIG_VALUE_RE = re.compile(rb"sig=([A-Za-z0-9%+/=]{20,})")
 _DIGITS = frozenset(b"0123456789")
 _AZURE_SECRET_RE = re.compile(rb"[A-Za-z0-9_~.\-]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}(?![A-Za-z0-9_~.\-])")
 _AZURE_SECRET_CHARS = frozenset(TOKEN_CHARS + b"~.")
-# Password hashes as crypt(3), htpasswd, /etc/shadow and LDAP write them (MD5-crypt and Apache's apr1,
-# bcrypt, SHA-256/512-crypt, yescrypt, `{SHA}`/`{SSHA}`): a dictionary attack recovers a weak password
-# from one, so a stored hash is as good as the password to whoever reads the capture.
-_CRYPT_CHARS = rb"[./0-9A-Za-z]"
-_PASSWORD_HASH_RE = re.compile(
-    rb"(?:\$(?:1|apr1)\$" + _CRYPT_CHARS + rb"{1,8}\$" + _CRYPT_CHARS + rb"{22}"
-    rb"|\$2[abxy]\$[0-9]{2}\$" + _CRYPT_CHARS + rb"{53}"
-    rb"|\$[56]\$(?:rounds=[0-9]{1,9}\$)?" + _CRYPT_CHARS + rb"{1,16}\$(?:" + _CRYPT_CHARS + rb"{86}|"
-    + _CRYPT_CHARS + rb"{43})"
-    rb"|\$y\$" + _CRYPT_CHARS + rb"{1,32}\$" + _CRYPT_CHARS + rb"{1,86}\$" + _CRYPT_CHARS + rb"{43}"
-    rb"|\{SSHA(?:256|512)?\}[A-Za-z0-9+/]{20,}={0,2}|\{SHA(?:256|512)?\}[A-Za-z0-9+/]{27,}={0,2})"
-    rb"(?![./0-9A-Za-z+=])"
-)
-
-
 def _pem_keys(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
     for start, _ in found:
         m = _PEM_RE.match(data, start)
@@ -523,19 +509,36 @@ def _softlayer_keys(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
             out.append(Span(*m.span("v"), "softlayer-api-key", PRIORITY_FORMAT))
 
 
-def _password_hashes(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
-    for start, _ in found:
-        m = _PASSWORD_HASH_RE.match(data, start)
-        if m is not None:
-            out.append(Span(m.start(), m.end(), "password-hash", PRIORITY_FORMAT))
-
-
 def _der_keys(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
     for start, _ in found:
         if start > 0 and data[start - 1] in _BASE64_CHARS and not escape_before(data, start):
             continue  # inside a longer base64 run (an image): not where a key begins
         end, chars = _der_key_end(data, start)
         if chars >= _DER_KEY_MIN:
+            out.append(Span(start, end, "private-key", PRIORITY_FORMAT))
+
+
+# A PEM file encoded whole as base64 starts with `-----BEGIN` encoded: a kubeconfig's `client-key-data`,
+# Kubernetes' `tls.key`, a `PRIVATE_KEY_B64` variable. Its first line, decoded, says whether a private key follows.
+ENCODED_PEM = b"LS0tLS1CRUdJTi"
+# the examples' heads, encoded here (a literal one in ctxtap's source would be a finding of its own)
+_ENCODED_KEY_HEAD = base64.b64encode(b"-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEI").decode()
+_ENCODED_CERT_HEAD = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIBkTCB+").decode()
+_ENCODED_HEAD = 120  # base64 characters decoded to read the PEM's first line (90 bytes)
+
+
+def _encoded_pems(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for _, hit_end in found:
+        start = hit_end - len(ENCODED_PEM)
+        if start > 0 and data[start - 1] in _BASE64_CHARS and not escape_before(data, start):
+            continue  # inside a longer base64 run: not where an encoded file begins
+        first = _BASE64_LINE_RE.match(data, start, min(len(data), start + _ENCODED_HEAD)).group()  # type: ignore[union-attr]
+        try:
+            head = base64.b64decode(first[: len(first) // 4 * 4])
+        except (binascii.Error, ValueError):
+            continue
+        if b"PRIVATE KEY" in head.split(b"\n", 1)[0]:
+            end, _ = _der_key_end(data, start)
             out.append(Span(start, end, "private-key", PRIORITY_FORMAT))
 
 
@@ -562,13 +565,8 @@ _CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None
     (Trigger(rb"sig=", literals=(b"sig=",), window=0, som=True), _sas_signatures),
     (Trigger(rb"api\.softlayer\.com/soap/", literals=(b"softlayer.com/soap/",), window=8, som=True, caseless=True),
      _softlayer_keys),
-    (Trigger(
-        rb"\$(?:1|apr1|2[abxy]|5|6|y)\$|\{S?SHA(?:256|512)?\}",
-        literals=(b"$1$", b"$apr1$", b"$2a$", b"$2b$", b"$2x$", b"$2y$", b"$5$", b"$6$", b"$y$", b"SHA"),
-        window=8,
-        som=True,
-    ), _password_hashes),
     (Trigger(_DER_KEY_HEAD, literals=(b"MI", b"CAQ", b"b3BlbnNzaC1rZXktdjE"), window=0, som=True), _der_keys),
+    (Trigger(ENCODED_PEM, literals=(ENCODED_PEM,), window=0), _encoded_pems),
 )
 CONTEXT_TRIGGERS: tuple[Trigger, ...] = tuple(t for t, _ in _CONTEXT)
 _CONTEXT_VERIFIERS = tuple(verify for _, verify in _CONTEXT)
@@ -576,7 +574,8 @@ _CONTEXT_VERIFIERS = tuple(verify for _, verify in _CONTEXT)
 
 def find_context_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures, Entra secrets,
-    SoftLayer keys in URLs, password hashes and private keys' base64 bodies without their BEGIN line.
+    SoftLayer keys in URLs, private keys' base64 bodies without their BEGIN line and PEM files encoded whole
+    as base64.
 
     `hits[i]` are the (start, end) matches of `CONTEXT_TRIGGERS[i]`.
     """
@@ -643,20 +642,20 @@ CONTEXT = Detector(
         "-----BEGIN RSA PRIVATE KEY-----\n<b64:64>\n<b64:64>\n",  # cut before its END line
         "DATABASE_URL=postgres://app:<mixed:12>@db.internal:5432/app",
         "curl -X POST https://hooks.slack.com/services/T<upper:8>/B<upper:10>/<alnum:24>",
-        "deploy:$2y$10$<crypt:53>\nbob:x",
         "http://api.softlayer.com/soap/v3.1/<lower:64>",
         "psexec.py corp/admin:<alnum:10>!@10.0.0.9 cmd",  # an authority without a scheme (Impacket's target)
         "wmiexec.py 'corp.local/admin:P@<alnum:8> x'@dc01",  # the same quoted: the password holds `@` and a space
         "pip install --proxy alice:<alnum:12>@proxy.corp:8080 requests",
+        f"    client-key-data: {_ENCODED_KEY_HEAD}<b64:160>",  # a PEM file encoded whole (a kubeconfig)
     ),
     near_misses=(
         "postgres://${DB_USER}:${DB_PASS}@db/app",
         "see https://example.com:443 (or mail ops@example.com)",
-        "bcrypt hashes start with $2b$ and a cost",
         "sed -e 's/$1$2/x/' file",
         "https://hooks.slack.com/services/",
         "mailto:alice2@example.com, author:bob7@example.org, image: nginx:1.25@sha256:<hex:64>",
         '"bom-ref": "tool:pkg:pypi/trove-classifiers@2026.9.21.13", at 12:00:00@host1.example.com',
         "GRANT ALL ON app.* TO 'app'@localhost; CREATE USER 'ro'@'%';",  # MySQL's quoted users: no password
+        f"    certificate-authority-data: {_ENCODED_CERT_HEAD}",  # a certificate encoded whole: public
     ),
 )

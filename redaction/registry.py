@@ -37,6 +37,7 @@ from ctxtap.redaction import (
     gitleaks_match,
     html_entities,
     key_lines,
+    password_hashes,
     prose,
     token_shapes,
     url_tokens,
@@ -47,7 +48,8 @@ from ctxtap.redaction.gitleaks import RuleSet
 
 REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     detectors.TOKENS,  # provider keys and tokens by their format
-    detectors.CONTEXT,  # PEM blocks, URL passwords, webhooks, SAS signatures, password hashes
+    detectors.CONTEXT,  # PEM blocks, URL passwords, webhooks, SAS signatures
+    password_hashes.DETECTOR,  # crypt, PHC, Django and LDAP hash strings, whatever the algorithm
     gitleaks_match.rules_detector,  # the vendored catalogue (gitleaks, Kingfisher), made for the scanner's rule set
     assignments.DETECTOR,  # `name = value` under a credential's name; reads what the above found
     cli_flags.DETECTOR,  # `--password x`, `mysql -pX`, a user and password after `curl -u`, piped secrets

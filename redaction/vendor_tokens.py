@@ -101,7 +101,7 @@ _RUN_AFTER_RE = re.compile(rb"[A-Za-z0-9_.\-~]*")
 _HEAD_AT_RE = re.compile(rb"[A-Za-z](?:[A-Za-z]|[0-9](?![0-9]{4})){0,13}[_.\-~]|[A-Za-z0-9]{1,14}~"
                          rb"|[A-Za-z0-9]{%d,%d}[._\-]|[0-9]{1,10}[_\-]" % (ID_HEAD_MIN, ID_HEAD_MAX))
 _BASE64_ONLY = frozenset(b"+/=")
-_BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,2}")
+_BASE64_TAIL_RE = re.compile(rb"([A-Za-z0-9+/]*)={0,3}")  # fly.io pads with up to three
 _B64_PIECE_RE = re.compile(rb"[A-Za-z0-9]+")
 _HEAD_MAX = 14  # a vendor's head, at most
 _MAX_RUN = 512  # longer runs are base64url blobs, not keys

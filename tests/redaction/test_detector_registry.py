@@ -26,6 +26,7 @@ BACKENDS = ["python"] + (["hyperscan"] if hyperscan_available() else [])
 DECLARED = (
     "token-formats",
     "context-formats",
+    "password-hashes",
     "rule-catalogue",
     "assignments",
     "command-lines",

@@ -28,11 +28,16 @@ def _bodies() -> list[bytes]:
     return out
 
 
+def _triggers_of(scanner: Scanner, name: str) -> range:
+    """The engine's numbers of one detector's triggers."""
+    return next(r for r in scanner._ranges if scanner.detectors[scanner._owner[r.start]].name == name)
+
+
 def test_recovered_starts_are_the_fallbacks_starts() -> None:
     """Where the pure-Python engine (which finds every start with `re`) reports a match of a name
     rule's trigger, the Hyperscan engine reports the same end with the same start."""
     fast, slow = get_scanner(), Scanner(get_scanner().ruleset, backend="python")
-    assign = fast._ranges[2]
+    assign = _triggers_of(fast, "assignments")
     assert fast.engine.name == "hyperscan" and fast.engine._python_starts.keys() == set(assign)
     checked = 0
     for body in _bodies():
@@ -50,7 +55,7 @@ def test_a_start_past_the_reach_is_not_invented() -> None:
     scanner = get_scanner()
     for body in _bodies():
         hits = scanner.engine.scan(body)
-        for i in scanner._ranges[2]:
+        for i in _triggers_of(scanner, "assignments"):
             regex = scanner.engine._python_starts[i][0]
             for start, end in hits.get(i):
                 assert regex.fullmatch(body, start, end) is not None
@@ -74,7 +79,7 @@ def test_url_passwords_found_from_their_end_are_those_found_from_every_scheme(te
     for scanner in (get_scanner(), Scanner(get_scanner().ruleset, backend="python")):
         hits = scanner.engine.scan(data)
         spans: list = []
-        find_context_spans(data, [hits.get(i) for i in scanner._ranges[1]], spans)
+        find_context_spans(data, [hits.get(i) for i in _triggers_of(scanner, "context-formats")], spans)
         assert {(s.start, s.end) for s in spans if s.kind == "url-password"} == expected, scanner.backend
 
 
@@ -113,7 +118,7 @@ def test_token_starts_search_each_prefix_once_and_miss_none() -> None:
     for scanner in (get_scanner(), Scanner(get_scanner().ruleset, backend="python")):
         for body in bodies:
             hits = scanner.engine.scan(body)
-            tokens = [hits.get(i) for i in scanner._ranges[0]]
+            tokens = [hits.get(i) for i in _triggers_of(scanner, "token-formats")]
             starts = token_starts(body, tokens)
             assert set(starts) == _every_prefix_in_reach(body, tokens), scanner.backend
             if body.startswith(jwt):
