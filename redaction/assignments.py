@@ -112,7 +112,7 @@ def _triggers() -> list[tuple[int, Trigger]]:
     add(6, _NAME_CHAR + rb"credentials?" + _SEP, b"credential")
     add(6, rb"(?:^|[^A-Za-z0-9_.\-])credentials?" + _SEP + _RANDOM_VALUE, b"credential")
     split(7, b"signature")
-    add(8, _NAME_CHAR + b"pat" + _SEP, b"pat")  # `GITHUB_PAT=`, `adoPat:` (`pat` alone names a pattern)
+    split(8, b"pat")  # `GITHUB_PAT=`, `adoPat:`; `PAT=` alone when a random value follows (`pat` names a pattern too)
     return out
 
 
@@ -544,6 +544,7 @@ DETECTOR = Detector(
         '{"password": "<lower:6> horse <lower:8> staple"}',
         'export AZURE_DEVOPS_PAT="<lower:52>"',  # a personal access token's name
         "const githubPat = '<hex:40>';",
+        "export PAT=<lower:52>",  # `PAT` alone, a random value after it (Azure DevOps' docs)
         "MY_PASSCODE=<mixed:12>",
         '{"auths": {"registry.example.com": {"auth": "dTpwNHNz"}}}',  # base64 of `u:p4ss` (Docker)
         "_auth=YWI6Yw==",  # npm: base64 of `ab:c`
@@ -566,6 +567,7 @@ DETECTOR = Detector(
         "DB_PASSWORD=${DB_PASSWORD}",
         'url_pat = re.compile(r"https?://[^ ]+")',  # `_pat`: a pattern's name, its value no token
         '{"use_pat": true, "glob_pat": "**/*.py"}',
+        'pat = re.compile(r"^[a-z_]+$"); pat = "ab12cd34"; pat = pattern_for(name)',  # `pat` alone, no random value
         '{"auth": "required", "token": "YWJjZGVmZ2g="}',  # a word; base64 of `abcdefgh`, no `user:password`
         "secret = rfc3279.RSAPublicKey",  # a module and a class: code, a digit or not
         "f(PASSWORD=pw_value, b=1)",  # an upper-case keyword argument: code

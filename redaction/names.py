@@ -109,9 +109,9 @@ def name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> t
             return None
         return "generic-secret", not bare
     if word == "pat":
-        # a personal access token (`GITHUB_PAT`, `ado_pat`, `devopsPat`); its value must look random.
-        # `pat` alone is a pattern's name far more often (`pat = re.compile(...)`)
-        return ("generic-secret", False) if boundary and not bare else None
+        # a personal access token (`GITHUB_PAT`, `ado_pat`, `devopsPat`, `PAT` alone as Azure DevOps' docs write
+        # it); its value must look random: `pat` alone names a pattern as often (`pat = re.compile(...)`)
+        return ("generic-secret", False) if boundary else None
     if not boundary:
         return None  # oauth, bauth
     return "generic-secret", False  # auth, credential(s): values must look random

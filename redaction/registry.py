@@ -36,6 +36,7 @@ from ctxtap.redaction import (
     encodings,
     gitleaks_match,
     html_entities,
+    json_web_keys,
     key_lines,
     password_hashes,
     prose,
@@ -50,6 +51,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     detectors.TOKENS,  # provider keys and tokens by their format
     detectors.CONTEXT,  # PEM blocks, URL passwords, webhooks, SAS signatures
     password_hashes.DETECTOR,  # crypt, PHC, Django and LDAP hash strings, whatever the algorithm
+    json_web_keys.DETECTOR,  # a JSON Web Key's private members (`d`, RSA's factors, `k`)
     gitleaks_match.rules_detector,  # the vendored catalogue (gitleaks, Kingfisher), made for the scanner's rule set
     assignments.DETECTOR,  # `name = value` under a credential's name; reads what the above found
     cli_flags.DETECTOR,  # `--password x`, `mysql -pX`, a user and password after `curl -u`, piped secrets

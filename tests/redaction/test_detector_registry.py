@@ -27,6 +27,7 @@ DECLARED = (
     "token-formats",
     "context-formats",
     "password-hashes",
+    "json-web-keys",
     "rule-catalogue",
     "assignments",
     "command-lines",
