@@ -407,8 +407,11 @@ def find_tokens(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
 
 # --- formats that are not one token --------------------------------------------------
 
-_PEM_LABEL = rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-_PEM_END = rb"-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+# A block whose label names a key that is not public: `RSA PRIVATE KEY`, `PGP PRIVATE KEY BLOCK`, a secret
+# key, OpenVPN's `OpenVPN Static key V1` (its body is hex). Certificates and public keys have other labels.
+_PEM_KEY = rb"(?:PRIVATE KEY(?: BLOCK)?|SECRET KEY|Static key V[0-9])"
+_PEM_LABEL = rb"-----BEGIN[ A-Za-z0-9]{0,40}" + _PEM_KEY + rb"-----"
+_PEM_END = rb"-----END[ A-Za-z0-9]{0,40}" + _PEM_KEY + rb"-----"
 # Newlines may be real, `\n` (JSON) or `\\n` (JSON inside JSON). The body may hold
 # `Proc-Type:`/`DEK-Info:` headers but never `-----`, so it cannot run past
 # the next BEGIN (which would make many BEGIN lines quadratic). Without an
@@ -544,7 +547,8 @@ def _encoded_pems(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
 
 # Each trigger with the verifier of what it found (findings are appended in this order).
 _CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None]], ...] = (
-    (Trigger(rb"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY", literals=(b"-----BEGIN",), window=80, som=True), _pem_keys),
+    (Trigger(rb"-----BEGIN[ A-Za-z0-9]{0,40}(?:PRIVATE KEY|SECRET KEY|Static key)", literals=(b"-----BEGIN",), window=80,
+             som=True), _pem_keys),
     # a URL's password (`redaction.url_credentials`), reported at an `@` (most URLs have no password:
     # a bare `://` trigger was three of every four hits on agent bodies)
     (Trigger(url_credentials.TRIGGER, literals=(b"://",), window=url_credentials.REACH,
@@ -640,6 +644,7 @@ CONTEXT = Detector(
     find_context_spans,
     examples=samples(
         "-----BEGIN RSA PRIVATE KEY-----\n<b64:64>\n<b64:64>\n",  # cut before its END line
+        "<tls-auth>\n-----BEGIN OpenVPN Static key V1-----\n<hex:32>\n<hex:32>\n-----END OpenVPN Static key V1-----",
         "DATABASE_URL=postgres://app:<mixed:12>@db.internal:5432/app",
         "curl -X POST https://hooks.slack.com/services/T<upper:8>/B<upper:10>/<alnum:24>",
         "http://api.softlayer.com/soap/v3.1/<lower:64>",
