@@ -113,6 +113,7 @@ def _triggers() -> list[tuple[int, Trigger]]:
     add(6, rb"(?:^|[^A-Za-z0-9_.\-])credentials?" + _SEP + _RANDOM_VALUE, b"credential")
     split(7, b"signature")
     split(8, b"pat")  # `GITHUB_PAT=`, `adoPat:`; `PAT=` alone when a random value follows (`pat` names a pattern too)
+    strong(9, b"psk", b"psk")  # a pre-shared key: Wi-Fi's and IPsec's password
     return out
 
 
@@ -545,6 +546,8 @@ DETECTOR = Detector(
         'export AZURE_DEVOPS_PAT="<lower:52>"',  # a personal access token's name
         "const githubPat = '<hex:40>';",
         "export PAT=<lower:52>",  # `PAT` alone, a random value after it (Azure DevOps' docs)
+        'network={\n    ssid="HomeNet"\n    psk="<mixed:12>"\n}',  # a pre-shared key (wpa_supplicant)
+        '10.0.0.1 10.0.0.2 : PSK "<mixed:16>"',  # ipsec.secrets: the name, a space, the quoted key
         "MY_PASSCODE=<mixed:12>",
         '{"auths": {"registry.example.com": {"auth": "dTpwNHNz"}}}',  # base64 of `u:p4ss` (Docker)
         "_auth=YWI6Yw==",  # npm: base64 of `ab:c`
@@ -568,6 +571,7 @@ DETECTOR = Detector(
         'url_pat = re.compile(r"https?://[^ ]+")',  # `_pat`: a pattern's name, its value no token
         '{"use_pat": true, "glob_pat": "**/*.py"}',
         'pat = re.compile(r"^[a-z_]+$"); pat = "ab12cd34"; pat = pattern_for(name)',  # `pat` alone, no random value
+        'psk_identity = "client1"\nuse_psk = True',  # about the key, not the key
         '{"auth": "required", "token": "YWJjZGVmZ2g="}',  # a word; base64 of `abcdefgh`, no `user:password`
         "secret = rfc3279.RSAPublicKey",  # a module and a class: code, a digit or not
         "f(PASSWORD=pw_value, b=1)",  # an upper-case keyword argument: code

@@ -320,6 +320,7 @@ _DESCRIBING_WORDS = frozenset(
     min max count field fields label prompt policy pattern regex version provider manager store backend mode
     format header param rotation expiry expires expiration ttl timeout hint help description desc message msg
     error errors title placeholder input reset required enabled disabled strength rules rule schema column
+    identity identities
     """.split()
 )
 

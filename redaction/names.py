@@ -27,6 +27,7 @@ KEYWORD_PATTERNS = (
     rb"credentials?",
     rb"signature",
     rb"pat",  # a personal access token (`GITHUB_PAT`, `ado_pat`)
+    rb"psk",  # a pre-shared key (wpa_supplicant's `psk="…"`, ipsec.secrets' `: PSK "…"`, `wpa_psk=`)
 )
 # Words after the keyword (`password_super_secure`, `apikey_myservice`).
 NAME_TAIL = rb"(?:[_\-][A-Za-z0-9]{1,24}){1,3}"
@@ -112,6 +113,8 @@ def name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> t
         # a personal access token (`GITHUB_PAT`, `ado_pat`, `devopsPat`, `PAT` alone as Azure DevOps' docs write
         # it); its value must look random: `pat` alone names a pattern as often (`pat = re.compile(...)`)
         return ("generic-secret", False) if boundary else None
+    if word == "psk":
+        return ("password", True) if boundary else None
     if not boundary:
         return None  # oauth, bauth
     return "generic-secret", False  # auth, credential(s): values must look random
