@@ -28,8 +28,9 @@ from ctxtap.redaction.false_positives import looks_random
 from ctxtap.redaction.spans import PRIORITY_FORMAT, Span
 
 KIND = "password-hash"
-_FIELDS = rb"(?:\$[A-Za-z0-9=,.+/\-]{0,128}){1,4}\$"  # parameters and salt, each after its `$`
-_HASH = rb"(?P<hash>[./0-9A-Za-z+]{16,1024})={0,2}(?![./0-9A-Za-z+=$])"
+# parameters and salt, each after its `$`; a `/` may be escaped as PHP's JSON writes it (`\/`)
+_FIELDS = rb"(?:\$(?:[A-Za-z0-9=,.+/\-]|\\/){0,128}){1,4}\$"
+_HASH = rb"(?P<hash>(?:[./0-9A-Za-z+]|\\/){16,1024})={0,2}(?![./0-9A-Za-z+=$]|\\/)"
 # `$id$…`: the modular crypt and PHC formats (an id of lower case and digits, `pbkdf2-sha256`)
 _MCF_RE = re.compile(rb"\$[a-z0-9][a-z0-9\-]{0,31}" + _FIELDS + _HASH)
 # a method's name before the first `$` (Django, Werkzeug): it names a password-hashing algorithm
@@ -52,8 +53,8 @@ TRIGGERS: tuple[Trigger, ...] = (
 )
 
 
-def _hash_at(data: bytes, m: re.Match[bytes] | None) -> Span | None:
-    if m is None or not looks_random(m.group("hash")):
+def _hash_at(m: re.Match[bytes] | None) -> Span | None:
+    if m is None or not looks_random(m.group("hash").replace(b"\\/", b"/")):
         return None
     return Span(m.start(), m.end(), KIND, PRIORITY_FORMAT)
 
@@ -71,7 +72,7 @@ def find_password_hash_spans(data: bytes, hits: TriggerHits, out: list[Span]) ->
         start = data.rfind(b"$", 0, end - 1)
         if start < done or not _starts_a_word(data, start):
             continue  # inside a hash already found, or after a method's name (below) or a variable's
-        span = _hash_at(data, _MCF_RE.match(data, start))
+        span = _hash_at(_MCF_RE.match(data, start))
         if span is not None:
             out.append(span)
             done = span.end
@@ -85,7 +86,7 @@ def find_password_hash_spans(data: bytes, hits: TriggerHits, out: list[Span]) ->
             continue
         # the method may follow a field's name and its `:` (`password_hash:pbkdf2:sha256:…`)
         for at in (start, *(k + 1 for k in range(start, end) if data[k] == 0x3A)):
-            span = _hash_at(data, _METHOD_RE.match(data, at)) if data[at : at + 1].isalpha() else None
+            span = _hash_at(_METHOD_RE.match(data, at)) if data[at : at + 1].isalpha() else None
             if span is not None:
                 out.append(span)
                 done = span.end

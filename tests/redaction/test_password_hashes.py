@@ -63,6 +63,17 @@ def test_only_the_hash_goes_and_twice_changes_nothing() -> None:
         assert redactor.redact_text(once) == once
 
 
+def test_a_hash_in_phps_json_goes_whole() -> None:
+    """PHP's `json_encode` escapes every `/`, and bcrypt's and crypt's alphabets hold it."""
+    redactor = Redactor(b"k" * 32, "t")
+    rng = random.Random(3)
+    for h in (f"$2y$10${''.join(rng.choice(_CRYPT) for _ in range(53))}", _hashes(seed=3)[3]):
+        h = h[:20] + "/" + h[21:]  # a `/` in the hash's part, at least
+        text = '{"user":{"password":"' + h.replace("/", "\\/") + '","name":"bob"}}'
+        out = redactor.redact_text(text)
+        assert out.startswith('{"user":{"password":"[REDACTED:password-hash:') and out.endswith('","name":"bob"}}'), out
+
+
 def test_what_is_no_hash_stays() -> None:
     for text in (
         'echo "$HOME$PATH$LD_LIBRARY_PATH"',
