@@ -19,6 +19,7 @@ from ctxtap.redaction.kingfisher import rule_kinds as kingfisher_kinds
 from ctxtap.redaction.password_hashes import KIND as PASSWORD_HASH_KIND
 from ctxtap.redaction.placeholder import PLACEHOLDER_RE
 from ctxtap.redaction.redactor import Redactor
+from ctxtap.redaction.seed_phrases import KIND as SEED_PHRASE_KIND
 from ctxtap.redaction.urls import URL_KINDS
 from ctxtap.redaction.vendor_tokens import KIND as VENDOR_TOKEN_KIND
 from ctxtap.redaction.version import RULESET_VERSION
@@ -27,7 +28,7 @@ from ctxtap.redaction.version import RULESET_VERSION
 # made the redactor fail internally, replaced whole rather than kept).
 KINDS: tuple[str, ...] = tuple(
     dict.fromkeys(
-        [*TOKEN_KINDS, *CONTEXT_KINDS, PASSWORD_HASH_KIND, VENDOR_TOKEN_KIND, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, *rule_ids(), *kingfisher_kinds(), "unscannable"]
+        [*TOKEN_KINDS, *CONTEXT_KINDS, PASSWORD_HASH_KIND, SEED_PHRASE_KIND, VENDOR_TOKEN_KIND, *ASSIGNMENT_KINDS, *HEADER_KINDS, *URL_KINDS, *rule_ids(), *kingfisher_kinds(), "unscannable"]
     )
 )
 

@@ -40,6 +40,7 @@ from ctxtap.redaction import (
     key_lines,
     password_hashes,
     prose,
+    seed_phrases,
     token_shapes,
     url_tokens,
     vendor_tokens,
@@ -52,6 +53,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     detectors.CONTEXT,  # PEM blocks, URL passwords, webhooks, SAS signatures
     password_hashes.DETECTOR,  # crypt, PHC, Django and LDAP hash strings, whatever the algorithm
     json_web_keys.DETECTOR,  # a JSON Web Key's private members (`d`, RSA's factors, `k`)
+    seed_phrases.DETECTOR,  # a wallet's seed phrase under its name (`MNEMONIC="…twelve words…"`)
     gitleaks_match.rules_detector,  # the vendored catalogue (gitleaks, Kingfisher), made for the scanner's rule set
     assignments.DETECTOR,  # `name = value` under a credential's name; reads what the above found
     cli_flags.DETECTOR,  # `--password x`, `mysql -pX`, a user and password after `curl -u`, piped secrets

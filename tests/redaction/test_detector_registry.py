@@ -28,6 +28,7 @@ DECLARED = (
     "context-formats",
     "password-hashes",
     "json-web-keys",
+    "seed-phrases",
     "rule-catalogue",
     "assignments",
     "command-lines",
