@@ -35,6 +35,7 @@ from ctxtap.redaction import (
     directives,
     encodings,
     gitleaks_match,
+    host_tokens,
     html_entities,
     json_web_keys,
     key_lines,
@@ -59,6 +60,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     cli_flags.DETECTOR,  # `--password x`, `mysql -pX`, a user and password after `curl -u`, piped secrets
     comparisons.DETECTOR,  # `"x" == password`, `HTTPBasicAuth("u", "pw")`
     config_fields.DETECTOR,  # XML, PHP defines, connection strings, .netrc, .pgpass, env lists, cookies
+    host_tokens.DETECTOR,  # tokens filed under a host's name (Composer's auth.json, `composer config`)
     directives.DETECTOR,  # `requirepass x`, `rootpw x`, `ENV DB_PASSWORD x`: a password directive's line
     prose.DETECTOR,  # "my password is ...", Markdown table rows
     columns.DETECTOR,  # a table's column whose header names a credential (Markdown, CSV, TSV)

@@ -34,6 +34,7 @@ DECLARED = (
     "command-lines",
     "comparisons",
     "config-fields",
+    "host-tokens",
     "directives",
     "prose",
     "columns",
