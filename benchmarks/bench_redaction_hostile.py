@@ -93,6 +93,11 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
         "password hashes, one after another": lambda g, s: "".join(
             f"$argon2id$v=19$m=65536,t=3,p=4${r(g, 22)}${r(g, 43)}:pbkdf2_sha256$600000${r(g, 12)}${r(g, 44)} "
             for _ in range(s // 160)),
+        "a seed phrase's name before every run of words": lambda g, s: "".join(
+            "mnemonic: " + " ".join(r(g, 5).lower() for _ in range(25)) + "\n" for _ in range(s // 160)),
+        "credential maps opened, never closed": lambda g, s: '"bearer": {' * (s // 12),
+        "composer config after composer config": lambda g, s: "".join(
+            f"composer config -g github-oauth.{r(g, 6)}.com " for _ in range(s // 40)),
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "key-width base64 lines, two by two": lambda g, s: "".join(

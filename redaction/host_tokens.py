@@ -28,8 +28,9 @@ TRIGGERS: tuple[Trigger, ...] = (
             window=300, opens=False),
 )
 _HOST = rb"[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)+(?::[0-9]{1,5})?"
-_MEMBER_RE = re.compile(rb'"' + _HOST + rb'"[ \t\r\n]*:[ \t\r\n]*"(?P<v>[^"\s\\$]{8,512})"')
-_ARGUMENT_RE = re.compile(rb"(?P<q>[\"']?)(?P<v>[^\s\"'$]{8,512})(?P=q)(?=\s|$|[;&|)])")
+_TOKEN = rb"(?P<v>[A-Za-z0-9_.~+/=\-]{8,512})"  # not a reference (`${GITHUB_TOKEN}`) or a template (`<token>`)
+_MEMBER_RE = re.compile(rb'"' + _HOST + rb'"[ \t\r\n]*:[ \t\r\n]*"' + _TOKEN + rb'"')
+_ARGUMENT_RE = re.compile(rb"(?P<q>[\"']?)" + _TOKEN + rb"(?P=q)(?=\s|$|[;&|)])")
 _CONFIG_BEFORE_RE = re.compile(rb"config(?:[ \t]+--?[a-z\-]+)*[ \t]+$")  # `composer config -g`, `--global`
 _REACH = 4096  # how far a map's members may run
 
