@@ -545,6 +545,19 @@ def _encoded_pems(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
             out.append(Span(start, end, "private-key", PRIORITY_FORMAT))
 
 
+# minisign's and signify's key files: a comment line that says which key follows (`untrusted comment: minisign
+# encrypted secret key`), then the key as one line of base64. A public key's file says `public key` and stays.
+_SECRET_KEY_COMMENT = rb"untrusted comment:[^\r\n\\]{0,80}secret key"
+_KEY_LINE_RE = re.compile(rb"[^\r\n\\]{0,40}(?:\r?\n|\\+(?:r\\+)?n)(?P<v>[A-Za-z0-9+/]{40,}={0,2})")
+
+
+def _comment_keys(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for _, end in found:
+        m = _KEY_LINE_RE.match(data, end)
+        if m is not None:
+            out.append(Span(*m.span("v"), "private-key", PRIORITY_FORMAT))
+
+
 # Each trigger with the verifier of what it found (findings are appended in this order).
 _CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None]], ...] = (
     (Trigger(rb"-----BEGIN[ A-Za-z0-9]{0,40}(?:PRIVATE KEY|SECRET KEY|Static key)", literals=(b"-----BEGIN",), window=80,
@@ -571,6 +584,7 @@ _CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None
      _softlayer_keys),
     (Trigger(_DER_KEY_HEAD, literals=(b"MI", b"CAQ", b"b3BlbnNzaC1rZXktdjE"), window=0, som=True), _der_keys),
     (Trigger(ENCODED_PEM, literals=(ENCODED_PEM,), window=0), _encoded_pems),
+    (Trigger(_SECRET_KEY_COMMENT, literals=(b"untrusted comment:",), window=100, caseless=True), _comment_keys),
 )
 CONTEXT_TRIGGERS: tuple[Trigger, ...] = tuple(t for t, _ in _CONTEXT)
 _CONTEXT_VERIFIERS = tuple(verify for _, verify in _CONTEXT)
@@ -578,8 +592,8 @@ _CONTEXT_VERIFIERS = tuple(verify for _, verify in _CONTEXT)
 
 def find_context_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of PEM private keys, URL passwords, webhook URLs, SAS signatures, Entra secrets,
-    SoftLayer keys in URLs, private keys' base64 bodies without their BEGIN line and PEM files encoded whole
-    as base64.
+    SoftLayer keys in URLs, private keys' base64 bodies without their BEGIN line, PEM files encoded whole
+    as base64 and minisign's and signify's secret keys.
 
     `hits[i]` are the (start, end) matches of `CONTEXT_TRIGGERS[i]`.
     """
@@ -652,6 +666,7 @@ CONTEXT = Detector(
         "wmiexec.py 'corp.local/admin:P@<alnum:8> x'@dc01",  # the same quoted: the password holds `@` and a space
         "pip install --proxy alice:<alnum:12>@proxy.corp:8080 requests",
         f"    client-key-data: {_ENCODED_KEY_HEAD}<b64:160>",  # a PEM file encoded whole (a kubeconfig)
+        "untrusted comment: minisign encrypted secret key\nRWRTY0Iy<b64:204>\n",  # minisign's key file
     ),
     near_misses=(
         "postgres://${DB_USER}:${DB_PASS}@db/app",
@@ -662,5 +677,6 @@ CONTEXT = Detector(
         '"bom-ref": "tool:pkg:pypi/trove-classifiers@2026.9.21.13", at 12:00:00@host1.example.com',
         "GRANT ALL ON app.* TO 'app'@localhost; CREATE USER 'ro'@'%';",  # MySQL's quoted users: no password
         f"    certificate-authority-data: {_ENCODED_CERT_HEAD}",  # a certificate encoded whole: public
+        "untrusted comment: signify public key\nRWRCSwAAAA<b64:46>\n",  # a public key's file
     ),
 )

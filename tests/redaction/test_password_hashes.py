@@ -1,4 +1,4 @@
-"""Password hashes never reach disk, whatever the algorithm, and a PEM file encoded whole as base64 neither.
+"""Password hashes never reach disk, whatever the algorithm, and private keys in the files that carry them whole neither.
 
 The hashes are drawn here at random in the string formats that store them (the modular crypt and PHC
 formats, a method's name before the first `$`, LDAP's scheme in braces) for algorithms the old list of
@@ -8,6 +8,7 @@ crypt ids did not hold: Argon2, scrypt, PBKDF2 as passlib, Django and Werkzeug w
 from __future__ import annotations
 
 import base64
+import json
 import random
 import string
 from pathlib import Path
@@ -107,3 +108,17 @@ def test_a_pem_file_encoded_whole_goes_and_a_certificate_stays() -> None:
     wrapped = base64.encodebytes(base64.b64decode(_encoded_pem("OPENSSH PRIVATE KEY", 4))).decode()
     out = redactor.redact_text('{"content": "' + wrapped.replace("\n", "\\n") + '"}')
     assert all(line[8:40] not in out for line in wrapped.splitlines() if len(line) > 40)
+
+
+def test_a_minisign_or_signify_secret_key_goes_and_a_public_key_stays() -> None:
+    redactor = Redactor(b"k" * 32, "t")
+    rng = random.Random(5)
+    secret = base64.b64encode(b"Ed\x00\x00" + rng.randbytes(150)).decode()
+    public = base64.b64encode(b"Ed" + rng.randbytes(40)).decode()
+    for text in (f"untrusted comment: minisign encrypted secret key\n{secret}\n",
+                 f"untrusted comment: signify secret key\n{secret}\n",
+                 json.dumps({"content": f"cat ~/.minisign/minisign.key\nuntrusted comment: minisign encrypted secret key\n{secret}\n"})):
+        out = redactor.redact_text(text)
+        assert secret[10:40] not in out and "[REDACTED:private-key:" in out, text[:40]
+    text = f"untrusted comment: signify public key\n{public}\n"  # (its random base64 may look like a token)
+    assert [s.kind for s in find_spans(text.encode()) if s.kind == "private-key"] == []
