@@ -18,7 +18,6 @@ only verify those places:
 from __future__ import annotations
 
 import base64
-import binascii
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from ctxtap.redaction import url_credentials
 from ctxtap.redaction.detector import Detector, Hit, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.false_positives import decoded_text
 from ctxtap.redaction.openers import alternatives
 from ctxtap.redaction.spans import PRIORITY_CONTEXT, PRIORITY_FORMAT, Span
 
@@ -536,11 +536,8 @@ def _encoded_pems(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
         if start > 0 and data[start - 1] in _BASE64_CHARS and not escape_before(data, start):
             continue  # inside a longer base64 run: not where an encoded file begins
         first = _BASE64_LINE_RE.match(data, start, min(len(data), start + _ENCODED_HEAD)).group()  # type: ignore[union-attr]
-        try:
-            head = base64.b64decode(first[: len(first) // 4 * 4])
-        except (binascii.Error, ValueError):
-            continue
-        if b"PRIVATE KEY" in head.split(b"\n", 1)[0]:
+        head = decoded_text(first, skips=(0,))  # a PEM file is text
+        if head is not None and b"PRIVATE KEY" in head.split(b"\n", 1)[0]:
             end, _ = _der_key_end(data, start)
             out.append(Span(start, end, "private-key", PRIORITY_FORMAT))
 
@@ -548,7 +545,7 @@ def _encoded_pems(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
 # minisign's and signify's key files: a comment line that says which key follows (`untrusted comment: minisign
 # encrypted secret key`), then the key as one line of base64. A public key's file says `public key` and stays.
 _SECRET_KEY_COMMENT = rb"untrusted comment:[^\r\n\\]{0,80}secret key"
-_KEY_LINE_RE = re.compile(rb"[^\r\n\\]{0,40}(?:\r?\n|\\+(?:r\\+)?n)(?P<v>[A-Za-z0-9+/]{40,}={0,2})")
+_KEY_LINE_RE = re.compile(rb"[^\r\n\\]{0,40}" + _LINE_BREAK_RE.pattern + rb"(?P<v>[A-Za-z0-9+/]{40,}={0,2})")
 
 
 def _comment_keys(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
