@@ -1,6 +1,7 @@
 """Credentials in configuration formats that name them without `name = value`.
 
-`<password>s3cr3t</password>` (Maven's settings.xml, Tomcat, Spring, .NET), `define(
+`<password>s3cr3t</password>` (Maven's settings.xml, Tomcat, Spring, .NET; the element's whole text, so a
+passphrase's words and Jenkins' stored `{AQAAAB…}` go with it), `define(
 'DB_PASSWORD', 's3cr3t' );` (WordPress' wp-config.php, its salts too), `...;User
 ID=svc;Password=p&ss<w>rd;` in a connection string (`;` ends the value there, so `&`,
 `<` and `>` belong to it), `.netrc`'s `login bot password s3cr3t` and `.pgpass`'s
@@ -25,7 +26,7 @@ import re
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.false_positives import is_non_secret_password, is_non_secret_value
+from ctxtap.redaction.false_positives import is_non_secret_password, is_non_secret_value, passphrase
 from ctxtap.redaction.names import after_line_number, name_start, numbered_line, starts_line, strong_name_kind
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
@@ -64,7 +65,11 @@ TRIGGERS: tuple[Trigger, ...] = (
             literals=(b"pass", b"pwd", b"secret", b"key", b"token", b"credential", b"auth"), window=100, caseless=True),
 )
 
-_XML_RE = re.compile(rb"<(?P<tag>" + _NAME + rb")>(?P<v>[^<>\s\\]{1,512})</(?P=tag)>")
+# an element's text on one line: spaces may be the password's (`correct horse battery staple`), braces a
+# stored secret's (Jenkins' `{AQAAAB…}`); a backslash ends it (a JSON string's escape: the file's line break)
+_XML_RE = re.compile(rb"<(?P<tag>" + _NAME + rb")>(?P<v>[^<>\r\n\\]{1,512})</(?P=tag)>")
+# a template's reference in braces (`{password}`, `{{ db.password }}`, `{env:DB_PASS}`): no value yet
+_BRACED_REFERENCE_RE = re.compile(rb"\{+[ \t]*[A-Za-z_][A-Za-z0-9_.:\-]*[ \t]*\}+")
 _DEFINE_RE = re.compile(rb"(?i)define[ \t]*\([ \t]*(?P<q1>" + _QUOTE + rb")(?P<name>[A-Za-z0-9_]{1,80})(?P=q1)[ \t]*,"
                         rb"[ \t]*(?P<q2>" + _QUOTE + rb")(?P<v>[^'\"\\\n]{1,512})(?P=q2)")
 _CONN_RE = re.compile(rb"(?i);[ \t]*(?:password|pwd)[ \t]*=[ \t]*(?P<v>\{[^}\n]{1,256}\}|[^;\"'\\\n\r]{1,256})")
@@ -114,7 +119,7 @@ def find_config_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
         open_at = data.rfind(b"<", max(0, end - 80), end)
         m = _XML_RE.match(data, open_at) if open_at >= 0 else None
         if m is not None and m.end("tag") < end <= m.end("v") + 1:
-            _add(out, m, m.group("tag").rsplit(b":", 1)[-1])
+            _add_element(out, m)
     for start, _ in define:
         m = _DEFINE_RE.match(data, start)
         if m is not None:
@@ -315,6 +320,24 @@ def _pgpass_line(m: re.Match[bytes]) -> bool:
     return len(value) >= 4 and not is_non_secret_value(value, True, b"password")
 
 
+def _add_element(out: list[Span], m: re.Match[bytes]) -> None:
+    """An XML element named for a secret: its whole text (one token, a passphrase, a secret in braces)."""
+    named = strong_name_kind(m.group("tag").rsplit(b":", 1)[-1])
+    text = m.group("v")
+    if named is None or text != text.strip() or _BRACED_REFERENCE_RE.fullmatch(text):
+        return
+    kind, kw = named
+    inner = text[1:-1].strip() if text[:1] == b"{" and text[-1:] == b"}" else text  # Jenkins' `{AQAAAB…}`
+    if any(c in b" \t" for c in inner):
+        # words apart: a passphrase under a password's name, else a value with a token among its words
+        secret = passphrase(inner) if kind == "password" else any(
+            not is_non_secret_value(w, True, kw) and not w.isalpha() for w in inner.split())
+    else:
+        secret = not (is_non_secret_password(inner) if kind == "password" else is_non_secret_value(inner, True, kw))
+    if secret:
+        out.append(Span(*m.span("v"), kind, PRIORITY_ASSIGNMENT))
+
+
 def _add(out: list[Span], m: re.Match[bytes], name: bytes, salts: bool = False) -> None:
     """The value of a field whose name says it holds a secret (`db.password`, `clientSecret`,
     WordPress' `NONCE_SALT`)."""
@@ -343,6 +366,8 @@ DETECTOR = Detector(
         "> GET / HTTP/1.1\n> Host: api\n> Cookie: theme=dark; sid=<alnum:16>\n",
         "db:\n  password: >-\n    <alnum:20>\nport: 5432\n",
         "<server><username>deploy</username><password>whiteduke</password></server>",  # a word: data, a password
+        "<server><password>correct horse battery staple</password></server>",  # a passphrase
+        "<scope>GLOBAL</scope><secret>{<b64:44>}</secret>",  # Jenkins' credentials.xml
         "     4\u2192db:\n     5\u2192  password: |\n     6\u2192    <alnum:18>\n",  # a block as Read shows it
         "+db:\n+  password: |\n+    <alnum:18>\n+  port: 5432\n",  # a block on a diff's added lines
     ),
@@ -355,6 +380,8 @@ DETECTOR = Detector(
         "Cookie: theme=dark; lang=en-US\n",
         "password:\n  ${DB_PASSWORD}\n",
         "<password>required</password> <password>PASSWORD</password>",  # placeholders
+        "<password>{password}</password> <secret>{{ db.secret }}</secret>",  # a template's references
+        "<password>Enter your password</password> <token>The token of the session</token>",  # a form's labels
         "+db:\n+  password:\n+    host: db\n+    port: 5432\n",  # a mapping below the name, in a diff
     ),
 )

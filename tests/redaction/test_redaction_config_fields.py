@@ -19,6 +19,12 @@ FOUND = [
     ("<server>\n  <id>nexus</id>\n  <username>deploy</username>\n  <password>Xk9&amp;mP2qR7vL4</password>\n"
      "</server>", "Xk9&amp;mP2qR7vL4"),
     ("<spring:clientSecret>Zt8Qm2Vx9Lp4Rk7W</spring:clientSecret>", "Zt8Qm2Vx9Lp4Rk7W"),
+    # an element's whole text: a passphrase, a value with a token among its words, Jenkins' stored secret
+    ("<server><id>corp</id><password>correct horse battery staple</password></server>", "correct horse battery staple"),
+    ("<secret>prod Zt8Qm2Vx9Lp4Rk7W</secret>", "prod Zt8Qm2Vx9Lp4Rk7W"),
+    ("<com.cloudbees.plugins.credentials.impl.StringCredentialsImpl>\n  <scope>GLOBAL</scope>\n  <id>deploy</id>\n"
+     "  <secret>{AQAAABAAAAAQwsx5Hd7ztr1uDBBEa5MDL1EhPXgk+DeTX3cY3pN1+5k=}</secret>\n",
+     "AQAAABAAAAAQwsx5Hd7ztr1uDBBEa5MDL1EhPXgk+DeTX3cY3pN1+5k="),
     ("define('DB_PASSWORD', 'Xk9mP2qR7vL4zz');", "Xk9mP2qR7vL4zz"),
     ("define( 'NONCE_SALT',       'k@Zt8Q]m2V%x9Lp4Rk7W!c3&Bn6^Hj1#Ds5' );", "k@Zt8Q]m2V%x9Lp4Rk7W!c3&Bn6^Hj1#Ds5"),
     ('define("AUTH_KEY", "k@Zt8Q]m2V%x9Lp4Rk7W!c3&Bn6^Hj1#Ds5");', "k@Zt8Q]m2V%x9Lp4Rk7W!c3&Bn6^Hj1#Ds5"),
@@ -53,6 +59,9 @@ FOUND = [
 LEFT = [
     "<password>${DB_PASSWORD}</password>",
     "<password></password><passwordPolicy>strict</passwordPolicy>",
+    "<password>{password}</password><secret>{{ db.secret }}</secret><token>{env:API_TOKEN}</token>",  # templates
+    "<password>Enter your password</password><token>The token of the session</token>",
+    "<secretKey>my secret key</secretKey><password> padded </password>",
     "define('DB_NAME', 'wordpress'); define('DB_PASSWORD', 'changeme');",
     "Server=db;Database=app;Integrated Security=true;",
     "Please log in with your login name and password to continue.",
