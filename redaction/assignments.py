@@ -355,6 +355,10 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
                 v_end = _past_operators(data, v_start, v_end, _VALUE_FOLLOWER_RE)
         if v_end is None:
             return None
+        if strong and data[v_end : v_end + 1] in (b")", b"]", b"}") and data[v_end + 1 : v_end + 2].isalnum():
+            # `API_KEY=4nXYKv]mHDe…`: a closer with a letter or digit right after it closes no expression
+            # (`f(api_key=x)` ends at it); a generated password's own character, cut there the rest leaked
+            v_end = _word_end(data, v_end)
         v_end = _next_stop(stops, v_start, v_end)
         while v_end > v_start and data[v_end - 1] in b".:|":
             v_end -= 1  # sentence punctuation (or a pipe) after a bare value
@@ -483,6 +487,14 @@ def _unbalanced_run_end(data: bytes, start: int) -> int | None:
                 return i
         i += 1
     return None
+
+
+def _word_end(data: bytes, start: int) -> int:
+    """Where a run of anything but spaces, quotes, escapes, `,` and `;` from `start` ends (within a value's reach)."""
+    i, n = start, min(len(data), start + _MAX_VALUE)
+    while i < n and data[i] not in _RUN_ENDERS:
+        i += 1
+    return i
 
 
 _MAX_ESCAPED = 512

@@ -407,6 +407,9 @@ def test_env_file_inside_json_string(redactor: Redactor) -> None:
     ("export MYSQL_PWD=Qz&8<rT4>wK2x", "Qz&8<rT4>wK2x"),
     ("SECRET_KEY=a8&Kq2!zP9;w", "a8&Kq2!zP9;w"),
     ("export DB_PASS=Xk9&&mP2", "Xk9&&mP2"),
+    ("API_KEY=4nXYKv]mHDeom5esrt30Ea7]4QEfMg6", "4nXYKv]mHDeom5esrt30Ea7]4QEfMg6"),  # a closer inside the value
+    ("export DB_PASSWORD=ab]cd[ef9Xy", "ab]cd[ef9Xy"),
+    ("SECRET_KEY=Qz8)mP2}vL4x9", "Qz8)mP2}vL4x9"),
 ])
 def test_an_env_value_with_shell_symbols_is_redacted_whole(redactor: Redactor, line: str, password: str) -> None:
     """Generated passwords hold `&`, `<`, `>`, `;`: in an env file the value runs to the space, so
@@ -422,6 +425,16 @@ def test_an_env_value_with_shell_symbols_is_redacted_whole(redactor: Redactor, l
 def test_a_symbol_then_a_space_still_ends_an_env_value(redactor: Redactor) -> None:
     out = redactor.redact_bytes(b"DB_PASSWORD=hunter2isLong; make test\nTOKEN_X=abcdefghij12345678 && make\n")
     assert out.count(b"[REDACTED:") == 2 and b"]; make test\n" in out and b"] && make\n" in out
+
+
+@pytest.mark.parametrize("code", [
+    "connect(api_key=Xk9mP2qR7vL4zz)\n", "client = f(g(API_TOKEN=Xk9mP2qR7vL4zz))\n",
+    "[API_KEY=Xk9mP2qR7vL4zz](https://docs.example.com/keys)\n", "{password=Xk9mP2qR7vL4zz}, next\n",
+])
+def test_an_expression_closer_after_a_value_still_ends_it(redactor: Redactor, code: str) -> None:
+    """Only a closer with a letter or digit right after it is the value's: an expression's own closer is kept."""
+    out = redactor.redact_text(code)
+    assert "Xk9mP2qR7vL4zz" not in out and out.split("]", 1)[1][:1] in (")", "]", "}"), out
 
 
 @pytest.mark.parametrize("text, password", [
