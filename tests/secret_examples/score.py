@@ -1,6 +1,7 @@
 """Recall of the capture redactor on the vendored example secrets, per placement, source, class and family.
 
-    python -m tests.secret_examples.score [--positions N] [--families] [--json FILE] [--no-kingfisher | --unseen]
+    python -m tests.secret_examples.score [--positions N] [--families] [--json FILE]
+                                          [--no-kingfisher | --unseen | --trufflehog CHECKOUT]
 
 Runs the whole matrix (every example in every placement, SSE split at every
 position unless `--positions` caps it) through the capture writer, scans the
@@ -19,6 +20,11 @@ disk like an attacker (see `matrix.py`) and prints:
 `--unseen` scores Kingfisher's examples with Kingfisher's rules left out: the nearest stand-in in reach
 for a scanner whose rules ctxtap does not vendor (its vendors that gitleaks also names are still
 found by gitleaks' rules).
+
+`--trufflehog CHECKOUT` scores the pattern tests of a scanner ctxtap neither vendors nor ever read rules
+from: trufflehog's, from a checkout the user provides (AGPL-3.0: nothing of it is committed; see
+`trufflehog.py`), with every ctxtap detector and both vendored catalogues in place; it prints the two
+halves of its detectors apart (`trufflehog.held_out`).
 
 Talks to nothing but the local disk; CPU-bound (one writer thread).
 """
@@ -43,7 +49,7 @@ from tests.secret_examples.matrix import (
     written_by_hand,
 )
 
-SOURCES = ("gitleaks", "detect-secrets", "kingfisher")
+SOURCES = ("gitleaks", "detect-secrets", "kingfisher", "trufflehog")
 
 SHORT = {
     "header-named": "hdr", "header-neutral": "hdr0", "query-named": "qry", "query-neutral": "qry0",
@@ -143,6 +149,25 @@ def format_families(table: dict[tuple[str, str], dict[str, tuple[int, int]]]) ->
     return "\n".join(lines)
 
 
+def format_halves(run: MatrixRun) -> str:
+    """Expected recall, and the text as upstream wrote it, for the seen and the held-out half of the families."""
+    from tests.secret_examples.trufflehog import held_out
+
+    cells: dict[tuple[bool, str], list[int]] = defaultdict(lambda: [0, 0])
+    for i, case in enumerate(run.cases):
+        half = held_out(case.example.family)
+        for key in ("expected" if expected(case.example.cls, case.placement) else None,
+                    case.placement if case.placement in ("upstream", "tool-read") else None):
+            if key is not None:
+                cells[half, key][1] += 1
+                cells[half, key][0] += i not in run.leaks
+    return "\n".join(
+        f"  {'held-out' if half else 'seen':9s}" + "".join(
+            f"  {key} {cells[half, key][0]} of {cells[half, key][1]} = {_pct(*cells[half, key])} %"
+            for key in ("expected", "upstream", "tool-read"))
+        for half in (False, True))
+
+
 def leave_out_kingfisher_rules() -> None:
     """Make the process's scanner from gitleaks' rules alone (Kingfisher's examples then stand for a
     catalogue ctxtap does not vendor: what its own detectors and gitleaks' find of them)."""
@@ -169,9 +194,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unseen", action="store_true",
                         help="score only Kingfisher's examples with its rules left out (gitleaks' and ctxtap's own "
                              "detectors): how a scanner whose rules ctxtap does not vendor fares")
+    parser.add_argument("--trufflehog", type=Path, metavar="CHECKOUT",
+                        help="score only trufflehog's pattern tests, read from this checkout (never vendored)")
     args = parser.parse_args(argv)
     header, examples = load_examples()
-    if args.unseen:
+    if args.trufflehog:
+        from tests.secret_examples.trufflehog import trufflehog_examples
+
+        loaded = trufflehog_examples(args.trufflehog)
+        examples = loaded.examples
+        print(f"trufflehog: {len(examples)} secrets from {loaded.files} detectors' tests "
+              f"({loaded.unread} cases the Go reader skipped)")
+    elif args.unseen:
         leave_out_kingfisher_rules()
         examples = kingfisher_examples()
     elif not args.no_kingfisher:
@@ -181,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         run = run_matrix(Path(tmp) / "cap", examples, positions=args.positions)
         elapsed = time.perf_counter() - t0
     table = recall_table(run)
-    if args.unseen:
+    if args.trufflehog:
+        print("corpus: trufflehog's pattern tests (a scanner ctxtap does not vendor)")
+    elif args.unseen:
         print("corpus: kingfisher's examples, with its rules left out (an unvendored catalogue's stand-in)")
     else:
         print(f"corpus: gitleaks {header['gitleaks']}, detect-secrets {header['detect_secrets']}"
@@ -195,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     print(format_expected(table))
     print("the same, examples drawn at random only (placeholders written by hand, `matrix.written_by_hand`, left out)")
     print(format_expected(recall_table(run, drawn_only=True)))
+    if args.trufflehog:
+        print("\nby half of trufflehog's detectors (a fixed hash of the name; rules written seeing the first only)")
+        print(format_halves(run))
     if args.families:
         print("\nrecall per family")
         print(format_families(family_table(run)))
