@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 # Streamed bodies reach the writer in batches of about this size: one frame per network read
 # would cost more than the bytes themselves. A batch belongs to a response that has not ended,
 # so holding it back never loses a completed flow.
-CHUNK_BATCH = 256 * 1024
+CHUNK_BATCH = 1 << 20
 _REPLAY_TOKEN = re.compile(r"/_replay/[^/]+/")
 
 # Arrival offsets kept per streamed response (for replay pacing); past this many reads the last
