@@ -98,6 +98,11 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
         "credential maps opened, never closed": lambda g, s: '"bearer": {' * (s // 12),
         "composer config after composer config": lambda g, s: "".join(
             f"composer config -g github-oauth.{r(g, 6)}.com " for _ in range(s // 40)),
+        "kind: Secret documents, one after another": lambda g, s: "".join(
+            f"---\nkind: Secret\nstringData:\n  k{r(g, 4)}: {r(g, 12)}\n" for _ in range(s // 48)),
+        "kind: Secret lines, no document break": lambda g, s: "kind: Secret\ndata:\n" * (s // 19),
+        '"kind": "Secret" in JSON never closed': lambda g, s: '{"kind": "Secret", "data": {' * (s // 29),
+        "gh secret set after gh secret set": lambda g, s: "gh secret set X " * (s // 16),
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "key-width base64 lines, two by two": lambda g, s: "".join(

@@ -41,6 +41,7 @@ from ctxtap.redaction import (
     key_lines,
     password_hashes,
     prose,
+    secret_stores,
     seed_phrases,
     token_shapes,
     url_tokens,
@@ -61,6 +62,7 @@ REGISTRY: tuple[Detector | Callable[[RuleSet], Detector], ...] = (
     comparisons.DETECTOR,  # `"x" == password`, `HTTPBasicAuth("u", "pw")`
     config_fields.DETECTOR,  # XML, PHP defines, connection strings, .netrc, .pgpass, env lists, cookies
     host_tokens.DETECTOR,  # tokens filed under a host's name (Composer's auth.json, `composer config`)
+    secret_stores.DETECTOR,  # values handed to a secret store (a Kubernetes Secret, `gh secret set`)
     directives.DETECTOR,  # `requirepass x`, `rootpw x`, `ENV DB_PASSWORD x`: a password directive's line
     prose.DETECTOR,  # "my password is ...", Markdown table rows
     columns.DETECTOR,  # a table's column whose header names a credential (Markdown, CSV, TSV)

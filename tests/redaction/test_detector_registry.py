@@ -34,7 +34,7 @@ DECLARED = (
     "command-lines",
     "comparisons",
     "config-fields",
-    "host-tokens",
+    "host-tokens", "secret-stores",
     "directives",
     "prose",
     "columns",
