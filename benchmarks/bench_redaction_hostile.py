@@ -103,6 +103,10 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
         "kind: Secret lines, no document break": lambda g, s: "kind: Secret\ndata:\n" * (s // 19),
         '"kind": "Secret" in JSON never closed': lambda g, s: '{"kind": "Secret", "data": {' * (s // 29),
         "gh secret set after gh secret set": lambda g, s: "gh secret set X " * (s // 16),
+        "secrets set NAME=VALUE, one long line": lambda g, s: "supabase secrets set " + "".join(
+            f"K{r(g, 4)}={r(g, 12)} " for _ in range(s // 19)),
+        "a literal piped into secret setter after setter": lambda g, s: "".join(
+            f"echo {r(g, 10)} | wrangler secret put K " for _ in range(s // 40)),
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "key-width base64 lines, two by two": lambda g, s: "".join(

@@ -12,7 +12,8 @@ LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash option
 `-U user%password`, the archivers' `-pX` and `zip -P x`, `ssh-keygen -N x`, PowerShell's
 `ConvertTo-SecureString 'x' -AsPlainText`, and a literal piped into a command that reads a secret
 from its standard input (`echo pw | docker login --password-stdin`, `echo pw | sudo -S ...`,
-`chpasswd`, `passwd --stdin`, `gh auth login --with-token`, or a here-string `<<< pw` after one).
+`chpasswd`, `passwd --stdin`, `gh auth login --with-token`, a secret store's setter such as `gh secret set X`
+or `wrangler secret put X`, or a here-string `<<< pw` after one).
 
 A class rather than a list for remote execution and database tools: a command that names its user with a
 flag (`-u admin`, `-U sa`, `--username alice`, `/u:alice`) takes the password with the short flag beside
@@ -115,8 +116,10 @@ TRIGGERS: tuple[Trigger, ...] = (
         som=True,
         caseless=True,
     ),
-    Trigger(rb"sudo[ \t]+-|chpasswd|passwd[ \t]+--stdin", literals=(b"sudo", b"chpasswd", b"passwd"), window=20,
-            som=True),
+    # ... and a secret store's setter, any CLI's (`gh secret set X`, `wrangler secret put X`, `gcloud secrets create
+    # X --data-file=-`, `docker secret create X -`, `firebase functions:secrets:set X`): its words say what it reads
+    Trigger(rb"sudo[ \t]+-|chpasswd|passwd[ \t]+--stdin|secrets?(?:[ \t]+|:)(?:set|put|create|add)[ \t]",
+            literals=(b"sudo", b"chpasswd", b"passwd", b"secret"), window=20, som=True),
     # Samba's `-U [domain\\]user%password` (smbclient, rpcclient, smbcacls, smbget, ...)
     Trigger(rb"(?:smbclient|rpcclient|smbcacls|smbget|smbtree|smbmap|smbpasswd)[ \t]", literals=(b"smb", b"rpcclient"),
             window=20, som=True),

@@ -4,9 +4,10 @@ A Kubernetes `Secret` holds its values under `data` (base64) and `stringData` (p
 chose (`STRIPE: <key>`, `config.json: <base64>`), which no credential-name rule reads: an agent writes such
 manifests, applies them and reads them back (`kubectl get secret -o yaml` / `-o json`). Here the object's
 `kind: Secret` says what the values are, in YAML (raw, after a tool's line numbers, or escaped in a tool
-result: the JSON-string opener decodes it first) and in JSON. The command lines that hand a value to a
-store say so the same way: `kubectl create secret ... --from-literal=KEY=VALUE`, `gh secret set NAME
---body VALUE`, `aws secretsmanager ... --secret-string VALUE`, `az keyvault secret set ... --value VALUE`.
+result: `lines_at` has the JSON-string step decode it) and in JSON. The command lines that hand a value to a
+store say so the same way: `kubectl create secret ... --from-literal=KEY=VALUE`, `aws secretsmanager ...
+--secret-string VALUE`, and any CLI's `secret set` / `secrets set` with a value flag (`gh secret set NAME --body
+VALUE`, `az keyvault secret set ... --value VALUE`) or `NAME=VALUE` words (`supabase secrets set NAME=VALUE`).
 
 Not taken: a `ConfigMap`'s data (`kind` says it is not secret), a value that is a template's reference
 (`{{ .Values.db.password | b64enc }}`, `${DB_PASSWORD}`), an empty value, `--from-file` (a path).
@@ -29,7 +30,7 @@ TRIGGERS: tuple[Trigger, ...] = (
             literals=(b"kind:",), window=40, opens=False),
     Trigger(rb"\"kind\"[ \t]*:[ \t]*\"Secret\"", literals=(b'"kind"',), window=40),  # JSON
     # command lines; the value follows the match
-    Trigger(rb"--from-literal[ \t=]|--secret-string[ \t=]|secret[ \t]+set[ \t]",
+    Trigger(rb"--from-literal[ \t=]|--secret-string[ \t=]|secrets?(?:[ \t]+|:)set[ \t]",
             literals=(b"--from-literal", b"--secret-string", b"secret"), window=40),
 )
 _REACH = 1 << 16  # how far a manifest's document runs either side of its `kind`
@@ -48,7 +49,8 @@ _WORD_RE = re.compile(rb"'(?P<sq>[^'\r\n]{1,4096})'|\"(?P<dq>(?:\\.|[^\"\\\r\n])
 # each command form, read back from its trigger's end to the start of its line
 _FROM_LITERAL_RE = re.compile(rb"\bkubectl\b[^\n]*\bcreate[ \t]+secret\b[^\n]*--from-literal[ \t=]$")
 _SECRET_STRING_RE = re.compile(rb"\baws\b[^\n]*\bsecretsmanager\b[^\n]*--secret-string[ \t=]$")
-_SECRET_SET_RE = re.compile(rb"\b(?:gh|keyvault)[ \t]+secret[ \t]+set[ \t]$")
+_SECRET_SET_RE = re.compile(rb"secrets?(?:[ \t]+|:)set[ \t]$")  # any CLI's: gh, az keyvault, supabase, doppler
+_ASSIGNED_RE = re.compile(rb"(?:^|[ \t]+)[A-Za-z_][A-Za-z0-9_.:\-]{0,127}=")  # `secrets set NAME=VALUE`
 _COMMAND_REACH = 512  # how far a command's start lies before its flag, and its value flag after its name
 _VALUE_FLAG_RE = re.compile(rb"(?:^|[ \t])(?:--body|-b|--value)(?:=|[ \t]+)")
 _LITERAL_KEY_RE = re.compile(rb"(?P<q>[\"']?)[A-Za-z0-9_.\-]{1,253}=")
@@ -190,9 +192,16 @@ def _command_value(data: bytes, end: int, out: list[Span]) -> None:
         _word_at(data, end, out)
     elif _SECRET_SET_RE.search(before):
         line_end = data.find(b"\n", end, end + _COMMAND_REACH)
-        flag = _VALUE_FLAG_RE.search(data, end, min(len(data), end + _COMMAND_REACH) if line_end < 0 else line_end)
+        stop = min(len(data), end + _COMMAND_REACH) if line_end < 0 else line_end
+        flag = _VALUE_FLAG_RE.search(data, end, stop)
         if flag is not None:
             _word_at(data, flag.end(), out)
+        else:  # `supabase secrets set NAME=VALUE OTHER=VALUE`: the words right after `set`, one by one
+            pos = end - 1
+            while (assigned := _ASSIGNED_RE.match(data, pos, stop)) is not None:
+                word = _WORD_RE.match(data, assigned.end())
+                _word_at(data, assigned.end(), out)
+                pos = word.end() if word is not None else assigned.end()
 
 
 def _word_at(data: bytes, at: int, out: list[Span], quote: bytes = b"") -> None:
@@ -222,6 +231,7 @@ DETECTOR = Detector(
         '{"apiVersion": "v1", "data": {"token": "<b64:32>"}, "kind": "Secret", "metadata": {"name": "x"}}',
         "kubectl create secret generic payments --from-literal=STRIPE=<alnum:24>",
         "gh secret set DEPLOY_KEY --body <alnum:32>",
+        "supabase secrets set STRIPE=<alnum:24> REGION=eu",
         "aws secretsmanager create-secret --name prod/stripe --secret-string <alnum:28>",
     ),
     near_misses=samples(

@@ -1,6 +1,7 @@
-"""Values handed to a secret store (`redaction/secret_stores.py`): a Kubernetes Secret's values whatever their
-keys, in YAML and JSON, and the values of `kubectl create secret`, `gh secret set`, `aws secretsmanager` and
-`az keyvault secret set`; raw, after a tool's line numbers and inside a JSON tool result, on both engines."""
+"""Values handed to a secret store (`redaction/secret_stores.py`, and `cli_flags` for what is piped): a Kubernetes
+Secret's values whatever their keys, in YAML and JSON; the values of `kubectl create secret`, `aws secretsmanager`
+and any CLI's `secret(s) set`; a literal piped or fed into a secret setter. Raw, after a tool's line numbers and
+inside a JSON tool result, on both engines."""
 
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ FOUND = [
     (f"aws secretsmanager create-secret --name prod/stripe --secret-string {KEY}", KEY),
     (f"""aws secretsmanager put-secret-value --secret-id db --secret-string '{{"user":"app","key":"{KEY}"}}'""", KEY),
     (f"az keyvault secret set --vault-name kv --name stripe --value {KEY}", KEY),
+    (f"supabase secrets set STRIPE={KEY} REGION=eu-west-1", KEY),  # any CLI's `secrets set NAME=VALUE`
+    # a literal piped or fed into any CLI's secret setter, which reads it from its standard input
+    (f"echo -n '{KEY}' | npx wrangler secret put STRIPE", KEY),
+    (f"printf '%s' {KEY} | gcloud secrets create stripe --data-file=-", KEY),
+    (f"echo {KEY} | docker secret create stripe -", KEY),
+    (f"firebase functions:secrets:set STRIPE <<< {KEY}", KEY),
 ]
 
 LEFT = [
@@ -61,6 +68,7 @@ LEFT = [
     "kubectl create configmap settings --from-literal=mode=Xk9mP2qR7vL4zzQ8abc",
     "gh secret set DEPLOY_KEY < deploy_key.txt\ngh secret list --repo acme/api",
     "gh secret set DEPLOY_KEY --body \"$DEPLOY_KEY\"",
+    "echo $STRIPE_KEY | npx wrangler secret put STRIPE\nThe secret set is small: a=b, c=d.",
     "A Kubernetes Secret (kind: Secret) keeps its values under data: or stringData: as base64.",
 ]
 
