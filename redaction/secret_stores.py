@@ -6,7 +6,8 @@ manifests, applies them and reads them back (`kubectl get secret -o yaml` / `-o 
 `kind: Secret` says what the values are, in YAML (raw, after a tool's line numbers, or escaped in a tool
 result: `lines_at` has the JSON-string step decode it) and in JSON. The command lines that hand a value to a
 store say so the same way: `kubectl create secret ... --from-literal=KEY=VALUE`, `aws secretsmanager ...
---secret-string VALUE`, and any CLI's `secret set` / `secrets set` with a value flag (`gh secret set NAME --body
+--secret-string VALUE`, `aws ssm put-parameter --type SecureString --value VALUE`, and any CLI's `secret set` /
+`secrets set` with a value flag (`gh secret set NAME --body
 VALUE`, `az keyvault secret set ... --value VALUE`) or `NAME=VALUE` words (`supabase secrets set NAME=VALUE`).
 
 Not taken: a `ConfigMap`'s data (`kind` says it is not secret), a value that is a template's reference
@@ -30,8 +31,8 @@ TRIGGERS: tuple[Trigger, ...] = (
             literals=(b"kind:",), window=40, opens=False),
     Trigger(rb"\"kind\"[ \t]*:[ \t]*\"Secret\"", literals=(b'"kind"',), window=40),  # JSON
     # command lines; the value follows the match
-    Trigger(rb"--from-literal[ \t=]|--secret-string[ \t=]|secrets?(?:[ \t]+|:)set[ \t]",
-            literals=(b"--from-literal", b"--secret-string", b"secret"), window=40),
+    Trigger(rb"--from-literal[ \t=]|--secret-string[ \t=]|secrets?(?:[ \t]+|:)set[ \t]|--type[ \t=]+SecureString",
+            literals=(b"--from-literal", b"--secret-string", b"secret", b"securestring"), window=40, fold_literals=True),
 )
 _REACH = 1 << 16  # how far a manifest's document runs either side of its `kind`
 _DOC_BREAK_RE = re.compile(rb"(?:^|\n)---[^\n]*(?:\n|$)")
@@ -53,6 +54,7 @@ _SECRET_SET_RE = re.compile(rb"secrets?(?:[ \t]+|:)set[ \t]$")  # any CLI's: gh,
 _ASSIGNED_RE = re.compile(rb"(?:^|[ \t]+)[A-Za-z_][A-Za-z0-9_.:\-]{0,127}=")  # `secrets set NAME=VALUE`
 _COMMAND_REACH = 512  # how far a command's start lies before its flag, and its value flag after its name
 _VALUE_FLAG_RE = re.compile(rb"(?:^|[ \t])(?:--body|-b|--value)(?:=|[ \t]+)")
+_SSM_VALUE_RE = re.compile(rb"[ \t]--value(?:=|[ \t]+)")
 _LITERAL_KEY_RE = re.compile(rb"(?P<q>[\"']?)[A-Za-z0-9_.\-]{1,253}=")
 
 
@@ -190,6 +192,12 @@ def _command_value(data: bytes, end: int, out: list[Span]) -> None:
             _word_at(data, m.end(), out, quote=m.group("q"))
     elif _SECRET_STRING_RE.search(before):
         _word_at(data, end, out)
+    elif before.endswith(b"SecureString"):  # `aws ssm put-parameter ... --type SecureString ... --value VALUE`
+        lo = data.rfind(b"\n", floor, end) + 1 or floor
+        hi = data.find(b"\n", end, end + _COMMAND_REACH)
+        line = (lo, min(len(data), end + _COMMAND_REACH) if hi < 0 else hi)
+        if b"ssm" in data[line[0] : end] and (flag := _SSM_VALUE_RE.search(data, *line)) is not None:
+            _word_at(data, flag.end(), out)
     elif _SECRET_SET_RE.search(before):
         line_end = data.find(b"\n", end, end + _COMMAND_REACH)
         stop = min(len(data), end + _COMMAND_REACH) if line_end < 0 else line_end
@@ -233,6 +241,7 @@ DETECTOR = Detector(
         "gh secret set DEPLOY_KEY --body <alnum:32>",
         "supabase secrets set STRIPE=<alnum:24> REGION=eu",
         "aws secretsmanager create-secret --name prod/stripe --secret-string <alnum:28>",
+        "aws ssm put-parameter --name /prod/stripe --value <alnum:24> --type SecureString --overwrite",
     ),
     near_misses=samples(
         "apiVersion: v1\nkind: ConfigMap\ndata:\n  region: eu-west-1\n  mode: production\n",
@@ -240,5 +249,6 @@ DETECTOR = Detector(
         "kind: Secret\nmetadata:\n  name: x\n---\nkind: ConfigMap\ndata:\n  mode: <alnum:20>\n",  # the next document's
         "kubectl create secret generic tls --from-file=tls.crt=cert.pem",
         "gh secret set DEPLOY_KEY < key.txt",
+        "aws ssm put-parameter --name /prod/region --type String --value eu-west-1",
     ),
 )

@@ -53,6 +53,7 @@ FOUND = [
     (f"aws secretsmanager create-secret --name prod/stripe --secret-string {KEY}", KEY),
     (f"""aws secretsmanager put-secret-value --secret-id db --secret-string '{{"user":"app","key":"{KEY}"}}'""", KEY),
     (f"az keyvault secret set --vault-name kv --name stripe --value {KEY}", KEY),
+    (f"aws ssm put-parameter --name /prod/stripe --type SecureString --value '{KEY}' --overwrite", KEY),
     (f"supabase secrets set STRIPE={KEY} REGION=eu-west-1", KEY),  # any CLI's `secrets set NAME=VALUE`
     # a literal piped or fed into any CLI's secret setter, which reads it from its standard input
     (f"echo -n '{KEY}' | npx wrangler secret put STRIPE", KEY),
@@ -68,6 +69,7 @@ LEFT = [
     "kubectl create configmap settings --from-literal=mode=Xk9mP2qR7vL4zzQ8abc",
     "gh secret set DEPLOY_KEY < deploy_key.txt\ngh secret list --repo acme/api",
     "gh secret set DEPLOY_KEY --body \"$DEPLOY_KEY\"",
+    "aws ssm put-parameter --name /prod/mode --type String --value Xk9mP2qR7vL4zzQ8abc",  # a plain parameter
     "echo $STRIPE_KEY | npx wrangler secret put STRIPE\nThe secret set is small: a=b, c=d.",
     "A Kubernetes Secret (kind: Secret) keeps its values under data: or stringData: as base64.",
 ]
