@@ -104,7 +104,7 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
         '"kind": "Secret" in JSON never closed': lambda g, s: '{"kind": "Secret", "data": {' * (s // 29),
         "gh secret set after gh secret set": lambda g, s: "gh secret set X " * (s // 16),
         "ssm --type SecureString after another": lambda g, s: "aws ssm put-parameter " + "--type SecureString " * (s // 20),
-        "secrets set NAME=VALUE, one long line": lambda g, s: "supabase secrets set " + "".join(
+        "secrets set, pair after pair on one line": lambda g, s: "supabase secrets set " + "".join(
             f"K{r(g, 4)}={r(g, 12)} " for _ in range(s // 19)),
         "a literal piped into secret setter after setter": lambda g, s: "".join(
             f"echo {r(g, 10)} | wrangler secret put K " for _ in range(s // 40)),

@@ -356,8 +356,8 @@ def _assignment_value(data: bytes, m: re.Match[bytes], stops: list[int]) -> Span
         if v_end is None:
             return None
         if strong and data[v_end : v_end + 1] in (b")", b"]", b"}") and data[v_end + 1 : v_end + 2].isalnum():
-            # `API_KEY=4nXYKv]mHDe…`: a closer with a letter or digit right after it closes no expression
-            # (`f(api_key=x)` ends at it); a generated password's own character, cut there the rest leaked
+            # a closer with a letter or digit right after it (`]` in a generated `4nXYKv]mHDe…`) closes no
+            # expression (`f(api_key=x)` ends at its closer): the value's own character; cut there, the rest leaked
             v_end = _word_end(data, v_end)
         v_end = _next_stop(stops, v_start, v_end)
         while v_end > v_start and data[v_end - 1] in b".:|":

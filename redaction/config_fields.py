@@ -366,7 +366,7 @@ DETECTOR = Detector(
         "> GET / HTTP/1.1\n> Host: api\n> Cookie: theme=dark; sid=<alnum:16>\n",
         "db:\n  password: >-\n    <alnum:20>\nport: 5432\n",
         "<server><username>deploy</username><password>whiteduke</password></server>",  # a word: data, a password
-        "<server><password>correct horse battery staple</password></server>",  # a passphrase
+        "<server><password><lower:7> <lower:6> <lower:8> <lower:6></password></server>",  # a passphrase
         "<scope>GLOBAL</scope><secret>{<b64:44>}</secret>",  # Jenkins' credentials.xml
         "     4\u2192db:\n     5\u2192  password: |\n     6\u2192    <alnum:18>\n",  # a block as Read shows it
         "+db:\n+  password: |\n+    <alnum:18>\n+  port: 5432\n",  # a block on a diff's added lines

@@ -11,7 +11,8 @@ store say so the same way: `kubectl create secret ... --from-literal=KEY=VALUE`,
 VALUE`, `az keyvault secret set ... --value VALUE`) or `NAME=VALUE` words (`supabase secrets set NAME=VALUE`).
 
 Not taken: a `ConfigMap`'s data (`kind` says it is not secret), a value that is a template's reference
-(`{{ .Values.db.password | b64enc }}`, `${DB_PASSWORD}`), an empty value, `--from-file` (a path).
+(`{{ .Values.db.password | b64enc }}`, `${DB_PASSWORD}`) or a placeholder's name (`--body VALUE`), one that is
+clearly no secret (`eu`, `production`), `--from-file` (a path).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import re
 
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
+from ctxtap.redaction.false_positives import is_non_secret_value
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 KIND = "generic-secret"
@@ -43,6 +45,13 @@ _BLOCK_LINE_RE = re.compile(  # a `data:` or `stringData:` line, after a tool's 
 _MEMBER_RE = re.compile(rb"(?P<key>[\"']?[A-Za-z0-9_.\-]{1,253}[\"']?):[ \t]+(?P<v>\S.*?)[ \t]*$")
 _BLOCK_SCALAR_RE = re.compile(rb"[|>][+\-]?[1-9]?$")
 _REFERENCE_RE = re.compile(rb"\{\{|\$\{|\$\(|%\{|<%|^\$[A-Za-z_]|^<[A-Za-z_ -]+>$")
+_PLACEHOLDER_NAME_RE = re.compile(rb"[A-Z][A-Z_]*")  # `--body VALUE`, `NAME=TOKEN`: a placeholder's name, in docs
+
+
+def _no_value(value: bytes) -> bool:
+    """A template's reference, a placeholder's name, or clearly no secret (`eu`, `production`, `changeme`)."""
+    return (not value or _REFERENCE_RE.search(value) is not None or _PLACEHOLDER_NAME_RE.fullmatch(value) is not None
+            or is_non_secret_value(value, True, b"secret"))
 _JSON_BUDGET = 4  # bytes parsed as JSON per byte of the body, at most (a body of `"kind": "Secret"` repeated)
 _OBJECT_TRIES = 8  # `{` before a JSON hit tried as the start of the object holding it
 # a shell word: single-quoted, double-quoted (escapes inside), or bare
@@ -108,7 +117,7 @@ def _yaml_secret(data: bytes, at: int, breaks: list[tuple[int, int]], out: list[
             value = m.group("v")
             if value[:1] in (b'"', b"'") and value[-1:] == value[:1] and len(value) >= 2:
                 value, value_start = value[1:-1], value_start + 1
-            if value and not _REFERENCE_RE.search(value):
+            if not _no_value(value):
                 out.append(Span(value_start, value_start + len(value), KIND, PRIORITY_ASSIGNMENT))
     return stop
 
@@ -163,7 +172,7 @@ def _secret_objects(obj: object) -> list[list[str]]:
                 for key in ("data", "stringData"):
                     members = item.get(key)
                     if isinstance(members, dict):
-                        found.append([v for v in members.values() if isinstance(v, str) and v])
+                        found.append([v for v in members.values() if isinstance(v, str) and not _no_value(v.encode())])
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
@@ -216,7 +225,7 @@ def _word_at(data: bytes, at: int, out: list[Span], quote: bytes = b"") -> None:
     """The shell word at `at` (quoted or bare) as a secret, unless it is a reference (`$TOKEN`, `"$(cat f)"`)."""
     if quote:  # `--from-literal="KEY=value"`: the quote opened before the key
         close = data.find(quote, at, at + 4096)
-        if close > at and not _REFERENCE_RE.search(data[at:close]):
+        if close > at and not _no_value(data[at:close]):
             out.append(Span(at, close, KIND, PRIORITY_ASSIGNMENT))
         return
     m = _WORD_RE.match(data, at)
@@ -224,7 +233,7 @@ def _word_at(data: bytes, at: int, out: list[Span], quote: bytes = b"") -> None:
         return  # `--body \"...\"` in a JSON string: read where the string is decoded
     group = next(g for g in ("sq", "dq", "bv") if m.group(g) is not None)
     value = m.group(group)
-    if not _REFERENCE_RE.search(value) and value != b"-":
+    if not _no_value(value) and value != b"-":
         out.append(Span(m.start(group), m.end(group), KIND, PRIORITY_ASSIGNMENT))
 
 
