@@ -127,7 +127,7 @@ def test_ctrl_c_to_the_process_group_finalizes_cleanly(tmp_path, ctxtap_config):
     import subprocess
     import sys
 
-    from tests.proxyharness import ROOT, ctxtap_env
+    from tests.proxyharness import ROOT, ctxtap_env, wait_accepting
 
     with ModelServer(script="basic") as server:
         cmd = [sys.executable, "-m", "ctxtap.cli.main", "proxy", "--port", "0", "--out", str(tmp_path / "cap")]
@@ -143,6 +143,7 @@ def test_ctrl_c_to_the_process_group_finalizes_cleanly(tmp_path, ctxtap_config):
                     break
             port = int(lines[0].split()[5].rsplit(":", 1)[1].rstrip(","))
             ca = next(ln.split("=", 1)[1].strip().strip("'") for ln in lines if ln.startswith("export SSL_CERT_FILE="))
+            wait_accepting(port, proc)  # the announcement comes just before the port accepts: wait for both
             client = HttpClient("https://api.anthropic.com", proxy=f"http://127.0.0.1:{port}", ca_file=ca)
             body = json.dumps({"model": "claude-haiku-4-5", "max_tokens": 5, "stream": True,
                                "messages": [{"role": "user", "content": "hi"}]}).encode()
