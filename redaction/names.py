@@ -284,6 +284,8 @@ _NOT_PATH = frozenset(b" \t\r\n\"'\\:")  # a path before `:12:` holds none of th
 # A tool's number at a line's start: indentation or a file's path and a colon, digits, then the marker.
 _NUMBER_HEAD = rb"(?:[ \t]{0,8}|[^\s:\"'\\]{1,%d}:)[0-9]{1,7}" % _PATH_MAX
 _NUMBER_AT_RE = re.compile(_NUMBER_HEAD + rb"(?:\xe2\x86\x92|\\u2192|\t|\\t|:|\|)")
+# The same in text whose escapes are decoded (a file's lines, as a detector reading lines sees them).
+LINE_NUMBER = _NUMBER_HEAD + rb"(?:\xe2\x86\x92|\t|:|\|)"
 # The same at every line of a text whose escaped line ends and tabs were turned back into whitespace (a JSON
 # string as a line-spanning rule reads it; the arrow may still be `\\u2192`).
 _NUMBERED_LINE_RE = re.compile(rb"(?m)^" + _NUMBER_HEAD + rb"(?:\xe2\x86\x92|\\u2192|\t|:|\|)")

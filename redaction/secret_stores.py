@@ -24,6 +24,7 @@ import re
 from ctxtap.redaction.detector import Detector, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
 from ctxtap.redaction.false_positives import is_non_secret_value
+from ctxtap.redaction.names import LINE_NUMBER
 from ctxtap.redaction.spans import PRIORITY_ASSIGNMENT, Span
 
 KIND = "generic-secret"
@@ -39,12 +40,14 @@ TRIGGERS: tuple[Trigger, ...] = (
 _REACH = 1 << 16  # how far a manifest's document runs either side of its `kind`
 _DOC_BREAK_RE = re.compile(rb"(?:^|\n)---[^\n]*(?:\n|$)")
 # a line's indentation and key, after a tool's line number if any (`    12→`, `12\t`, `12:`)
-_LINE_RE = re.compile(rb"(?:[ \t]*[0-9]{1,7}(?:\xe2\x86\x92|\t|: ?))?(?P<indent>[ ]*)(?P<rest>[^\r\n]*)")
+_NUMBER = rb"(?:" + LINE_NUMBER + rb" ?)?"
+_LINE_RE = re.compile(_NUMBER + rb"(?P<indent>[ ]*)(?P<rest>[^\r\n]*)")
 _BLOCK_LINE_RE = re.compile(  # a `data:` or `stringData:` line, after a tool's line number if any
-    rb"(?m)^(?:[ \t]*[0-9]{1,7}(?:\xe2\x86\x92|\t|: ?))?(?P<indent>[ ]*)(?:data|stringData):[ \t]*(?:#[^\r\n]*)?\r?$")
+    rb"(?m)^" + _NUMBER + rb"(?P<indent>[ ]*)(?:data|stringData):[ \t]*(?:#[^\r\n]*)?\r?$")
 _MEMBER_RE = re.compile(rb"(?P<key>[\"']?[A-Za-z0-9_.\-]{1,253}[\"']?):[ \t]+(?P<v>\S.*?)[ \t]*$")
 _BLOCK_SCALAR_RE = re.compile(rb"[|>][+\-]?[1-9]?$")
-_REFERENCE_RE = re.compile(rb"\{\{|\$\{|\$\(|%\{|<%|^\$[A-Za-z_]|^<[A-Za-z_ -]+>$")
+# a template's reference anywhere in a value (one at its start, `$TOKEN`, `<token>`, is_non_secret_value's)
+_REFERENCE_RE = re.compile(rb"\{\{|\$\{|\$\(|%\{|<%")
 _PLACEHOLDER_NAME_RE = re.compile(rb"[A-Z][A-Z_]*")  # `--body VALUE`, `NAME=TOKEN`: a placeholder's name, in docs
 
 
