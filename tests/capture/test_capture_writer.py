@@ -442,6 +442,16 @@ def test_a_streams_chunks_wait_while_it_flows_oldest_first_past_the_bound():
     assert taken.events == chunks and held.used == 8 * size
 
 
+def _redacting_cpu(pid: int) -> float:
+    """CPU seconds of a writer child's redacting thread (the one below the process's priority)."""
+    base = os.getpriority(os.PRIO_PROCESS, pid)
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        if os.getpriority(os.PRIO_PROCESS, int(tid)) > base:
+            fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    raise AssertionError("no redacting thread below the child's priority")
+
+
 def test_the_writer_child_takes_up_held_chunks_when_the_stream_pauses(tmp_path):
     """Held chunks are redacted in the stream's first pause, not only at its end: the child's
     redacting thread has done the work while the response is still open; the body is whole."""
@@ -454,28 +464,19 @@ def test_the_writer_child_takes_up_held_chunks_when_the_stream_pauses(tmp_path):
     event = f"event: content_block_delta\ndata: {delta}\n\n".encode()
     batch = [event] * 32  # about 256 KiB: one recorder batch of reads
 
-    def redacting_cpu(pid: int) -> float:
-        """CPU seconds of the child's redacting thread (the one below the process's priority)."""
-        base = os.getpriority(os.PRIO_PROCESS, pid)
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            if os.getpriority(os.PRIO_PROCESS, int(tid)) > base:
-                fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
-                return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        raise AssertionError("no redacting thread below the child's priority")
-
     async def record() -> float:
         writer = writer_proc.ProcessWriter(tmp_path / "cap", b"k" * 32, {"capture_id": "pause"})
         await writer.submit(_request("s", 1, b"{}", b"{}"))
         writer.send(StreamStart("s", "text/event-stream", None))
         await asyncio.sleep(0.5)
-        before = redacting_cpu(writer._proc.pid)
+        before = _redacting_cpu(writer._proc.pid)
         for _ in range(40):  # about 10 MB, then the stream pauses with its response still open
             writer.send(ResponseChunk("s", list(batch)))
             await asyncio.sleep(0)
         worked, deadline = 0.0, time.monotonic() + 30
         while worked < 0.03 and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-            worked = redacting_cpu(writer._proc.pid) - before
+            worked = _redacting_cpu(writer._proc.pid) - before
         await writer.submit(_response("s", None, chunked=True))
         assert writer.close(finalize=True) == 0
         return worked
@@ -483,6 +484,46 @@ def test_the_writer_child_takes_up_held_chunks_when_the_stream_pauses(tmp_path):
     assert asyncio.run(record()) >= 0.03
     (ex,) = Capture.open(tmp_path / "cap").exchanges()
     assert ex.response_body == event * (32 * 40)
+
+
+def test_a_stream_that_keeps_coming_is_held_until_it_pauses(tmp_path):
+    """A fast stream's batches (the recorder's CHUNK_BATCH each, 50 MB/s: one every 20 ms) wait in the
+    child while they keep coming: its redacting thread, whose CPU is forwarding's loss on two busy
+    cores, does nothing until the stream pauses; then it redacts them all, and the body is whole.
+    With a quiet time shorter than the gap between two batches, each batch looked like a pause."""
+    import asyncio
+
+    from ctxtap.capture import writer_proc
+    from ctxtap.proxy_addons.recorder import CHUNK_BATCH
+
+    delta = json.dumps({"type": "content_block_delta", "index": 0,
+                        "delta": {"type": "text_delta", "text": "The quick brown fox. " * 390}})
+    event = f"event: content_block_delta\ndata: {delta}\n\n".encode()
+    batch = [event] * (CHUNK_BATCH // len(event) + 1)
+
+    async def record() -> tuple[float, float]:
+        writer = writer_proc.ProcessWriter(tmp_path / "cap", b"k" * 32, {"capture_id": "fast"})
+        await writer.submit(_request("s", 1, b"{}", b"{}"))
+        writer.send(StreamStart("s", "text/event-stream", None))
+        await asyncio.sleep(0.5)
+        pid = writer._proc.pid
+        before = _redacting_cpu(pid)
+        for _ in range(12):
+            writer.send(ResponseChunk("s", list(batch)))
+            await asyncio.sleep(0.02)
+        during = _redacting_cpu(pid) - before
+        worked, deadline = during, time.monotonic() + 30
+        while worked < 0.05 and time.monotonic() < deadline:  # the pause: now it redacts
+            await asyncio.sleep(0.1)
+            worked = _redacting_cpu(pid) - before
+        await writer.submit(_response("s", None, chunked=True))
+        assert writer.close(finalize=True) == 0
+        return during, worked
+
+    during, worked = asyncio.run(record())
+    assert during < 0.05 <= worked, (during, worked)
+    (ex,) = Capture.open(tmp_path / "cap").exchanges()
+    assert ex.response_body == b"".join(batch) * 12
 
 
 @pytest.mark.parametrize("shared", [True, False], ids=["ring", "pipe only"])
