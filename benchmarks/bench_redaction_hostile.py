@@ -108,6 +108,12 @@ def _shapes() -> dict[str, Callable[[random.Random, int], str]]:
             f"K{r(g, 4)}={r(g, 12)} " for _ in range(s // 19)),
         "a literal piped into secret setter after setter": lambda g, s: "".join(
             f"echo {r(g, 10)} | wrangler secret put K " for _ in range(s // 40)),
+        "a secret's file given stdin after another": lambda g, s: "echo pw | tool " + "--key-file - " * (s // 13),
+        "process substitutions into secret files": lambda g, s: "tool " + "".join(
+            f"--password-file <(echo {r(g, 10)}) " for _ in range(s // 35)),
+        "an unclosed process substitution after another": lambda g, s: "--token <(echo x " * (s // 17),
+        "net user and lftp -u, command after command": lambda g, s: "".join(
+            f"net user u{r(g, 4)} {r(g, 10)} /add; lftp -u a,{r(g, 8)} h; " for _ in range(s // 50)),
         "a JSON string of commands": lambda g, s: json.dumps({"command": "; ".join(
             f"rabbitmqctl add_user u{i} {r(g, 10)}" for i in range(s // 40))}),
         "key-width base64 lines, two by two": lambda g, s: "".join(

@@ -13,7 +13,11 @@ LDAP tools, `docker login`, `az login`), Java's and OpenSSL's single-dash option
 `ConvertTo-SecureString 'x' -AsPlainText`, and a literal piped into a command that reads a secret
 from its standard input (`echo pw | docker login --password-stdin`, `echo pw | sudo -S ...`,
 `chpasswd`, `passwd --stdin`, `gh auth login --with-token`, a secret store's setter such as `gh secret set X`
-or `wrangler secret put X`, or a here-string `<<< pw` after one).
+or `wrangler secret put X`, `cryptsetup`, a flag naming a secret's file or descriptor given standard input
+(`--key-file=-`, `--passphrase-fd 0`, `--password-file /dev/stdin`), or a here-string `<<< pw` after one),
+and a literal handed to such a flag by a process substitution (`--vault-password-file <(echo pw)`).
+Some tools' own flags and positions: OpenSSL's `-k pw` and raw `-K key`, lftp's `-u user,pw`, `net user NAME pw`,
+`htpasswd -b`, `rabbitmqctl add_user`, `mc alias set`.
 
 A class rather than a list for remote execution and database tools: a command that names its user with a
 flag (`-u admin`, `-U sa`, `--username alice`, `/u:alice`) takes the password with the short flag beside
@@ -49,8 +53,13 @@ _PASSWORD_LONG = re.compile(rb"(?i)pass|pwd")
 # Clients whose short flag takes the password: attached (`mysql -pX`) or after a space (`sshpass -p X`).
 _ATTACHED_P = (rb"mysql|mysqldump|mysqladmin|mysqlimport|mysqlcheck|mysqlsh|mysqlpump|mariadb|mariadb-dump"
                rb"|7z|7za|7zz|7zr|rar|unrar")  # the archivers' `-pSECRET` too
-# Tools whose password flag is a capital or another letter (`zip -P x`, `ssh-keygen -N x`): the tool, then its flags
-_OTHER_FLAG_TOOLS = {b"zip": (b"-P",), b"unzip": (b"-P",), b"ssh-keygen": (b"-N", b"-P")}
+# Tools whose password flag is a capital or another letter (`zip -P x`, `ssh-keygen -N x`, `openssl enc -k x` and
+# its raw key `-K hex`): the tool, then its flags, each with what comes before the password in its value (lftp's
+# `-u user,password`)
+_OTHER_FLAG_TOOLS: dict[bytes, tuple[tuple[bytes, bytes], ...]] = {
+    b"zip": ((b"-P", b""),), b"unzip": ((b"-P", b""),), b"ssh-keygen": ((b"-N", b""), (b"-P", b"")),
+    b"openssl": ((b"-k", b""), (b"-K", b"")), b"lftp": ((b"-u", b","),),
+}
 
 
 class _Positional(NamedTuple):
@@ -74,6 +83,7 @@ _POSITIONAL_PASSWORD: dict[bytes, _Positional] = {
     b"mc config host add": _Positional(4, with_value=frozenset((b"--api", b"--lookup"))),
     b"net use": _Positional(2, slash_options=True),  # `net use [Z:] SHARE PW /user:NAME` (`*` prompts)
     b"openssl passwd": _Positional(1, with_value=frozenset((b"-salt", b"-in"))),  # `openssl passwd -6 -salt S PW`
+    b"net user": _Positional(2, slash_options=True),  # Windows' `net user NAME PW /add` (`*` prompts)
 }
 _DRIVE_RE = re.compile(rb"[A-Za-z]:\Z")  # `net use Z: ...`: a drive letter, no positional of the password's
 _DELIMITER_QUOTE_RE = re.compile(rb'(?<!\\)(?:\\\\)*"')  # a quote after an even run of backslashes
@@ -118,8 +128,16 @@ TRIGGERS: tuple[Trigger, ...] = (
     ),
     # ... and a secret store's setter, any CLI's (`gh secret set X`, `wrangler secret put X`, `gcloud secrets create
     # X --data-file=-`, `docker secret create X -`, `firebase functions:secrets:set X`): its words say what it reads
-    Trigger(rb"sudo[ \t]+-|chpasswd|passwd[ \t]+--stdin|secrets?(?:[ \t]+|:)(?:set|put|create|add)[ \t]",
-            literals=(b"sudo", b"chpasswd", b"passwd", b"secret"), window=20, som=True),
+    Trigger(rb"sudo[ \t]+-|chpasswd|passwd[ \t]+--stdin|secrets?(?:[ \t]+|:)(?:set|put|create|add)[ \t]"
+            rb"|cryptsetup[ \t]", literals=(b"sudo", b"chpasswd", b"passwd", b"secret", b"cryptsetup"), window=20,
+            som=True),
+    # ... and a flag naming a secret's file or descriptor given standard input (`--key-file=-`,
+    # `--passphrase-fd 0`, `--password-file /dev/stdin`): what is piped in is the secret
+    Trigger(rb"(?:pass|pwd|secret|token|key|cred)[a-z0-9_\-]*(?:file|fd)(?:[ \t]+|=)(?:-|0|/dev/stdin|/dev/fd/0)",
+            literals=(b"file", b"fd"), window=60, som=True, caseless=True),
+    # a literal handed to a flag naming a secret as a file by process substitution (`--password-file <(echo pw)`)
+    Trigger(rb"(?:pass|pwd|secret|token|key|cred)[a-z0-9_\-]*(?:[ \t]+|=|:)<\([ \t]*(?:echo|printf)[ \t]",
+            literals=(b"<(",), window=60, caseless=True),
     # Samba's `-U [domain\\]user%password` (smbclient, rpcclient, smbcacls, smbget, ...)
     Trigger(rb"(?:smbclient|rpcclient|smbcacls|smbget|smbtree|smbmap|smbpasswd)[ \t]", literals=(b"smb", b"rpcclient"),
             window=20, som=True),
@@ -132,8 +150,8 @@ TRIGGERS: tuple[Trigger, ...] = (
     Trigger(rb"ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?\\*[\"']", literals=(b"convertto-securestring",),
             window=40, caseless=True, opens=False),
     # (read raw, `opens=False`: "a zip file" in a tool's description would open its JSON string in every request)
-    Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + b"|".join(_OTHER_FLAG_TOOLS) + rb")[ \t]", literals=(b"zip", b"ssh-keygen"),
-            window=16, som=True, opens=False),
+    Trigger(rb"(?:^|[^A-Za-z0-9_.\-])(?:" + b"|".join(_OTHER_FLAG_TOOLS) + rb")[ \t]",
+            literals=(b"zip", b"ssh-keygen", b"openssl", b"lftp"), window=16, som=True, opens=False),
     # a password as a positional argument (`htpasswd -b f user pw`, `rabbitmqctl add_user u pw`, `net use`)
     Trigger(_POSITIONAL, literals=tuple(c.split(b" ")[-1] for c in _POSITIONAL_PASSWORD), window=40,
             som=True, caseless=True, opens=False),
@@ -253,8 +271,8 @@ def _piped_secret(data: bytes, consumer: int, out: list[Span], user_colon: bool 
 
 def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
     """Append spans of passwords and tokens given to command-line flags; `hits[i]` match `TRIGGERS[i]`."""
-    (long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, samba, user_named, secure, other,
-     positional) = hits
+    (long_flags, attached, spaced, user, single_dash, stdin_flags, stdin_commands, stdin_files, substituted, samba,
+     user_named, secure, other, positional) = hits
     for start, end in other:
         _other_flag(data, start, end, out)
     for start, _ in positional:
@@ -269,6 +287,11 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
             done = _paired_password(data, end, out)
     for start, _ in stdin_flags:
         _piped_secret(data, start, out)
+    for start, end in stdin_files:
+        if end == len(data) or data[end] in _WORD_END:  # `-` itself, not `-v` or `0600`
+            _piped_secret(data, start, out)
+    for _, end in substituted:
+        _substituted_secret(data, end, out)
     for start, end in stdin_commands:
         word = data[start:end]
         if not word.startswith(b"sudo") or _sudo_reads_stdin(data, start):
@@ -354,20 +377,52 @@ _SECURE_STRING_RE = re.compile(rb"(?P<v>[^\"'\\\n]{1,256})\\*[\"'][ \t]+-AsPlain
 
 
 def _other_flag(data: bytes, start: int, end: int, out: list[Span]) -> None:
-    """`zip -P x`, `ssh-keygen -N x`: the value of the tool's own password flag in the same command."""
+    """`zip -P x`, `ssh-keygen -N x`, `lftp -u user,x`: the value of the tool's own password flag in the same
+    command."""
     m = _TOOL_RE.search(data, start, end)
     flags = _OTHER_FLAG_TOOLS.get(m.group(0)) if m is not None else None
     if not flags:
         return
     stop = _line_end(data, end)
-    for flag in flags:
+    for flag, after in flags:
         at = data.find(b" " + flag + b" ", end - 1, stop)
         word = _word(data, at + len(flag) + 2) if at >= 0 else None
         if word is None:
             continue
-        value = data[word[0] : word[1]]
-        if not value.startswith(b"-") and not is_non_secret_password(value):  # the tool's password flag
-            out.append(Span(word[0], word[1], "password", PRIORITY_ASSIGNMENT))
+        v_start, v_end = word[0], word[1]
+        if after:
+            cut = data.find(after, v_start, v_end)
+            if cut < 0:
+                continue  # `lftp -u user`: it prompts
+            v_start = cut + len(after)
+        value = data[v_start:v_end]
+        if value and not value.startswith(b"-") and not is_non_secret_password(value):  # the tool's password flag
+            out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
+
+
+_WORD_END = frozenset(b" \t\n\r\"'\\;|&)")
+# `<(echo [-n] WORD)`, `<(printf [FORMAT] WORD)`: the command substituted, up to its closing parenthesis
+_SUBSTITUTED_RE = re.compile(rb"(?P<cmd>echo|printf)(?:[ \t]+-[neE]{1,3})*(?P<args>(?:[ \t]+" + _ARG + rb"){1,2})[ \t]*\)")
+
+
+def _substituted_secret(data: bytes, end: int, out: list[Span]) -> None:
+    """The literal a process substitution hands to a secret's file flag (`--vault-password-file <(echo pw)`)."""
+    m = _SUBSTITUTED_RE.match(data, end - len(b"echo "), min(len(data), end + 600))
+    if m is None:
+        m = _SUBSTITUTED_RE.match(data, end - len(b"printf "), min(len(data), end + 600))
+    if m is None:
+        return
+    words = list(_ARG_RE.finditer(data, m.start("args"), m.end("args")))
+    if m.group("cmd") == b"printf":
+        if len(words) == 2 and b"%" in words[0].group():  # `printf '%s' pw`
+            words = words[1:]
+        elif len(words) != 1 or b"%" in words[0].group():
+            return
+    for w in words:
+        v_start, v_end = _unquoted(w)
+        value = _TRAILING_LINE_END_RE.sub(b"", data[v_start:v_end])
+        if value and not value.startswith(b"-") and not is_non_secret_password(value):
+            out.append(Span(v_start, v_start + len(value), "password", PRIORITY_ASSIGNMENT))
 
 
 def _positional_password(data: bytes, start: int, out: list[Span]) -> None:
@@ -474,6 +529,12 @@ DETECTOR = Detector(
         "winrs -r:host -u:admin -p:<mixed:12> ipconfig",  # Windows' colon form
         "sshpass -p dev_admin ssh deploy@host && mysql -u root -pwhiteduke app",  # a word where only a password goes
         "echo whiteduke | sudo -S apt update && smbclient -U bob%dev_admin //fs/share",  # piped; after Samba's `%`
+        "openssl enc -aes-256-cbc -salt -k <mixed:14> -in db.sql -out db.enc",  # OpenSSL's legacy `-k`
+        "lftp -u deploy,<mixed:14> sftp://files.example.com",  # lftp's `user,password`
+        "net user svc_backup <mixed:14> /add /domain",
+        "ansible-playbook site.yml --vault-password-file <(echo <mixed:14>)",  # a process substitution
+        "echo -n <mixed:14> | cryptsetup luksOpen /dev/sdb1 vault",
+        "echo <mixed:14> | gpg --batch --passphrase-fd 0 -c notes.txt",  # a secret's descriptor given stdin
     ),
     near_misses=(
         "chromium --bypass 10.0.0.0/8 && ffmpeg --twopass 1 && tool --compass north",  # words ending in `pass`
@@ -492,5 +553,8 @@ DETECTOR = Detector(
         "rabbitmqctl add_user deploy $RABBIT_PASSWORD && openssl passwd -stdin < pw.txt",
         "pass them with the --username and --password options && journalctl -u nginx -p warning",
         "echo y | sudo -S apt install curl && zip -P password backup.zip data",  # an answer; a placeholder
+        "lftp -u deploy sftp://files.example.com && net user bob * /add && net user bob /delete",  # they prompt
+        "cat key.bin | tool --key-file - --verbose && docker run --env-file <(echo A=b) img",  # no literal; no secret
+        "openssl enc -d -k $PASSPHRASE -in a && openssl enc -K $KEY -iv $IV -in a",  # references
     ),
 )
