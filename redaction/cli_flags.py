@@ -132,12 +132,12 @@ TRIGGERS: tuple[Trigger, ...] = (
             rb"|cryptsetup[ \t]", literals=(b"sudo", b"chpasswd", b"passwd", b"secret", b"cryptsetup"), window=20,
             som=True),
     # ... and a flag naming a secret's file or descriptor given standard input (`--key-file=-`,
-    # `--passphrase-fd 0`, `--password-file /dev/stdin`): what is piped in is the secret
-    Trigger(rb"(?:pass|pwd|secret|token|key|cred)[a-z0-9_\-]*(?:file|fd)(?:[ \t]+|=)(?:-|0|/dev/stdin|/dev/fd/0)",
-            literals=(b"file", b"fd"), window=60, som=True, caseless=True),
+    # `--passphrase-fd 0`, `--password-file /dev/stdin`): what is piped in is the secret (the flag's name is
+    # read back in Python: a secret's word before the trigger widened the engine's pass by a twentieth)
+    Trigger(rb"-(?:file|fd)(?:[ \t]+|=)(?:-|0|/dev/stdin|/dev/fd/0)", literals=(b"-file", b"-fd"), window=30,
+            caseless=True),
     # a literal handed to a flag naming a secret as a file by process substitution (`--password-file <(echo pw)`)
-    Trigger(rb"(?:pass|pwd|secret|token|key|cred)[a-z0-9_\-]*(?:[ \t]+|=|:)<\([ \t]*(?:echo|printf)[ \t]",
-            literals=(b"<(",), window=60, caseless=True),
+    Trigger(rb"<\([ \t]*(?:echo|printf)[ \t]", literals=(b"<(",), window=30),
     # Samba's `-U [domain\\]user%password` (smbclient, rpcclient, smbcacls, smbget, ...)
     Trigger(rb"(?:smbclient|rpcclient|smbcacls|smbget|smbtree|smbmap|smbpasswd)[ \t]", literals=(b"smb", b"rpcclient"),
             window=20, som=True),
@@ -287,11 +287,14 @@ def find_cli_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
             done = _paired_password(data, end, out)
     for start, _ in stdin_flags:
         _piped_secret(data, start, out)
-    for start, end in stdin_files:
+    for _, end in stdin_files:
         if end == len(data) or data[end] in _WORD_END:  # `-` itself, not `-v` or `0600`
-            _piped_secret(data, start, out)
+            flag = _SECRET_FILE_FLAG_RE.search(data, max(0, end - 80), end)
+            if flag is not None:
+                _piped_secret(data, flag.start(), out)
     for _, end in substituted:
-        _substituted_secret(data, end, out)
+        if _SECRET_FILE_FLAG_RE.search(data, max(0, end - 80), end) is not None:
+            _substituted_secret(data, end, out)
     for start, end in stdin_commands:
         word = data[start:end]
         if not word.startswith(b"sudo") or _sudo_reads_stdin(data, start):
@@ -400,6 +403,10 @@ def _other_flag(data: bytes, start: int, end: int, out: list[Span]) -> None:
             out.append(Span(v_start, v_end, "password", PRIORITY_ASSIGNMENT))
 
 
+# A flag naming a secret's file or descriptor, then standard input or a process substitution, up to the trigger's end
+_SECRET_FILE_FLAG_RE = re.compile(
+    rb"(?i)-[a-z0-9_\-]*(?:pass|pwd|secret|token|key|cred)[a-z0-9_\-]*(?:[ \t]+|=|:)"
+    rb"(?:-|0|/dev/stdin|/dev/fd/0|<\([ \t]*(?:echo|printf)[ \t])\Z")
 _WORD_END = frozenset(b" \t\n\r\"'\\;|&)")
 # `<(echo [-n] WORD)`, `<(printf [FORMAT] WORD)`: the command substituted, up to its closing parenthesis
 _SUBSTITUTED_RE = re.compile(rb"(?P<cmd>echo|printf)(?:[ \t]+-[neE]{1,3})*(?P<args>(?:[ \t]+" + _ARG + rb"){1,2})[ \t]*\)")

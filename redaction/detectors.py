@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ctxtap.redaction import url_credentials
 from ctxtap.redaction.detector import Detector, Hit, TriggerHits, samples
 from ctxtap.redaction.engine import Trigger
-from ctxtap.redaction.false_positives import decoded_text
+from ctxtap.redaction.false_positives import decoded_text, is_non_secret_password
 from ctxtap.redaction.openers import alternatives
 from ctxtap.redaction.spans import PRIORITY_CONTEXT, PRIORITY_FORMAT, Span
 
@@ -473,6 +473,33 @@ def _authority_passwords(data: bytes, found: Iterable[Hit], out: list[Span]) -> 
             out.append(Span(*span, "url-password", PRIORITY_CONTEXT))
 
 
+# Oracle's `user/password[@database]`, where Oracle's tools and URLs take a login: after `jdbc:oracle:thin:`, as
+# the first argument of its command-line tools (`sqlplus -s scott/pw@orcl`, `rman target sys/pw@db`), after
+# `userid=` (sqlldr, exp) and after SQL*Plus's `CONNECT` (there with an `@` or `AS SYSDBA` after it: `connect
+# to/from` is prose). The trigger is the keyword (the user and slash after it, in the engine, cost it a
+# twentieth more a byte); the user and password are read in Python, raw (`connect ` is in prose everywhere: opening
+# each JSON string it is in cost the scan a thirtieth more). The password runs to `@`, a space, a quote or the
+# line's end.
+ORACLE_LOGIN_TRIGGER = rb"jdbc:oracle:[a-z0-9]{2,8}:|(?:sqlplus|sqlldr|expdp|impdp|rman|dgmgrl)[ \t]|userid[ \t]*=|conn(?:ect)?[ \t]"
+_ORACLE_USER_RE = re.compile(rb"(?i)(?:(?<=[ \t])-[a-z]{1,8}[ \t]+)*(?:target[ \t]*=?[ \t]*)?[ \t]*[A-Za-z0-9_$#\"]{1,64}/")
+_ORACLE_PASSWORD_RE = re.compile(rb"(?P<pw>\"[^\"\n]{4,128}\"|[^\s/@\"'`;,()\\]{4,128})"
+                                 rb"(?:(?P<after>@|[ \t]+as[ \t]+sys)|(?=[\s\"'`;,)\\]|\Z))", re.I)
+
+
+def _oracle_logins(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
+    for _, end in found:
+        user = _ORACLE_USER_RE.match(data, end)
+        m = _ORACLE_PASSWORD_RE.match(data, user.end()) if user is not None else None
+        if m is None or (m.group("after") is None and data[end - 1 : end] in b" \t" and
+                         data[end - 5 : end - 1].lower() in (b"conn", b"nect")):
+            continue  # `connect to/from the database`: prose
+        pw_start, pw_end = m.span("pw")
+        if data[pw_start] == 0x22:  # a quoted password (`scott/"p@ss w"@db`)
+            pw_start, pw_end = pw_start + 1, pw_end - 1
+        if not is_non_secret_password(data[pw_start:pw_end]):
+            out.append(Span(pw_start, pw_end, "password", PRIORITY_CONTEXT))
+
+
 def _slack_hooks(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
     for start, _ in found:
         m = _SLACK_HOOK_RE.match(data, start)
@@ -568,6 +595,9 @@ _CONTEXT: tuple[tuple[Trigger, Callable[[bytes, Iterable[Hit], list[Span]], None
      _authority_passwords),
     (Trigger(url_credentials.QUOTED_AUTHORITY_TRIGGER, literals=(b"@",), window=2, som=True, opens=False),
      _authority_passwords),
+    (Trigger(ORACLE_LOGIN_TRIGGER, literals=(b"jdbc:oracle:", b"sqlplus", b"sqlldr", b"expdp", b"impdp", b"rman",
+                                             b"dgmgrl", b"userid", b"conn"), window=20, caseless=True, opens=False),
+     _oracle_logins),
     (Trigger(
         rb"hooks\.slack\.com/(?:services|workflows|triggers)/",
         literals=(b"hooks.slack.com/",),
@@ -662,6 +692,10 @@ CONTEXT = Detector(
         "psexec.py corp/admin:<alnum:10>!@10.0.0.9 cmd",  # an authority without a scheme (Impacket's target)
         "wmiexec.py 'corp.local/admin:P@<alnum:8> x'@dc01",  # the same quoted: the password holds `@` and a space
         "pip install --proxy alice:<alnum:12>@proxy.corp:8080 requests",
+        'db, err := sql.Open("mysql", "app:<alnum:12>@tcp(db:3306)/app?parseTime=true")',  # Go's DSN: a network
+        "spring.datasource.url=jdbc:oracle:thin:scott/<alnum:12>@db.internal:1521:ORCL",  # Oracle's logins
+        "sqlplus -s system/<alnum:12>@//db:1521/XEPDB1 @migrate.sql && rman target sys/<alnum:12>@prod",
+        "sqlldr userid=app/<alnum:12> control=load.ctl && echo 'CONNECT sys/<alnum:12> AS SYSDBA'",
         f"    client-key-data: {_ENCODED_KEY_HEAD}<b64:160>",  # a PEM file encoded whole (a kubeconfig)
         "untrusted comment: minisign encrypted secret key\nRWRTY0Iy<b64:204>\n",  # minisign's key file
     ),
@@ -675,5 +709,8 @@ CONTEXT = Detector(
         "GRANT ALL ON app.* TO 'app'@localhost; CREATE USER 'ro'@'%';",  # MySQL's quoted users: no password
         f"    certificate-authority-data: {_ENCODED_CERT_HEAD}",  # a certificate encoded whole: public
         "untrusted comment: signify public key\nRWRCSwAAAA<b64:46>\n",  # a public key's file
+        'fmt.Sprintf("%s:%s@tcp(%s)/%s", u, p, h, db) and "root:@tcp(db:3306)/app"',  # a format; no password
+        "sqlplus / as sysdba && sqlplus /nolog && rman target / && jdbc:oracle:thin:@//db:1521/XEPDB1",  # no password
+        "connect to/from the database; sqlplus and/or SQLcl; sqlplus app/$DB_PASS@db",  # prose; a reference
     ),
 )

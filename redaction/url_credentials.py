@@ -199,7 +199,10 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
     `password_at`) and no URI scheme written without `//` (`mailto:a@b`); the host must be an IP
     address, or be followed by a port, or, for a domain name, the password must be no e-mail's local
     part (`author:alice2@example.com` is a label and an address) unless a domain names the user.
-    The password must not be a number, and not a template."""
+    The password must not be a number, and not a template. Go's database DSN names a network and an
+    address instead of a host (`user:password@tcp(db:3306)/app`, `@unix(/run/mysqld.sock)/app`)."""
+    if _DSN_NETWORK_RE.match(data, at + 1) is not None:
+        return _dsn_password(data, at)
     h = _HOST_RE.match(data, at + 1)
     if h is None or not _host_ok(h.group("host")):
         return None
@@ -224,6 +227,22 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
         if b"." not in host or _EMAIL_LOCAL_RE.fullmatch(password):
             return None  # `label:someone@example.com`; `image:tag@sha256`
     return pw_start, at
+
+
+# Go's DSN after the `@`: a network, its address in parentheses, then the database's `/`
+_DSN_NETWORK_RE = re.compile(rb"(?:tcp[46]?|udp[46]?|unix|unixpacket|memory|pipe)\([^()\s\"'`]{0,256}\)/")
+
+
+def _dsn_password(data: bytes, at: int) -> tuple[int, int] | None:
+    """The password of `user:password@tcp(address)/db`, the word read back from the `@` at `at` as for a host."""
+    floor = max(0, at - AUTHORITY_REACH)
+    start = floor + 1 + data[floor:at].translate(_WORD_START_TO_SPACE).rfind(b" ")
+    if start == floor and start > 0:
+        return None
+    m = _AUTHORITY_RE.match(data, start, at)
+    if m is None or not _could_be_password(m.group("pw")):
+        return None
+    return m.start("pw"), at
 
 
 def _is_ipv4(host: bytes) -> bool:
