@@ -12,6 +12,11 @@ The pair is a class, not a list of libraries: a call or keyword whose name ends 
 `SetBasicAuth(...)`, `NetworkCredential(...)`, `UsernamePasswordCredentials(...)`, `ftp.login(...)`,
 `imap.login(...)`) holds a user and a password, in that order.
 
+A database connection's is a class of its own: a call named for a connection (`connect`, `getConnection`, `PDO`,
+`mysqli`) whose second and third arguments are string literals takes a user and a password after its host, URL or
+DSN (`DriverManager.getConnection(url, "sa", "pw")`, `new PDO($dsn, 'root', 'pw')`, `mysqli_connect("db", "root",
+"pw", "app")`, `MySQLdb.connect("db", "app", "pw", "app")`).
+
 A credential's fallback is a class too: a lookup by a credential's name given a literal default
 (`os.getenv("DB_PASSWORD", "pw")`, `os.environ.get(...)`, `ENV.fetch(...)`, `getOrDefault(...)`,
 `config.get("api_key", "k")`: the name and the literal are the call's only arguments), and a credential's
@@ -35,6 +40,9 @@ TRIGGERS: tuple[Trigger, ...] = (
     # an auth call or keyword given a literal: `HTTPBasicAuth("alice", ...`, `auth=('alice', ...`
     Trigger(rb"(?:auth|credentials?|login)[ \t]*(?:=[ \t]*)?[(\[][ \t]*\\*[\"'`]",
             literals=(b"auth", b"credential", b"login"), window=40, caseless=True),
+    # a connection's call: its arguments are read after the parenthesis (`getConnection(url, "sa", "pw")`)
+    Trigger(rb"(?:connect|connection|pdo|mysqli)[ \t]*\(", literals=(b"connect", b"pdo", b"mysqli"), window=20,
+            caseless=True, opens=False),
     # a lookup's name argument ending in a credential's word, a comma, the default's opening quote
     Trigger(rb"(?:pass|pwd|secret|token|key|auth|credentials?)[A-Za-z0-9_]*\\*[\"'][ \t]*,[ \t]*\\*[\"'`]",
             literals=(b"pass", b"pwd", b"secret", b"token", b"key", b"auth", b"credential"), window=80, caseless=True,
@@ -104,15 +112,29 @@ def _credential_default(data: bytes, end: int, named: tuple[str, bytes] | None, 
         out.append(Span(m.start("v"), m.end("v"), named[0], PRIORITY_ASSIGNMENT))
 
 
+# A connection call's arguments from its parenthesis: the host, URL or DSN (a literal, or an expression with no
+# parenthesis or quote), then the user's and the password's literals (quotes possibly escaped), then `,` or `)`.
+_CONNECTION_ARGS_RE = re.compile(
+    rb"[ \t]*(?:(?P<e1>\\*)(?P<q1>[\"'`])[^\"'`\\\n]{0,256}(?P=e1)(?P=q1)|[^,()\"'`\n]{1,200})[ \t]*,[ \t]*"
+    rb"(?P<e2>\\*)(?P<q2>[\"'`])[^\s\"'`\\]{1,64}(?P=e2)(?P=q2)[ \t]*,[ \t]*"
+    rb"(?P<esc>\\*)(?P<q>[\"'`])(?P<v>[^\s\"'`\\]{4,256})(?P=esc)(?P=q)[ \t]*[,)]")
+
+
 def find_comparison_spans(data: bytes, hits: TriggerHits, out: list[Span]) -> None:
-    """Append spans of literals compared with a strong name, of auth calls' passwords and of credentials'
-    literal fallbacks; `hits[i]` are where `TRIGGERS[i]` matched."""
+    """Append spans of literals compared with a strong name, of auth calls' and connection calls' passwords and
+    of credentials' literal fallbacks; `hits[i]` are where `TRIGGERS[i]` matched."""
     for _, end in hits[2]:
+        if data[max(0, end - 16) : end].lower().rstrip(b" \t(").endswith(b"disconnect"):
+            continue
+        m = _CONNECTION_ARGS_RE.match(data, end)
+        if m is not None and not is_non_secret_literal(m.group("v"), b"pass"):
+            out.append(Span(m.start("v"), m.end("v"), "password", PRIORITY_ASSIGNMENT))
+    for _, end in hits[3]:
         paren = data.rfind(b"(", max(0, end - 100), end)  # the call's: the regex is matched from there, once
         m = _LOOKUP_RE.match(data, paren - 1, end) if paren > 0 else None
         if m is not None and _VARIABLE_NAME_RE.search(m.group("name")):
             _credential_default(data, end, strong_name_kind(m.group("name").rsplit(b".", 1)[-1]), _DEFAULT_RE, out)
-    for _, end in hits[3]:
+    for _, end in hits[4]:
         name = _ored_name(data, end)
         if name is not None:
             _credential_default(data, end, strong_name_kind(name), _ORED_VALUE_RE, out)
@@ -148,6 +170,9 @@ DETECTOR = Detector(
         "const pass = process.env.DB_PASS || '<mixed:14>';",
         "token = os.environ.get('GH_TOKEN') or '<mixed:16>'",
         "ftp.login('alice', '<mixed:14>')",  # a login call's user and password
+        'Connection c = DriverManager.getConnection(url, "sa", "<mixed:14>");',  # a connection's user and password
+        "$db = new PDO('mysql:host=db;dbname=app', 'root', '<mixed:14>');",
+        'conn = MySQLdb.connect("db.internal", "app", "<mixed:14>", "app")',
     ),
     near_misses=(
         "if (name == password) {",
@@ -157,5 +182,7 @@ DETECTOR = Detector(
         'auth("login", "Please sign in")',
         "required: ['api_key', 'model'], x = config.get('password', 'default'), t('password', 'Enter it')",
         "test -f token || echo 'missing file'; os.getenv('DB_PASSWORD', '') or 'unset'",
+        'sock.connect(("db", 5432)); sqlite3.connect("app.db"); button.connect("clicked", "on_click")',
+        'getConnection(url, user, password); new PDO($dsn, $user, $pass); connect(host, "app", "")',
     ),
 )
