@@ -561,6 +561,7 @@ DETECTOR = Detector(
         'network={\n    ssid="HomeNet"\n    psk="<mixed:12>"\n}',  # a pre-shared key (wpa_supplicant)
         '10.0.0.1 10.0.0.2 : PSK "<mixed:16>"',  # ipsec.secrets: the name, a space, the quoted key
         "MY_PASSCODE=<mixed:12>",
+        "DBPASS=<mixed:12>\nrootpw = <mixed:12>",  # a password's word glued to the one before
         '{"auths": {"registry.example.com": {"auth": "dTpwNHNz"}}}',  # base64 of `u:p4ss` (Docker)
         "_auth=YWI6Yw==",  # npm: base64 of `ab:c`
         "redis_pass = Jm<upper:3>Qa771.bbt<upper:1>\n",  # dotted, but no word to say after the dot: no code
@@ -592,6 +593,7 @@ DETECTOR = Detector(
         "| step | 3| password=whiteduke |",  # a table's cell: no line's number either
         '{"rulesets": {"credentials": "creds-2026.12.10"}}',  # a version after a weak name
         "    - password: password to use with username\n",  # a docstring's list: words about the name
+        "bypass=<mixed:12> compass=<mixed:12> renderpass=<mixed:12> OLDPWD=/home/me",  # words that end like one
     ),
     python_starts=True,
     reads_found=True,

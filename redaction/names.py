@@ -86,7 +86,11 @@ def name_kind(name: bytes, kw: bytes, camel: bool, env_style: bool = False) -> t
     if word in ("pwd", "pw", "pass"):
         if bare:
             return "password", False  # `pass = ...`, `PWD=/home/me`: the value must look random
-        return ("password", True) if boundary and norm != "oldpwd" else None
+        if norm == "oldpwd":
+            return None
+        # glued to the word before (`DBPASS`, `rootpw`, `smtppass`), not a word that only ends so (`bypass`)
+        glued = not boundary and glued_password_name(name.replace(b"-", b"_").replace(b".", b"_").rsplit(b"_", 1)[-1])
+        return ("password", True) if boundary or glued else None
     if word in ("secret", "secrete"):
         return "generic-secret", True
     if word == "authorization":
