@@ -408,15 +408,15 @@ _SECRET_FILE_FLAG_RE = re.compile(
     rb"(?i)-[a-z0-9_\-]*(?:pass|pwd|secret|token|key|cred)[a-z0-9_\-]*(?:[ \t]+|=|:)"
     rb"(?:-|0|/dev/stdin|/dev/fd/0|<\([ \t]*(?:echo|printf)[ \t])\Z")
 _WORD_END = frozenset(b" \t\n\r\"'\\;|&)")
-# `<(echo [-n] WORD)`, `<(printf [FORMAT] WORD)`: the command substituted, up to its closing parenthesis
-_SUBSTITUTED_RE = re.compile(rb"(?P<cmd>echo|printf)(?:[ \t]+-[neE]{1,3})*(?P<args>(?:[ \t]+" + _ARG + rb"){1,2})[ \t]*\)")
+# `<(echo [-n] WORD)`, `<(printf [FORMAT] WORD)` from its parenthesis: the command substituted, up to its closing one
+_SUBSTITUTED_RE = re.compile(rb"\([ \t]*(?P<cmd>echo|printf)(?:[ \t]+-[neE]{1,3})*(?P<args>(?:[ \t]+" + _ARG
+                             + rb"){1,2})[ \t]*\)")
 
 
 def _substituted_secret(data: bytes, end: int, out: list[Span]) -> None:
-    """The literal a process substitution hands to a secret's file flag (`--vault-password-file <(echo pw)`)."""
-    m = _SUBSTITUTED_RE.match(data, end - len(b"echo "), min(len(data), end + 600))
-    if m is None:
-        m = _SUBSTITUTED_RE.match(data, end - len(b"printf "), min(len(data), end + 600))
+    """The literal a process substitution (its trigger ending at `end`) hands to a secret's file flag
+    (`--vault-password-file <(echo pw)`)."""
+    m = _SUBSTITUTED_RE.match(data, data.rfind(b"(", 0, end), min(len(data), end + 600))
     if m is None:
         return
     words = list(_ARG_RE.finditer(data, m.start("args"), m.end("args")))

@@ -490,8 +490,8 @@ def _oracle_logins(data: bytes, found: Iterable[Hit], out: list[Span]) -> None:
     for _, end in found:
         user = _ORACLE_USER_RE.match(data, end)
         m = _ORACLE_PASSWORD_RE.match(data, user.end()) if user is not None else None
-        if m is None or (m.group("after") is None and data[end - 1 : end] in b" \t" and
-                         data[end - 5 : end - 1].lower() in (b"conn", b"nect")):
+        keyword = data[max(0, end - 8) : end].rstrip(b" \t").lower()
+        if m is None or (m.group("after") is None and keyword.endswith((b"conn", b"connect"))):
             continue  # `connect to/from the database`: prose
         pw_start, pw_end = m.span("pw")
         if data[pw_start] == 0x22:  # a quoted password (`scott/"p@ss w"@db`)

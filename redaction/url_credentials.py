@@ -201,12 +201,11 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
     part (`author:alice2@example.com` is a label and an address) unless a domain names the user.
     The password must not be a number, and not a template. Go's database DSN names a network and an
     address instead of a host (`user:password@tcp(db:3306)/app`, `@unix(/run/mysqld.sock)/app`)."""
-    if _DSN_NETWORK_RE.match(data, at + 1) is not None:
-        return _dsn_password(data, at)
-    h = _HOST_RE.match(data, at + 1)
-    if h is None or not _host_ok(h.group("host")):
+    dsn = _DSN_NETWORK_RE.match(data, at + 1) is not None  # no host to judge: the network names the DSN
+    h = None if dsn else _HOST_RE.match(data, at + 1)
+    if not dsn and (h is None or not _host_ok(h.group("host"))):
         return None
-    if at and data[at - 1] in b"\"'":
+    if h is not None and at and data[at - 1] in b"\"'":
         return _quoted_authority_password(data, at, h.group("host"))
     floor = max(0, at - AUTHORITY_REACH)
     if data.find(b":", floor, at) < 0:
@@ -220,6 +219,8 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
     pw_start, password = m.start("pw"), m.group("pw")
     if not _could_be_password(password):
         return None
+    if h is None:
+        return pw_start, at
     host = h.group("host")
     if host[:1].isdigit() and not _is_ipv4(host):
         return None  # `pkg:pypi/trove-classifiers@2026.9.21.13`: a version
@@ -231,19 +232,6 @@ def authority_password_at(data: bytes, at: int) -> tuple[int, int] | None:
 
 # Go's DSN after the `@`: a network, its address in parentheses, then the database's `/`
 _DSN_NETWORK_RE = re.compile(rb"(?:tcp[46]?|udp[46]?|unix|unixpacket|memory|pipe)\([^()\s\"'`]{0,256}\)/")
-
-
-def _dsn_password(data: bytes, at: int) -> tuple[int, int] | None:
-    """The password of `user:password@tcp(address)/db`, the word read back from the `@` at `at` as for a host."""
-    floor = max(0, at - AUTHORITY_REACH)
-    start = floor + 1 + data[floor:at].translate(_WORD_START_TO_SPACE).rfind(b" ")
-    if start == floor and start > 0:
-        return None
-    m = _AUTHORITY_RE.match(data, start, at)
-    if m is None or not _could_be_password(m.group("pw")):
-        return None
-    return m.start("pw"), at
-
 
 def _is_ipv4(host: bytes) -> bool:
     return _IPV4_RE.fullmatch(host) is not None and all(int(octet) <= 255 for octet in host.split(b"."))
